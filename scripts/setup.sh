@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Set up everything wattlog needs on a fresh Debian machine, idempotently.
+#   scripts/setup.sh            Python venv (.venv) with wattlog and its extras
+#   scripts/setup.sh --servers  also the Debian packages the tests start for real
+#                               (prometheus, alertmanager, pushgateway, postgresql, chromium)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV="${VENV:-.venv}"
+PYTHON="${PYTHON:-python3}"
+DEBIAN_PACKAGES=(prometheus prometheus-alertmanager prometheus-pushgateway postgresql chromium)
+
+missing_debian_packages() {
+  local pkg
+  for pkg in "${DEBIAN_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || echo "$pkg"
+  done
+}
+
+install_servers() {
+  local missing
+  missing=$(missing_debian_packages)
+  [ -z "$missing" ] && return 0
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: $missing" >&2; exit 1; }
+    sudo="sudo"
+  fi
+  echo "setup: installing Debian packages: $(echo $missing)"
+  $sudo apt-get update -qq
+  # --no-install-recommends: prometheus would otherwise pull node-exporter, smartmontools, ipmitool...
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+}
+
+install_python() {
+  [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+  local stamp="$VENV/.wattlog-installed"
+  local want
+  want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    return 0
+  fi
+  echo "setup: installing wattlog and its Python dependencies into $VENV (first time: ~2 min)"
+  "$VENV/bin/pip" install -q --upgrade pip
+  # torch==2.13.0 is pinned in the torch extra: a CPU build that pip finds locally.
+  "$VENV/bin/pip" install -q -e ".[all,test]"
+  echo "$want" > "$stamp"
+}
+
+case "${1:-}" in
+  --servers) install_servers; install_python ;;
+  "") install_python ;;
+  *) echo "usage: $0 [--servers]" >&2; exit 2 ;;
+esac

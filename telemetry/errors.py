@@ -1,0 +1,46 @@
+"""The project's typed errors.
+
+One root, :class:`WattlogError`, that the CLI catches and prints as one line.
+Every package raises these (accounting and trainer import them from here), so a
+caller can tell a misconfiguration from a lost device from a broken ledger.
+"""
+
+from __future__ import annotations
+
+
+class WattlogError(Exception):
+    """Root of every error wattlog raises on purpose; its message names the fix."""
+
+
+class ConfigError(WattlogError, ValueError):
+    """A setting or an input value is invalid (bad PUE, unknown site, malformed file)."""
+
+
+class SensorError(WattlogError):
+    """A sensor could not be read."""
+
+
+class SensorUnavailable(SensorError):
+    """The backend cannot be used on this machine (no driver, no permission, no sysfs tree)."""
+
+
+class NotSupported(SensorError):
+    """The device does not offer this metric; callers fall back per metric."""
+
+    def __init__(self, metric: str, device: str = "") -> None:
+        super().__init__(f"{metric} is not supported" + (f" on {device}" if device else ""))
+        self.metric = metric
+        self.device = device
+
+
+class DeviceLost(SensorError):
+    """The device stopped answering (GPU_IS_LOST, UNKNOWN): it is marked lost, others go on."""
+
+    def __init__(self, device: str, reason: str = "") -> None:
+        super().__init__(f"device {device} is lost" + (f": {reason}" if reason else ""))
+        self.device = device
+        self.reason = reason
+
+
+class LedgerError(WattlogError):
+    """The ledger cannot be opened, read or written; nothing was half-written."""

@@ -1,0 +1,133 @@
+"""Plain data shared by sensors, sampler, integrator and sinks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Kind(StrEnum):
+    """What a device is; also the Prometheus `kind` label."""
+
+    GPU = "gpu"
+    CPU = "cpu"
+    DRAM = "dram"
+    NODE = "node"
+
+
+class Source(StrEnum):
+    """Where an energy figure comes from. Every figure shown carries one."""
+
+    COUNTER = "counter"  # differences of a hardware energy counter
+    SAMPLED = "sampled"  # integrated from power readings
+    ESTIMATED = "estimated"  # a model (utilisation x TDP), no sensor at all
+    SIMULATED = "simulated"  # the simulated device: never a measurement
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceInfo:
+    """One measurable device, keyed by a stable UUID.
+
+    Attributes:
+        uuid: Stable key (NVML UUID, powercap zone path, "estimate-cpu", ...).
+        name: Human name ("NVIDIA H100 80GB HBM3", "package-0").
+        kind: gpu, cpu, dram or node.
+        source: The label every energy figure of this device carries.
+        has_counter: Whether readings carry a cumulative energy counter.
+        counter_range_mj: Value at which the counter wraps to 0, or None if it never wraps.
+        power_limit_w: Enforced power limit, if known; bounds gap estimates.
+        index: Index as the driver numbers it (NVML index), if any.
+        note: How it is read, e.g. "power from NVML_FI_DEV_POWER_INSTANT".
+    """
+
+    uuid: str
+    name: str
+    kind: Kind
+    source: Source
+    has_counter: bool
+    counter_range_mj: float | None = None
+    power_limit_w: float | None = None
+    index: int | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One read of one device at sampler time `t_s` (monotonic seconds).
+
+    Metrics a device does not offer are None.
+    """
+
+    device: str
+    t_s: float
+    energy_mj: float | None = None
+    power_w: float | None = None
+    utilisation_pct: float | None = None
+    temperature_c: float | None = None
+    memory_used_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceEnergy:
+    """Cumulative energy of one device since the agent started (what scrapes and CLIs show).
+
+    The band [low_j, high_j] is the honest uncertainty of energy_j against true
+    power: sensor calibration, partial observation, and gaps.
+
+    Attributes:
+        device: The device.
+        energy_j: Best estimate, joules.
+        low_j: Lower end of the uncertainty band, joules.
+        high_j: Upper end of the uncertainty band, joules.
+        power_w: Latest power reading, watts (None if the device gives none).
+        samples: Readings integrated.
+        gap_count: Gaps recorded (failed reads, lost device, too long between readings).
+        gap_s: Seconds inside those gaps (not interpolated over).
+        lost: Whether the device was marked lost.
+        notes: Plain-language caveats ("phase lock suspected: ...", "counter reset at ...").
+    """
+
+    device: DeviceInfo
+    energy_j: float
+    low_j: float
+    high_j: float
+    power_w: float | None
+    samples: int
+    gap_count: int
+    gap_s: float
+    lost: bool = False
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EnergyInterval:
+    """Energy of one device over one flush interval: the row the ledger stores.
+
+    Times are Unix seconds (wall clock), so rows from many nodes line up.
+    """
+
+    host: str
+    device: str
+    kind: Kind
+    source: Source
+    start_s: float
+    end_s: float
+    energy_j: float
+    low_j: float
+    high_j: float
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """A stretch of time in which a device was not measured, in Unix seconds."""
+
+    host: str
+    device: str
+    start_s: float
+    end_s: float
+    reason: str
+
+    @property
+    def duration_s(self) -> float:
+        """Length of the gap in seconds."""
+        return self.end_s - self.start_s

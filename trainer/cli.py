@@ -1,0 +1,69 @@
+"""The `wattlog` command: the root typer app that mounts every package's commands.
+
+It lives in trainer/ because trainer already composes telemetry and accounting;
+each package exposes `register(app)` and the dashboards commands are imported
+lazily there, so module-level imports stay one-way.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import typer
+from rich.console import Console
+
+from telemetry.cli import register as register_telemetry
+from telemetry.errors import WattlogError
+
+app = typer.Typer(
+    name="wattlog",
+    help="Measure, record and publish the energy, carbon and water of training runs.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+register_telemetry(app)
+
+
+@app.callback()
+def root() -> None:
+    """Measure, record and publish the energy, carbon and water of training runs."""
+
+
+@app.command()
+def version() -> None:
+    """Print wattlog's version."""
+    from importlib.metadata import version as package_version
+
+    print(f"wattlog {package_version('wattlog')}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code; a WattlogError becomes one line on stderr, exit 2.
+
+    Args:
+        argv: Arguments without the program name (default: sys.argv[1:]).
+
+    Returns:
+        The process exit code.
+    """
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        result = app(args=argv, prog_name="wattlog", standalone_mode=False)
+    except WattlogError as error:
+        Console(stderr=True, highlight=False).print(f"[bold red]error:[/] {error}")
+        return 2
+    except typer.Exit as done:
+        return done.exit_code
+    except typer.Abort:
+        return 130
+    except typer.TyperException as usage:  # bad arguments: typer shows the usage line
+        usage.show()  # type: ignore[attr-defined]
+        return int(getattr(usage, "exit_code", 2))
+    return result if isinstance(result, int) else 0
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
