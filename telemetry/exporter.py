@@ -1,0 +1,292 @@
+"""The Prometheus exporter: collectors over the agent's snapshots, an HTTP server, Pushgateway.
+
+Scrapes never touch hardware (STYLE #12): each collector calls a snapshot
+function the agent hands it and yields fresh metric families from what it
+returns. Each agent builds its own :class:`~prometheus_client.CollectorRegistry`;
+nothing here registers into the global one.
+
+Energy is always a counter in joules, so `increase()` over any window is exact
+whatever the scrape interval. Labels are bounded: host, device (UUID), kind,
+source, and a fixed `bound` or `stat`; never a step or a timestamp.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import CollectorRegistry, delete_from_gateway, push_to_gateway, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from telemetry.errors import ConfigError, WattlogError
+from telemetry.types import DeviceEnergy
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
+
+    from telemetry.sampler import SamplerStats
+
+log = logging.getLogger(__name__)
+
+DEVICE_LABELS = ["host", "device", "kind", "source"]
+
+
+class EnergyCollector(Collector):
+    """Per-device energy, power, gaps and loss, read from the integrator's snapshot.
+
+    Emits (one sample per device; labels host, device, kind, source)::
+
+        # HELP wattlog_energy_joules_total Energy used by the device since the agent started (best estimate).
+        # TYPE wattlog_energy_joules_total counter
+        # HELP wattlog_energy_uncertainty_joules Ends of the energy's uncertainty band (label bound=low|high).
+        # TYPE wattlog_energy_uncertainty_joules gauge
+        # HELP wattlog_power_watts Latest power reading of the device.
+        # TYPE wattlog_power_watts gauge
+        # HELP wattlog_device_samples_total Readings integrated for the device.
+        # TYPE wattlog_device_samples_total counter
+        # HELP wattlog_gaps_total Gaps recorded for the device (failed reads, lost device, late readings).
+        # TYPE wattlog_gaps_total counter
+        # HELP wattlog_gap_seconds_total Seconds inside the device's gaps (not interpolated over).
+        # TYPE wattlog_gap_seconds_total counter
+        # HELP wattlog_device_lost 1 if the device was marked lost, else 0.
+        # TYPE wattlog_device_lost gauge
+        # HELP wattlog_device_info Device name and counter availability (value always 1).
+        # TYPE wattlog_device_info gauge
+
+    Args:
+        snapshot: Returns the latest cumulative energy per device (no hardware access).
+        host: Value of the `host` label.
+    """
+
+    def __init__(self, snapshot: Callable[[], Sequence[DeviceEnergy]], host: str) -> None:
+        self._snapshot = snapshot
+        self._host = host
+
+    def collect(self) -> Iterator[Metric]:
+        """Yield fresh metric families built from one snapshot."""
+        energy = CounterMetricFamily(
+            "wattlog_energy_joules",
+            "Energy used by the device since the agent started (best estimate).",
+            labels=DEVICE_LABELS,
+            unit="joules",
+        )
+        band = GaugeMetricFamily(
+            "wattlog_energy_uncertainty_joules",
+            "Ends of the energy's uncertainty band (label bound=low|high).",
+            labels=[*DEVICE_LABELS, "bound"],
+        )
+        power = GaugeMetricFamily(
+            "wattlog_power_watts", "Latest power reading of the device.", labels=DEVICE_LABELS
+        )
+        samples = CounterMetricFamily(
+            "wattlog_device_samples", "Readings integrated for the device.", labels=DEVICE_LABELS
+        )
+        gaps = CounterMetricFamily(
+            "wattlog_gaps",
+            "Gaps recorded for the device (failed reads, lost device, late readings).",
+            labels=DEVICE_LABELS,
+        )
+        gap_seconds = CounterMetricFamily(
+            "wattlog_gap_seconds",
+            "Seconds inside the device's gaps (not interpolated over).",
+            labels=DEVICE_LABELS,
+        )
+        lost = GaugeMetricFamily(
+            "wattlog_device_lost", "1 if the device was marked lost, else 0.", labels=DEVICE_LABELS
+        )
+        info = GaugeMetricFamily(
+            "wattlog_device_info",
+            "Device name and counter availability (value always 1).",
+            labels=[*DEVICE_LABELS, "name", "has_counter"],
+        )
+        for row in self._snapshot():
+            d = row.device
+            labels = [self._host, d.uuid, str(d.kind), str(d.source)]
+            energy.add_metric(labels, row.energy_j)
+            band.add_metric([*labels, "low"], row.low_j)
+            band.add_metric([*labels, "high"], row.high_j)
+            if row.power_w is not None:
+                power.add_metric(labels, row.power_w)
+            samples.add_metric(labels, row.samples)
+            gaps.add_metric(labels, row.gap_count)
+            gap_seconds.add_metric(labels, row.gap_s)
+            lost.add_metric(labels, 1.0 if row.lost else 0.0)
+            info.add_metric([*labels, d.name, "true" if d.has_counter else "false"], 1.0)
+        yield from (energy, band, power, samples, gaps, gap_seconds, lost, info)
+
+
+class SamplerCollector(Collector):
+    """The sampler's own health, kept apart from device metrics (label host).
+
+    Emits::
+
+        # HELP wattlog_samples_total Sampler ticks completed.
+        # TYPE wattlog_samples_total counter
+        # HELP wattlog_sensor_reads_total Device reads attempted.
+        # TYPE wattlog_sensor_reads_total counter
+        # HELP wattlog_sample_errors_total Device reads that failed (each one recorded as a gap).
+        # TYPE wattlog_sample_errors_total counter
+        # HELP wattlog_sample_overruns_total Ticks that started after their next deadline had passed.
+        # TYPE wattlog_sample_overruns_total counter
+        # HELP wattlog_sample_period_seconds Achieved mean sampling period.
+        # TYPE wattlog_sample_period_seconds gauge
+        # HELP wattlog_sample_lateness_seconds Lateness of ticks behind their deadline (stat=p50|p99|max).
+        # TYPE wattlog_sample_lateness_seconds gauge
+        # HELP wattlog_sampler_running 1 while the sampler thread runs.
+        # TYPE wattlog_sampler_running gauge
+
+    Args:
+        stats: Returns the sampler's current statistics.
+        host: Value of the `host` label.
+    """
+
+    def __init__(self, stats: Callable[[], SamplerStats], host: str) -> None:
+        self._stats = stats
+        self._host = host
+
+    def collect(self) -> Iterator[Metric]:
+        """Yield fresh metric families built from one stats read."""
+        s = self._stats()
+        h = [self._host]
+
+        def counter(name: str, doc: str, value: float) -> CounterMetricFamily:
+            family = CounterMetricFamily(name, doc, labels=["host"])
+            family.add_metric(h, value)
+            return family
+
+        yield counter("wattlog_samples", "Sampler ticks completed.", s.samples_total)
+        yield counter("wattlog_sensor_reads", "Device reads attempted.", s.reads_total)
+        yield counter(
+            "wattlog_sample_errors", "Device reads that failed (each one recorded as a gap).", s.errors_total
+        )
+        yield counter(
+            "wattlog_sample_overruns",
+            "Ticks that started after their next deadline had passed.",
+            s.overruns_total,
+        )
+        period = GaugeMetricFamily(
+            "wattlog_sample_period_seconds", "Achieved mean sampling period.", labels=["host"]
+        )
+        if s.achieved_period_s is not None:
+            period.add_metric(h, s.achieved_period_s)
+        yield period
+        lateness = GaugeMetricFamily(
+            "wattlog_sample_lateness_seconds",
+            "Lateness of ticks behind their deadline (stat=p50|p99|max).",
+            labels=["host", "stat"],
+        )
+        for stat, value in (("p50", s.lateness_p50_s), ("p99", s.lateness_p99_s), ("max", s.lateness_max_s)):
+            if value is not None:
+                lateness.add_metric([self._host, stat], value)
+        yield lateness
+        running = GaugeMetricFamily(
+            "wattlog_sampler_running", "1 while the sampler thread runs.", labels=["host"]
+        )
+        running.add_metric(h, 1.0 if s.running else 0.0)
+        yield running
+
+
+@dataclass
+class MetricsServer:
+    """A running /metrics HTTP server; `close()` stops it and frees the port."""
+
+    server: WSGIServer
+    thread: threading.Thread
+    host: str
+
+    @property
+    def port(self) -> int:
+        """The bound port (the picked one when 0 was asked for)."""
+        return int(self.server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """Address of the metrics endpoint, e.g. http://127.0.0.1:9464/metrics."""
+        return f"http://{self.host}:{self.port}/metrics"
+
+    def close(self) -> None:
+        """Stop serving, close the socket and join the thread."""
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5.0)
+
+
+def serve(registry: CollectorRegistry, host: str = "127.0.0.1", port: int = 9464) -> MetricsServer:
+    """Serve `registry` on http://host:port/metrics in a daemon thread.
+
+    Args:
+        registry: The agent's own registry.
+        host: Address to bind; loopback by default, so nothing is exposed unless asked.
+        port: TCP port; 0 picks a free one (read it back from `.port`).
+
+    Returns:
+        The running server.
+
+    Raises:
+        ConfigError: The port is taken or the address cannot be bound.
+    """
+    try:
+        server, thread = start_http_server(port, addr=host, registry=registry)
+    except OSError as error:
+        raise ConfigError(
+            f"cannot serve metrics on {host}:{port}: {error}; pick another port (--port, 0 = any free one)"
+        ) from error
+    return MetricsServer(server=server, thread=thread, host=host)
+
+
+def push(
+    registry: CollectorRegistry,
+    gateway_url: str,
+    job: str,
+    grouping_key: Mapping[str, str] | None = None,
+    timeout_s: float = 10.0,
+) -> None:
+    """Push the registry's current values to a Pushgateway (for short jobs that cannot be scraped).
+
+    The Pushgateway never forgets a series: once the pushed values have been
+    scraped for the last time, call :func:`delete` with the same job and
+    grouping key, or the last values stay exported forever.
+
+    Args:
+        registry: The agent's registry.
+        gateway_url: e.g. http://127.0.0.1:9091.
+        job: The `job` label of the group.
+        grouping_key: Further labels naming the group (e.g. {"instance": host}).
+        timeout_s: HTTP timeout.
+
+    Raises:
+        WattlogError: The gateway could not be reached or refused the push.
+    """
+    try:
+        push_to_gateway(
+            gateway_url, job=job, registry=registry, grouping_key=dict(grouping_key or {}), timeout=timeout_s
+        )
+    except OSError as error:
+        raise WattlogError(
+            f"cannot push metrics to {gateway_url}: {error}; check the Pushgateway runs and the URL (--push)"
+        ) from error
+
+
+def delete(
+    gateway_url: str, job: str, grouping_key: Mapping[str, str] | None = None, timeout_s: float = 10.0
+) -> None:
+    """Delete a pushed group from the Pushgateway (call when the job is done and its values were scraped).
+
+    Args:
+        gateway_url: e.g. http://127.0.0.1:9091.
+        job: The `job` label used by :func:`push`.
+        grouping_key: The grouping key used by :func:`push`.
+        timeout_s: HTTP timeout.
+
+    Raises:
+        WattlogError: The gateway could not be reached.
+    """
+    try:
+        delete_from_gateway(gateway_url, job=job, grouping_key=dict(grouping_key or {}), timeout=timeout_s)
+    except OSError as error:
+        raise WattlogError(f"cannot delete group {job} from {gateway_url}: {error}") from error

@@ -1,0 +1,189 @@
+"""Exporter: collectors over hand-made snapshots, the HTTP server, Pushgateway calls."""
+
+from __future__ import annotations
+
+import socket
+import urllib.request
+from types import SimpleNamespace
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+from pytest_httpserver import HTTPServer
+
+from telemetry.errors import ConfigError, WattlogError
+from telemetry.exporter import EnergyCollector, SamplerCollector, delete, push, serve
+from telemetry.types import DeviceEnergy, DeviceInfo, Kind, Source
+
+GPU = DeviceInfo(
+    uuid="GPU-aaaa", name="Simulated H100", kind=Kind.GPU, source=Source.SIMULATED, has_counter=True
+)
+CPU = DeviceInfo(uuid="estimate-cpu", name="cpu", kind=Kind.CPU, source=Source.ESTIMATED, has_counter=False)
+
+
+def snapshot() -> list[DeviceEnergy]:
+    return [
+        DeviceEnergy(
+            GPU,
+            energy_j=1500.0,
+            low_j=1400.0,
+            high_j=1600.0,
+            power_w=300.0,
+            samples=200,
+            gap_count=1,
+            gap_s=0.5,
+            lost=False,
+        ),
+        DeviceEnergy(
+            CPU,
+            energy_j=250.0,
+            low_j=125.0,
+            high_j=375.0,
+            power_w=None,
+            samples=200,
+            gap_count=0,
+            gap_s=0.0,
+            lost=True,
+        ),
+    ]
+
+
+def stats(**overrides: object) -> SimpleNamespace:
+    values = dict(
+        samples_total=400,
+        reads_total=800,
+        errors_total=3,
+        overruns_total=2,
+        achieved_period_s=0.025,
+        lateness_p50_s=0.0004,
+        lateness_p99_s=0.003,
+        lateness_max_s=0.01,
+        running=True,
+    )
+    values.update(overrides)
+    return SimpleNamespace(**values)
+
+
+@pytest.fixture
+def registry() -> CollectorRegistry:
+    reg = CollectorRegistry(auto_describe=True)
+    reg.register(EnergyCollector(snapshot, host="node1"))
+    reg.register(SamplerCollector(stats, host="node1"))
+    return reg
+
+
+def gpu(**extra: str) -> dict[str, str]:
+    return {"host": "node1", "device": "GPU-aaaa", "kind": "gpu", "source": "simulated", **extra}
+
+
+def test_energy_is_a_counter_in_joules_with_source_label(registry: CollectorRegistry) -> None:
+    assert registry.get_sample_value("wattlog_energy_joules_total", gpu()) == 1500.0
+    cpu = {"host": "node1", "device": "estimate-cpu", "kind": "cpu", "source": "estimated"}
+    assert registry.get_sample_value("wattlog_energy_joules_total", cpu) == 250.0
+    families = {f.name: f for f in text_string_to_metric_families(generate_latest(registry).decode())}
+    assert families["wattlog_energy_joules"].type == "counter"
+    assert families["wattlog_power_watts"].type == "gauge"
+
+
+def test_band_power_gaps_and_loss(registry: CollectorRegistry) -> None:
+    assert registry.get_sample_value("wattlog_energy_uncertainty_joules", gpu(bound="low")) == 1400.0
+    assert registry.get_sample_value("wattlog_energy_uncertainty_joules", gpu(bound="high")) == 1600.0
+    assert registry.get_sample_value("wattlog_power_watts", gpu()) == 300.0
+    assert registry.get_sample_value("wattlog_gaps_total", gpu()) == 1
+    assert registry.get_sample_value("wattlog_gap_seconds_total", gpu()) == 0.5
+    assert registry.get_sample_value("wattlog_device_lost", gpu()) == 0
+    assert registry.get_sample_value("wattlog_device_samples_total", gpu()) == 200
+    assert (
+        registry.get_sample_value("wattlog_device_info", gpu(name="Simulated H100", has_counter="true")) == 1
+    )
+    cpu = {"host": "node1", "device": "estimate-cpu", "kind": "cpu", "source": "estimated"}
+    assert registry.get_sample_value("wattlog_device_lost", cpu) == 1
+    assert registry.get_sample_value("wattlog_power_watts", cpu) is None  # no reading: no made-up value
+
+
+def test_sampler_health(registry: CollectorRegistry) -> None:
+    h = {"host": "node1"}
+    assert registry.get_sample_value("wattlog_samples_total", h) == 400
+    assert registry.get_sample_value("wattlog_sensor_reads_total", h) == 800
+    assert registry.get_sample_value("wattlog_sample_errors_total", h) == 3
+    assert registry.get_sample_value("wattlog_sample_overruns_total", h) == 2
+    assert registry.get_sample_value("wattlog_sample_period_seconds", h) == 0.025
+    assert (
+        registry.get_sample_value("wattlog_sample_lateness_seconds", {"host": "node1", "stat": "p99"})
+        == 0.003
+    )
+    assert registry.get_sample_value("wattlog_sampler_running", h) == 1
+
+
+def test_sampler_without_ticks_exports_no_made_up_period() -> None:
+    reg = CollectorRegistry()
+    reg.register(
+        SamplerCollector(
+            lambda: stats(
+                achieved_period_s=None, lateness_p50_s=None, lateness_p99_s=None, lateness_max_s=None
+            ),
+            "n",
+        )
+    )
+    assert reg.get_sample_value("wattlog_sample_period_seconds", {"host": "n"}) is None
+    assert reg.get_sample_value("wattlog_sample_lateness_seconds", {"host": "n", "stat": "p50"}) is None
+
+
+def test_each_scrape_reads_a_fresh_snapshot() -> None:
+    calls: list[int] = []
+
+    def counting() -> list[DeviceEnergy]:
+        calls.append(1)
+        return [DeviceEnergy(GPU, float(len(calls)), 0.0, 2.0 * len(calls), 1.0, 1, 0, 0.0)]
+
+    reg = CollectorRegistry()
+    reg.register(EnergyCollector(counting, "n"))
+    labels = {"host": "n", "device": "GPU-aaaa", "kind": "gpu", "source": "simulated"}
+    first = reg.get_sample_value("wattlog_energy_joules_total", labels)
+    second = reg.get_sample_value("wattlog_energy_joules_total", labels)
+    assert first is not None and second is not None and second > first
+
+
+def test_serve_on_port_zero_picks_a_free_port_and_closes(registry: CollectorRegistry) -> None:
+    server = serve(registry, port=0)
+    try:
+        assert server.port > 0
+        assert server.url == f"http://127.0.0.1:{server.port}/metrics"
+        body = urllib.request.urlopen(server.url, timeout=5).read().decode()
+        assert (
+            'wattlog_energy_joules_total{device="GPU-aaaa",host="node1",kind="gpu",source="simulated"} 1500.0'
+            in body
+        )
+    finally:
+        server.close()
+    with pytest.raises(OSError):
+        urllib.request.urlopen(server.url, timeout=2)
+
+
+def test_serve_on_a_taken_port_names_the_fix(registry: CollectorRegistry) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(ConfigError, match="--port"):
+            serve(registry, port=taken.getsockname()[1])
+
+
+def test_push_and_delete_address_the_group(httpserver: HTTPServer, registry: CollectorRegistry) -> None:
+    httpserver.expect_ordered_request("/metrics/job/train/instance/node1", method="PUT").respond_with_data("")
+    httpserver.expect_ordered_request("/metrics/job/train/instance/node1", method="DELETE").respond_with_data(
+        ""
+    )
+    push(registry, httpserver.url_for("/"), "train", {"instance": "node1"})
+    delete(httpserver.url_for("/"), "train", {"instance": "node1"})
+    httpserver.check_assertions()
+    body = httpserver.log[0][0].get_data(as_text=True)
+    assert "wattlog_energy_joules_total" in body
+
+
+def test_push_to_nowhere_is_one_clear_error(registry: CollectorRegistry) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    with pytest.raises(WattlogError, match="Pushgateway"):
+        push(registry, f"http://127.0.0.1:{port}", "train", timeout_s=2)
+
