@@ -1,0 +1,179 @@
+"""Which GPUs belong to this job: CUDA_VISIBLE_DEVICES, else SLURM's allocation, else all.
+
+Measuring every GPU of a shared node inflates a job's footprint (CodeCarbon
+issue 567), so the sensors measure only the GPUs selected here unless the
+whole node is asked for. Pure functions: the environment is passed in.
+
+CUDA's rules for CUDA_VISIBLE_DEVICES (CUDA C Programming Guide, "CUDA
+Environment Variables"): a comma-separated list of indices or UUIDs
+(``GPU-8932f937-...``, abbreviated to any unique prefix, and ``MIG-...`` for
+MIG instances); the list stops at the first invalid entry ("0,2,-1,1" shows 0
+and 2); an empty value hides every GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from telemetry.errors import ConfigError
+
+# SLURM's variables, most specific first: the step's GPUs, the job's, then the gres plugin's ordinal list.
+_SLURM_VARS = ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "GPU_DEVICE_ORDINAL")
+# Slurm writes this when a job step was given no GPU device files.
+_NO_DEVICES = "NoDevFiles"
+# A UUID written without its "GPU-" prefix: at least the first 8-hex-digit group.
+_HEX_UUID = re.compile(r"^[0-9a-f]{8}[0-9a-f-]*$")
+_RANGE = re.compile(r"^(\d+)-(\d+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSelection:
+    """The GPUs this job may measure, and where that choice came from.
+
+    Attributes:
+        whole_node: Every GPU of the node, whatever the environment says.
+        indices: Selected NVML indices, or None when not selecting by index.
+        uuids: Selected UUIDs (lower-case, ``GPU-``/``MIG-`` prefixed, possibly
+            abbreviated), or None when not selecting by UUID.
+        origin: Where the choice came from, e.g. "CUDA_VISIBLE_DEVICES=0,2".
+        notes: Caveats about the match (index order, MIG), one line each.
+    """
+
+    whole_node: bool
+    indices: frozenset[int] | None
+    uuids: frozenset[str] | None
+    origin: str
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def selects_all(self) -> bool:
+        """Whether every GPU the driver shows is included."""
+        return self.whole_node or (self.indices is None and self.uuids is None)
+
+    def includes(self, index: int, uuid: str, mig_uuids: Iterable[str] = ()) -> bool:
+        """Whether the GPU with NVML `index` and `uuid` belongs to the selection.
+
+        A UUID entry matches the GPU's UUID exactly or as a prefix (CUDA accepts
+        any unique prefix; an ambiguous one would hide the GPU from CUDA too, which
+        this per-device check cannot see). A MIG instance has no power sensor of
+        its own, so a MIG entry selects its whole parent GPU: the old form
+        ``MIG-GPU-<uuid>/gi/ci`` names the parent; the new ``MIG-<uuid>`` form
+        matches when the caller passes the GPU's MIG instance UUIDs.
+
+        Args:
+            index: The GPU's NVML index.
+            uuid: The GPU's UUID as NVML reports it ("GPU-...").
+            mig_uuids: UUIDs of the GPU's MIG instances, if any.
+
+        Returns:
+            True if the GPU is measured.
+        """
+        if self.selects_all:
+            return True
+        if self.indices is not None and index in self.indices:
+            return True
+        if not self.uuids:
+            return False
+        names = [_normalise(uuid), *(_normalise(mig) for mig in mig_uuids)]
+        return any(name.startswith(entry) for entry in self.uuids for name in names)
+
+    def describe(self) -> str:
+        """One line for tables and `wattlog sensors`, saying which GPUs are measured and why."""
+        if self.whole_node:
+            return f"measuring every GPU of the node: {self.origin}"
+        if self.selects_all:
+            return f"measuring {self.origin}"
+        if not self.indices and not self.uuids:
+            return f"measuring no GPUs: {self.origin}"
+        return f"measuring GPUs of this job: {self.origin}"
+
+
+def job_selection(environ: Mapping[str, str] = os.environ, *, whole_node: bool = False) -> GpuSelection:
+    """Select the job's GPUs from its environment.
+
+    Args:
+        environ: The process environment (injected for tests).
+        whole_node: Measure every GPU of the node instead (one agent per node).
+
+    Returns:
+        The selection, with its origin for display.
+
+    Raises:
+        ConfigError: A SLURM GPU variable is malformed (guessing would measure the wrong GPUs).
+    """
+    if whole_node:
+        return GpuSelection(True, None, None, "whole node (--whole-node)")
+    cuda = environ.get("CUDA_VISIBLE_DEVICES")
+    if cuda is not None:
+        return _from_cuda(cuda, environ.get("CUDA_DEVICE_ORDER", ""))
+    for name in _SLURM_VARS:
+        value = environ.get(name)
+        if value is not None:
+            return _from_slurm(name, value)
+    return GpuSelection(False, None, None, "all visible GPUs (no CUDA_VISIBLE_DEVICES or SLURM allocation)")
+
+
+def _normalise(uuid: str) -> str:
+    """Lower-case `uuid` with its GPU-/MIG- prefix, adding GPU- to a bare hex UUID."""
+    lowered = uuid.strip().lower()
+    return lowered if lowered.startswith(("gpu-", "mig-")) else f"gpu-{lowered}"
+
+
+def _from_cuda(value: str, device_order: str) -> GpuSelection:
+    origin = f"CUDA_VISIBLE_DEVICES={value}"
+    if value.strip() in ("", _NO_DEVICES):
+        return GpuSelection(False, frozenset(), frozenset(), origin)
+    indices: set[int] = set()
+    uuids: set[str] = set()
+    notes: list[str] = []
+    for raw in value.split(","):
+        entry = raw.strip()
+        if entry.isdigit():
+            indices.add(int(entry))
+        elif entry.lower().startswith(("gpu-", "mig-")) or _HEX_UUID.match(entry.lower()):
+            uuids.add(_mig_parent(_normalise(entry)))
+        else:  # CUDA ignores this entry and everything after it
+            notes.append(f"CUDA_VISIBLE_DEVICES stops at invalid entry {entry!r}, as CUDA does")
+            break
+    if indices and device_order != "PCI_BUS_ID":
+        notes.append(
+            "indices are matched in NVML's PCI bus order; CUDA numbers fastest-first unless "
+            "CUDA_DEVICE_ORDER=PCI_BUS_ID: on a node of mixed GPUs set it, or list UUIDs"
+        )
+    if any(entry.startswith("mig-") for entry in uuids):
+        notes.append("MIG instances have no power sensor: their whole parent GPU is measured")
+    return GpuSelection(False, frozenset(indices), frozenset(uuids), origin, tuple(notes))
+
+
+def _mig_parent(entry: str) -> str:
+    """``mig-gpu-<uuid>/gi/ci`` (pre-R470 form) names its parent GPU; other entries stay."""
+    if entry.startswith("mig-gpu-"):
+        return entry.removeprefix("mig-").split("/", 1)[0]
+    return entry
+
+
+def _from_slurm(name: str, value: str) -> GpuSelection:
+    origin = f"{name}={value}"
+    if value.strip() in ("", _NO_DEVICES):
+        return GpuSelection(False, frozenset(), None, origin)
+    indices: set[int] = set()
+    for raw in value.split(","):
+        entry = raw.strip()
+        span = _RANGE.match(entry)
+        if entry.isdigit():
+            indices.add(int(entry))
+        elif span and int(span[1]) <= int(span[2]):
+            indices.update(range(int(span[1]), int(span[2]) + 1))
+        else:
+            raise ConfigError(
+                f"{name}={value!r}: {entry!r} is not a GPU index; set CUDA_VISIBLE_DEVICES "
+                "or pass --whole-node"
+            )
+    note = (
+        f"{name} holds the node's physical indices; if the job's devices are constrained by "
+        "cgroups, NVML renumbers them: set CUDA_VISIBLE_DEVICES to UUIDs to be sure"
+    )
+    return GpuSelection(False, frozenset(indices), None, origin, (note,))
