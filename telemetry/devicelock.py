@@ -1,0 +1,141 @@
+"""One measuring agent per device: an flock on a file per device UUID.
+
+Two processes that see the same GPU (two ranks, a tracker beside a sidecar)
+must never both count it, or the job's total comes out N times too big
+(CodeCarbon issues 544, 936). Each agent takes an exclusive, non-blocking
+``fcntl.flock`` on ``<lock_dir>/<uuid>.lock`` and writes its pid and metrics
+URL into it; a device whose lock is held by another agent is skipped, and
+the holder is named so the user knows where that device's energy is.
+
+The kernel drops an flock when its process dies, so a crashed agent never
+leaves a stale lock. Lock files are left in place on release: deleting a
+file another process has open would let two agents lock two different inodes
+of the same name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from telemetry.errors import ConfigError
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """The agent that holds a device's lock.
+
+    Attributes:
+        pid: Its process id (None if it had not written it yet or cannot be read).
+        metrics_url: Where it serves that device's metrics, if it serves them.
+    """
+
+    pid: int | None
+    metrics_url: str | None
+
+    def describe(self, uuid: str) -> str:
+        """One line naming who measures `uuid`, e.g. for the agent's notes."""
+        who = f"agent pid {self.pid}" if self.pid is not None else "another agent"
+        where = f" ({self.metrics_url})" if self.metrics_url else ""
+        return f"{uuid} is measured by {who}{where}"
+
+
+class DeviceLocks:
+    """The device locks one agent holds.
+
+    Args:
+        lock_dir: Folder of the lock files; every agent of the node must use the same one.
+        pid: Written into each lock file (default: this process).
+    """
+
+    def __init__(self, lock_dir: Path, pid: int | None = None) -> None:
+        self._dir = lock_dir
+        self._pid = os.getpid() if pid is None else pid
+        self._held: dict[str, int] = {}
+
+    @property
+    def held(self) -> list[str]:
+        """UUIDs locked by this instance."""
+        return list(self._held)
+
+    def acquire(self, uuid: str, metrics_url: str | None = None) -> Holder | None:
+        """Try to lock `uuid` without waiting.
+
+        Args:
+            uuid: The device's UUID.
+            metrics_url: This agent's metrics URL, written into the lock file.
+
+        Returns:
+            None if this instance now holds the lock (or already did), else the holder.
+
+        Raises:
+            ConfigError: The lock folder cannot be created or written.
+        """
+        if uuid in self._held:
+            return None
+        path = self._path(uuid)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            writable = True
+        except PermissionError:  # another user's lock file: flock works on a read-only descriptor too
+            fd = os.open(path, os.O_RDONLY)
+            writable = False
+        except OSError as error:
+            raise ConfigError(
+                f"cannot create device lock {path}: {error}; set a writable lock_dir"
+            ) from error
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_holder(fd)
+            os.close(fd)
+            return holder
+        if writable:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps({"pid": self._pid, "metrics_url": metrics_url}).encode(), 0)
+        self._held[uuid] = fd
+        return None
+
+    def release_all(self) -> None:
+        """Unlock every held device (idempotent)."""
+        for fd in self._held.values():
+            # Erase before unlocking, so a new holder's content is never erased; a read-only
+            # descriptor cannot, and the next holder overwrites it.
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+        self._held.clear()
+
+    def _path(self, uuid: str) -> Path:
+        try:
+            self._dir.mkdir(parents=True, exist_ok=True)
+            if self._dir.stat().st_uid == os.getuid():
+                self._dir.chmod(0o1777)  # agents of other users on this node must lock here too
+        except OSError as error:
+            raise ConfigError(
+                f"cannot use device lock folder {self._dir}: {error}; set a writable lock_dir"
+            ) from error
+        # UUIDs may hold "/" or ":" (powercap zones); a digest keeps sanitised names distinct.
+        digest = hashlib.sha1(uuid.encode()).hexdigest()[:8]
+        return self._dir / f"{_UNSAFE.sub('_', uuid)}-{digest}.lock"
+
+
+def _read_holder(fd: int) -> Holder:
+    try:
+        data = json.loads(os.pread(fd, 4096, 0) or b"{}")
+    except (OSError, ValueError):
+        data = {}
+    pid = data.get("pid")
+    url = data.get("metrics_url")
+    return Holder(
+        pid=pid if isinstance(pid, int) else None, metrics_url=url if isinstance(url, str) else None
+    )
