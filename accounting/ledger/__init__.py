@@ -1,0 +1,31 @@
+"""The durable ledger: runs and their flushed energy in SQLite or PostgreSQL.
+
+- models: the SQLModel tables (Project, Run, EnergyRecord, GapRecord, Event, SiteRecord, IntensityPoint).
+- engine: make_engine(url) opens and migrates (Alembic) the database.
+- store: Ledger, the transactional reads and writes, hourly compaction.
+- sink: LedgerSink, the agent's IntervalSink.
+"""
+
+from __future__ import annotations
+
+from accounting.ledger.engine import DEFAULT_URL, ENV_VAR, describe_url, make_engine, resolve_url
+from accounting.ledger.models import Resolution, Role, Run, Status
+from accounting.ledger.sink import LedgerSink
+from accounting.ledger.store import Compaction, EnergyTotal, HourEnergy, Ledger
+
+__all__ = [
+    "DEFAULT_URL",
+    "ENV_VAR",
+    "Compaction",
+    "EnergyTotal",
+    "HourEnergy",
+    "Ledger",
+    "LedgerSink",
+    "Resolution",
+    "Role",
+    "Run",
+    "Status",
+    "describe_url",
+    "make_engine",
+    "resolve_url",
+]

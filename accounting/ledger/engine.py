@@ -1,0 +1,118 @@
+"""Open the ledger: SQLite by default, PostgreSQL by URL, migrated to the newest schema on open.
+
+The URL comes from the caller (`--db`), else the environment variable
+``WATTLOG_DB``, else ``sqlite:///wattlog.db`` (a file in the current
+directory). Commands that write print :func:`describe_url` so the user knows
+where the data went.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.pool import StaticPool
+
+from telemetry.errors import LedgerError
+
+ENV_VAR = "WATTLOG_DB"
+DEFAULT_URL = "sqlite:///wattlog.db"
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def resolve_url(url: str | None = None) -> str:
+    """The ledger URL to use: `url`, else $WATTLOG_DB, else the default SQLite file."""
+    return url or os.environ.get(ENV_VAR) or DEFAULT_URL
+
+
+def describe_url(url: str | None = None) -> str:
+    """Printable ledger name: the absolute file for SQLite, else the URL without its password."""
+    resolved = resolve_url(url)
+    try:
+        parsed = make_url(resolved)
+    except ArgumentError:
+        return resolved
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        return str(Path(database).resolve()) if database and database != ":memory:" else "sqlite (in memory)"
+    return parsed.render_as_string(hide_password=True)
+
+
+def make_engine(url: str | None = None, *, migrate: bool = True) -> Engine:
+    """Open the ledger at `url` and bring its schema to the newest migration.
+
+    Args:
+        url: SQLAlchemy URL (``sqlite:///path.db``, ``postgresql+psycopg://user@host/db``);
+            None means $WATTLOG_DB or ``sqlite:///wattlog.db``.
+        migrate: Run ``alembic upgrade head`` (on by default; off only for schema tests).
+
+    Returns:
+        A SQLAlchemy engine (SQLite with foreign keys on, WAL and a busy timeout).
+
+    Raises:
+        LedgerError: The URL is malformed, the driver is missing, or the database can't be opened.
+    """
+    resolved = resolve_url(url)
+    where = describe_url(resolved)
+    try:
+        parsed = make_url(resolved)
+    except ArgumentError as error:
+        raise LedgerError(f"ledger URL {resolved!r} is malformed: use e.g. sqlite:///wattlog.db") from error
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        engine = _sqlite_engine(parsed.database or "")
+    else:
+        try:
+            engine = create_engine(parsed, pool_pre_ping=True)
+        except ModuleNotFoundError as error:
+            raise LedgerError(
+                f"no driver for {backend} ({error.name}): pip install 'wattlog[pg]'"
+            ) from error
+        except (ArgumentError, SQLAlchemyError) as error:
+            raise LedgerError(f"cannot use ledger {where}: {_first_line(error)}") from error
+    try:
+        with engine.begin() as connection:
+            if migrate:
+                config = Config()
+                config.set_main_option("script_location", str(MIGRATIONS))
+                config.attributes["connection"] = connection
+                command.upgrade(config, "head")
+    except SQLAlchemyError as error:
+        engine.dispose()
+        raise LedgerError(
+            f"cannot open ledger {where}: {_first_line(error)} (check --db or ${ENV_VAR})"
+        ) from error
+    return engine
+
+
+def _sqlite_engine(database: str) -> Engine:
+    """A SQLite engine; a missing parent folder is an error rather than a surprise file elsewhere."""
+    if database and database != ":memory:":
+        parent = Path(database).resolve().parent
+        if not parent.is_dir():
+            where = Path(database).resolve()
+            raise LedgerError(f"cannot open ledger {where}: folder {parent} does not exist")
+        engine = create_engine(f"sqlite:///{database}", connect_args={"timeout": 30})
+    else:  # one shared in-memory database for every connection
+        engine = create_engine("sqlite://", connect_args={"check_same_thread": False}, poolclass=StaticPool)
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        if database and database != ":memory:":
+            cursor.execute("PRAGMA journal_mode=WAL")  # readers (dashboards) don't block the agent
+        cursor.close()
+
+    return engine
+
+
+def _first_line(error: BaseException) -> str:
+    """The driver's message without SQLAlchemy's trailing links and SQL."""
+    original = getattr(error, "orig", None) or error
+    return (str(original).strip().splitlines() or [type(original).__name__])[0]

@@ -1,0 +1,172 @@
+"""The ledger's tables (SQLModel): projects, runs, energy records, gaps, events, sites, intensity.
+
+Times are Unix seconds (floats), energies joules of IT energy as the sensors
+measured it (facility energy, x PUE, is derived by the accounting, never
+stored). Enumerated columns are stored as plain strings and checked by the
+store against the StrEnums here, so adding a role needs no migration.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import JSON, Column, Index, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+SECONDS_PER_HOUR = 3600
+
+
+class Role(StrEnum):
+    """What a run was for; `wattlog table --project` totals all roles beside the final run."""
+
+    FINAL = "final"
+    ABLATION = "ablation"
+    BASELINE = "baseline"
+    FAILED = "failed"
+    DEBUG = "debug"
+
+
+class Status(StrEnum):
+    """Where a run stands."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"
+    KILLED = "killed"
+
+
+class Resolution(StrEnum):
+    """Raw rows are one flush interval each; hourly rows are compacted buckets."""
+
+    RAW = "raw"
+    HOURLY = "hourly"
+
+
+def hour_of(t_s: float) -> int:
+    """Hours since the Unix epoch of the hour that contains `t_s` (the bucket key).
+
+    >>> hour_of(7199.9), hour_of(7200.0)
+    (1, 2)
+    """
+    return int(t_s // SECONDS_PER_HOUR)
+
+
+class Project(SQLModel, table=True):
+    """A body of work whose runs (final, ablations, baselines, failures) add up."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True, max_length=200)
+    created_s: float
+
+
+class RunBase(SQLModel):
+    """What the caller says about a run."""
+
+    name: str = Field(max_length=200)
+    role: str = Field(default=Role.FINAL.value, max_length=20)
+    model: str = Field(default="", max_length=200)
+    site: str = Field(default="", max_length=200)
+    host: str = Field(default="", max_length=200)
+
+
+class Run(RunBase, table=True):
+    """One training run; a restarted run continues the same row (same id)."""
+
+    __table_args__ = (UniqueConstraint("name", name="uq_run_name"), Index("ix_run_project", "project_id"))
+
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id")
+    start_s: float
+    end_s: float | None = None
+    status: str = Field(default=Status.RUNNING.value, max_length=20)
+    restarts: int = 0
+    config: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class RunCreate(RunBase):
+    """The fields `Ledger.start_run` accepts (validated there)."""
+
+    project: str = "default"
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class EnergyRecord(SQLModel, table=True):
+    """IT energy of one device over one flush interval (raw) or one hour (hourly), with its source."""
+
+    __tablename__ = "energy_record"
+    __table_args__ = (
+        Index("ix_energy_run_hour", "run_id", "hour"),
+        Index("ix_energy_resolution_hour", "resolution", "hour"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="run.id")
+    host: str = Field(max_length=200)
+    device: str = Field(max_length=200)
+    kind: str = Field(max_length=20)
+    source: str = Field(max_length=20)
+    resolution: str = Field(default=Resolution.RAW.value, max_length=10)
+    hour: int  # hour_of(start_s): rows are bucketed by the hour they start in
+    start_s: float
+    end_s: float
+    energy_j: float
+    low_j: float
+    high_j: float
+
+
+class GapRecord(SQLModel, table=True):
+    """A stretch in which a device was not measured; never filled in."""
+
+    __tablename__ = "gap"
+    __table_args__ = (Index("ix_gap_run", "run_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="run.id")
+    host: str = Field(max_length=200)
+    device: str = Field(max_length=200)
+    start_s: float
+    end_s: float
+    reason: str = Field(default="", max_length=500)
+
+
+class Event(SQLModel, table=True):
+    """Something that happened in a run (restart, health_check, alert, loss_spike, ...).
+
+    `category` says where energy around the event is attributed (e.g. "downtime",
+    "wasted", "productive"), so the accounting can report waste.
+    """
+
+    __table_args__ = (Index("ix_event_run_time", "run_id", "time_s"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="run.id")
+    time_s: float
+    kind: str = Field(max_length=50)
+    step: int | None = None
+    category: str = Field(default="", max_length=50)
+    payload: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class SiteRecord(SQLModel, table=True):
+    """A user-defined site stored in the ledger: the site's fields as JSON, with their source."""
+
+    __tablename__ = "site"
+
+    name: str = Field(primary_key=True, max_length=200)
+    definition: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    source: str = Field(default="", max_length=500)
+
+
+class IntensityPoint(SQLModel, table=True):
+    """One hour of a carbon-intensity series (kg CO2 per kWh)."""
+
+    __tablename__ = "intensity_point"
+
+    series: str = Field(primary_key=True, max_length=200)
+    hour: int = Field(primary_key=True)
+    kg_per_kwh: float
+    source: str = Field(default="", max_length=500)
+
+
+TABLES = (Project, Run, EnergyRecord, GapRecord, Event, SiteRecord, IntensityPoint)

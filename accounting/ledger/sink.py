@@ -1,0 +1,38 @@
+"""LedgerSink: the agent's flush thread writes each interval's energy into the ledger."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from accounting.ledger.store import Ledger
+from telemetry.errors import LedgerError
+from telemetry.types import EnergyInterval, Gap
+
+
+class LedgerSink:
+    """An :class:`telemetry.sinks.IntervalSink` that stores each flush in one ledger transaction.
+
+    A crash loses at most the flush in flight; a failed write raises
+    LedgerError and leaves nothing half-written, so the agent can retry.
+
+    Args:
+        ledger: Where to write.
+        run: The run's id or name (from Ledger.start_run).
+    """
+
+    def __init__(self, ledger: Ledger, run: int | str) -> None:
+        self.ledger = ledger
+        self.run = run
+        self.rows_written = 0
+        self._closed = False
+
+    def write(self, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
+        """Store one flush interval's rows and gaps in one transaction."""
+        if self._closed:
+            raise LedgerError("LedgerSink is closed: open a new one to keep writing")
+        if intervals or gaps:
+            self.rows_written += self.ledger.record_intervals(self.run, intervals, gaps)
+
+    def close(self) -> None:
+        """Stop accepting rows (the engine belongs to the caller and stays open)."""
+        self._closed = True

@@ -1,0 +1,412 @@
+"""The ledger's reads and writes: runs, flushed energy, gaps, events, compaction.
+
+Every write is one transaction: it lands whole or not at all. Energy rows
+are bucketed by the hour they *start* in (column ``hour``); compaction folds
+the raw rows of one (run, host, device, kind, source, hour) into one hourly
+row whose joules are the exact sum of the rows it replaces, so totals and
+hour-by-hour emissions are the same before and after compaction. A flush
+row that straddles an hour boundary counts wholly in the hour it starts in
+(at most one flush interval, 10 s by default, lands an hour early).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sqlalchemy import Engine, delete, func, insert, select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from accounting.ledger.models import (
+    EnergyRecord,
+    Event,
+    GapRecord,
+    Project,
+    Resolution,
+    Role,
+    Run,
+    Status,
+    hour_of,
+)
+from telemetry.clock import Clock, SystemClock
+from telemetry.errors import ConfigError, LedgerError
+from telemetry.types import EnergyInterval, Gap
+
+logger = logging.getLogger(__name__)
+_E = TypeVar("_E", Role, Status)
+
+
+@dataclass(frozen=True, slots=True)
+class EnergyTotal:
+    """IT energy summed over a group of rows (joules), with its uncertainty band and source."""
+
+    run_id: int
+    host: str
+    device: str
+    kind: str
+    source: str
+    energy_j: float
+    low_j: float
+    high_j: float
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
+class HourEnergy:
+    """IT energy of one run in one hour (hours since the Unix epoch), per kind and source."""
+
+    hour: int
+    kind: str
+    source: str
+    energy_j: float
+    low_j: float
+    high_j: float
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """What :meth:`Ledger.compact_hourly` did."""
+
+    raw_rows: int
+    hourly_rows: int
+    before_hour: int
+
+
+class Ledger:
+    """Runs and their energy in a SQL database (see :func:`accounting.ledger.engine.make_engine`).
+
+    Args:
+        engine: An engine from make_engine (schema migrated).
+        clock: Wall-clock source for run start/end and event times.
+    """
+
+    def __init__(self, engine: Engine, clock: Clock | None = None) -> None:
+        self.engine = engine
+        self._clock = clock or SystemClock()
+
+    @contextmanager
+    def _transaction(self, what: str) -> Iterator[Session]:
+        """One session, committed on success, rolled back (nothing written) on any failure."""
+        session = Session(self.engine, expire_on_commit=False)
+        try:
+            with session.begin():
+                yield session
+        except SQLAlchemyError as error:
+            original = getattr(error, "orig", None) or error
+            message = (str(original).strip().splitlines() or [type(original).__name__])[0]
+            raise LedgerError(f"could not {what}, nothing was written: {message}") from error
+        finally:
+            session.close()
+
+    # runs ------------------------------------------------------------------
+
+    def start_run(
+        self,
+        name: str,
+        *,
+        project: str = "default",
+        role: Role | str = Role.FINAL,
+        model: str = "",
+        site: str = "",
+        config: dict[str, Any] | None = None,
+        host: str = "",
+        resume: bool = False,
+    ) -> Run:
+        """Create a run, or with `resume` continue the run of that name (same id, a restart event).
+
+        Raises:
+            ConfigError: Empty name or unknown role.
+            LedgerError: The name exists and `resume` is False, or the database fails.
+        """
+        if not name.strip():
+            raise ConfigError("a run needs a name: pass --name")
+        role = _member(Role, role, "role")
+        now_s = self._clock.wall()
+        with self._transaction(f"start run {name!r}") as session:
+            run = session.execute(select(Run).where(Run.name == name)).scalars().first()
+            if run is not None:
+                if not resume:
+                    raise LedgerError(
+                        f"run {name!r} already exists: pass --resume to continue it, or a new name"
+                    )
+                run.status = Status.RUNNING.value
+                run.end_s = None
+                run.restarts += 1
+                session.add(
+                    Event(
+                        run_id=run.id,
+                        time_s=now_s,
+                        kind="restart",
+                        category="downtime",
+                        payload={"restarts": run.restarts},
+                    )
+                )
+                return run
+            owner = session.execute(select(Project).where(Project.name == project)).scalars().first()
+            if owner is None:
+                owner = Project(name=project, created_s=now_s)
+                session.add(owner)
+                session.flush()
+            run = Run(
+                name=name,
+                project_id=owner.id,
+                role=role.value,
+                model=model,
+                site=site,
+                host=host,
+                start_s=now_s,
+                config=dict(config or {}),
+            )
+            session.add(run)
+            session.flush()
+            return run
+
+    def end_run(self, run: int | str, status: Status | str = Status.FINISHED) -> Run:
+        """Mark a run ended now with `status`."""
+        status = _member(Status, status, "status")
+        with self._transaction(f"end run {run!r}") as session:
+            row = self._find(session, run)
+            row.status = status.value
+            row.end_s = self._clock.wall()
+            return row
+
+    def get_run(self, run: int | str) -> Run:
+        """The run with this id or name.
+
+        Raises:
+            LedgerError: No such run.
+        """
+        with self._transaction(f"read run {run!r}") as session:
+            return self._find(session, run)
+
+    def runs(self, project: str | None = None) -> list[Run]:
+        """Runs, oldest first, of one project or of all."""
+        with self._transaction("list runs") as session:
+            query = select(Run).order_by(Run.start_s, Run.id)
+            if project is not None:
+                owner = session.execute(select(Project).where(Project.name == project)).scalars().first()
+                if owner is None:
+                    raise LedgerError(f"project {project!r} does not exist: see `wattlog table` for runs")
+                query = query.where(Run.project_id == owner.id)
+            return list(session.execute(query).scalars())
+
+    def project_of(self, run: Run) -> str:
+        """The name of the project a run belongs to."""
+        with self._transaction("read project") as session:
+            owner = session.get(Project, run.project_id)
+            return owner.name if owner else ""
+
+    @staticmethod
+    def _find(session: Session, run: int | str) -> Run:
+        key = str(run)
+        row = session.execute(select(Run).where(Run.name == key)).scalars().first()
+        if row is None and key.isdigit():
+            row = session.get(Run, int(key))
+        if row is None:
+            raise LedgerError(f"run {key!r} does not exist: `wattlog table` lists the runs in the ledger")
+        return row
+
+    # energy ----------------------------------------------------------------
+
+    def record_intervals(
+        self, run: int | str, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap] = ()
+    ) -> int:
+        """Store one flush interval's energy rows and gaps in one transaction.
+
+        Returns:
+            The number of energy rows written.
+
+        Raises:
+            ConfigError: A row is inconsistent (end before start, negative or non-finite energy).
+            LedgerError: The run does not exist or the database fails (nothing written).
+        """
+        for row in intervals:
+            _check_interval(row)
+        for gap in gaps:
+            if not gap.end_s >= gap.start_s:
+                raise ConfigError(f"gap of {gap.device} ends before it starts ({gap.start_s} > {gap.end_s})")
+        with self._transaction(f"record {len(intervals)} energy rows") as session:
+            run_id = self._find(session, run).id
+            if intervals:
+                session.execute(insert(EnergyRecord), [_energy_row(run_id, row) for row in intervals])
+            if gaps:
+                session.execute(
+                    insert(GapRecord),
+                    [
+                        {
+                            "run_id": run_id,
+                            "host": g.host,
+                            "device": g.device,
+                            "start_s": g.start_s,
+                            "end_s": g.end_s,
+                            "reason": g.reason,
+                        }
+                        for g in gaps
+                    ],
+                )
+        return len(intervals)
+
+    def record_event(
+        self,
+        run: int | str,
+        kind: str,
+        *,
+        time_s: float | None = None,
+        step: int | None = None,
+        category: str = "",
+        payload: dict[str, Any] | None = None,
+    ) -> Event:
+        """Store an event (restart, health_check, alert, loss_spike, ...) of a run."""
+        if not kind:
+            raise ConfigError("an event needs a kind (restart, health_check, alert, loss_spike, ...)")
+        with self._transaction(f"record event {kind!r}") as session:
+            event = Event(
+                run_id=self._find(session, run).id,
+                kind=kind,
+                step=step,
+                category=category,
+                time_s=self._clock.wall() if time_s is None else time_s,
+                payload=dict(payload or {}),
+            )
+            session.add(event)
+            return event
+
+    def events(self, run: int | str) -> list[Event]:
+        """A run's events in time order."""
+        with self._transaction("read events") as session:
+            run_id = self._find(session, run).id
+            query = select(Event).where(Event.run_id == run_id).order_by(Event.time_s, Event.id)
+            return list(session.execute(query).scalars())
+
+    def gaps(self, run: int | str) -> list[GapRecord]:
+        """A run's recorded gaps in time order."""
+        with self._transaction("read gaps") as session:
+            run_id = self._find(session, run).id
+            query = select(GapRecord).where(GapRecord.run_id == run_id).order_by(GapRecord.start_s)
+            return list(session.execute(query).scalars())
+
+    def energy_totals(self, run: int | str) -> list[EnergyTotal]:
+        """A run's IT energy per (host, device, kind, source), raw and hourly rows together."""
+        e = EnergyRecord
+        with self._transaction("read energy") as session:
+            run_id = self._find(session, run).id
+            query = (
+                select(
+                    e.host,
+                    e.device,
+                    e.kind,
+                    e.source,
+                    func.sum(e.energy_j),
+                    func.sum(e.low_j),
+                    func.sum(e.high_j),
+                    func.count(),
+                )
+                .where(e.run_id == run_id)
+                .group_by(e.host, e.device, e.kind, e.source)
+                .order_by(e.host, e.kind, e.device)
+            )
+            return [EnergyTotal(run_id, *row) for row in session.execute(query)]
+
+    def energy_by_hour(self, run: int | str) -> list[HourEnergy]:
+        """A run's IT energy per hour it was spent in (by row start), kind and source."""
+        e = EnergyRecord
+        with self._transaction("read hourly energy") as session:
+            run_id = self._find(session, run).id
+            query = (
+                select(e.hour, e.kind, e.source, func.sum(e.energy_j), func.sum(e.low_j), func.sum(e.high_j))
+                .where(e.run_id == run_id)
+                .group_by(e.hour, e.kind, e.source)
+                .order_by(e.hour, e.kind, e.source)
+            )
+            return [HourEnergy(*row) for row in session.execute(query)]
+
+    def compact_hourly(self, older_than_s: float, *, now_s: float | None = None) -> Compaction:
+        """Fold raw rows of whole hours older than `older_than_s` into hourly rows, totals kept exactly.
+
+        Only hours that ended before ``now - older_than_s`` are folded, so a bucket
+        is never split between two compactions.
+        """
+        if older_than_s < 0:
+            raise ConfigError(f"older_than_s must be >= 0, got {older_than_s}")
+        before_hour = hour_of((self._clock.wall() if now_s is None else now_s) - older_than_s)
+        e = EnergyRecord
+        keys = (e.run_id, e.host, e.device, e.kind, e.source, e.hour)
+        old = (e.resolution == Resolution.RAW.value) & (e.hour < before_hour)
+        folded = (
+            select(
+                *keys,
+                func.min(e.start_s),
+                func.max(e.end_s),
+                func.sum(e.energy_j),
+                func.sum(e.low_j),
+                func.sum(e.high_j),
+            )
+            .where(old)
+            .group_by(*keys)
+        )
+        with self._transaction("compact the ledger") as session:
+            raw_rows = session.execute(select(func.count()).where(old)).scalar_one()
+            rows = [
+                {
+                    "run_id": r[0],
+                    "host": r[1],
+                    "device": r[2],
+                    "kind": r[3],
+                    "source": r[4],
+                    "hour": r[5],
+                    "start_s": r[6],
+                    "end_s": r[7],
+                    "energy_j": r[8],
+                    "low_j": r[9],
+                    "high_j": r[10],
+                    "resolution": Resolution.HOURLY.value,
+                }
+                for r in session.execute(folded)
+            ]
+            if rows:
+                session.execute(insert(EnergyRecord), rows)
+            session.execute(delete(EnergyRecord).where(old))
+        logger.info("compacted %d raw rows into %d hourly rows", raw_rows, len(rows))
+        return Compaction(raw_rows=raw_rows, hourly_rows=len(rows), before_hour=before_hour)
+
+
+def _member(enum: type[_E], value: _E | str, what: str) -> _E:
+    try:
+        return enum(value)
+    except ValueError as error:
+        allowed = "|".join(member.value for member in enum)
+        raise ConfigError(f"unknown {what} {value!r}: use {allowed}") from error
+
+
+def _check_interval(row: EnergyInterval) -> None:
+    if not (math.isfinite(row.energy_j) and math.isfinite(row.low_j) and math.isfinite(row.high_j)):
+        raise ConfigError(f"energy of {row.device} is not finite ({row.energy_j} J)")
+    if row.energy_j < 0 or not row.low_j <= row.energy_j <= row.high_j:
+        raise ConfigError(
+            f"energy of {row.device} must satisfy 0 <= low <= energy <= high, got "
+            f"{row.low_j} <= {row.energy_j} <= {row.high_j} J"
+        )
+    if not row.end_s >= row.start_s:
+        raise ConfigError(f"interval of {row.device} ends before it starts ({row.start_s} > {row.end_s})")
+
+
+def _energy_row(run_id: int | None, row: EnergyInterval) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "host": row.host,
+        "device": row.device,
+        "kind": str(row.kind),
+        "source": str(row.source),
+        "resolution": Resolution.RAW.value,
+        "hour": hour_of(row.start_s),
+        "start_s": row.start_s,
+        "end_s": row.end_s,
+        "energy_j": row.energy_j,
+        "low_j": row.low_j,
+        "high_j": row.high_j,
+    }
