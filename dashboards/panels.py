@@ -1,0 +1,218 @@
+"""Builders for the pieces of a Grafana dashboard (classic JSON model, schemaVersion 41).
+
+Plain functions returning plain dicts, so the JSON written to disk is exactly what
+the code says and a diff of the committed files reads like a diff of the code.
+Only current panel types are used (timeseries, stat, heatmap, table); no `graph`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCHEMA_VERSION = 41
+DATASOURCE_UID = "wattlog-prometheus"
+"""uid of the Prometheus data source, shared by provisioning YAML, the API provisioner and panels."""
+
+DS = {"type": "prometheus", "uid": "${datasource}"}
+"""Panels point at the dashboard's `datasource` variable, so one dashboard serves any Prometheus."""
+
+SELECTOR = 'run=~"$run", host=~"$host", site=~"$site"'
+"""Label filter every query carries: the three dashboard variables."""
+
+Panel = dict[str, Any]
+
+
+def target(expr: str, legend: str = "", ref: str = "A", *, instant: bool = False, fmt: str = "") -> dict:
+    """One PromQL query of a panel.
+
+    Args:
+        expr: The PromQL expression.
+        legend: Legend template, e.g. ``{{host}}``.
+        ref: The query's refId (A, B, ...).
+        instant: Query only the latest value (tables, stats).
+        fmt: ``time_series`` (default), ``table`` or ``heatmap``.
+
+    Returns:
+        The target dict.
+    """
+    out: dict[str, Any] = {"datasource": DS, "expr": expr, "refId": ref, "range": not instant}
+    if instant:
+        out["instant"] = True
+    if legend:
+        out["legendFormat"] = legend
+    if fmt:
+        out["format"] = fmt
+    return out
+
+
+def _panel(kind: str, title: str, targets: list[dict], unit: str, description: str) -> Panel:
+    return {
+        "type": kind,
+        "title": title,
+        "description": description,
+        "datasource": DS,
+        "targets": targets,
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "options": {},
+    }
+
+
+def timeseries(title: str, targets: list[dict], unit: str, description: str = "") -> Panel:
+    """A time-series panel (the current replacement of the deprecated `graph`)."""
+    panel = _panel("timeseries", title, targets, unit, description)
+    panel["fieldConfig"]["defaults"]["custom"] = {"drawStyle": "line", "lineWidth": 1, "fillOpacity": 10}
+    panel["options"] = {
+        "legend": {"showLegend": True, "displayMode": "list", "placement": "bottom"},
+        "tooltip": {"mode": "multi", "sort": "desc"},
+    }
+    return panel
+
+
+def stat(title: str, targets: list[dict], unit: str, description: str = "", decimals: int = 2) -> Panel:
+    """A single-value panel showing the latest value of each series (one per source label)."""
+    panel = _panel("stat", title, targets, unit, description)
+    panel["fieldConfig"]["defaults"]["decimals"] = decimals
+    panel["options"] = {
+        "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+        "colorMode": "value",
+        "graphMode": "area",
+        "textMode": "value_and_name",
+        "justifyMode": "auto",
+        "orientation": "auto",
+    }
+    return panel
+
+
+def heatmap(title: str, targets: list[dict], unit: str, description: str = "") -> Panel:
+    """A heatmap whose rows are the series themselves (one per GPU), coloured by value."""
+    panel = _panel("heatmap", title, targets, unit, description)
+    panel["options"] = {
+        "calculate": False,
+        "yAxis": {"axisPlacement": "left"},
+        "rowsFrame": {"layout": "auto"},
+        "color": {"mode": "scheme", "scheme": "Oranges", "fill": "dark-orange", "steps": 64},
+        "cellGap": 1,
+        "tooltip": {"mode": "single", "yHistogram": False},
+        "legend": {"show": True},
+    }
+    return panel
+
+
+def table(title: str, targets: list[dict], unit: str, description: str = "") -> Panel:
+    """A table of an instant query, one row per series, labels as columns."""
+    panel = _panel("table", title, targets, unit, description)
+    panel["options"] = {"showHeader": True, "cellHeight": "sm"}
+    panel["transformations"] = [{"id": "labelsToFields", "options": {}}]
+    return panel
+
+
+def row(title: str) -> Panel:
+    """A collapsible row header."""
+    return {"type": "row", "title": title, "collapsed": False, "panels": []}
+
+
+def layout(panels: list[tuple[Panel, int, int]]) -> list[Panel]:
+    """Give panels ids and grid positions, flowing left to right on Grafana's 24-column grid.
+
+    Args:
+        panels: (panel, width, height) in display order; rows take the full width.
+
+    Returns:
+        The panels with `id` and `gridPos` set.
+    """
+    out, x, y, line_h = [], 0, 0, 0
+    for pid, (panel, w, h) in enumerate(panels, start=1):
+        if panel["type"] == "row":
+            y, x, line_h = y + line_h, 0, 0
+            w, h = 24, 1
+        elif x + w > 24:
+            y, x, line_h = y + line_h, 0, 0
+        out.append({"id": pid, **panel, "gridPos": {"x": x, "y": y, "w": w, "h": h}})
+        x += w
+        line_h = max(line_h, h)
+        if panel["type"] == "row":
+            y, x, line_h = y + 1, 0, 0
+    return out
+
+
+def datasource_variable() -> dict:
+    """The `datasource` variable: any Prometheus, defaulting to wattlog's."""
+    return {
+        "type": "datasource",
+        "name": "datasource",
+        "label": "Prometheus",
+        "query": "prometheus",
+        "current": {"text": "Prometheus (wattlog)", "value": DATASOURCE_UID},
+        "hide": 0,
+        "refresh": 1,
+        "regex": "",
+        "options": [],
+    }
+
+
+def query_variable(name: str, label: str, query: str) -> dict:
+    """A multi-select variable filled from `label_values(...)`, with All (regex `.*`) as default."""
+    return {
+        "type": "query",
+        "name": name,
+        "label": label,
+        "datasource": DS,
+        "definition": query,
+        "query": {"query": query, "refId": f"{name}-values", "qryType": 1},
+        "refresh": 2,
+        "includeAll": True,
+        "allValue": ".*",
+        "multi": True,
+        "current": {"text": ["All"], "value": ["$__all"]},
+        "options": [],
+        "regex": "",
+        "sort": 1,
+        "hide": 0,
+    }
+
+
+def dashboard(uid: str, title: str, panels: list[Panel], *, variables: list[dict], annotations: list[dict],
+              description: str) -> dict:
+    """The dashboard object (what /api/dashboards/db takes under `dashboard`).
+
+    Args:
+        uid: Stable uid (at most 40 characters), so provisioning updates rather than duplicates.
+        title: Dashboard title.
+        panels: Panels with ids and grid positions (see :func:`layout`).
+        variables: Template variables.
+        annotations: Annotation queries besides Grafana's built-in one.
+        description: Shown in Grafana's dashboard settings.
+
+    Returns:
+        The dashboard JSON model.
+    """
+    builtin = {
+        "builtIn": 1,
+        "datasource": {"type": "grafana", "uid": "-- Grafana --"},
+        "enable": True,
+        "hide": True,
+        "iconColor": "rgba(0, 211, 255, 1)",
+        "name": "Annotations & Alerts",
+        "type": "dashboard",
+    }
+    return {
+        "id": None,
+        "uid": uid,
+        "title": title,
+        "description": description,
+        "tags": ["wattlog", "energy"],
+        "timezone": "browser",
+        "editable": True,
+        "graphTooltip": 1,
+        "fiscalYearStartMonth": 0,
+        "liveNow": False,
+        "refresh": "30s",
+        "time": {"from": "now-6h", "to": "now"},
+        "timepicker": {},
+        "schemaVersion": SCHEMA_VERSION,
+        "version": 1,
+        "links": [],
+        "annotations": {"list": [builtin, *annotations]},
+        "templating": {"list": variables},
+        "panels": panels,
+    }

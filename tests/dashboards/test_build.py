@@ -1,0 +1,97 @@
+"""Dashboards as code: committed JSON up to date, valid against the dashboard schema, and complete."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from dashboards import build
+
+SCHEMA = json.loads((Path(__file__).parent / "dashboard.schema.json").read_text())
+BOARDS = {name: json.loads(text) for name, text in build.render().items()}
+
+
+def test_committed_json_matches_the_code() -> None:
+    assert build.main(["--check"]) == 0, "run `python -m dashboards.build` and commit dashboards/grafana/"
+
+
+def test_check_fails_on_a_stale_or_missing_file(tmp_path: Path) -> None:
+    build.write(tmp_path)
+    assert build.main(["--check", "--out", str(tmp_path)]) == 0
+    path = tmp_path / "wattlog-energy.json"
+    path.write_text(path.read_text().replace("Cluster power", "Cluster pwr"))
+    (tmp_path / "wattlog-training.json").unlink()
+    assert build.stale(tmp_path) == ["wattlog-energy.json", "wattlog-training.json"]
+    assert build.main(["--check", "--out", str(tmp_path)]) == 1
+
+
+@pytest.mark.parametrize("name", sorted(BOARDS))
+def test_dashboard_is_valid_against_the_schema(name: str) -> None:
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    jsonschema.validate(BOARDS[name], SCHEMA, cls=jsonschema.Draft202012Validator)
+
+
+def test_schema_rejects_a_deprecated_graph_panel_and_a_long_uid() -> None:
+    board = json.loads(json.dumps(BOARDS["wattlog-energy.json"]))
+    board["panels"][1]["type"] = "graph"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(board, SCHEMA)
+    board = json.loads(json.dumps(BOARDS["wattlog-energy.json"]))
+    board["uid"] = "x" * 41
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(board, SCHEMA)
+
+
+@pytest.mark.parametrize("name", sorted(BOARDS))
+def test_panels_fit_the_grid_without_overlap_and_ids_are_unique(name: str) -> None:
+    panels = BOARDS[name]["panels"]
+    assert len({p["id"] for p in panels}) == len(panels)
+    cells: set[tuple[int, int]] = set()
+    for p in panels:
+        g = p["gridPos"]
+        assert g["x"] + g["w"] <= 24, p["title"]
+        mine = {(x, y) for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])}
+        assert not cells & mine, f"{p['title']} overlaps another panel"
+        cells |= mine
+
+
+def _exprs(board: dict) -> str:
+    return "\n".join(t["expr"] for p in board["panels"] for t in p.get("targets", []))
+
+
+def test_energy_dashboard_has_the_panels_users_expect() -> None:
+    board = BOARDS["wattlog-energy.json"]
+    titles = {p["title"]: p for p in board["panels"]}
+    for wanted in ("Cluster power", "Power by node", "Power by GPU", "Energy so far (MWh)",
+                   "CO2 so far and projected (tCO2eq)", "Water so far and projected (kL)", "Tokens per joule",
+                   "Per-GPU power", "Overruns per minute", "Agents up"):
+        assert wanted in titles, wanted
+    assert titles["Per-GPU power"]["type"] == "heatmap"
+    assert "/ 3.6e9" in titles["Energy so far (MWh)"]["targets"][0]["expr"]  # J -> MWh
+    assert "by (source)" in titles["Energy so far (MWh)"]["targets"][0]["expr"]  # honesty: source shown
+    exprs = _exprs(board)
+    for metric in ("wattlog_energy_joules_total", "wattlog_power_watts", "wattlog_samples_total",
+                   "wattlog_sample_overruns_total", "wattlog:run_co2_projected_tonnes",
+                   "wattlog:run_water_projected_kilolitres"):
+        assert metric in exprs, metric
+
+
+def test_training_dashboard_has_health_panels_and_event_annotations() -> None:
+    board = BOARDS["wattlog-training.json"]
+    exprs = _exprs(board)
+    for metric in ("wattlog_train_loss", "wattlog_train_grad_norm", "wattlog_train_loss_scale"):
+        assert metric in exprs
+    events = [a for a in board["annotations"]["list"] if a["name"] == "wattlog events"]
+    assert events and "wattlog_train_events_total" in events[0]["expr"]
+
+
+@pytest.mark.parametrize("name", sorted(BOARDS))
+def test_variables_run_host_site_filter_every_query(name: str) -> None:
+    board = BOARDS[name]
+    assert [v["name"] for v in board["templating"]["list"]] == ["datasource", "run", "host", "site"]
+    for p in board["panels"]:
+        for t in p.get("targets", []):
+            assert '$run' in t["expr"] and '$site' in t["expr"], (p["title"], t["expr"])
