@@ -171,7 +171,7 @@ class SquareWave(PiecewiseTrace):
             points = [(0.0, off_w), (p, on_w), (p + on_s, off_w)]
         else:  # the on phase wraps around the period's end
             points = [(0.0, on_w), (p + on_s - period_s, off_w), (p, on_w)]
-        starts, powers = _merged(points)
+        starts, powers = _merged([pt for pt in points if pt[0] < period_s])
         super().__init__(starts, powers, period_s, repeats=True)
         self.period_s = period_s
 
