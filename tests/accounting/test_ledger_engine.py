@@ -1,0 +1,77 @@
+"""make_engine: URL resolution, Alembic migrations that match the models, clear errors."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import inspect
+
+from accounting.ledger import DEFAULT_URL, describe_url, make_engine, resolve_url
+from accounting.ledger.models import TABLES, SQLModel
+from telemetry.errors import LedgerError
+
+
+def schema_diff(engine) -> list:  # type: ignore[no-untyped-def]
+    """Differences between the migrated database and the SQLModel tables (ours only)."""
+    ours = {table.__tablename__ for table in TABLES}
+    with engine.connect() as connection:
+        diffs = compare_metadata(MigrationContext.configure(connection), SQLModel.metadata)
+    return [d for d in diffs if not (d[0] in ("add_table", "remove_table") and d[1].name not in ours)]
+
+
+def test_migrated_schema_matches_the_models(tmp_path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'l.db'}")
+    assert schema_diff(engine) == []
+    assert "alembic_version" in inspect(engine).get_table_names()
+
+
+def test_an_unmigrated_database_differs(tmp_path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'l.db'}", migrate=False)
+    assert schema_diff(engine) != []
+
+
+def test_opening_twice_is_idempotent(tmp_path) -> None:
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    make_engine(url).dispose()
+    assert schema_diff(make_engine(url)) == []
+
+
+def test_url_comes_from_argument_then_env_then_default(monkeypatch, tmp_path) -> None:
+    monkeypatch.delenv("WATTLOG_DB", raising=False)
+    assert resolve_url(None) == DEFAULT_URL == "sqlite:///wattlog.db"
+    monkeypatch.setenv("WATTLOG_DB", "sqlite:///env.db")
+    assert resolve_url(None) == "sqlite:///env.db"
+    assert resolve_url("sqlite:///arg.db") == "sqlite:///arg.db"
+    monkeypatch.chdir(tmp_path)
+    assert describe_url(None) == str(tmp_path / "env.db")
+    assert describe_url("postgresql+psycopg://u:secret@db/x") == "postgresql+psycopg://u:***@db/x"
+
+
+def test_missing_folder_is_one_clear_error(tmp_path) -> None:
+    with pytest.raises(LedgerError, match="folder .* does not exist"):
+        make_engine(f"sqlite:///{tmp_path / 'nope' / 'l.db'}")
+    assert not (tmp_path / "nope").exists()
+
+
+def test_malformed_url_is_one_clear_error() -> None:
+    with pytest.raises(LedgerError, match="malformed"):
+        make_engine("not a url")
+
+
+def test_unreachable_postgres_is_one_clear_error() -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(
+        LedgerError, match=rf"cannot open ledger postgresql\+psycopg://u:\*\*\*@127.0.0.1:{port}/db"
+    ):
+        make_engine(f"postgresql+psycopg://u:pw@127.0.0.1:{port}/db")
+
+
+def test_unopenable_sqlite_file_is_one_clear_error(tmp_path) -> None:
+    (tmp_path / "dir.db").mkdir()
+    with pytest.raises(LedgerError, match="cannot open ledger"):
+        make_engine(f"sqlite:///{tmp_path / 'dir.db'}")

@@ -1,0 +1,241 @@
+"""Ledger behaviour on a real database (SQLite here; tests/integration reruns these on PostgreSQL)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from sqlalchemy import event, func, select
+from sqlalchemy.orm import Session
+
+from accounting.ledger import Ledger, Role, Status, make_engine
+from accounting.ledger.models import EnergyRecord, GapRecord, Run
+from telemetry.clock import FakeClock
+from telemetry.errors import ConfigError, LedgerError
+from telemetry.types import EnergyInterval, Gap, Kind, Source
+
+T0 = 1_700_000_000.0  # FakeClock's wall time at monotonic 0
+
+
+@pytest.fixture
+def ledger_url(tmp_path) -> str:
+    """A fresh SQLite file per test."""
+    return f"sqlite:///{tmp_path / 'ledger.db'}"
+
+
+@pytest.fixture
+def ledger(ledger_url: str, fake_clock: FakeClock) -> Ledger:
+    """A migrated, empty ledger on a fake clock."""
+    return Ledger(make_engine(ledger_url), clock=fake_clock)
+
+
+def interval(
+    device: str,
+    start_s: float,
+    energy_j: float,
+    *,
+    kind: Kind = Kind.GPU,
+    length_s: float = 10.0,
+    source: Source = Source.COUNTER,
+) -> EnergyInterval:
+    """One flush row with a +-5 % band."""
+    return EnergyInterval(
+        "node0", device, kind, source, start_s, start_s + length_s, energy_j, energy_j * 0.95, energy_j * 1.05
+    )
+
+
+def count(ledger: Ledger, table: type) -> int:
+    with Session(ledger.engine) as session:
+        return session.execute(select(func.count()).select_from(table)).scalar_one()
+
+
+def test_start_run_creates_project_and_returns_the_row(ledger: Ledger) -> None:
+    run = ledger.start_run(
+        "olmo-7b", project="olmo", role="ablation", model="OLMo 7B", site="jupiter", config={"lr": 3e-4}
+    )
+    again = ledger.get_run("olmo-7b")
+    assert again.id == run.id and ledger.get_run(run.id).name == "olmo-7b"
+    assert (again.role, again.status, again.config, again.start_s) == (
+        "ablation",
+        "running",
+        {"lr": 3e-4},
+        T0,
+    )
+    assert ledger.project_of(again) == "olmo"
+
+
+def test_restart_continues_the_same_run_id_and_records_a_restart(
+    ledger: Ledger, fake_clock: FakeClock
+) -> None:
+    first = ledger.start_run("r", project="p")
+    ledger.end_run("r", Status.KILLED)
+    fake_clock.advance(60)
+    resumed = ledger.start_run("r", project="p", resume=True)
+    assert resumed.id == first.id and resumed.status == "running" and resumed.restarts == 1
+    assert [(e.kind, e.time_s) for e in ledger.events("r")] == [("restart", T0 + 60)]
+    assert len(ledger.runs("p")) == 1
+
+
+def test_duplicate_name_without_resume_is_refused(ledger: Ledger) -> None:
+    ledger.start_run("r")
+    with pytest.raises(LedgerError, match="already exists.*--resume"):
+        ledger.start_run("r")
+
+
+def test_missing_run_is_one_clear_error(ledger: Ledger) -> None:
+    with pytest.raises(LedgerError, match="run 'nope' does not exist"):
+        ledger.get_run("nope")
+    with pytest.raises(LedgerError, match="run '42' does not exist"):
+        ledger.record_intervals(42, [interval("gpu0", T0, 1.0)])
+    assert count(ledger, EnergyRecord) == 0
+
+
+def test_bad_role_and_status_name_the_allowed_values(ledger: Ledger) -> None:
+    with pytest.raises(ConfigError, match="final|ablation"):
+        ledger.start_run("r", role="production")
+    ledger.start_run("r")
+    with pytest.raises(ConfigError, match="unknown status"):
+        ledger.end_run("r", "done")
+
+
+def test_end_run_sets_status_and_end_time(ledger: Ledger, fake_clock: FakeClock) -> None:
+    ledger.start_run("r")
+    fake_clock.advance(3600)
+    run = ledger.end_run("r")
+    assert (run.status, run.end_s) == ("finished", T0 + 3600)
+
+
+def test_totals_sum_devices_never_average_them(ledger: Ledger) -> None:
+    run = ledger.start_run("r")
+    # 100 W and 200 W for an hour, flushed every 10 s: 0.1 + 0.2 kWh = 1.08 MJ
+    for i in range(360):
+        ledger.record_intervals(
+            run.id, [interval("gpu0", T0 + 10 * i, 1000.0), interval("gpu1", T0 + 10 * i, 2000.0)]
+        )
+    totals = {t.device: t for t in ledger.energy_totals(run.id)}
+    assert totals["gpu0"].energy_j == pytest.approx(360_000.0)
+    assert totals["gpu1"].energy_j == pytest.approx(720_000.0)
+    assert sum(t.energy_j for t in totals.values()) == pytest.approx(1_080_000.0)
+    assert totals["gpu1"].low_j == pytest.approx(0.95 * 720_000) and totals["gpu1"].source == "counter"
+
+
+def test_a_failure_mid_batch_writes_nothing(ledger: Ledger) -> None:
+    run = ledger.start_run("r")
+
+    def fail_on_gaps(conn, cursor, statement, *args) -> None:  # type: ignore[no-untyped-def]
+        if statement.lstrip().upper().startswith("INSERT INTO GAP"):
+            raise RuntimeError("disk full")
+
+    event.listen(ledger.engine, "before_cursor_execute", fail_on_gaps)
+    try:
+        with pytest.raises(RuntimeError, match="disk full"):
+            ledger.record_intervals(
+                run.id,
+                [interval("gpu0", T0, 5.0), interval("gpu1", T0, 6.0)],
+                [Gap("node0", "gpu2", T0, T0 + 10, "lost")],
+            )
+    finally:
+        event.remove(ledger.engine, "before_cursor_execute", fail_on_gaps)
+    assert count(ledger, EnergyRecord) == 0 and count(ledger, GapRecord) == 0
+    ledger.record_intervals(run.id, [interval("gpu0", T0, 5.0)], [Gap("node0", "gpu2", T0, T0 + 10, "lost")])
+    assert count(ledger, EnergyRecord) == 1 and count(ledger, GapRecord) == 1
+
+
+@pytest.mark.parametrize(
+    ("energy_j", "low_j", "high_j", "end_offset_s", "match"),
+    [
+        (-1.0, -1.0, -1.0, 10.0, "0 <= low"),
+        (math.nan, 0.0, 1.0, 10.0, "not finite"),
+        (5.0, 6.0, 7.0, 10.0, "low <= energy"),
+        (5.0, 4.0, 6.0, -1.0, "ends before it starts"),
+    ],
+)
+def test_inconsistent_rows_are_refused_whole(
+    ledger: Ledger, energy_j: float, low_j: float, high_j: float, end_offset_s: float, match: str
+) -> None:
+    run = ledger.start_run("r")
+    bad = EnergyInterval(
+        "node0", "gpu1", Kind.GPU, Source.SAMPLED, T0, T0 + end_offset_s, energy_j, low_j, high_j
+    )
+    with pytest.raises(ConfigError, match=match):
+        ledger.record_intervals(run.id, [interval("gpu0", T0, 1.0), bad])
+    assert count(ledger, EnergyRecord) == 0
+
+
+def test_gaps_are_stored_not_filled(ledger: Ledger) -> None:
+    run = ledger.start_run("r")
+    ledger.record_intervals(run.id, [], [Gap("node0", "gpu0", T0 + 5, T0 + 35, "device lost")])
+    [gap] = ledger.gaps(run.id)
+    assert (gap.device, gap.end_s - gap.start_s, gap.reason) == ("gpu0", 30.0, "device lost")
+    assert ledger.energy_totals(run.id) == []
+
+
+def test_events_keep_step_category_and_payload(ledger: Ledger) -> None:
+    ledger.start_run("r")
+    ledger.record_event("r", "loss_spike", time_s=T0 + 5, step=120, category="wasted", payload={"loss": 9.5})
+    ledger.record_event("r", "health_check", time_s=T0 + 1, payload={"ok": True})
+    assert [(e.kind, e.step, e.category, e.payload) for e in ledger.events("r")] == [
+        ("health_check", None, "", {"ok": True}),
+        ("loss_spike", 120, "wasted", {"loss": 9.5}),
+    ]
+
+
+def test_runs_by_project(ledger: Ledger, fake_clock: FakeClock) -> None:
+    ledger.start_run("final", project="opt", role=Role.FINAL)
+    fake_clock.advance(1)
+    ledger.start_run("abl", project="opt", role=Role.ABLATION)
+    ledger.start_run("other", project="x")
+    assert [r.name for r in ledger.runs("opt")] == ["final", "abl"]
+    assert len(ledger.runs()) == 3
+    with pytest.raises(LedgerError, match="project 'nope' does not exist"):
+        ledger.runs("nope")
+
+
+def test_compaction_keeps_totals_and_hours_exactly(ledger: Ledger) -> None:
+    run = ledger.start_run("r")
+    start = 3600.0 * 500_000 + 1234.5  # mid-hour, so rows straddle hour boundaries
+    rows = [
+        interval(f"gpu{d}", start + 10 * i, 100.0 + 0.37 * i + d, source=Source.SAMPLED)
+        for i in range(1500)
+        for d in range(2)
+    ]
+    rows += [
+        interval("cpu", start + 10 * i, 55.5, kind=Kind.CPU, source=Source.ESTIMATED) for i in range(1500)
+    ]
+    for i in range(0, len(rows), 300):
+        ledger.record_intervals(run.id, rows[i : i + 300])
+    totals_before = {(t.device, t.source): t for t in ledger.energy_totals(run.id)}
+    hours_before = ledger.energy_by_hour(run.id)
+    now_s = start + 10 * 1500
+    result = ledger.compact_hourly(older_than_s=0, now_s=now_s)
+    assert result.raw_rows > 0 and result.hourly_rows < result.raw_rows
+    totals_after = {(t.device, t.source): t for t in ledger.energy_totals(run.id)}
+    assert totals_after.keys() == totals_before.keys()
+    for key, before in totals_before.items():
+        after = totals_after[key]
+        assert after.energy_j == pytest.approx(before.energy_j, rel=1e-12)
+        assert (after.low_j, after.high_j) == pytest.approx((before.low_j, before.high_j), rel=1e-12)
+    assert [(h.hour, h.kind, h.source) for h in ledger.energy_by_hour(run.id)] == [
+        (h.hour, h.kind, h.source) for h in hours_before
+    ]
+    for a, b in zip(ledger.energy_by_hour(run.id), hours_before, strict=True):
+        assert a.energy_j == pytest.approx(b.energy_j, rel=1e-12)
+    # the current hour is never folded, and a second compaction changes nothing
+    with Session(ledger.engine) as session:
+        raw_hours = set(
+            session.execute(select(EnergyRecord.hour).where(EnergyRecord.resolution == "raw")).scalars()
+        )
+    assert raw_hours == {int(now_s // 3600)}
+    assert ledger.compact_hourly(older_than_s=0, now_s=now_s).raw_rows == 0
+
+
+def test_compaction_respects_older_than(ledger: Ledger) -> None:
+    run = ledger.start_run("r")
+    ledger.record_intervals(run.id, [interval("gpu0", 7200.0 * 1000 + 10 * i, 1.0) for i in range(10)])
+    assert ledger.compact_hourly(older_than_s=86_400, now_s=7200.0 * 1000 + 3600).raw_rows == 0
+    assert ledger.compact_hourly(older_than_s=0, now_s=7200.0 * 1000 + 3600).hourly_rows == 1
+
+
+def test_runs_table_has_the_migrated_columns(ledger: Ledger) -> None:
+    with Session(ledger.engine) as session:
+        assert session.execute(select(func.count()).select_from(Run)).scalar_one() == 0
