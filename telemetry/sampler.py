@@ -1,0 +1,252 @@
+"""The sampler: reads every device on absolute 25 ms deadlines in a background thread.
+
+Deadline k is ``t0 + k * period_s``; the loop sleeps until it, so lateness
+never accumulates into drift (STYLE: no "sleep the rest of the period").
+When a tick ends more than a period late (a blocked NVML call, a starved
+process), the deadlines it missed are skipped, not caught up in a burst, and
+counted as overruns. A failing read never kills the loop: it is handed to the
+sink as a failure (the integrator records the gap) and sampling goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Protocol
+
+from telemetry.clock import Clock, SystemClock
+from telemetry.errors import ConfigError, DeviceLost
+from telemetry.sensors.base import Sensor
+from telemetry.types import DeviceInfo, Reading
+
+logger = logging.getLogger(__name__)
+
+_LATENESS_WINDOW = 4096  # ring of recent lateness values: ~100 s at 40 Hz, memory flat
+_WARN_EVERY_S = 60.0  # at most one warning per device per minute
+
+
+class ReadingSink(Protocol):
+    """Where the sampler hands readings and failures (the Integrator)."""
+
+    def add(self, reading: Reading) -> None:
+        """Take one reading."""
+        ...
+
+    def record_failure(self, device_uuid: str, t_s: float, reason: str, lost: bool) -> None:
+        """A read of `device_uuid` at monotonic `t_s` failed; `lost` when the device is gone."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SamplerStats:
+    """The sampler's health.
+
+    Attributes:
+        samples_total: Ticks completed (each tick reads every live device once).
+        reads_total: Device reads attempted.
+        errors_total: Device reads that failed (each handed to the sink as a failure).
+        overruns_total: Deadlines skipped because a tick ran more than a period late.
+        achieved_period_s: Mean time between ticks, None before two ticks.
+        lateness_p50_s: Median lateness of recent ticks behind their deadline, seconds.
+        lateness_p99_s: 99th percentile of the same.
+        lateness_max_s: Largest lateness since start.
+        running: Whether the background thread runs.
+        thread_cpu_s: CPU time the sampler thread used since it started, seconds.
+    """
+
+    samples_total: int
+    reads_total: int
+    errors_total: int
+    overruns_total: int
+    achieved_period_s: float | None
+    lateness_p50_s: float | None
+    lateness_p99_s: float | None
+    lateness_max_s: float | None
+    running: bool
+    thread_cpu_s: float = 0.0
+
+
+class Sampler:
+    """Reads every device of `sensors` once per `period_s` and hands readings to `sink`.
+
+    Args:
+        sensors: The backends to read; `devices()` is called on the first tick, not here.
+        sink: Receives readings and failures (called on the sampler's thread).
+        period_s: Sampling period, seconds (25 ms = 40 Hz by default).
+        clock: Time source; a FakeClock makes the loop run instantly in tests.
+        name: Name of the background thread.
+
+    Raises:
+        ConfigError: If `period_s` is not positive.
+    """
+
+    def __init__(
+        self,
+        sensors: Sequence[Sensor],
+        sink: ReadingSink,
+        *,
+        period_s: float = 0.025,
+        clock: Clock | None = None,
+        name: str = "wattlog-sampler",
+    ) -> None:
+        if not period_s > 0:
+            raise ConfigError(f"sampling period must be > 0 s, got {period_s}; try 0.025")
+        self._sink = sink
+        self._period_s = period_s
+        self._clock = clock if clock is not None else SystemClock()
+        self._name = name
+        self._undiscovered = list(sensors)
+        self._devices: list[tuple[Sensor, DeviceInfo]] = []
+        self._lost: set[str] = set()
+        self._last_warning_s: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ticks = 0
+        self._reads = 0
+        self._errors = 0
+        self._overruns = 0
+        self._first_tick_s: float | None = None
+        self._last_tick_s: float | None = None
+        self._lateness = array("d", bytes(8 * _LATENESS_WINDOW))
+        self._lateness_n = 0
+        self._lateness_max_s: float | None = None
+        self._cpu_s = 0.0
+
+    @property
+    def period_s(self) -> float:
+        """The sampling period, seconds."""
+        return self._period_s
+
+    def tick(self, now_s: float | None = None) -> None:
+        """Read every live device once, stamping readings with `now_s` (default: clock now)."""
+        now_s = self._clock.monotonic() if now_s is None else now_s
+        for sensor, device in self._live_devices(now_s):
+            self._reads += 1
+            try:
+                self._sink.add(sensor.read(device, now_s))
+            except DeviceLost as e:
+                self._errors += 1
+                self._lost.add(device.uuid)
+                logger.warning("device %s lost, no longer read: %s", device.uuid, e)
+                self._sink.record_failure(device.uuid, now_s, str(e), True)
+            except Exception as e:  # a sensor must never kill the loop: the gap is recorded
+                self._errors += 1
+                self._warn(device.uuid, now_s, e)
+                self._sink.record_failure(device.uuid, now_s, f"{type(e).__name__}: {e}", False)
+        with self._lock:
+            self._ticks += 1
+            if self._first_tick_s is None:
+                self._first_tick_s = now_s
+            self._last_tick_s = now_s
+
+    def run_until(self, end_s: float) -> None:
+        """Run the deadline loop on the calling thread until the clock reaches `end_s` (or stop())."""
+        self._loop(end_s)
+
+    def start(self) -> Sampler:
+        """Start the background thread (a daemon); returns self."""
+        if self._thread is not None and self._thread.is_alive():
+            return self
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, args=(math.inf,), name=self._name, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Ask the loop to stop and join the thread (it notices within one period)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            self._thread = None
+
+    def __enter__(self) -> Sampler:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def stats(self) -> SamplerStats:
+        """A consistent copy of the sampler's counters and lateness percentiles."""
+        with self._lock:
+            n = min(self._lateness_n, _LATENESS_WINDOW)
+            recent = sorted(self._lateness[:n])
+            ticks = self._ticks
+            span = None
+            if ticks >= 2 and self._first_tick_s is not None and self._last_tick_s is not None:
+                span = (self._last_tick_s - self._first_tick_s) / (ticks - 1)
+            return SamplerStats(
+                samples_total=ticks,
+                reads_total=self._reads,
+                errors_total=self._errors,
+                overruns_total=self._overruns,
+                achieved_period_s=span,
+                lateness_p50_s=_percentile(recent, 0.50),
+                lateness_p99_s=_percentile(recent, 0.99),
+                lateness_max_s=self._lateness_max_s,
+                running=self._thread is not None and self._thread.is_alive(),
+                thread_cpu_s=self._cpu_s,
+            )
+
+    def _loop(self, end_s: float) -> None:
+        cpu0_s = time.thread_time()
+        t0_s = self._clock.monotonic()
+        k = 0
+        while not self._stop.is_set():
+            deadline_s = t0_s + k * self._period_s
+            if deadline_s >= end_s:
+                break
+            # Sleep in slices of at most a period so stop() is noticed promptly.
+            while (wait_s := deadline_s - self._clock.monotonic()) > 0 and not self._stop.is_set():
+                self._clock.sleep(min(wait_s, self._period_s))
+            if self._stop.is_set():
+                break
+            self._record_lateness(self._clock.monotonic() - deadline_s)
+            self.tick()
+            k += 1
+            behind = (self._clock.monotonic() - t0_s) / self._period_s
+            if behind > k + 1:  # more than a period late: skip to the next future deadline
+                skipped = math.floor(behind) + 1 - k
+                with self._lock:
+                    self._overruns += skipped
+                k += skipped
+            self._cpu_s = time.thread_time() - cpu0_s
+
+    def _live_devices(self, now_s: float) -> list[tuple[Sensor, DeviceInfo]]:
+        for sensor in list(self._undiscovered):
+            try:
+                self._devices.extend((sensor, d) for d in sensor.devices())
+                self._undiscovered.remove(sensor)
+            except Exception as e:  # a broken backend must not stop the others; retried next tick
+                self._errors += 1
+                self._warn(type(sensor).__name__, now_s, e)
+        return [(s, d) for s, d in self._devices if d.uuid not in self._lost]
+
+    def _record_lateness(self, lateness_s: float) -> None:
+        with self._lock:
+            self._lateness[self._lateness_n % _LATENESS_WINDOW] = lateness_s
+            self._lateness_n += 1
+            if self._lateness_max_s is None or lateness_s > self._lateness_max_s:
+                self._lateness_max_s = lateness_s
+
+    def _warn(self, key: str, now_s: float, error: Exception) -> None:
+        last_s = self._last_warning_s.get(key)
+        if last_s is None or now_s - last_s >= _WARN_EVERY_S:
+            self._last_warning_s[key] = now_s
+            logger.warning("read of %s failed (recorded as a gap; warnings rate-limited): %s", key, error)
+
+
+def _percentile(sorted_values: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile of already sorted values; None when empty."""
+    if not sorted_values:
+        return None
+    rank = max(0, math.ceil(q * len(sorted_values)) - 1)
+    return sorted_values[rank]

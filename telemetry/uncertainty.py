@@ -1,0 +1,226 @@
+"""The honest band around an energy figure, and phase-lock detection from the agent's own samples.
+
+True energy is bracketed by three independent effects, composed in this order:
+
+1. Calibration. NVIDIA boards read power with a gain error: Yang, Adamek and
+   Armour (SC24, "Accurate and Convenient Energy Measurements for GPUs: A
+   Detailed Study of NVIDIA GPU's Built-In Power Sensor") measured -9.5 % to
+   +6.4 % across boards. A reading E is gain x truth, so truth lies in
+   [E / 1.064, E / 0.905]. A GPU calibrated against a meter gets its factor
+   applied and a narrow band instead. CPU/DRAM (RAPL) get +-5 %, an assumption.
+2. Partial observation. On A100/H100 each value published every 100 ms averages
+   only the last 25 ms, so a quarter of the run is seen. For loads not locked
+   to the sensor the error averages out like a sampling error: z x cv / sqrt(n)
+   with n the publications seen divided by ten (neighbouring windows err
+   together; the step lengths of training correlate them over ~1 s), plus a
+   0.5 % floor. A counter is given the same term unless it is known to integrate
+   true power (whether it does is not publicly known).
+3. Gaps: each unmeasured second adds [0, P_max] with P_max the power limit (or
+   the highest power seen).
+
+A load whose period locks to the publication period is seen at the same phase
+every time and misread by tens of percent. When that is suspected, the band also
+covers the only thing the readings still prove: the observed quarter is true
+power, the unobserved rest lies in [0, P_max]. Estimated sources (no sensor) get
++-50 %: a utilisation x TDP model is routinely off by tens of percent.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from telemetry.errors import ConfigError
+from telemetry.types import DeviceInfo, Kind, Source
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """A device calibrated against a meter: true = reading x factor, within +-uncertainty_rel."""
+
+    factor: float
+    uncertainty_rel: float = 0.01
+
+
+@dataclass(frozen=True, slots=True)
+class BandInputs:
+    """What the band of one device (or one interval of it) depends on.
+
+    Attributes:
+        energy_j: The reported energy (counter or trapezoid, calibration applied), joules.
+        sampled_j: Trapezoid over the published power values in the same span (None if none), joules.
+        from_counter: Whether energy_j comes from a hardware counter.
+        measured_s: Seconds covered by readings.
+        gap_s: Seconds not measured.
+        p_max_w: Bound on power while unobserved: power limit, else highest power seen.
+        cv: Coefficient of variation of the published power values (0 if unknown).
+        publications: Distinct published values seen.
+        phase_lock: Whether a phase lock is suspected.
+    """
+
+    energy_j: float
+    sampled_j: float | None
+    from_counter: bool
+    measured_s: float
+    gap_s: float
+    p_max_w: float
+    cv: float = 0.0
+    publications: int = 0
+    phase_lock: bool = False
+
+
+@dataclass
+class BandModel:
+    """How wide the band around each device's energy is; see the module docstring for why.
+
+    Raises:
+        ConfigError: On construction, if a range is inverted or a fraction is out of (0, 1].
+    """
+
+    gain_low: float = -0.095
+    """Lowest board gain error (SC24, Yang, Adamek, Armour: -9.5 %)."""
+    gain_high: float = 0.064
+    """Highest board gain error (SC24: +6.4 %)."""
+    other_gain_rel: float = 0.05
+    """Gain error assumed for non-GPU sensors (RAPL), +-."""
+    observed_fraction: float = 0.25
+    """Share of each publication period a GPU reading averages (25 ms of 100 ms on A100/H100)."""
+    publication_period_s: float = 0.1
+    """How often a GPU publishes a new power value."""
+    counter_integrates_true: bool | None = None
+    """Whether GPU counters integrate true power (None: unknown, so they get the sampling term)."""
+    z: float = 3.0
+    """Standard errors of the partial-observation term."""
+    floor_rel: float = 0.005
+    """Partial-observation term never below this."""
+    correlated_publications: int = 10
+    """Publications that err together (n is divided by this)."""
+    estimated_rel: float = 0.5
+    """Band of estimated sources, +-."""
+    calibrations: Mapping[str, Calibration] = field(default_factory=dict)
+    """Per-device calibration against a meter, by UUID."""
+
+    def __post_init__(self) -> None:
+        if not self.gain_low < 0 < self.gain_high or self.gain_low <= -1:
+            raise ConfigError(f"need -1 < gain_low < 0 < gain_high, got {self.gain_low}, {self.gain_high}")
+        if not 0 < self.observed_fraction <= 1:
+            raise ConfigError(f"observed_fraction must be in (0, 1], got {self.observed_fraction}")
+        if self.publication_period_s <= 0 or self.z < 0 or self.floor_rel < 0:
+            raise ConfigError("publication_period_s must be > 0, z and floor_rel >= 0")
+
+    def calibrated_j(self, device: DeviceInfo, raw_j: float) -> float:
+        """`raw_j` with the device's calibration factor applied (unchanged if uncalibrated)."""
+        cal = self.calibrations.get(device.uuid)
+        return raw_j * cal.factor if cal is not None else raw_j
+
+    def fraction_seen(self, device: DeviceInfo) -> float:
+        """Share of the time the device's power readings observe (1 for non-GPU sensors)."""
+        return self.observed_fraction if device.kind is Kind.GPU else 1.0
+
+    def band(self, device: DeviceInfo, x: BandInputs) -> tuple[float, float]:
+        """(low_j, high_j) that true energy lies in, for `device` and the span `x` describes."""
+        gap_j = x.gap_s * x.p_max_w
+        if device.source is Source.ESTIMATED:
+            return x.energy_j * (1 - self.estimated_rel), x.energy_j * (1 + self.estimated_rel) + gap_j
+        lo_f, hi_f = self._calibration(device)
+        f = self.fraction_seen(device)
+        po = 0.0
+        if f < 1 and not (x.from_counter and self.counter_integrates_true):
+            po = self.sampling_rel(x.cv, x.publications)
+        low = x.energy_j * lo_f * (1 - po)
+        high = x.energy_j * hi_f * (1 + po)
+        if x.phase_lock and f < 1:
+            seen_j = x.sampled_j if x.sampled_j is not None else x.energy_j
+            low = min(low, f * seen_j * lo_f)
+            high = max(high, f * seen_j * hi_f + (1 - f) * x.p_max_w * x.measured_s)
+        return low, high + gap_j
+
+    def sampling_rel(self, cv: float, publications: int) -> float:
+        """Relative error partial observation may cause, for values of variation `cv` over `publications`."""
+        n_eff = max(publications / self.correlated_publications, 1.0)
+        return min(self.floor_rel + self.z * cv / math.sqrt(n_eff), 1.0)
+
+    def _calibration(self, device: DeviceInfo) -> tuple[float, float]:
+        """Factors taking a reading to the lowest and highest truth it allows."""
+        cal = self.calibrations.get(device.uuid)
+        if cal is not None:
+            return 1 - cal.uncertainty_rel, 1 + cal.uncertainty_rel
+        if device.kind is Kind.GPU:
+            return 1 / (1 + self.gain_high), 1 / (1 + self.gain_low)
+        return 1 / (1 + self.other_gain_rel), 1 / (1 - self.other_gain_rel)
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseLock:
+    """A suspected lock between the load and the sensor's publication grid."""
+
+    load_period_s: float
+    score: float
+    how: str
+
+    def note(self, publication_period_s: float = 0.1) -> str:
+        """The plain-language caveat a DeviceEnergy carries."""
+        return (
+            f"phase lock suspected ({self.how}): load period ~{self.load_period_s * 1e3:.0f} ms locked to "
+            f"the sensor's {publication_period_s * 1e3:.0f} ms publication period; NVML readings may be "
+            "off by tens of percent"
+        )
+
+
+def detect_periodic_lock(
+    times_s: Sequence[float],
+    values_w: Sequence[float],
+    *,
+    max_lag: int = 30,
+    min_score: float = 0.97,
+    min_cv: float = 0.03,
+) -> PhaseLock | None:
+    """A lock seen in the published values alone: an exactly repeating pattern.
+
+    `values_w` are distinct consecutive published values (runs of identical 25 ms
+    samples collapsed to one), at `times_s`. A load not locked to the sensor is
+    seen at a drifting phase, so the values it publishes never repeat exactly;
+    a locked one repeats the same few values forever. The score at lag m is
+    1 - mean((x_i - x_{i-m})^2) / (2 var x), ~1 for an exact repeat, near the
+    autocorrelation otherwise; the smallest lag scoring >= `min_score` wins.
+    A series with almost no variation (cv < `min_cv`) proves nothing: a steady
+    load and a load locked at one value (period = the publication period) look
+    the same here, which is why the counter comparison exists.
+
+    Args:
+        times_s: Time of each value.
+        values_w: Collapsed published values.
+        max_lag: Longest pattern tried, in values.
+        min_score: Score that counts as an exact repeat.
+        min_cv: Smallest variation worth testing.
+
+    Returns:
+        The suspected lock, or None.
+    """
+    n = len(values_w)
+    if n < 60:
+        return None
+    mean = sum(values_w) / n
+    var = sum((v - mean) ** 2 for v in values_w) / n
+    if mean <= 0 or math.sqrt(var) / mean < min_cv:
+        return None
+    for m in range(1, min(max_lag, n // 4) + 1):
+        d2 = sum((values_w[i] - values_w[i - m]) ** 2 for i in range(m, n)) / (n - m)
+        score = 1 - d2 / (2 * var)
+        if score >= min_score:
+            period_s = (times_s[-1] - times_s[-1 - m * ((n - 1) // m)]) / ((n - 1) // m)
+            return PhaseLock(period_s, score, "published power repeats exactly")
+    return None
+
+
+def counter_disagreement(counter_j: float, sampled_j: float, expected_rel: float) -> float | None:
+    """Relative disagreement of counter and sampled energy over the same span, if beyond `expected_rel`.
+
+    A counter that integrates true power and readings that see a locked load at
+    one phase disagree systematically, by far more than sampling error.
+    """
+    if counter_j <= 0:
+        return None
+    rel = (sampled_j - counter_j) / counter_j
+    return rel if abs(rel) > expected_rel else None
