@@ -1,0 +1,188 @@
+"""The NVIDIA backend, driven through the pynvml-compatible fake (and, once, a patched real pynvml)."""
+
+from __future__ import annotations
+
+import pynvml
+import pytest
+
+from telemetry.clock import FakeClock
+from telemetry.errors import DeviceLost, SensorError, SensorUnavailable
+from telemetry.sensors.base import Sensor
+from telemetry.sensors.fake_pynvml import FakeNvml, install
+from telemetry.sensors.nvml import NvmlSensor
+from telemetry.sensors.simulated import SimulatedGpu
+from telemetry.sensors.traces import ConstantTrace, SquareWave
+from telemetry.types import Source
+
+
+def gpus(lost_at_s: float | None = None) -> list[SimulatedGpu]:
+    return [
+        SimulatedGpu("GPU-sim-0000", "sim A", SquareWave(600.0, 200.0, 2.0, 2.0), power_limit_w=700.0),
+        SimulatedGpu("GPU-sim-0001", "sim B", ConstantTrace(300.0), power_limit_w=400.0, lost_at_s=lost_at_s),
+    ]
+
+
+def sensor(clock: FakeClock, lost_at_s: float | None = None, **kwargs: object) -> tuple[NvmlSensor, FakeNvml]:
+    fake = FakeNvml(gpus(lost_at_s), clock, **kwargs)  # type: ignore[arg-type]
+    return NvmlSensor(fake), fake
+
+
+def test_devices_keyed_by_uuid_with_counter_and_instant_field(fake_clock: FakeClock) -> None:
+    s, fake = sensor(fake_clock)
+    assert isinstance(s, Sensor)
+    assert fake.init_calls == 0  # the constructor does no I/O
+    devices = s.devices()
+    assert [(d.uuid, d.index, d.name) for d in devices] == [
+        ("GPU-sim-0000", 0, "sim A"),
+        ("GPU-sim-0001", 1, "sim B"),
+    ]
+    assert all(d.has_counter for d in devices)
+    assert devices[1].power_limit_w == pytest.approx(400.0)
+    assert "power: NVML_FI_DEV_POWER_INSTANT" in devices[0].note
+    assert devices[0].source == Source.SIMULATED  # the fake says so: never labelled a measurement
+    assert s.devices() == devices
+    assert fake.init_calls == 1
+
+
+def test_real_module_labels_counter_and_sampled(fake_clock: FakeClock) -> None:
+    class RealLooking(FakeNvml):
+        WATTLOG_SIMULATED = False
+
+    with_counter = NvmlSensor(RealLooking(gpus(), fake_clock)).devices()
+    without = NvmlSensor(RealLooking(gpus(), fake_clock, supports_energy=False)).devices()
+    assert {d.source for d in with_counter} == {Source.COUNTER}
+    assert {d.source for d in without} == {Source.SAMPLED}
+    assert not any(d.has_counter for d in without)
+    assert "no energy counter" in without[0].note
+
+
+def test_read_uses_instant_field_and_counter(fake_clock: FakeClock) -> None:
+    s, fake = sensor(fake_clock)
+    a = s.devices()[0]
+    fake_clock.advance(2.5)  # off phase for 0.5 s: instant says 200 W, the 1 s average still mixes
+    reading = s.read(a, 2.5)
+    assert reading.power_w == pytest.approx(200.0)
+    assert reading.energy_mj == pytest.approx(600.0 * 2.0e3 + 200.0 * 0.5e3)
+    assert reading.t_s == 2.5
+    assert reading.utilisation_pct is not None and reading.temperature_c is not None
+    assert reading.memory_used_bytes == fake._gpus[0].memory_used_bytes
+    assert fake.calls.get("nvmlDeviceGetPowerUsage", 0) == 0
+
+
+def test_without_instant_field_falls_back_to_power_usage_and_says_so(fake_clock: FakeClock) -> None:
+    s, fake = sensor(fake_clock, supports_instant_field=False)
+    a = s.devices()[0]
+    assert "power: nvmlDeviceGetPowerUsage (1 s average on Ampere+)" in a.note
+    fake_clock.advance(2.5)
+    assert s.read(a, 2.5).power_w == pytest.approx(0.5 * 600.0 + 0.5 * 200.0)  # the 1 s trailing mean
+    calls = fake.calls["nvmlDeviceGetFieldValues"]
+    s.read(a, 2.5)
+    assert fake.calls["nvmlDeviceGetFieldValues"] == calls  # not probed again on every read
+
+
+def test_without_counter_reads_no_energy(fake_clock: FakeClock) -> None:
+    s, _ = sensor(fake_clock, supports_energy=False)
+    a = s.devices()[0]
+    fake_clock.advance(1.0)
+    reading = s.read(a, 1.0)
+    assert reading.energy_mj is None
+    assert reading.power_w == pytest.approx(600.0)
+
+
+def test_not_supported_falls_back_per_metric_and_is_remembered(fake_clock: FakeClock) -> None:
+    s, fake = sensor(fake_clock, unsupported={"nvmlDeviceGetTemperature", "nvmlDeviceGetUtilizationRates"})
+    a = s.devices()[0]
+    for t in (0.5, 1.0, 1.5):
+        fake_clock.advance(0.5)
+        reading = s.read(a, t)
+        assert reading.temperature_c is None and reading.utilisation_pct is None
+        assert reading.power_w is not None and reading.energy_mj is not None
+    assert fake.calls["nvmlDeviceGetTemperature"] == 1
+    assert fake.calls["nvmlDeviceGetUtilizationRates"] == 1
+
+
+def test_lost_gpu_raises_device_lost_while_the_other_keeps_reading(fake_clock: FakeClock) -> None:
+    s, fake = sensor(fake_clock, lost_at_s=3.0)
+    a, b = s.devices()
+    fake_clock.advance(2.0)
+    assert s.read(b, 2.0).energy_mj == pytest.approx(600e3)
+    fake_clock.advance(2.0)
+    with pytest.raises(DeviceLost, match="GPU-sim-0001") as caught:
+        s.read(b, 4.0)
+    assert isinstance(caught.value.__cause__, pynvml.NVMLError_GpuIsLost)
+    calls = sum(fake.calls.values())
+    with pytest.raises(DeviceLost):
+        s.read(b, 4.1)  # remembered: a faulted GPU is not called again
+    assert sum(fake.calls.values()) == calls
+    assert s.read(a, 4.0).energy_mj == pytest.approx((2 * 600.0 + 2 * 200.0) * 1e3)
+
+
+def test_unknown_error_is_device_lost_and_others_are_sensor_errors(fake_clock: FakeClock) -> None:
+    class Flaky(FakeNvml):
+        code = pynvml.NVML_ERROR_UNKNOWN
+
+        def nvmlDeviceGetMemoryInfo(self, handle, version=None):  # noqa: N802
+            raise pynvml.NVMLError(self.code)
+
+    fake = Flaky(gpus(), fake_clock)
+    s = NvmlSensor(fake)
+    a, b = s.devices()
+    with pytest.raises(DeviceLost):
+        s.read(a, 0.0)
+    fake.code = pynvml.NVML_ERROR_TIMEOUT
+    with pytest.raises(SensorError, match="memory") as caught:
+        s.read(b, 0.0)
+    assert not isinstance(caught.value, DeviceLost)
+
+
+def test_no_driver_is_one_clear_line(fake_clock: FakeClock) -> None:
+    s, _ = sensor(fake_clock, driver_loaded=False)
+    with pytest.raises(SensorUnavailable) as caught:
+        s.devices()
+    assert str(caught.value) == (
+        "no NVIDIA driver found (libnvidia-ml.so.1 could not be loaded): not measuring GPUs"
+    )
+    assert not s.is_available()
+
+
+def test_real_pynvml_without_driver_is_unavailable() -> None:
+    # this machine has no NVIDIA driver: the real binding fails to load the library
+    s = NvmlSensor(pynvml)
+    if s.is_available():  # pragma: no cover - only on a machine with a GPU
+        s.close()
+        pytest.skip("an NVIDIA driver is present")
+    with pytest.raises(SensorUnavailable, match="no NVIDIA driver found"):
+        s.devices()
+
+
+@pytest.mark.parametrize(
+    ("include", "expected"),
+    [
+        (lambda index, uuid: index == 1, ["GPU-sim-0001"]),
+        (lambda index, uuid: uuid == "GPU-sim-0000", ["GPU-sim-0000"]),
+        (lambda index, uuid: False, []),
+        (None, ["GPU-sim-0000", "GPU-sim-0001"]),
+    ],
+)
+def test_include_picks_the_jobs_gpus(fake_clock: FakeClock, include: object, expected: list[str]) -> None:
+    fake = FakeNvml(gpus(), fake_clock)
+    devices = NvmlSensor(fake, include=include).devices()  # type: ignore[arg-type]
+    assert [d.uuid for d in devices] == expected
+    assert [d.index for d in devices] == [int(u[-1]) for u in expected]  # NVML index kept
+
+
+def test_default_imports_pynvml_lazily_and_close_shuts_down_once(fake_clock: FakeClock) -> None:
+    fake = FakeNvml(gpus(), fake_clock)
+    with install(fake):
+        s = NvmlSensor()
+        assert len(s.devices()) == 2
+    s.close()
+    s.close()
+    assert fake.shutdown_calls == 1
+
+
+def test_read_of_unknown_device_is_a_sensor_error(fake_clock: FakeClock) -> None:
+    s, _ = sensor(fake_clock)
+    other = NvmlSensor(FakeNvml(gpus(), fake_clock)).devices()[0]
+    with pytest.raises(SensorError, match="devices"):
+        s.read(other, 0.0)
