@@ -127,8 +127,8 @@ class PowercapSensor:
             has_counter=True,
             counter_range_mj=range_uj / 1000.0 if range_uj else None,
             power_limit_w=limit_uw / 1e6 if limit_uw else None,
-            note=f"RAPL {zone}/energy_uj"
-            + (" (core/uncore subzones are inside it, not added)" if kind is Kind.CPU else ""),
+            note="RAPL energy_uj"
+            + ("; core/uncore subzones are inside it, not added" if kind is Kind.CPU else ""),
         )
 
     def _optional_text(self, path: Path) -> str | None:

@@ -1,0 +1,120 @@
+"""Pick the sensors this machine has: NVIDIA GPUs, RAPL for CPU and DRAM, else the estimate.
+
+A function, not a registry: the caller (the agent, `wattlog sensors`) composes
+what it returns. Every backend that is not used leaves one line saying why, so
+"no NVIDIA driver" is a note on screen, never a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from telemetry.errors import SensorError
+from telemetry.selection import GpuSelection, job_selection
+from telemetry.sensors.base import Sensor
+from telemetry.sensors.estimate import EstimateConfig, EstimateSensor
+from telemetry.sensors.nvml import NvmlSensor
+from telemetry.sensors.powercap import PowercapSensor
+from telemetry.types import DeviceInfo, Kind
+
+_HOST_KINDS = (Kind.CPU, Kind.DRAM)
+
+
+@dataclass(frozen=True, slots=True)
+class Discovery:
+    """What was found: the sensors to sample, their devices, and why others were left out.
+
+    Attributes:
+        sensors: Sensors with at least one device, in discovery order.
+        devices: (sensor, device) for every device to sample, each UUID once.
+        notes: One line per backend not used (or used only in part) and why.
+        selection: Which GPUs of the node belong to the job.
+    """
+
+    sensors: tuple[Sensor, ...]
+    devices: tuple[tuple[Sensor, DeviceInfo], ...]
+    notes: tuple[str, ...]
+    selection: GpuSelection
+
+    def close(self) -> None:
+        """Close every sensor (nvmlShutdown and the like)."""
+        for sensor in self.sensors:
+            sensor.close()
+
+
+def discover(
+    selection: GpuSelection | None = None,
+    *,
+    nvml: Any | None = None,
+    powercap_root: Path = Path("/sys/class/powercap"),
+    estimate: EstimateConfig | None = None,
+    extra: Sequence[Sensor] = (),
+) -> Discovery:
+    """Probe every backend and keep those that answer.
+
+    Args:
+        selection: The job's GPUs (default: from this process's environment).
+        nvml: A pynvml-compatible module (default: the real one; tests pass the simulated one).
+        powercap_root: The powercap tree to read RAPL from.
+        estimate: Constants of the CPU/DRAM estimate (default EstimateConfig()); it
+            covers only the kinds RAPL does not measure, and not at all when disabled.
+        extra: More sensors to include as they are, e.g. simulated GPUs.
+
+    Returns:
+        The sensors, their devices and the notes on what was not used.
+    """
+    selection = selection or job_selection()
+    found = _Found()
+    gpus = found.probe("NVIDIA", NvmlSensor(nvml=nvml, include=selection.includes))
+    if gpus == []:
+        why = (
+            "the driver lists no GPU" if selection.selects_all else f"no GPU of this job ({selection.origin})"
+        )
+        found.notes.append(f"NVIDIA: {why}")
+    rapl = found.probe("RAPL", PowercapSensor(root=powercap_root)) or []
+    measured = {device.kind for device in rapl}
+    missing = [kind for kind in _HOST_KINDS if kind not in measured]
+    config = estimate or EstimateConfig()
+    if missing and rapl:
+        found.notes.append(f"RAPL has no {'/'.join(missing)} zone here (AMD has no DRAM domain)")
+    if missing and config.enabled:
+        found.probe("estimate", EstimateSensor(config, kinds=missing))
+    elif missing:
+        found.notes.append(f"estimate disabled: {'/'.join(missing)} not measured")
+    for sensor in extra:
+        found.probe(type(sensor).__name__, sensor)
+    return Discovery(tuple(found.sensors), tuple(found.devices), tuple(found.notes), selection)
+
+
+class _Found:
+    """Accumulates sensors, devices (each UUID once) and notes during one discovery."""
+
+    def __init__(self) -> None:
+        self.sensors: list[Sensor] = []
+        self.devices: list[tuple[Sensor, DeviceInfo]] = []
+        self.notes: list[str] = []
+        self._uuids: set[str] = set()
+
+    def probe(self, label: str, sensor: Sensor) -> list[DeviceInfo] | None:
+        """Add `sensor`'s new devices; None (and a note) if it cannot be used."""
+        try:
+            devices = sensor.devices()
+        except SensorError as error:
+            self.notes.append(f"{label}: {error}")
+            sensor.close()
+            return None
+        fresh = [device for device in devices if device.uuid not in self._uuids]
+        if len(fresh) < len(devices):
+            self.notes.append(
+                f"{label}: {len(devices) - len(fresh)} device(s) already measured, not counted twice"
+            )
+        if fresh:
+            self.sensors.append(sensor)
+            self.devices.extend((sensor, device) for device in fresh)
+            self._uuids.update(device.uuid for device in fresh)
+        else:
+            sensor.close()
+        return fresh

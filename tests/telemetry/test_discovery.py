@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from telemetry.clock import FakeClock
+from telemetry.selection import job_selection
+from telemetry.sensors import discover
+from telemetry.sensors.discovery import Discovery
+from telemetry.sensors.estimate import CPU_UUID, DRAM_UUID, EstimateConfig
+from telemetry.sensors.fake_pynvml import FakeNvml
+from telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+from telemetry.types import Kind, Source
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "powercap"
+ALL = job_selection({})
+
+
+def _nvml(n: int = 4, **options: bool) -> FakeNvml:
+    return FakeNvml(simulated_gpus(n), FakeClock(), **options)
+
+
+def _uuids(found: Discovery) -> list[str]:
+    return [device.uuid for _, device in found.devices]
+
+
+def test_bare_machine_gets_the_labelled_estimate_and_one_line_per_missing_backend(tmp_path: Path) -> None:
+    found = discover(ALL, nvml=_nvml(driver_loaded=False), powercap_root=tmp_path / "none")
+    assert _uuids(found) == [CPU_UUID, DRAM_UUID]
+    assert all(device.source is Source.ESTIMATED for _, device in found.devices)
+    assert [note.split(":")[0] for note in found.notes] == ["NVIDIA", "RAPL"]
+    assert all("\n" not in note and "Traceback" not in note for note in found.notes)
+    assert "no RAPL powercap tree" in found.notes[1]
+    assert found.selection is ALL
+    found.close()
+
+
+def test_gpus_of_the_job_and_rapl_replace_the_estimate() -> None:
+    selection = job_selection({"CUDA_VISIBLE_DEVICES": "0,2", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+    found = discover(selection, nvml=_nvml(4), powercap_root=DATA / "intel")
+    gpus = [device for _, device in found.devices if device.kind is Kind.GPU]
+    assert [gpu.uuid for gpu in gpus] == ["GPU-sim-0000", "GPU-sim-0002"]
+    assert CPU_UUID not in _uuids(found) and DRAM_UUID not in _uuids(found)
+    assert {device.kind for _, device in found.devices} == {Kind.GPU, Kind.CPU, Kind.DRAM}
+    assert found.notes == ()
+    assert len(found.sensors) == 2
+
+
+def test_whole_node_measures_every_gpu() -> None:
+    selection = job_selection({"CUDA_VISIBLE_DEVICES": "1"}, whole_node=True)
+    found = discover(selection, nvml=_nvml(3), powercap_root=DATA / "intel")
+    assert [d.uuid for _, d in found.devices if d.kind is Kind.GPU] == [f"GPU-sim-000{i}" for i in range(3)]
+
+
+def test_amd_rapl_measures_the_cpu_and_dram_is_estimated() -> None:
+    found = discover(ALL, nvml=_nvml(driver_loaded=False), powercap_root=DATA / "amd")
+    kinds = {device.kind: device.source for _, device in found.devices}
+    assert kinds == {Kind.CPU: Source.COUNTER, Kind.DRAM: Source.ESTIMATED}
+    assert any("no dram zone" in note for note in found.notes)
+
+
+def test_disabled_estimate_leaves_cpu_unmeasured_and_says_so(tmp_path: Path) -> None:
+    found = discover(
+        ALL, nvml=_nvml(driver_loaded=False), powercap_root=tmp_path, estimate=EstimateConfig(enabled=False)
+    )
+    assert found.devices == ()
+    assert any("estimate disabled: cpu/dram not measured" in note for note in found.notes)
+
+
+def test_job_without_gpus_says_so() -> None:
+    found = discover(job_selection({"CUDA_VISIBLE_DEVICES": ""}), nvml=_nvml(2), powercap_root=DATA / "intel")
+    assert not any(device.kind is Kind.GPU for _, device in found.devices)
+    assert found.notes == ("NVIDIA: no GPU of this job (CUDA_VISIBLE_DEVICES=)",)
+
+
+def test_extra_sensors_are_added_and_a_uuid_is_never_counted_twice(tmp_path: Path) -> None:
+    found = discover(
+        ALL,
+        nvml=_nvml(2),
+        powercap_root=tmp_path,
+        extra=[SimulatedSensor(simulated_gpus(3))],  # GPU-sim-0000/1 are already NVML's
+    )
+    uuids = _uuids(found)
+    assert sorted(u for u in uuids if u.startswith("GPU-")) == [
+        "GPU-sim-0000",
+        "GPU-sim-0001",
+        "GPU-sim-0002",
+    ]
+    assert len(uuids) == len(set(uuids))
+    assert any("already measured, not counted twice" in note for note in found.notes)
+
+
+@pytest.mark.parametrize("n", [0, 2])
+def test_simulated_only_machine(tmp_path: Path, n: int) -> None:
+    found = discover(
+        ALL,
+        nvml=_nvml(driver_loaded=False),
+        powercap_root=tmp_path,
+        extra=[SimulatedSensor(simulated_gpus(n))],
+    )
+    assert [d.source for _, d in found.devices].count(Source.SIMULATED) == n
