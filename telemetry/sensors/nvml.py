@@ -83,7 +83,7 @@ class NvmlSensor:
         nvml: Any | None = None,
         include: Callable[[int, str], bool] | None = None,
     ) -> None:
-        self._nvml = nvml
+        self._nvml: Any = nvml  # a module or a FakeNvml; None until _start imports pynvml
         self._include = include
         self._started = False
         self._devices: list[DeviceInfo] | None = None
