@@ -139,6 +139,8 @@ class SamplerCollector(Collector):
         # TYPE wattlog_sample_lateness_seconds gauge
         # HELP wattlog_sampler_running 1 while the sampler thread runs.
         # TYPE wattlog_sampler_running gauge
+        # HELP wattlog_sampler_cpu_seconds_total CPU time used by the sampler thread.
+        # TYPE wattlog_sampler_cpu_seconds_total counter
 
     Args:
         stats: Returns the sampler's current statistics.
@@ -189,6 +191,7 @@ class SamplerCollector(Collector):
         )
         running.add_metric(h, 1.0 if s.running else 0.0)
         yield running
+        yield counter("wattlog_sampler_cpu_seconds", "CPU time used by the sampler thread.", s.thread_cpu_s)
 
 
 @dataclass

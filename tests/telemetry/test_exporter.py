@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 import urllib.request
-from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
@@ -13,6 +13,7 @@ from pytest_httpserver import HTTPServer
 
 from telemetry.errors import ConfigError, WattlogError
 from telemetry.exporter import EnergyCollector, SamplerCollector, delete, push, serve
+from telemetry.sampler import SamplerStats
 from telemetry.types import DeviceEnergy, DeviceInfo, Kind, Source
 
 GPU = DeviceInfo(
@@ -48,7 +49,7 @@ def snapshot() -> list[DeviceEnergy]:
     ]
 
 
-def stats(**overrides: object) -> SimpleNamespace:
+def stats(**overrides: Any) -> SamplerStats:
     values = dict(
         samples_total=400,
         reads_total=800,
@@ -59,9 +60,10 @@ def stats(**overrides: object) -> SimpleNamespace:
         lateness_p99_s=0.003,
         lateness_max_s=0.01,
         running=True,
+        thread_cpu_s=0.5,
     )
     values.update(overrides)
-    return SimpleNamespace(**values)
+    return SamplerStats(**values)
 
 
 @pytest.fixture
@@ -113,6 +115,7 @@ def test_sampler_health(registry: CollectorRegistry) -> None:
         == 0.003
     )
     assert registry.get_sample_value("wattlog_sampler_running", h) == 1
+    assert registry.get_sample_value("wattlog_sampler_cpu_seconds_total", h) == 0.5
 
 
 def test_sampler_without_ticks_exports_no_made_up_period() -> None:
@@ -186,4 +189,3 @@ def test_push_to_nowhere_is_one_clear_error(registry: CollectorRegistry) -> None
         port = s.getsockname()[1]  # closed again: nothing listens there
     with pytest.raises(WattlogError, match="Pushgateway"):
         push(registry, f"http://127.0.0.1:{port}", "train", timeout_s=2)
-

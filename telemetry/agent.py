@@ -1,0 +1,349 @@
+"""The node agent: the one place that composes sensors, sampler, integrator, exporter and sinks.
+
+What a node runs (inside the trainer or as the `wattlog agent` sidecar)::
+
+    with Agent(AgentConfig(port=0), sinks=[ledger]) as agent:
+        ...                      # sampled every 25 ms in a background thread
+        agent.snapshot()         # cumulative energy per device, with its source label
+
+`start()` discovers the job's devices, locks each one (a device another agent
+already measures is skipped and named in `notes`), starts the sampler thread,
+a flush thread that hands each interval's energy to the sinks, and the
+metrics server. `close()` stops them, flushes the last interval and releases
+the locks. The constructor does no I/O.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import socket
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from prometheus_client import CollectorRegistry
+
+from telemetry.clock import Clock, SystemClock
+from telemetry.devicelock import DeviceLocks
+from telemetry.errors import ConfigError, WattlogError
+from telemetry.exporter import EnergyCollector, MetricsServer, SamplerCollector, push, serve
+from telemetry.integrator import Integrator
+from telemetry.sampler import Sampler, SamplerStats
+from telemetry.selection import job_selection
+from telemetry.sensors.base import Sensor
+from telemetry.sensors.discovery import discover
+from telemetry.sinks import IntervalSink
+from telemetry.types import DeviceEnergy, DeviceInfo, EnergyInterval, Gap, Reading, Source
+
+logger = logging.getLogger(__name__)
+
+# Rows kept per sink while it keeps failing (a day of 8 devices at 10 s flushes); older ones are dropped.
+_MAX_PENDING_ROWS = 100_000
+
+
+def _default_lock_dir() -> Path:
+    return Path(tempfile.gettempdir()) / "wattlog"
+
+
+@dataclass
+class AgentConfig:
+    """How a node agent samples, flushes and publishes.
+
+    Raises:
+        ConfigError: On construction, if a value is out of range.
+    """
+
+    period_s: float = 0.025
+    """Sampling period, seconds (25 ms = 40 Hz)."""
+    flush_s: float = 10.0
+    """How often energy intervals go to the sinks (and the Pushgateway), seconds."""
+    host: str = field(default_factory=socket.gethostname)
+    """The `host` label and ledger host."""
+    listen_host: str = "127.0.0.1"
+    """Address the metrics server binds (loopback unless asked otherwise)."""
+    port: int | None = 9464
+    """Metrics port; 0 picks a free one; None serves nothing."""
+    whole_node: bool = False
+    """Measure every GPU of the node instead of the job's (CUDA_VISIBLE_DEVICES, SLURM)."""
+    pushgateway_url: str | None = None
+    """Push metrics to this Pushgateway at each flush and at close (short jobs)."""
+    push_job: str = "wattlog"
+    """The `job` label of pushed metrics (grouped by instance=host)."""
+    lock_dir: Path = field(default_factory=_default_lock_dir)
+    """Folder of the per-device lock files, shared by every agent of the node."""
+
+    def __post_init__(self) -> None:
+        if not self.period_s > 0:
+            raise ConfigError(f"period_s must be > 0, got {self.period_s}; the default is 0.025 (25 ms)")
+        if not self.flush_s >= self.period_s:
+            raise ConfigError(f"flush_s ({self.flush_s}) must be >= period_s ({self.period_s}); try 10")
+        if self.port is not None and not 0 <= self.port <= 65535:
+            raise ConfigError(f"port must be in 0..65535 (0 = any free port), got {self.port}")
+        if self.pushgateway_url is not None and not self.pushgateway_url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"pushgateway_url must start with http:// or https://, got {self.pushgateway_url!r}"
+            )
+        if not self.host:
+            raise ConfigError("host must not be empty; it labels every series and ledger row")
+        self.lock_dir = Path(self.lock_dir)
+
+    def with_port(self, port: int | None) -> AgentConfig:
+        """A copy serving on `port`."""
+        return dataclasses.replace(self, port=port)
+
+
+class _OnlyDevices:
+    """A sensor restricted to the devices this agent locked."""
+
+    def __init__(self, sensor: Sensor, devices: list[DeviceInfo]) -> None:
+        self._sensor = sensor
+        self._devices = devices
+
+    def devices(self) -> list[DeviceInfo]:
+        return list(self._devices)
+
+    def read(self, device: DeviceInfo, t_s: float) -> Reading:
+        return self._sensor.read(device, t_s)
+
+    def close(self) -> None:
+        self._sensor.close()
+
+
+class Agent:
+    """A node's measuring agent; use as a context manager or call start() and close().
+
+    Args:
+        config: Settings.
+        sensors: Backends to read; None discovers the machine's (NVML, powercap, estimate).
+        extra_sensors: Added to the discovered ones (e.g. simulated GPUs); ignored when `sensors` is given.
+            Sensors passed in are closed by the agent at close(), like discovered ones.
+        sinks: Receive each flush interval's energy rows and gaps (the ledger, a file).
+        clock: Time source for the sampler and integrator.
+        registry: Registry to publish into; None creates the agent's own.
+        environ: Environment used to select the job's GPUs (default: os.environ).
+    """
+
+    def __init__(
+        self,
+        config: AgentConfig | None = None,
+        *,
+        sensors: Sequence[Sensor] | None = None,
+        extra_sensors: Sequence[Sensor] = (),
+        sinks: Sequence[IntervalSink] = (),
+        clock: Clock | None = None,
+        registry: CollectorRegistry | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = config if config is not None else AgentConfig()
+        self._given_sensors = list(sensors) if sensors is not None else None
+        self._extra_sensors = list(extra_sensors)
+        self._sinks = list(sinks)
+        self._pending: list[tuple[list[EnergyInterval], list[Gap]]] = [([], []) for _ in self._sinks]
+        self._clock = clock if clock is not None else SystemClock()
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self._environ = environ
+        self._notes: list[str] = []
+        self._sensors: list[Sensor] = []
+        self._locks = DeviceLocks(self.config.lock_dir)
+        self._integrator: Integrator | None = None
+        self._sampler: Sampler | None = None
+        self._running = False
+        self._devices: list[DeviceInfo] = []
+        self._server: MetricsServer | None = None
+        self._flush_lock = threading.Lock()
+        self._stop_flush = threading.Event()
+        self._flush_thread: threading.Thread | None = None
+        self._collectors: list[EnergyCollector | SamplerCollector] = []
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where metrics are served (None before start() or when port is None)."""
+        return self._server.url if self._server is not None else None
+
+    @property
+    def notes(self) -> list[str]:
+        """Plain-language notes from discovery and locking (skipped devices, fallbacks)."""
+        return list(self._notes)
+
+    @property
+    def devices(self) -> list[DeviceInfo]:
+        """The devices this agent measures (those it locked)."""
+        return list(self._devices)
+
+    def start(self) -> Agent:
+        """Discover, lock, and start sampling, flushing and serving; returns self.
+
+        Raises:
+            WattlogError: Already started, the port is taken, or no sensor can be set up.
+        """
+        if self._running:
+            raise WattlogError("the agent is already running; close() it before starting again")
+        cfg = self.config
+        try:
+            if cfg.port is not None:
+                self._server = serve(self.registry, cfg.listen_host, cfg.port)
+            candidates = self._discover()
+            devices = self._devices = self._lock(candidates)
+            self._integrator = Integrator(devices, host=cfg.host, clock=self._clock, period_s=cfg.period_s)
+            self._sampler = Sampler(self._sensors, self._integrator, period_s=cfg.period_s, clock=self._clock)
+        except BaseException:
+            self._shutdown()
+            raise
+        self._collectors = [
+            EnergyCollector(self.snapshot, cfg.host),
+            SamplerCollector(self._sampler.stats, cfg.host),
+        ]
+        for collector in self._collectors:
+            self.registry.register(collector)
+        self._sampler.start()
+        self._running = True
+        self._stop_flush.clear()
+        self._flush_thread = threading.Thread(target=self._flush_loop, name="wattlog-flush", daemon=True)
+        self._flush_thread.start()
+        return self
+
+    def snapshot(self) -> list[DeviceEnergy]:
+        """Cumulative energy per measured device (empty before start())."""
+        return self._integrator.snapshot() if self._integrator is not None else []
+
+    def stats(self) -> SamplerStats | None:
+        """The sampler's health (None before start())."""
+        return self._sampler.stats() if self._sampler is not None else None
+
+    def flush(self) -> None:
+        """Hand the intervals integrated since the last flush to every sink (and push, if configured).
+
+        A sink that raises keeps its rows and gets them again, with the next ones, at the next flush.
+        """
+        with self._flush_lock:
+            if self._integrator is None:
+                return
+            intervals, gaps = self._integrator.take_intervals()
+            for i, sink in enumerate(self._sinks):
+                pending_rows, pending_gaps = self._pending[i]
+                pending_rows.extend(intervals)
+                pending_gaps.extend(gaps)
+                try:
+                    sink.write(pending_rows, pending_gaps)
+                except Exception:  # a broken sink must not stop measuring: retried next flush
+                    logger.exception(
+                        "sink %s failed; its %d rows are kept for the next flush",
+                        type(sink).__name__,
+                        len(pending_rows),
+                    )
+                    _bound(pending_rows)
+                    _bound(pending_gaps)
+                else:
+                    self._pending[i] = ([], [])
+            if self.config.pushgateway_url is not None:
+                try:
+                    push(
+                        self.registry,
+                        self.config.pushgateway_url,
+                        self.config.push_job,
+                        {"instance": self.config.host},
+                    )
+                except WattlogError as error:
+                    logger.warning("%s", error)
+
+    def close(self) -> None:
+        """Stop sampling, flush the last interval to the sinks, release the locks, stop serving.
+
+        Idempotent; snapshot() and stats() still answer afterwards (the final figures).
+        """
+        if not self._running:
+            return
+        self._running = False
+        assert self._sampler is not None
+        self._sampler.stop()
+        self._stop_flush.set()
+        if self._flush_thread is not None:
+            self._flush_thread.join()
+            self._flush_thread = None
+        self.flush()
+        for sink in self._sinks:
+            try:
+                sink.close()
+            except Exception:
+                logger.exception("closing sink %s failed", type(sink).__name__)
+        self._shutdown()
+
+    def __enter__(self) -> Agent:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _discover(self) -> list[tuple[Sensor, list[DeviceInfo]]]:
+        """Each sensor with the devices it offers (discovery lists each UUID once)."""
+        if self._given_sensors is None:
+            environ = self._environ if self._environ is not None else os.environ
+            found = discover(
+                job_selection(environ, whole_node=self.config.whole_node), extra=self._extra_sensors
+            )
+            self._notes.extend(found.notes)
+            return [(s, [d for owner, d in found.devices if owner is s]) for s in found.sensors]
+        groups = []
+        for sensor in self._given_sensors:
+            try:
+                groups.append((sensor, sensor.devices()))
+            except Exception as error:  # one broken backend must not stop the others
+                self._notes.append(f"{type(sensor).__name__} skipped: {error}")
+                sensor.close()
+        return groups
+
+    def _lock(self, groups: list[tuple[Sensor, list[DeviceInfo]]]) -> list[DeviceInfo]:
+        """Lock each sensor's devices; keep only what this agent locked.
+
+        Simulated devices live inside this process, so they are never shared and not locked.
+        """
+        url = self.metrics_url
+        measured: list[DeviceInfo] = []
+        for sensor, offered in groups:
+            mine = []
+            for device in offered:
+                shared = device.source is not Source.SIMULATED
+                holder = self._locks.acquire(device.uuid, url) if shared else None
+                if holder is None:
+                    mine.append(device)
+                else:
+                    self._notes.append(holder.describe(device.uuid))
+            if mine:
+                self._sensors.append(_OnlyDevices(sensor, mine))
+                measured.extend(mine)
+            else:
+                sensor.close()
+        return measured
+
+    def _flush_loop(self) -> None:
+        while not self._stop_flush.wait(self.config.flush_s):
+            self.flush()
+
+    def _shutdown(self) -> None:
+        for collector in self._collectors:
+            self.registry.unregister(collector)
+        self._collectors = []
+        for sensor in self._sensors:
+            try:
+                sensor.close()
+            except Exception:
+                logger.exception("closing sensor %s failed", type(sensor).__name__)
+        self._sensors = []
+        self._locks.release_all()
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+
+
+def _bound(rows: list) -> None:  # type: ignore[type-arg]
+    if len(rows) > _MAX_PENDING_ROWS:
+        dropped = len(rows) - _MAX_PENDING_ROWS
+        del rows[:dropped]
+        logger.error("a sink kept failing: dropped its %d oldest rows", dropped)
