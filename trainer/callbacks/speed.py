@@ -112,4 +112,3 @@ class SpeedCallback(Callback):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore the token count."""
         self._tokens_total = float(state.get("tokens_total", 0.0))
-
