@@ -11,7 +11,7 @@ from telemetry.sensors.base import Sensor
 from telemetry.sensors.fake_pynvml import FakeNvml, install
 from telemetry.sensors.nvml import NvmlSensor
 from telemetry.sensors.simulated import SimulatedGpu
-from telemetry.sensors.traces import ConstantTrace, SquareWave
+from telemetry.sensors.traces import ConstantTrace, SquareWave, TrainingTrace
 from telemetry.types import Source
 
 
@@ -186,3 +186,19 @@ def test_read_of_unknown_device_is_a_sensor_error(fake_clock: FakeClock) -> None
     other = NvmlSensor(FakeNvml(gpus(), fake_clock)).devices()[0]
     with pytest.raises(SensorError, match="devices"):
         s.read(other, 0.0)
+
+
+def test_phase_locked_load_misleads_power_sampling_but_not_a_true_counter(fake_clock: FakeClock) -> None:
+    trace = TrainingTrace.phase_locked(period_s=0.1, compute_w=600.0, comm_w=200.0, comm_fraction=0.5)
+    gpu = SimulatedGpu("GPU-sim-0000", "locked", trace)
+    s = NvmlSensor(FakeNvml([gpu], fake_clock))
+    (device,) = s.devices()
+    readings = []
+    for _ in range(400):  # 10 s at 25 ms
+        fake_clock.advance(0.025)
+        readings.append(s.read(device, fake_clock.monotonic()))
+    true_j = gpu.true_energy_j(readings[0].t_s, readings[-1].t_s)
+    sampled_j = sum(0.025 * (a.power_w + b.power_w) / 2 for a, b in zip(readings, readings[1:], strict=False))
+    counter_j = (readings[-1].energy_mj - readings[0].energy_mj) / 1e3
+    assert sampled_j == pytest.approx(0.5 * true_j, rel=0.01)  # sees only the 200 W dips: 50 % low
+    assert counter_j == pytest.approx(true_j, abs=0.1 * 600.0)  # within one counter update
