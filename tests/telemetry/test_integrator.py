@@ -1,0 +1,191 @@
+"""The integrator: counters, resets, wraps, gaps, trapezoids, sums and flush intervals."""
+
+from __future__ import annotations
+
+import pytest
+
+from telemetry.clock import FakeClock
+from telemetry.integrator import Integrator
+from telemetry.types import DeviceInfo, Kind, Reading, Source
+
+PERIOD_S = 0.025
+
+
+def device(uuid: str, *, counter: bool, range_mj: float | None = None, kind: Kind = Kind.GPU) -> DeviceInfo:
+    source = Source.COUNTER if counter else Source.SAMPLED
+    return DeviceInfo(uuid, uuid, kind, source, counter, counter_range_mj=range_mj, power_limit_w=700.0)
+
+
+def feed(
+    integ: Integrator,
+    uuid: str,
+    t0_s: float,
+    t1_s: float,
+    power_w: float,
+    *,
+    counter_mj: float | None = None,
+) -> float | None:
+    """Readings every period over [t0_s, t1_s) of constant power; returns the counter at the end."""
+    k = 0
+    while (t := t0_s + k * PERIOD_S) < t1_s - 1e-12:
+        if counter_mj is not None:
+            counter_mj += power_w * PERIOD_S * 1e3 if k else 0.0
+        integ.add(Reading(uuid, t, energy_mj=counter_mj, power_w=power_w))
+        k += 1
+    return counter_mj
+
+
+def by_uuid(integ: Integrator, uuid: str):  # noqa: ANN201 - a DeviceEnergy
+    return next(e for e in integ.snapshot() if e.device.uuid == uuid)
+
+
+def test_trapezoids_integrate_power_without_a_counter(fake_clock: FakeClock) -> None:
+    integ = Integrator([device("a", counter=False)], host="h", clock=fake_clock)
+    feed(integ, "a", 0.0, 10.0, 200.0)
+    e = by_uuid(integ, "a")
+    assert e.energy_j == pytest.approx(200.0 * 9.975)
+    assert e.samples == 400 and e.gap_count == 0 and e.power_w == 200.0
+    assert e.low_j < e.energy_j < e.high_j
+
+
+def test_counter_differences_give_the_energy_and_the_trapezoid_is_kept_beside(fake_clock: FakeClock) -> None:
+    integ = Integrator([device("a", counter=True)], host="h", clock=fake_clock)
+    integ.add(Reading("a", 0.0, energy_mj=5_000_000.0, power_w=100.0))  # counter since driver load
+    integ.add(Reading("a", 1.0 * PERIOD_S, energy_mj=5_000_000.0 + 3_000.0, power_w=140.0))
+    e = by_uuid(integ, "a")
+    assert e.energy_j == pytest.approx(3.0)  # the counter, not the 5 kJ before the agent started
+    assert integ.sampled_energy_j("a") == pytest.approx(0.5 * (100 + 140) * PERIOD_S)
+    assert any("counter vs sampled" in n for n in e.notes)
+
+
+def test_a_counter_reset_is_counted_never_negative_and_recorded_as_a_gap(fake_clock: FakeClock) -> None:
+    integ = Integrator([device("a", counter=True)], host="h", clock=fake_clock)
+    c = feed(integ, "a", 0.0, 1.0, 400.0, counter_mj=1_000_000.0)
+    assert c is not None
+    integ.add(Reading("a", 1.0, energy_mj=2_000.0, power_w=400.0))  # driver reload: restarts near 0
+    feed(integ, "a", 1.0 + PERIOD_S, 2.0, 400.0, counter_mj=2_000.0 + 400.0 * PERIOD_S * 1e3)
+    e = by_uuid(integ, "a")
+    # 39 steps of 10 J before the reset, 2 J since it, then 39 steps of 10 J
+    assert e.energy_j == pytest.approx(390.0 + 2.0 + 390.0)
+    assert e.energy_j > 0
+    assert e.gap_count == 1 and e.gap_s == pytest.approx(PERIOD_S)
+    assert any("reset" in n for n in e.notes)
+    _, gaps = integ.take_intervals()
+    assert [g.reason for g in gaps] == ["counter reset (energy before the reset unknown)"]
+
+
+def test_a_counter_wrap_adds_the_range(fake_clock: FakeClock) -> None:
+    integ = Integrator(
+        [device("cpu", counter=True, range_mj=100_000.0, kind=Kind.CPU)], host="h", clock=fake_clock
+    )
+    integ.add(Reading("cpu", 0.0, energy_mj=99_000.0))
+    integ.add(Reading("cpu", PERIOD_S, energy_mj=1_500.0))  # wrapped: 1 J to the top, 1.5 J after
+    e = by_uuid(integ, "cpu")
+    assert e.energy_j == pytest.approx(2.5)
+    assert e.gap_count == 0 and any("wrapped 1x" in n for n in e.notes)
+
+
+def test_a_backwards_step_inconsistent_with_a_wrap_is_a_reset(fake_clock: FakeClock) -> None:
+    integ = Integrator(
+        [device("cpu", counter=True, range_mj=100_000.0, kind=Kind.CPU)], host="h", clock=fake_clock
+    )
+    integ.add(Reading("cpu", 0.0, energy_mj=40_000.0))
+    integ.add(Reading("cpu", PERIOD_S, energy_mj=3_000.0))  # a wrap would mean 63 J in 25 ms
+    e = by_uuid(integ, "cpu")
+    assert e.energy_j == pytest.approx(3.0)
+    assert any("reset" in n for n in e.notes) and not any("wrapped" in n for n in e.notes)
+
+
+def test_no_interpolation_across_a_gap_which_is_recorded_with_its_duration(fake_clock: FakeClock) -> None:
+    integ = Integrator([device("a", counter=False)], host="h", clock=fake_clock)
+    feed(integ, "a", 0.0, 1.0, 300.0)
+    integ.record_failure("a", 1.0, "SensorError: timeout", False)
+    feed(integ, "a", 2.0, 3.0, 300.0)  # last reading before at 0.975 s, next at 2.0 s
+    e = by_uuid(integ, "a")
+    assert e.energy_j == pytest.approx(300.0 * 0.975 * 2)
+    assert e.gap_count == 1 and e.gap_s == pytest.approx(1.025)
+    assert e.high_j >= e.energy_j + 1.025 * 700.0  # the gap may have drawn up to the power limit
+    _, gaps = integ.take_intervals()
+    assert len(gaps) == 1
+    assert gaps[0].duration_s == pytest.approx(1.025) and gaps[0].reason == "SensorError: timeout"
+    assert gaps[0].start_s == pytest.approx(fake_clock.wall() + 0.975)
+
+
+def test_a_short_miss_is_bridged_by_the_trapezoid(fake_clock: FakeClock) -> None:
+    integ = Integrator([device("a", counter=False)], host="h", clock=fake_clock)
+    integ.add(Reading("a", 0.0, power_w=100.0))
+    integ.add(Reading("a", 3 * PERIOD_S, power_w=100.0))  # two reads missed: 3 periods <= 4
+    e = by_uuid(integ, "a")
+    assert e.energy_j == pytest.approx(100.0 * 3 * PERIOD_S) and e.gap_count == 0
+
+
+def test_a_counter_measures_exactly_across_a_stretch_without_readings(fake_clock: FakeClock) -> None:
+    integ = Integrator([device("a", counter=True)], host="h", clock=fake_clock)
+    integ.add(Reading("a", 0.0, energy_mj=0.0, power_w=500.0))
+    integ.add(Reading("a", 30.0, energy_mj=9_000_000.0, power_w=500.0))  # 30 s blocked, 9 kJ counted
+    e = by_uuid(integ, "a")
+    assert e.energy_j == pytest.approx(9000.0)
+    assert e.gap_count == 0 and any("bridged" in n for n in e.notes)
+    assert integ.sampled_energy_j("a") == 0.0  # the trapezoid does not interpolate over it
+
+
+def test_a_lost_device_is_one_open_gap_and_others_go_on() -> None:
+    clock = FakeClock()
+    integ = Integrator([device("a", counter=False), device("b", counter=False)], host="h", clock=clock)
+    feed(integ, "a", 0.0, 1.0, 100.0)
+    feed(integ, "b", 0.0, 1.0, 100.0)
+    integ.record_failure("a", 1.0, "device a is lost: GPU_IS_LOST", True)
+    integ.add(Reading("a", 1.5, power_w=100.0))  # nothing more is integrated for a lost device
+    feed(integ, "b", 1.0, 3.0, 100.0)
+    clock.advance(3.0)
+    a, b = by_uuid(integ, "a"), by_uuid(integ, "b")
+    assert a.lost and a.gap_s == pytest.approx(3.0 - 0.975) and a.energy_j == pytest.approx(97.5)
+    assert not b.lost and b.energy_j == pytest.approx(100.0 * 2.975)
+    _, gaps = integ.take_intervals()
+    assert [(g.device, round(g.duration_s, 3)) for g in gaps] == [("a", 2.025)]
+    clock.advance(10.0)
+    _, gaps = integ.take_intervals()  # the open gap goes on, one segment per flush
+    assert [(g.device, round(g.duration_s, 3)) for g in gaps] == [("a", 10.0)]
+
+
+def test_devices_are_summed_never_averaged(fake_clock: FakeClock) -> None:
+    # carbontracker 2.4.7 averaged: 100 W + 200 W for an hour gave 0.15 kWh instead of 0.3 kWh
+    integ = Integrator([device("a", counter=False), device("b", counter=False)], host="h", clock=fake_clock)
+    feed(integ, "a", 0.0, 3600.0 + PERIOD_S, 100.0)
+    feed(integ, "b", 0.0, 3600.0 + PERIOD_S, 200.0)
+    assert integ.total_energy_j() / 3.6e6 == pytest.approx(0.3)
+
+
+def test_take_intervals_sums_to_the_snapshot_total() -> None:
+    clock = FakeClock(start_s=100.0, wall_offset_s=1_800_000_000.0)
+    integ = Integrator([device("a", counter=True), device("b", counter=False)], host="node1", clock=clock)
+    counter = 0.0
+    intervals = []
+    for flush in range(5):
+        start = 100.0 + 10.0 * flush
+        counter = feed(integ, "a", start, start + 10.0, 250.0 + flush, counter_mj=counter) or 0.0
+        feed(integ, "b", start, start + 10.0, 80.0)
+        clock.advance(10.0)
+        rows, _ = integ.take_intervals()
+        intervals.extend(rows)
+        assert all(r.start_s == pytest.approx(1_800_000_000.0 + start) for r in rows)
+        assert all(r.end_s == pytest.approx(1_800_000_000.0 + start + 10.0) for r in rows)
+    for uuid in ("a", "b"):
+        rows = [r for r in intervals if r.device == uuid]
+        assert sum(r.energy_j for r in rows) == pytest.approx(by_uuid(integ, uuid).energy_j)
+        assert all(r.low_j <= r.energy_j <= r.high_j and r.host == "node1" for r in rows)
+    assert {r.source for r in intervals} == {Source.COUNTER, Source.SAMPLED}
+
+
+def test_a_failure_before_the_first_reading_is_a_gap(fake_clock: FakeClock) -> None:
+    integ = Integrator([device("a", counter=False)], host="h", clock=fake_clock)
+    integ.record_failure("a", 0.0, "SensorError: busy", False)
+    integ.add(Reading("a", 2.0, power_w=100.0))
+    e = by_uuid(integ, "a")
+    assert e.gap_count == 1 and e.gap_s == pytest.approx(2.0)
+
+
+def test_readings_of_unknown_devices_are_ignored(fake_clock: FakeClock) -> None:
+    integ = Integrator([device("a", counter=False)], host="h", clock=fake_clock)
+    integ.add(Reading("zzz", 0.0, power_w=100.0))
+    assert [e.device.uuid for e in integ.snapshot()] == ["a"]

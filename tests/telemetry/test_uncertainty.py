@@ -1,0 +1,125 @@
+"""The band: calibration, partial observation, gaps, phase lock; and that it holds the truth."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from telemetry.clock import FakeClock
+from telemetry.errors import ConfigError
+from telemetry.integrator import Integrator
+from telemetry.sampler import Sampler
+from telemetry.sensors.simulated import SensorModel, SimulatedGpu, SimulatedSensor
+from telemetry.sensors.traces import Trace, TrainingTrace
+from telemetry.types import DeviceEnergy, DeviceInfo, Kind, Source
+from telemetry.uncertainty import BandInputs, BandModel, Calibration, detect_periodic_lock
+
+GPU = DeviceInfo("g", "g", Kind.GPU, Source.COUNTER, True, power_limit_w=700.0)
+
+
+def inputs(energy_j: float = 1000.0, **kw: object) -> BandInputs:
+    base: dict[str, object] = dict(
+        energy_j=energy_j, sampled_j=energy_j, from_counter=True, measured_s=10.0, gap_s=0.0, p_max_w=700.0
+    )
+    base.update(kw)
+    return BandInputs(**base)  # type: ignore[arg-type]
+
+
+def test_calibration_band_follows_the_sc24_gain_range() -> None:
+    low, high = BandModel(floor_rel=0.0).band(GPU, inputs())
+    # a reading is gain x truth, gain in [0.905, 1.064]
+    assert low == pytest.approx(1000 / 1.064) and high == pytest.approx(1000 / 0.905)
+
+
+def test_a_calibrated_gpu_gets_its_factor_and_a_narrow_band() -> None:
+    model = BandModel(floor_rel=0.0, calibrations={"g": Calibration(factor=1.05, uncertainty_rel=0.01)})
+    assert model.calibrated_j(GPU, 1000.0) == pytest.approx(1050.0)
+    low, high = model.band(GPU, inputs(1050.0))
+    assert (low, high) == (pytest.approx(1039.5), pytest.approx(1060.5))
+
+
+def test_gaps_widen_the_high_side_by_the_power_bound() -> None:
+    model = BandModel(floor_rel=0.0)
+    low0, high0 = model.band(GPU, inputs())
+    low, high = model.band(GPU, inputs(gap_s=2.0))
+    assert low == low0 and high == pytest.approx(high0 + 1400.0)
+
+
+def test_estimated_sources_get_a_wide_band() -> None:
+    est = DeviceInfo("cpu", "cpu", Kind.CPU, Source.ESTIMATED, False)
+    assert BandModel().band(est, inputs(from_counter=False)) == (500.0, 1500.0)
+
+
+def test_partial_observation_shrinks_with_more_publications() -> None:
+    model = BandModel()
+    few = model.band(GPU, inputs(cv=0.4, publications=100))
+    many = model.band(GPU, inputs(cv=0.4, publications=100_000))
+    assert few[0] < many[0] and few[1] > many[1]
+    known = BandModel(counter_integrates_true=True).band(GPU, inputs(cv=0.4, publications=100))
+    assert known[0] > few[0]  # a counter known to integrate true power has no sampling term
+
+
+def test_phase_lock_widens_the_band_to_what_the_observed_quarter_proves() -> None:
+    low, high = BandModel().band(GPU, inputs(250.0, measured_s=1.0, phase_lock=True))
+    assert low <= 0.25 * 250.0 / 1.0 and high >= 0.25 * 250.0 / 1.064 + 0.75 * 700.0
+
+
+def test_the_model_refuses_an_inverted_gain_range() -> None:
+    with pytest.raises(ConfigError):
+        BandModel(gain_low=0.05, gain_high=0.06)
+
+
+def test_an_exactly_repeating_published_series_is_a_lock() -> None:
+    pattern = [650.0, 330.0, 250.0]
+    values = [pattern[i % 3] for i in range(300)]
+    times = [0.4 * (i // 3) + 0.1 * (i % 3) for i in range(300)]
+    lock = detect_periodic_lock(times, values)
+    assert lock is not None and lock.load_period_s == pytest.approx(0.4, rel=0.05)
+
+
+def test_a_training_like_series_or_a_steady_one_is_not_a_lock() -> None:
+    rng = random.Random(3)
+    values = [rng.choice([650.0, 350.0]) * rng.uniform(0.97, 1.03) for _ in range(600)]
+    assert detect_periodic_lock([0.1 * i for i in range(600)], values) is None
+    assert (
+        detect_periodic_lock([0.1 * i for i in range(600)], [400.0 + 0.1 * (i % 2) for i in range(600)])
+        is None
+    )
+
+
+def run(trace: Trace, model: SensorModel, seconds: float = 120.0) -> tuple[DeviceEnergy, float]:
+    """Sample one simulated GPU for `seconds` with a FakeClock; (snapshot, true energy)."""
+    clock = FakeClock()
+    gpu = SimulatedGpu("g", "sim", trace, model, power_limit_w=700.0)
+    sensor = SimulatedSensor([gpu])
+    integ = Integrator(sensor.devices(), host="h", clock=clock)
+    Sampler([sensor], integ, clock=clock).run_until(seconds)
+    return integ.snapshot()[0], gpu.true_energy_j(0.0, seconds - 0.025)
+
+
+@pytest.mark.parametrize(
+    ("seed", "gain", "counter"),
+    [(1, 1.0, "true"), (2, 0.905, "true"), (3, 1.064, "observed"), (4, 0.95, "observed")],
+)
+def test_the_band_holds_true_energy_on_training_traces_without_flagging_them(
+    seed: int, gain: float, counter: str
+) -> None:
+    trace = TrainingTrace.generate(seed=seed, duration_s=120.0, checkpoint_every_s=30.0, vary="step")
+    e, true_j = run(trace, SensorModel.h100().with_gain(gain).with_counter(counter))  # type: ignore[arg-type]
+    assert e.low_j <= true_j <= e.high_j
+    assert not any("phase lock" in n for n in e.notes)
+
+
+def test_a_lock_at_the_publication_period_is_caught_by_the_counter_and_the_band_holds() -> None:
+    e, true_j = run(TrainingTrace.phase_locked(0.1), SensorModel.h100())
+    assert any(n.startswith("phase lock suspected (sampled -44% vs counter)") for n in e.notes)
+    assert e.low_j <= true_j <= e.high_j
+
+
+def test_a_lock_at_four_periods_is_caught_from_the_published_values_alone() -> None:
+    e, true_j = run(
+        TrainingTrace.phase_locked(0.4, comm_fraction=0.3), SensorModel.h100().with_counter("observed")
+    )
+    assert any("published power repeats exactly" in n and "~400 ms" in n for n in e.notes)
+    assert e.low_j <= true_j <= e.high_j
