@@ -97,7 +97,8 @@ def energy_from_prometheus(
         value = float(sample["value"][1])
         low = value * ratio.get(key, {}).get("low", 1.0)
         high = value * ratio.get(key, {}).get("high", 1.0)
-        rows.append(PromEnergy(*key, energy_j=value, low_j=min(low, value), high_j=max(high, value)))
+        host, device, kind, source = key
+        rows.append(PromEnergy(host, device, kind, source, value, min(low, value), max(high, value)))
     return sorted(rows, key=lambda r: (r.host, r.kind, r.device, r.source))
 
 

@@ -16,11 +16,12 @@ import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from sqlalchemy import Engine, delete, func, insert, select
+from sqlalchemy import Engine, Table, delete, func, insert, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
+from sqlmodel import col
 
 from accounting.ledger.models import (
     EnergyRecord,
@@ -39,6 +40,7 @@ from telemetry.types import EnergyInterval, Gap
 
 logger = logging.getLogger(__name__)
 _E = TypeVar("_E", Role, Status)
+_ENERGY = cast(Table, EnergyRecord.__table__)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +130,7 @@ class Ledger:
         role = _member(Role, role, "role")
         now_s = self._clock.wall()
         with self._transaction(f"start run {name!r}") as session:
-            run = session.execute(select(Run).where(Run.name == name)).scalars().first()
+            run = session.execute(select(Run).where(col(Run.name) == name)).scalars().first()
             if run is not None:
                 if not resume:
                     raise LedgerError(
@@ -139,7 +141,7 @@ class Ledger:
                 run.restarts += 1
                 session.add(
                     Event(
-                        run_id=run.id,
+                        run_id=cast(int, run.id),
                         time_s=now_s,
                         kind="restart",
                         category="downtime",
@@ -147,14 +149,14 @@ class Ledger:
                     )
                 )
                 return run
-            owner = session.execute(select(Project).where(Project.name == project)).scalars().first()
+            owner = session.execute(select(Project).where(col(Project.name) == project)).scalars().first()
             if owner is None:
                 owner = Project(name=project, created_s=now_s)
                 session.add(owner)
                 session.flush()
             run = Run(
                 name=name,
-                project_id=owner.id,
+                project_id=cast(int, owner.id),
                 role=role.value,
                 model=model,
                 site=site,
@@ -187,12 +189,12 @@ class Ledger:
     def runs(self, project: str | None = None) -> list[Run]:
         """Runs, oldest first, of one project or of all."""
         with self._transaction("list runs") as session:
-            query = select(Run).order_by(Run.start_s, Run.id)
+            query = select(Run).order_by(col(Run.start_s), col(Run.id))
             if project is not None:
-                owner = session.execute(select(Project).where(Project.name == project)).scalars().first()
+                owner = session.execute(select(Project).where(col(Project.name) == project)).scalars().first()
                 if owner is None:
                     raise LedgerError(f"project {project!r} does not exist: see `wattlog table` for runs")
-                query = query.where(Run.project_id == owner.id)
+                query = query.where(col(Run.project_id) == owner.id)
             return list(session.execute(query).scalars())
 
     def project_of(self, run: Run) -> str:
@@ -201,10 +203,16 @@ class Ledger:
             owner = session.get(Project, run.project_id)
             return owner.name if owner else ""
 
+    @classmethod
+    def _id(cls, session: Session, run: int | str) -> int:
+        found = cls._find(session, run).id
+        assert found is not None  # rows read back from the database have ids
+        return found
+
     @staticmethod
     def _find(session: Session, run: int | str) -> Run:
         key = str(run)
-        row = session.execute(select(Run).where(Run.name == key)).scalars().first()
+        row = session.execute(select(Run).where(col(Run.name) == key)).scalars().first()
         if row is None and key.isdigit():
             row = session.get(Run, int(key))
         if row is None:
@@ -231,9 +239,9 @@ class Ledger:
             if not gap.end_s >= gap.start_s:
                 raise ConfigError(f"gap of {gap.device} ends before it starts ({gap.start_s} > {gap.end_s})")
         with self._transaction(f"record {len(intervals)} energy rows") as session:
-            run_id = self._find(session, run).id
+            run_id = self._id(session, run)
             if intervals:
-                session.execute(insert(EnergyRecord), [_energy_row(run_id, row) for row in intervals])
+                session.execute(insert(_ENERGY), [_energy_row(run_id, row) for row in intervals])
             if gaps:
                 session.execute(
                     insert(GapRecord),
@@ -266,7 +274,7 @@ class Ledger:
             raise ConfigError("an event needs a kind (restart, health_check, alert, loss_spike, ...)")
         with self._transaction(f"record event {kind!r}") as session:
             event = Event(
-                run_id=self._find(session, run).id,
+                run_id=self._id(session, run),
                 kind=kind,
                 step=step,
                 category=category,
@@ -279,22 +287,23 @@ class Ledger:
     def events(self, run: int | str) -> list[Event]:
         """A run's events in time order."""
         with self._transaction("read events") as session:
-            run_id = self._find(session, run).id
-            query = select(Event).where(Event.run_id == run_id).order_by(Event.time_s, Event.id)
+            run_id = self._id(session, run)
+            query = select(Event).where(col(Event.run_id) == run_id)
+            query = query.order_by(col(Event.time_s), col(Event.id))
             return list(session.execute(query).scalars())
 
     def gaps(self, run: int | str) -> list[GapRecord]:
         """A run's recorded gaps in time order."""
         with self._transaction("read gaps") as session:
-            run_id = self._find(session, run).id
-            query = select(GapRecord).where(GapRecord.run_id == run_id).order_by(GapRecord.start_s)
+            run_id = self._id(session, run)
+            query = select(GapRecord).where(col(GapRecord.run_id) == run_id).order_by(col(GapRecord.start_s))
             return list(session.execute(query).scalars())
 
     def energy_totals(self, run: int | str) -> list[EnergyTotal]:
         """A run's IT energy per (host, device, kind, source), raw and hourly rows together."""
-        e = EnergyRecord
+        e = _ENERGY.c
         with self._transaction("read energy") as session:
-            run_id = self._find(session, run).id
+            run_id = self._id(session, run)
             query = (
                 select(
                     e.host,
@@ -312,17 +321,32 @@ class Ledger:
             )
             return [EnergyTotal(run_id, *row) for row in session.execute(query)]
 
-    def energy_by_hour(self, run: int | str) -> list[HourEnergy]:
-        """A run's IT energy per hour it was spent in (by row start), kind and source."""
-        e = EnergyRecord
+    def energy_by_hour(
+        self,
+        run: int | str,
+        *,
+        kinds: Sequence[str] | None = None,
+        exclude_hosts: Sequence[str] = (),
+    ) -> list[HourEnergy]:
+        """A run's IT energy per hour it was spent in (by row start), kind and source.
+
+        Args:
+            run: The run's id or name.
+            kinds: Only these kinds (default all).
+            exclude_hosts: Leave these hosts out (e.g. hosts whose node meter is counted instead).
+        """
+        e = _ENERGY.c
         with self._transaction("read hourly energy") as session:
-            run_id = self._find(session, run).id
-            query = (
-                select(e.hour, e.kind, e.source, func.sum(e.energy_j), func.sum(e.low_j), func.sum(e.high_j))
-                .where(e.run_id == run_id)
-                .group_by(e.hour, e.kind, e.source)
-                .order_by(e.hour, e.kind, e.source)
+            run_id = self._id(session, run)
+            query = select(
+                e.hour, e.kind, e.source, func.sum(e.energy_j), func.sum(e.low_j), func.sum(e.high_j)
             )
+            query = query.where(e.run_id == run_id)
+            if kinds is not None:
+                query = query.where(e.kind.in_(list(kinds)))
+            if exclude_hosts:
+                query = query.where(e.host.not_in(list(exclude_hosts)))
+            query = query.group_by(e.hour, e.kind, e.source).order_by(e.hour, e.kind, e.source)
             return [HourEnergy(*row) for row in session.execute(query)]
 
     def compact_hourly(self, older_than_s: float, *, now_s: float | None = None) -> Compaction:
@@ -334,7 +358,7 @@ class Ledger:
         if older_than_s < 0:
             raise ConfigError(f"older_than_s must be >= 0, got {older_than_s}")
         before_hour = hour_of((self._clock.wall() if now_s is None else now_s) - older_than_s)
-        e = EnergyRecord
+        e = _ENERGY.c
         keys = (e.run_id, e.host, e.device, e.kind, e.source, e.hour)
         old = (e.resolution == Resolution.RAW.value) & (e.hour < before_hour)
         folded = (
@@ -369,8 +393,8 @@ class Ledger:
                 for r in session.execute(folded)
             ]
             if rows:
-                session.execute(insert(EnergyRecord), rows)
-            session.execute(delete(EnergyRecord).where(old))
+                session.execute(insert(_ENERGY), rows)
+            session.execute(delete(_ENERGY).where(old))
         logger.info("compacted %d raw rows into %d hourly rows", raw_rows, len(rows))
         return Compaction(raw_rows=raw_rows, hourly_rows=len(rows), before_hour=before_hour)
 

@@ -239,3 +239,22 @@ def test_compaction_respects_older_than(ledger: Ledger) -> None:
 def test_runs_table_has_the_migrated_columns(ledger: Ledger) -> None:
     with Session(ledger.engine) as session:
         assert session.execute(select(func.count()).select_from(Run)).scalar_one() == 0
+
+
+def test_energy_by_hour_filters_kinds_and_hosts(ledger: Ledger) -> None:
+    run = ledger.start_run("r")
+    other = EnergyInterval("node1", "meter", Kind.NODE, Source.SAMPLED, 3600.0, 3610.0, 9.0, 9.0, 9.0)
+    ledger.record_intervals(
+        run.id,
+        [
+            interval("gpu0", 3600.0, 1.0),
+            interval("cpu", 3600.0, 2.0, kind=Kind.CPU),
+            interval("gpu0", 7200.0, 4.0),
+            other,
+        ],
+    )
+    assert [(h.hour, h.kind, h.energy_j) for h in ledger.energy_by_hour(run.id, kinds=["gpu"])] == [
+        (1, "gpu", 1.0),
+        (2, "gpu", 4.0),
+    ]
+    assert [h.kind for h in ledger.energy_by_hour(run.id, exclude_hosts=["node0"])] == ["node"]

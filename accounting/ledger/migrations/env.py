@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from alembic import context
 from sqlalchemy import create_engine
+from sqlmodel import SQLModel
 
-from accounting.ledger import models
+import accounting.ledger.models  # noqa: F401  (registers the tables)
 
-target_metadata = models.SQLModel.metadata
+target_metadata = SQLModel.metadata
 
 
 def _run(connection) -> None:  # type: ignore[no-untyped-def]
