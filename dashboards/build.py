@@ -75,57 +75,165 @@ def energy_dashboard() -> dict:
     energy = f"wattlog_energy_joules_total{{{SELECTOR}}}"
     panels = [
         (row("Power now"), 24, 1),
-        (stat("Cluster power", [target(f"sum by (source) ({power})", "{{source}}")], "watt",
-              "Sum of every device's latest power reading, per source label."), 6, 5),
+        (
+            stat(
+                "Cluster power",
+                [target(f"sum by (source) ({power})", "{{source}}")],
+                "watt",
+                "Sum of every device's latest power reading, per source label.",
+            ),
+            6,
+            5,
+        ),
         (timeseries("Power by node", [target(f"sum by (host) ({power})", "{{host}}")], "watt"), 9, 8),
-        (timeseries("Power by GPU", [target(f'wattlog_power_watts{{kind="gpu", {SELECTOR}}}',
-                                            "{{host}} {{device}}")], "watt"), 9, 8),
+        (
+            timeseries(
+                "Power by GPU",
+                [target(f'wattlog_power_watts{{kind="gpu", {SELECTOR}}}', "{{host}} {{device}}")],
+                "watt",
+            ),
+            9,
+            8,
+        ),
         (row("Energy, carbon and water"), 24, 1),
-        (stat("Energy so far (MWh)", [target(f"sum by (source) ({energy}) / 3.6e9", "{{source}}")],
-              "suffix: MWh", "IT energy measured since the agents started, per source "
-              "(counter, sampled, estimated, simulated). PUE is not folded in.", decimals=4), 6, 6),
-        (stat("CO2 so far and projected (tCO2eq)", [
-            target(f"sum by (run) (wattlog:run_co2_tonnes{{{RUN_SITE}}})", "{{run}} so far"),
-            target(f"sum by (run) (wattlog:run_co2_projected_tonnes{{{RUN_SITE}}})",
-                   "{{run}} at end", "B"),
-        ], "suffix: t", "MWh x PUE x carbon intensity of the run's site (recording rules); "
-           "projected = so far / share of planned tokens done (wattlog_run_planned_tokens).",
-            decimals=3), 6, 6),
-        (stat("Water so far and projected (kL)", [
-            target(f"sum by (run) (wattlog:run_water_kilolitres{{{RUN_SITE}}})", "{{run}} so far"),
-            target(f"sum by (run) (wattlog:run_water_projected_kilolitres{{{RUN_SITE}}})",
-                   "{{run}} at end", "B"),
-        ], "suffix: kL", "MWh x PUE x (WUE on-site + off-site), the OLMo 2 paper's convention.",
-            decimals=2), 6, 6),
-        (stat("Tokens per joule", [target(TOKENS_PER_JOULE, "{{run}}")], "none",
-            "Training tokens per joule of IT energy over the last 5 minutes.", decimals=3), 6, 6),
-        (table("Energy by device and source", [target(f"{energy} / 3.6e6", instant=True, fmt="table")],
-               "kwatth", "Cumulative energy per device, with the source label of each figure."), 12, 8),
-        (timeseries("Cumulative energy (kWh)", [target(f"sum by (run, source) ({energy}) / 3.6e6",
-                                                       "{{run}} {{source}}")], "kwatth"), 12, 8),
+        (
+            stat(
+                "Energy so far (MWh)",
+                [target(f"sum by (source) ({energy}) / 3.6e9", "{{source}}")],
+                "suffix: MWh",
+                "IT energy measured since the agents started, per source "
+                "(counter, sampled, estimated, simulated). PUE is not folded in.",
+                decimals=4,
+            ),
+            6,
+            6,
+        ),
+        (
+            stat(
+                "CO2 so far and projected (tCO2eq)",
+                [
+                    target(f"sum by (run) (wattlog:run_co2_tonnes{{{RUN_SITE}}})", "{{run}} so far"),
+                    target(
+                        f"sum by (run) (wattlog:run_co2_projected_tonnes{{{RUN_SITE}}})",
+                        "{{run}} at end",
+                        "B",
+                    ),
+                ],
+                "suffix: t",
+                "MWh x PUE x carbon intensity of the run's site (recording rules); "
+                "projected = so far / share of planned tokens done (wattlog_run_planned_tokens).",
+                decimals=3,
+            ),
+            6,
+            6,
+        ),
+        (
+            stat(
+                "Water so far and projected (kL)",
+                [
+                    target(f"sum by (run) (wattlog:run_water_kilolitres{{{RUN_SITE}}})", "{{run}} so far"),
+                    target(
+                        f"sum by (run) (wattlog:run_water_projected_kilolitres{{{RUN_SITE}}})",
+                        "{{run}} at end",
+                        "B",
+                    ),
+                ],
+                "suffix: kL",
+                "MWh x PUE x (WUE on-site + off-site), the OLMo 2 paper's convention.",
+                decimals=2,
+            ),
+            6,
+            6,
+        ),
+        (
+            stat(
+                "Tokens per joule",
+                [target(TOKENS_PER_JOULE, "{{run}}")],
+                "none",
+                "Training tokens per joule of IT energy over the last 5 minutes.",
+                decimals=3,
+            ),
+            6,
+            6,
+        ),
+        (
+            table(
+                "Energy by device and source",
+                [target(f"{energy} / 3.6e6", instant=True, fmt="table")],
+                "kwatth",
+                "Cumulative energy per device, with the source label of each figure.",
+            ),
+            12,
+            8,
+        ),
+        (
+            timeseries(
+                "Cumulative energy (kWh)",
+                [target(f"sum by (run, source) ({energy}) / 3.6e6", "{{run}} {{source}}")],
+                "kwatth",
+            ),
+            12,
+            8,
+        ),
         (row("Per-GPU power"), 24, 1),
-        (heatmap("Per-GPU power", [target(f'wattlog_power_watts{{kind="gpu", {SELECTOR}}}',
-                                          "{{host}}/{{device}}", fmt="heatmap")], "watt",
-                 "One row per GPU, coloured by power: idle or throttled GPUs show as dark stripes."), 24, 9),
+        (
+            heatmap(
+                "Per-GPU power",
+                [
+                    target(
+                        f'wattlog_power_watts{{kind="gpu", {SELECTOR}}}', "{{host}}/{{device}}", fmt="heatmap"
+                    )
+                ],
+                "watt",
+                "One row per GPU, coloured by power: idle or throttled GPUs show as dark stripes.",
+            ),
+            24,
+            9,
+        ),
         (row("Sampler health"), 24, 1),
         (timeseries("Agents up", [target(f'up{{job="wattlog", {SELECTOR}}}', "{{host}}")], "none"), 6, 7),
-        (timeseries("Samples per second", [target(
-            f"rate(wattlog_samples_total{{{SELECTOR}}}[1m])", "{{host}}")], "hertz"), 6, 7),
-        (timeseries("Overruns per minute", [target(
-            f"60 * rate(wattlog_sample_overruns_total{{{SELECTOR}}}[5m])", "{{host}}")], "none"), 6, 7),
-        (timeseries("Tick lateness", [target(
-            f"wattlog_sample_lateness_seconds{{{SELECTOR}}}", "{{host}} {{stat}}")], "s"), 6, 7),
+        (
+            timeseries(
+                "Samples per second",
+                [target(f"rate(wattlog_samples_total{{{SELECTOR}}}[1m])", "{{host}}")],
+                "hertz",
+            ),
+            6,
+            7,
+        ),
+        (
+            timeseries(
+                "Overruns per minute",
+                [target(f"60 * rate(wattlog_sample_overruns_total{{{SELECTOR}}}[5m])", "{{host}}")],
+                "none",
+            ),
+            6,
+            7,
+        ),
+        (
+            timeseries(
+                "Tick lateness",
+                [target(f"wattlog_sample_lateness_seconds{{{SELECTOR}}}", "{{host}} {{stat}}")],
+                "s",
+            ),
+            6,
+            7,
+        ),
     ]
     return dashboard(
-        "wattlog-energy", "wattlog: energy, carbon and water", layout(panels),
-        variables=_variables(), annotations=[_events_annotation()],
+        "wattlog-energy",
+        "wattlog: energy, carbon and water",
+        layout(panels),
+        variables=_variables(),
+        annotations=[_events_annotation()],
         description="Live power and energy of training runs as wattlog measures them, "
-                    "with CO2 and water from the run's site.",
+        "with CO2 and water from the run's site.",
     )
 
 
 def training_dashboard() -> dict:
     """Training health (loss, grad norm, loss scale, throughput) with wattlog's events as annotations."""
+
     def series(metric: str) -> list[dict]:
         return [target(f"{metric}{{{SELECTOR}}}", "{{run}} {{host}}")]
 
@@ -133,22 +241,50 @@ def training_dashboard() -> dict:
         (row("Training health"), 24, 1),
         (timeseries("Loss", series("wattlog_train_loss"), "none"), 12, 8),
         (timeseries("Gradient norm", series("wattlog_train_grad_norm"), "none"), 12, 8),
-        (timeseries("Loss scale", series("wattlog_train_loss_scale"), "none",
-                    "A dynamic loss scale falling toward zero precedes divergence (OPT)."), 12, 8),
-        (timeseries("Events per kind", [target(
-            f"sum by (kind) (increase(wattlog_train_events_total{{{SELECTOR}}}[5m]))", "{{kind}}")],
-            "none", "Loss spikes, grad-norm spikes, loss-scale collapses, restarts, health checks."), 12, 8),
+        (
+            timeseries(
+                "Loss scale",
+                series("wattlog_train_loss_scale"),
+                "none",
+                "A dynamic loss scale falling toward zero precedes divergence (OPT).",
+            ),
+            12,
+            8,
+        ),
+        (
+            timeseries(
+                "Events per kind",
+                [
+                    target(
+                        f"sum by (kind) (increase(wattlog_train_events_total{{{SELECTOR}}}[5m]))", "{{kind}}"
+                    )
+                ],
+                "none",
+                "Loss spikes, grad-norm spikes, loss-scale collapses, restarts, health checks.",
+            ),
+            12,
+            8,
+        ),
         (row("Throughput and efficiency"), 24, 1),
-        (timeseries("Tokens per second", [target(
-            f"sum by (run) (rate(wattlog_train_tokens_total{{{SELECTOR}}}[1m]))", "{{run}}")], "none"),
-         12, 8),
+        (
+            timeseries(
+                "Tokens per second",
+                [target(f"sum by (run) (rate(wattlog_train_tokens_total{{{SELECTOR}}}[1m]))", "{{run}}")],
+                "none",
+            ),
+            12,
+            8,
+        ),
         (timeseries("Tokens per joule", [target(TOKENS_PER_JOULE, "{{run}}")], "none"), 12, 8),
     ]
     return dashboard(
-        "wattlog-training", "wattlog: training health", layout(panels),
-        variables=_variables(), annotations=[_events_annotation()],
+        "wattlog-training",
+        "wattlog: training health",
+        layout(panels),
+        variables=_variables(),
+        annotations=[_events_annotation()],
         description="Loss, gradient norm and loss scale of wattlog-tracked runs, "
-                    "with its events as annotations.",
+        "with its events as annotations.",
     )
 
 
@@ -170,8 +306,11 @@ def write(directory: Path = GRAFANA_DIR) -> list[Path]:
 
 def stale(directory: Path = GRAFANA_DIR) -> list[str]:
     """Names of the files in `directory` that are missing or differ from what the code generates."""
-    return [name for name, text in render().items()
-            if not (directory / name).is_file() or (directory / name).read_text(encoding="utf-8") != text]
+    return [
+        name
+        for name, text in render().items()
+        if not (directory / name).is_file() or (directory / name).read_text(encoding="utf-8") != text
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -183,8 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         names = stale(args.out)
         for name in names:
-            print(f"{args.out / name} differs from the code: run `python -m dashboards.build`",
-                  file=sys.stderr)
+            print(
+                f"{args.out / name} differs from the code: run `python -m dashboards.build`", file=sys.stderr
+            )
         return 1 if names else 0
     for path in write(args.out):
         print(path)

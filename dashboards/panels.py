@@ -171,8 +171,15 @@ def query_variable(name: str, label: str, query: str) -> dict:
     }
 
 
-def dashboard(uid: str, title: str, panels: list[Panel], *, variables: list[dict], annotations: list[dict],
-              description: str) -> dict:
+def dashboard(
+    uid: str,
+    title: str,
+    panels: list[Panel],
+    *,
+    variables: list[dict],
+    annotations: list[dict],
+    description: str,
+) -> dict:
     """The dashboard object (what /api/dashboards/db takes under `dashboard`).
 
     Args:

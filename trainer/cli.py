@@ -26,6 +26,16 @@ app = typer.Typer(
 register_telemetry(app)
 
 
+def _register_dashboards(root: typer.Typer) -> None:
+    """Mount the dashboards commands; imported here so module-level imports stay one-way."""
+    from dashboards.cli import register
+
+    register(root)
+
+
+_register_dashboards(app)
+
+
 @app.callback()
 def root() -> None:
     """Measure, record and publish the energy, carbon and water of training runs."""

@@ -65,17 +65,31 @@ def _exprs(board: dict) -> str:
 def test_energy_dashboard_has_the_panels_users_expect() -> None:
     board = BOARDS["wattlog-energy.json"]
     titles = {p["title"]: p for p in board["panels"]}
-    for wanted in ("Cluster power", "Power by node", "Power by GPU", "Energy so far (MWh)",
-                   "CO2 so far and projected (tCO2eq)", "Water so far and projected (kL)", "Tokens per joule",
-                   "Per-GPU power", "Overruns per minute", "Agents up"):
+    for wanted in (
+        "Cluster power",
+        "Power by node",
+        "Power by GPU",
+        "Energy so far (MWh)",
+        "CO2 so far and projected (tCO2eq)",
+        "Water so far and projected (kL)",
+        "Tokens per joule",
+        "Per-GPU power",
+        "Overruns per minute",
+        "Agents up",
+    ):
         assert wanted in titles, wanted
     assert titles["Per-GPU power"]["type"] == "heatmap"
     assert "/ 3.6e9" in titles["Energy so far (MWh)"]["targets"][0]["expr"]  # J -> MWh
     assert "by (source)" in titles["Energy so far (MWh)"]["targets"][0]["expr"]  # honesty: source shown
     exprs = _exprs(board)
-    for metric in ("wattlog_energy_joules_total", "wattlog_power_watts", "wattlog_samples_total",
-                   "wattlog_sample_overruns_total", "wattlog:run_co2_projected_tonnes",
-                   "wattlog:run_water_projected_kilolitres"):
+    for metric in (
+        "wattlog_energy_joules_total",
+        "wattlog_power_watts",
+        "wattlog_samples_total",
+        "wattlog_sample_overruns_total",
+        "wattlog:run_co2_projected_tonnes",
+        "wattlog:run_water_projected_kilolitres",
+    ):
         assert metric in exprs, metric
 
 
@@ -94,4 +108,4 @@ def test_variables_run_host_site_filter_every_query(name: str) -> None:
     assert [v["name"] for v in board["templating"]["list"]] == ["datasource", "run", "host", "site"]
     for p in board["panels"]:
         for t in p.get("targets", []):
-            assert '$run' in t["expr"] and '$site' in t["expr"], (p["title"], t["expr"])
+            assert "$run" in t["expr"] and "$site" in t["expr"], (p["title"], t["expr"])

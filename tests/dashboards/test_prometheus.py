@@ -42,20 +42,37 @@ def test_promtool_test_rules_can_fail(tmp_path: Path) -> None:
         shutil.copy(PROMETHEUS / name, tmp_path / name)
     wrong = (PROMETHEUS / "rules_test.yml").read_text().replace("value: 3.984", "value: 4.5")
     (tmp_path / "rules_test.yml").write_text(wrong)
-    done = subprocess.run([tool("promtool"), "test", "rules", "rules_test.yml"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [tool("promtool"), "test", "rules", "rules_test.yml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode != 0 and "FAILED" in done.stdout + done.stderr
 
 
 def test_every_alert_has_a_rule_test_and_the_alerts_the_issue_asks_for() -> None:
     rules = yaml.safe_load((PROMETHEUS / "rules.yml").read_text())
     alerts = {r["alert"] for g in rules["groups"] for r in g["rules"] if "alert" in r}
-    assert alerts == {"WattlogAgentDown", "WattlogAgentAbsent", "WattlogSamplerOverruns",
-                      "WattlogGpuIdleWhileTraining", "WattlogPowerAboveLimit", "WattlogLossSpikes",
-                      "WattlogLossScaleCollapse", "WattlogRunCO2OverBudget"}
+    assert alerts == {
+        "WattlogAgentDown",
+        "WattlogAgentAbsent",
+        "WattlogSamplerOverruns",
+        "WattlogGpuIdleWhileTraining",
+        "WattlogPowerAboveLimit",
+        "WattlogLossSpikes",
+        "WattlogLossScaleCollapse",
+        "WattlogRunCO2OverBudget",
+    }
     tests = yaml.safe_load((PROMETHEUS / "rules_test.yml").read_text())
-    fired = {case["alertname"] for t in tests["tests"] for case in t.get("alert_rule_test", [])
-             if case["exp_alerts"]}
+    fired = {
+        case["alertname"]
+        for t in tests["tests"]
+        for case in t.get("alert_rule_test", [])
+        if case["exp_alerts"]
+    }
     assert fired == alerts
 
 
