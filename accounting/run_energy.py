@@ -1,0 +1,115 @@
+"""A run's IT energy as the footprint needs it, from the ledger or from Prometheus.
+
+The ledger holds per-device rows of kind gpu, cpu, dram or node. A `node`
+device is a whole-node meter that already includes the node's GPUs, CPU and
+DRAM, so on a host that has one, the node meter is the host's IT energy and
+its components are shown apart, never added to it. On other hosts IT energy
+is GPUs + CPU + DRAM. GPU energy alone misses a large share of a node's
+draw, so tables show GPU and rest-of-node energy apart where both exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from accounting.footprint import Energy, energy_label
+from accounting.ledger.store import Ledger
+from accounting.prometheus_energy import PromEnergy
+from accounting.ranges import Quantity, Range
+from accounting.units import j_to_mwh
+from telemetry.types import Kind
+
+HOUR_S = 3600
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceTotal:
+    """Energy of one device (joules): what both the ledger and Prometheus can give."""
+
+    host: str
+    device: str
+    kind: str
+    source: str
+    energy_j: float
+    low_j: float
+    high_j: float
+
+
+def energy_from_devices(
+    devices: Iterable[DeviceTotal | PromEnergy], by_hour_mwh: dict[int, float] | None = None
+) -> Energy | None:
+    """Sum devices into one run's Energy (None when there is no energy at all).
+
+    Args:
+        devices: Per-device totals (ledger or Prometheus).
+        by_hour_mwh: IT energy per hour start (Unix s), when known.
+    """
+    rows = list(devices)
+    if not rows:
+        return None
+    metered = {r.host for r in rows if r.kind == Kind.NODE}
+    counted = [r for r in rows if (r.kind == Kind.NODE) == (r.host in metered)]
+    gpu_j = sum(r.energy_j for r in rows if r.kind == Kind.GPU)
+    it_j = sum(r.energy_j for r in counted)
+    has_gpu = any(r.kind == Kind.GPU for r in rows)
+    has_rest = any(r.kind != Kind.GPU for r in rows)
+    return Energy(
+        it_mwh=j_to_mwh(it_j),
+        source=energy_label(r.source for r in counted),
+        band_mwh=Range(j_to_mwh(sum(r.low_j for r in counted)), j_to_mwh(sum(r.high_j for r in counted))),
+        by_hour_mwh=by_hour_mwh,
+        gpu_mwh=j_to_mwh(gpu_j) if has_gpu and has_rest else None,
+        host_mwh=j_to_mwh(it_j - gpu_j) if has_gpu and has_rest else None,
+    )
+
+
+def ledger_energy(ledger: Ledger, run: int | str) -> Energy | None:
+    """A run's IT energy from the ledger, with its energy per hour (rows bucketed by their start hour)."""
+    totals = [
+        DeviceTotal(t.host, t.device, t.kind, t.source, t.energy_j, t.low_j, t.high_j)
+        for t in ledger.energy_totals(run)
+    ]
+    metered = sorted({t.host for t in totals if t.kind == Kind.NODE})
+    by_hour: dict[int, float] = {}
+    parts: Sequence[tuple[list[str] | None, Sequence[str]]] = (
+        [
+            ([Kind.NODE.value], ()),
+            ([Kind.GPU.value, Kind.CPU.value, Kind.DRAM.value], metered),
+        ]
+        if metered
+        else [(None, ())]
+    )
+    for kinds, exclude in parts:
+        for hour in ledger.energy_by_hour(run, kinds=kinds, exclude_hosts=exclude):
+            start_s = hour.hour * HOUR_S
+            by_hour[start_s] = by_hour.get(start_s, 0.0) + j_to_mwh(hour.energy_j)
+    return energy_from_devices(totals, dict(sorted(by_hour.items())))
+
+
+def add_energy(energies: Iterable[Energy]) -> Energy | None:
+    """The sum of several runs' energy (sources joined, bands and hours added)."""
+    items = list(energies)
+    if not items:
+        return None
+    by_hour: dict[int, float] | None = {}
+    for item in items:
+        if item.by_hour_mwh is None or by_hour is None:
+            by_hour = None
+            continue
+        for hour, mwh in item.by_hour_mwh.items():
+            by_hour[hour] = by_hour.get(hour, 0.0) + mwh
+    split = all(item.gpu_mwh is not None for item in items)
+    it_mwh: Quantity = 0.0
+    band = Range.exact(0.0)
+    for item in items:
+        it_mwh = it_mwh + item.it_mwh
+        band = band + (item.band_mwh or Range.of(item.it_mwh))
+    return Energy(
+        it_mwh=it_mwh,
+        source=energy_label(label for i in items for label in i.source.split("+")),
+        band_mwh=band,
+        by_hour_mwh=dict(sorted(by_hour.items())) if by_hour is not None else None,
+        gpu_mwh=sum(i.gpu_mwh or 0.0 for i in items) if split else None,
+        host_mwh=sum(i.host_mwh or 0.0 for i in items) if split else None,
+    )
