@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from telemetry.agent_cli import register as register_agent
 from telemetry.selection import job_selection
 from telemetry.sensors.base import Sensor
 from telemetry.sensors.discovery import Discovery, discover
@@ -56,3 +57,4 @@ def print_discovery(found: Discovery, console: Console) -> None:
 def register(app: typer.Typer) -> None:
     """Add the telemetry commands to the root app."""
     app.command()(sensors)
+    register_agent(app)

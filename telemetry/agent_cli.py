@@ -1,0 +1,199 @@
+"""`wattlog agent`: run the node agent as a sidecar, optionally around a command.
+
+    wattlog agent --seconds 5                      # sample this machine for 5 s
+    wattlog agent --port 0 -- python train.py      # measure while the command runs
+
+It prints where metrics are served, runs until the time is up, the command
+exits (its exit code becomes ours), or Ctrl-C/SIGTERM, then prints one row per
+device (energy in J and Wh with its band and source label, samples, gaps,
+notes) and the sampler's health.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from telemetry.agent import Agent, AgentConfig
+from telemetry.errors import ConfigError
+from telemetry.sampler import SamplerStats
+from telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+from telemetry.types import DeviceEnergy
+
+COMMAND_NOT_FOUND = 127
+INTERRUPTED = 130
+
+
+def agent(
+    command: Annotated[
+        list[str] | None, typer.Argument(help="Command to run and measure (after --); stop when it exits.")
+    ] = None,
+    seconds: Annotated[float | None, typer.Option(help="Stop after this many seconds.")] = None,
+    port: Annotated[
+        int, typer.Option(help="Metrics port on 127.0.0.1; 0 picks a free one; -1 serves nothing.")
+    ] = 9464,
+    period_ms: Annotated[float, typer.Option(help="Sampling period, milliseconds.")] = 25.0,
+    flush_s: Annotated[
+        float, typer.Option(help="Seconds between flushes to sinks and the Pushgateway.")
+    ] = 10.0,
+    whole_node: Annotated[bool, typer.Option(help="Measure every GPU, not only the job's.")] = False,
+    simulate: Annotated[
+        int, typer.Option(min=0, help="Add N simulated GPUs (training-like power, labelled simulated).")
+    ] = 0,
+    push: Annotated[
+        str | None, typer.Option(help="Pushgateway URL to push to at each flush and at the end.")
+    ] = None,
+) -> int:
+    """Run the measuring agent (sidecar mode): sample, serve metrics, print what was measured."""
+    if seconds is not None and seconds <= 0:
+        raise ConfigError(f"--seconds must be > 0, got {seconds}")
+    config = AgentConfig(
+        period_s=period_ms / 1000.0,
+        flush_s=flush_s,
+        port=None if port == -1 else port,
+        whole_node=whole_node,
+        pushgateway_url=push,
+    )
+    extra = [SimulatedSensor(simulated_gpus(simulate, t0_s=time.monotonic()))] if simulate else []
+    # A pipe or a log file gets a wide table; a terminal gets its own width.
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+    if command and not _runnable(command[0]):
+        Console(stderr=True, highlight=False).print(f"wattlog agent: command not found: {command[0]}")
+        return COMMAND_NOT_FOUND
+    runner = Agent(config, extra_sensors=extra)
+    code = 0
+    with _stop_on_sigterm():
+        try:
+            runner.start()
+            console.print(f"wattlog agent: metrics at {runner.metrics_url or '(not served)'}")
+            for note in runner.notes:
+                console.print(f"  note: {note}")
+            code = _run(command, seconds, console)
+        except KeyboardInterrupt:
+            code = INTERRUPTED
+        finally:
+            runner.close()
+    console.print(devices_table(runner.snapshot()))
+    stats = runner.stats()
+    if stats is not None:
+        console.print(health_line(stats))
+    return code
+
+
+def _run(command: list[str] | None, seconds: float | None, console: Console) -> int:
+    """Wait for the command, the time limit, or Ctrl-C (KeyboardInterrupt propagates)."""
+    if not command:
+        if seconds is None:
+            console.print("sampling until Ctrl-C")
+            threading.Event().wait()  # interrupted by KeyboardInterrupt
+        else:
+            time.sleep(seconds)
+        return 0
+    try:
+        child = subprocess.Popen(command)
+    except (FileNotFoundError, PermissionError) as error:
+        console.print(f"wattlog agent: cannot run {command[0]!r}: {error.strerror}")
+        return COMMAND_NOT_FOUND
+    try:
+        child.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        console.print(f"wattlog agent: {seconds:g} s are up; stopping {command[0]}")
+        child.terminate()
+    except KeyboardInterrupt:
+        child.terminate()  # the child got the terminal's SIGINT too; this covers SIGTERM
+        raise
+    finally:
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+    rc = child.returncode
+    return 128 - rc if rc < 0 else rc  # killed by signal N: 128 + N, as shells report it
+
+
+def _runnable(program: str) -> bool:
+    """Whether `program` names an executable (a path, or a name found on PATH)."""
+    if os.sep in program:
+        return os.access(program, os.X_OK) and not os.path.isdir(program)
+    return shutil.which(program) is not None
+
+
+@contextmanager
+def _stop_on_sigterm() -> Iterator[None]:
+    """Turn SIGTERM into KeyboardInterrupt so a terminated sidecar still flushes and reports."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def devices_table(rows: list[DeviceEnergy]) -> Table:
+    """One row per device: energy (J and Wh) with its band and source label, samples, gaps, notes."""
+    table = Table(title="energy measured (band: where the true value lies)")
+    table.add_column("device", overflow="fold", min_width=13)
+    for header in ("kind", "source", "energy J (Wh)", "band J", "samples", "gaps (s)"):
+        table.add_column(header, justify="left" if header in ("kind", "source") else "right")
+    table.add_column("notes", ratio=1, overflow="fold", min_width=12)
+    for row in rows:
+        d = row.device
+        notes = [*row.notes, *(["lost"] if row.lost else [])]
+        table.add_row(
+            d.uuid,
+            str(d.kind),
+            str(d.source),
+            _energy(row.energy_j),
+            f"{row.low_j:.0f}-{row.high_j:.0f}",
+            str(row.samples),
+            f"{row.gap_count} ({row.gap_s:.2f})",
+            "; ".join(notes),
+        )
+    if rows:
+        band = f"{sum(r.low_j for r in rows):.0f}-{sum(r.high_j for r in rows):.0f}"
+        sources = "+".join(sorted({str(r.device.source) for r in rows}))
+        table.add_row("total", "", sources, _energy(sum(r.energy_j for r in rows)), band, "", "", "")
+    return table
+
+
+def _energy(joules: float) -> str:
+    return f"{joules:.1f} ({joules / 3600:.4f})"
+
+
+def health_line(stats: SamplerStats) -> str:
+    """The sampler's health in one line (achieved period, lateness, overruns, errors)."""
+
+    def ms(value: float | None) -> str:
+        return "n/a" if value is None else f"{value * 1000:.2f} ms"
+
+    return (
+        f"sampler: {stats.samples_total} ticks, achieved period {ms(stats.achieved_period_s)}, "
+        f"lateness p50 {ms(stats.lateness_p50_s)} p99 {ms(stats.lateness_p99_s)} "
+        f"max {ms(stats.lateness_max_s)}, "
+        f"{stats.overruns_total} overruns, {stats.errors_total} read errors, CPU {stats.thread_cpu_s:.2f} s"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add `wattlog agent` to `app` (arguments after `--` are the command to run)."""
+    app.command(context_settings={"allow_interspersed_args": False})(agent)
