@@ -1,9 +1,93 @@
-"""accounting package."""
+"""Accounting: energy into MWh, CO2 and water, the way OLMo 2's Table 19 does it.
+
+Map of the package (imports flow down; nothing here imports torch):
+
+- ``units``      j_to_kwh, j_to_mwh, kwh_to_mwh, ...: conversions with units in their names.
+- ``ranges``     Range (min, max) and Quantity = float | Range; ranges propagate through the maths.
+- ``intensity``  IntensitySource protocol, ConstantIntensity, HourlySeries.from_csv, split_by_hour_mwh.
+- ``sites``      Site (PUE, WUE on/off-site, carbon intensity, each sourced), the built-in catalog
+                 (data/sites.toml), user sites from TOML, get_site.
+- ``footprint``  facility_energy_mwh, co2_t, water_kl (paper or Green Grid convention), co2_t_hourly,
+                 Energy (IT energy with its source label and band), Footprint, footprint_for.
+- ``render``     TableRow and the Table-19 renderers: to_rich, to_markdown, to_latex, to_csv, to_html,
+                 render(rows, format), show().
+- ``reference``  The published rows: Table 19's five (data/reference.toml) and OPT-175B.
+- ``ledger``     The durable store of runs and energy (SQLModel, Alembic).
+- ``cli``        ``wattlog sites`` (and the ledger's ``wattlog table``).
+"""
 
 from __future__ import annotations
 
 import logging
 
+from accounting.footprint import (
+    PUBLISHED,
+    Energy,
+    Footprint,
+    WaterConvention,
+    co2_t,
+    co2_t_hourly,
+    energy_label,
+    facility_energy_mwh,
+    footprint_for,
+    water_kl,
+)
+from accounting.intensity import ConstantIntensity, HourlySeries, IntensitySource, split_by_hour_mwh
+from accounting.ranges import Quantity, Range
+from accounting.reference import ReferenceRow, reference_rows, reference_table_rows, table19_rows
+from accounting.render import (
+    TableFormat,
+    TableRow,
+    render,
+    show,
+    to_csv,
+    to_html,
+    to_latex,
+    to_markdown,
+    to_rich,
+)
+from accounting.sites import Site, builtin_sites, get_site, load_sites, site_catalog
+from accounting.units import j_to_kwh, j_to_mwh, kwh_to_mwh, mwh_to_kwh
+
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-__all__: list[str] = []
+__all__ = [
+    "PUBLISHED",
+    "ConstantIntensity",
+    "Energy",
+    "Footprint",
+    "HourlySeries",
+    "IntensitySource",
+    "Quantity",
+    "Range",
+    "ReferenceRow",
+    "Site",
+    "TableFormat",
+    "TableRow",
+    "WaterConvention",
+    "builtin_sites",
+    "co2_t",
+    "co2_t_hourly",
+    "energy_label",
+    "facility_energy_mwh",
+    "footprint_for",
+    "get_site",
+    "j_to_kwh",
+    "j_to_mwh",
+    "kwh_to_mwh",
+    "load_sites",
+    "mwh_to_kwh",
+    "reference_rows",
+    "reference_table_rows",
+    "render",
+    "show",
+    "site_catalog",
+    "split_by_hour_mwh",
+    "table19_rows",
+    "to_csv",
+    "to_html",
+    "to_latex",
+    "to_markdown",
+    "to_rich",
+    "water_kl",
+]

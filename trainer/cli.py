@@ -13,6 +13,7 @@ import sys
 import typer
 from rich.console import Console
 
+from accounting.cli import register as register_accounting
 from telemetry.cli import register as register_telemetry
 from telemetry.errors import WattlogError
 
@@ -24,6 +25,7 @@ app = typer.Typer(
     add_completion=False,
 )
 register_telemetry(app)
+register_accounting(app)
 
 
 def _register_dashboards(root: typer.Typer) -> None:

@@ -1,0 +1,52 @@
+"""Accounting commands: `wattlog sites` (the site catalog, each value with its source) and `wattlog table`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from accounting.ranges import format_quantity
+from accounting.render import TableFormat, render_grid, show
+from accounting.sites import SITE_FIELDS, Site, site_catalog
+from accounting.table_cli import register as register_table
+
+SitesFileOption = Annotated[
+    Path | None,
+    typer.Option("--sites-file", help="TOML file of extra sites ([sites.NAME] tables); overrides by name."),
+]
+FormatOption = Annotated[TableFormat, typer.Option("--format", help="Output format.")]
+
+_FIELD_LABELS = {
+    "pue": "PUE",
+    "wue_onsite_l_per_kwh": "WUE on-site (L/kWh)",
+    "wue_offsite_l_per_kwh": "WUE off-site (L/kWh)",
+    "carbon_intensity_kg_per_kwh": "Carbon intensity (kg CO2e/kWh)",
+}
+
+
+def register(app: typer.Typer) -> None:
+    """Add the accounting commands to the root app."""
+    app.command("sites")(sites)
+    register_table(app)
+
+
+def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RICH) -> None:
+    """List the site catalog: PUE, WUE and carbon intensity, each with its source."""
+    catalog = site_catalog(sites_file)
+    notes = [f"{site.name}: {site.description}" for site in catalog.values() if site.description]
+    if sites_file is not None:
+        notes.append(f"user sites from {sites_file} (they override built-in sites of the same name)")
+    cells = site_cells(catalog.values())
+    show(render_grid(["Site", "Figure", "Value", "Source"], cells, notes, fmt, right={2}))
+
+
+def site_cells(sites: Iterable[Site]) -> list[list[str]]:
+    """One row per site and figure: site, figure name, value ("1.29-4.26" for a range), source."""
+    return [
+        [site.name, _FIELD_LABELS[name], format_quantity(getattr(site, name), "g"), site.source(name)]
+        for site in sites
+        for name in SITE_FIELDS
+    ]

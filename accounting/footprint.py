@@ -1,0 +1,266 @@
+"""The footprint maths: IT energy -> facility energy, CO2 and water (OLMo 2's formulas, kept exact).
+
+    facility_energy_MWh = it_energy_MWh x PUE
+    CO2_t               = it_energy_MWh x PUE x carbon_intensity_kg_per_kWh      (MWh x kg/kWh = t)
+    water_kL (paper)    = it_energy_MWh x PUE x (WUE_onsite + WUE_offsite)       (MWh x L/kWh = kL)
+    water_kL (Green Grid) = it_energy_MWh x WUE_onsite + facility_MWh x WUE_offsite
+
+The paper multiplies both water terms by PUE (harmless there: its on-site WUE
+is 0); the Green Grid defines on-site WUE per unit of IT energy. PUE multiplies
+once. Every input may be a Range, and ranges propagate as (min, max). The
+ledger stores IT energy; facility energy is derived here, never stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from accounting.intensity import IntensitySource, hour_start_s
+from accounting.ranges import Quantity, Range, check_at_least
+from accounting.sites import Site
+from telemetry.errors import ConfigError
+from telemetry.types import Source
+
+PUBLISHED = "published"
+"""Energy source label of figures taken from a publication, not measured by wattlog."""
+
+
+class WaterConvention(StrEnum):
+    """How on-site water is charged."""
+
+    PAPER = "paper"  # (onsite + offsite) x facility energy, as OLMo 2's Table 19
+    GREEN_GRID = "green-grid"  # onsite x IT energy + offsite x facility energy
+
+    @property
+    def description(self) -> str:
+        """The formula in words, for table footnotes."""
+        if self is WaterConvention.PAPER:
+            return "IT energy x PUE x (WUE on-site + WUE off-site), the OLMo 2 paper's convention"
+        return "IT energy x WUE on-site + IT energy x PUE x WUE off-site, The Green Grid's convention"
+
+
+def energy_label(sources: Iterable[Source | str]) -> str:
+    """One label for energy from several sources, e.g. "counter+sampled".
+
+    Raises:
+        ConfigError: An unknown label, or none at all.
+    """
+    allowed = {s.value for s in Source} | {PUBLISHED}
+    labels = sorted({str(s) for s in sources})
+    bad = [label for label in labels if label not in allowed]
+    if bad or not labels:
+        given = "+".join(bad) or "(none)"
+        raise ConfigError(f"energy source label {given}: use {', '.join(sorted(allowed))}")
+    return "+".join(labels)
+
+
+def facility_energy_mwh(it_energy_mwh: Quantity, pue: Quantity) -> Quantity:
+    """Facility energy from IT energy: IT x PUE.
+
+    >>> facility_energy_mwh(74.0, 1.1)
+    81.4
+    """
+    check_at_least(pue, 1.0, "PUE", "PUE is facility energy / IT energy, so it is at least 1")
+    check_at_least(it_energy_mwh, 0.0, "IT energy", "energy cannot be negative")
+    return it_energy_mwh * pue
+
+
+def co2_t(it_energy_mwh: Quantity, pue: Quantity, intensity_kg_per_kwh: Quantity) -> Quantity:
+    """Emissions in tonnes CO2e: IT energy x PUE x intensity (MWh x kg/kWh = t).
+
+    >>> round(co2_t(131.0, 1.2, 0.332), 2)
+    52.19
+    """
+    check_at_least(intensity_kg_per_kwh, 0.0, "carbon intensity", "carbon intensity cannot be negative")
+    return facility_energy_mwh(it_energy_mwh, pue) * intensity_kg_per_kwh
+
+
+def water_kl(
+    it_energy_mwh: Quantity,
+    pue: Quantity,
+    wue_onsite_l_per_kwh: Quantity,
+    wue_offsite_l_per_kwh: Quantity,
+    convention: WaterConvention = WaterConvention.PAPER,
+) -> Quantity:
+    """Water consumed in kilolitres (MWh x L/kWh = kL).
+
+    >>> water_kl(74.0, 1.1, 0.0, Range(1.29, 4.26)).format(".0f")
+    '105-347'
+    """
+    for value, name in ((wue_onsite_l_per_kwh, "WUE on-site"), (wue_offsite_l_per_kwh, "WUE off-site")):
+        check_at_least(value, 0.0, name, "water use cannot be negative")
+    facility = facility_energy_mwh(it_energy_mwh, pue)
+    if convention is WaterConvention.PAPER:
+        return facility * (wue_onsite_l_per_kwh + wue_offsite_l_per_kwh)
+    return it_energy_mwh * wue_onsite_l_per_kwh + facility * wue_offsite_l_per_kwh
+
+
+def co2_t_hourly(
+    energy_by_hour_mwh: Mapping[int, float] | Mapping[datetime, float],
+    pue: Quantity,
+    intensity: IntensitySource,
+) -> Quantity:
+    """Emissions summed hour by hour: each hour's IT energy x PUE x that hour's intensity.
+
+    Args:
+        energy_by_hour_mwh: Hour start (Unix s, or a datetime; naive means UTC) -> IT energy, MWh.
+        pue: Power usage effectiveness.
+        intensity: Where each hour's intensity comes from.
+
+    Returns:
+        Tonnes CO2e (a Range if PUE or any intensity is one).
+
+    Raises:
+        ConfigError: The intensity has no value for one of the hours.
+    """
+    total: Quantity = 0.0
+    for hour, energy_mwh in energy_by_hour_mwh.items():
+        total = total + co2_t(energy_mwh, pue, intensity.kg_per_kwh_at(hour_start_s(hour)))
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class Energy:
+    """A run's IT energy (what the sensors measured) and how far to trust it.
+
+    Attributes:
+        it_mwh: Best estimate of IT energy, MWh.
+        source: Label: counter, sampled, estimated, simulated, published, or a "+" mix.
+        band_mwh: Uncertainty band of it_mwh; None means exact.
+        by_hour_mwh: IT energy per hour (hour start, Unix s -> MWh); needed with an hourly intensity.
+        gpu_mwh: Energy of the GPUs alone, where measured apart.
+        host_mwh: Energy of the rest of the node (CPU, DRAM), where measured apart.
+    """
+
+    it_mwh: Quantity
+    source: str
+    band_mwh: Range | None = None
+    by_hour_mwh: Mapping[int, float] | None = None
+    gpu_mwh: float | None = None
+    host_mwh: float | None = None
+
+    def __post_init__(self) -> None:
+        check_at_least(self.it_mwh, 0.0, "IT energy", "energy cannot be negative")
+        energy_label(self.source.split("+"))
+
+
+@dataclass(frozen=True, slots=True)
+class Footprint:
+    """Energy, emissions and water of one run at one site, with every label a table needs.
+
+    Attributes:
+        site: Site name.
+        it_energy_mwh: IT energy as measured, MWh.
+        energy_source: Its source label.
+        energy_band_mwh: Its uncertainty band, MWh.
+        pue: Power usage effectiveness used.
+        facility_energy_mwh: IT energy x PUE, MWh (derived).
+        intensity_kg_per_kwh: The constant intensity, or for an hourly series the
+            energy-weighted mean (co2 / facility energy).
+        intensity_label: Where the intensity comes from.
+        hourly: Whether emissions were summed hour by hour.
+        co2_t: Emissions, tonnes CO2e.
+        wue_onsite_l_per_kwh: On-site WUE used.
+        wue_offsite_l_per_kwh: Off-site WUE used.
+        water_kl: Water consumed, kL.
+        convention: The water convention.
+        gpu_mwh: GPU energy, where measured apart.
+        host_mwh: Rest-of-node energy (CPU, DRAM), where measured apart.
+        notes: Caveats for the table's footnotes.
+    """
+
+    site: str
+    it_energy_mwh: Quantity
+    energy_source: str
+    energy_band_mwh: Range
+    pue: Quantity
+    facility_energy_mwh: Quantity
+    intensity_kg_per_kwh: Quantity
+    intensity_label: str
+    hourly: bool
+    co2_t: Quantity
+    wue_onsite_l_per_kwh: Quantity
+    wue_offsite_l_per_kwh: Quantity
+    water_kl: Quantity
+    convention: WaterConvention
+    gpu_mwh: float | None = None
+    host_mwh: float | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def wue_l_per_kwh(self) -> Quantity:
+        """On-site plus off-site WUE, as Table 19 prints it."""
+        return self.wue_onsite_l_per_kwh + self.wue_offsite_l_per_kwh
+
+
+def footprint_for(
+    energy: Energy,
+    site: Site,
+    *,
+    intensity: IntensitySource | None = None,
+    convention: WaterConvention = WaterConvention.PAPER,
+) -> Footprint:
+    """The footprint of `energy` drawn at `site`.
+
+    Args:
+        energy: IT energy with its label (and per-hour split for an hourly intensity).
+        site: PUE, WUE and (unless `intensity` is given) carbon intensity.
+        intensity: Overrides the site's constant intensity, e.g. an HourlySeries.
+        convention: How on-site water is charged.
+
+    Returns:
+        The footprint, its notes saying which intensity and convention were used.
+
+    Raises:
+        ConfigError: An hourly intensity without energy per hour, or hours the series lacks.
+    """
+    source = intensity if intensity is not None else site.intensity
+    facility = facility_energy_mwh(energy.it_mwh, site.pue)
+    constant = source.constant_kg_per_kwh
+    notes = [f"site {site.name}: PUE and WUE from the site catalog"]
+    if constant is not None:
+        emissions = co2_t(energy.it_mwh, site.pue, constant)
+        mean_intensity: Quantity = constant
+    else:
+        if energy.by_hour_mwh is None:
+            raise ConfigError(f"{source.label} needs the run's energy per hour; pass Energy(by_hour_mwh=...)")
+        emissions = co2_t_hourly(energy.by_hour_mwh, site.pue, source)
+        mean_intensity = _mean_intensity(emissions, facility)
+        notes.append(f"{source.label}: emissions summed hour by hour; the intensity shown is their mean")
+    notes.append(f"carbon intensity: {source.label}")
+    return Footprint(
+        site=site.name,
+        it_energy_mwh=energy.it_mwh,
+        energy_source=energy.source,
+        energy_band_mwh=energy.band_mwh if energy.band_mwh is not None else Range.of(energy.it_mwh),
+        pue=site.pue,
+        facility_energy_mwh=facility,
+        intensity_kg_per_kwh=mean_intensity,
+        intensity_label=source.label,
+        hourly=constant is None,
+        co2_t=emissions,
+        wue_onsite_l_per_kwh=site.wue_onsite_l_per_kwh,
+        wue_offsite_l_per_kwh=site.wue_offsite_l_per_kwh,
+        water_kl=water_kl(
+            energy.it_mwh, site.pue, site.wue_onsite_l_per_kwh, site.wue_offsite_l_per_kwh, convention
+        ),
+        convention=convention,
+        gpu_mwh=energy.gpu_mwh,
+        host_mwh=energy.host_mwh,
+        notes=tuple(notes),
+    )
+
+
+def _mean_intensity(emissions_t: Quantity, facility_mwh: Quantity) -> Quantity:
+    """Energy-weighted mean intensity, kg/kWh; 0 when no energy was drawn."""
+    if Range.of(facility_mwh).hi == 0:
+        return 0.0
+    if isinstance(emissions_t, Range) or isinstance(facility_mwh, Range):
+        # Pair the ends: the same PUE end produced both, so their ratio is the intensity's end.
+        e, f = Range.of(emissions_t), Range.of(facility_mwh)
+        ratios = [x / y for x, y in ((e.lo, f.lo), (e.hi, f.hi)) if y > 0]
+        return Range(min(ratios), max(ratios))
+    return emissions_t / facility_mwh

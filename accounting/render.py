@@ -1,0 +1,381 @@
+"""Table-19-style tables in five formats: rich, Markdown, LaTeX, CSV and HTML.
+
+A table is a list of :class:`TableRow` (a run's, from :meth:`TableRow.from_footprint`,
+or a published one from :mod:`accounting.reference`). Columns follow the OLMo 2
+paper's Table 19 (model, total power MWh, PUE, carbon intensity, emissions
+tCO2eq, WUE, water kL), then the energy's source label and uncertainty band,
+then GPU and CPU+DRAM energy apart when a row measured both. Figures are
+rounded as the paper prints them; a range prints "105-347". Every table ends
+with footnotes saying what it leaves out and which water convention it used.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from rich.console import Console
+from rich.table import Table
+
+from accounting.footprint import Footprint, WaterConvention
+from accounting.ranges import Quantity, Range, bounds
+
+MISSING = "-"
+"""What a cell shows where the source gives no figure."""
+
+LEFT_OUT = (
+    "Left out: embodied emissions of the hardware, and inference. "
+    "As in the OLMo 2 paper, these figures are lower bounds."
+)
+ENERGY_NOTE = (
+    "Total power is IT energy, labelled by source (counter, sampled, estimated, simulated, or published "
+    "by the row's source); facility energy = IT energy x PUE. Ranges are min-max."
+)
+SPLIT_NOTE = (
+    "GPU and CPU+DRAM energy are shown apart where both were measured: GPUs alone miss part of a node's draw."
+)
+
+
+class TableFormat(StrEnum):
+    """Output formats of :func:`render`."""
+
+    RICH = "rich"
+    MARKDOWN = "markdown"
+    LATEX = "latex"
+    CSV = "csv"
+    HTML = "html"
+
+
+FIGURE_COLUMNS = (
+    "total_power_mwh",
+    "pue",
+    "carbon_intensity_kg_per_kwh",
+    "co2_t",
+    "wue_l_per_kwh",
+    "water_kl",
+)
+"""The figure columns of Table 19, in its order."""
+
+_AMOUNT_COLUMNS = ("total_power_mwh", "co2_t", "water_kl")
+
+
+def format_figure(column: str, value: Quantity | None) -> str:
+    """One cell, rounded as the OLMo 2 paper prints that column; a range as "lo-hi", nothing as "-".
+
+    Energy, tonnes and kilolitres print whole from 10 up (3 significant digits
+    below, for small runs); PUE with up to 2 decimals (1.2, 1.12); intensity
+    with 3 (0.332); WUE with 2 (3.10).
+
+    >>> format_figure("water_kl", Range(105.006, 346.764))
+    '105-347'
+    >>> format_figure("wue_l_per_kwh", 3.1)
+    '3.10'
+    >>> format_figure("pue", 1.2)
+    '1.2'
+    """
+    if value is None:
+        return MISSING
+    lo, hi = bounds(value)
+    if column in _AMOUNT_COLUMNS:
+        spec = ".0f" if abs(hi) >= 10 else ".3g"  # both ends of a range rounded alike
+        texts = [format(lo, spec), format(hi, spec)]
+    elif column == "pue":
+        texts = [format(x, ".2f").rstrip("0").rstrip(".") for x in (lo, hi)]
+    elif column == "carbon_intensity_kg_per_kwh":
+        texts = [format(lo, ".3f"), format(hi, ".3f")]
+    elif column == "wue_l_per_kwh":
+        texts = [format(lo, ".2f"), format(hi, ".2f")]
+    else:
+        raise ValueError(f"not a figure column: {column}")
+    return texts[0] if texts[0] == texts[1] else f"{texts[0]}-{texts[1]}"
+
+
+@dataclass(frozen=True, slots=True)
+class TableRow:
+    """One row of a Table-19-style table. None means the source gives no figure.
+
+    Attributes:
+        model: Model or run name.
+        total_power_mwh: IT energy, MWh.
+        pue: Power usage effectiveness.
+        carbon_intensity_kg_per_kwh: kg CO2e per kWh (the mean, if hourly).
+        co2_t: Emissions, tonnes CO2e.
+        wue_l_per_kwh: WUE on-site + off-site, L/kWh.
+        water_kl: Water consumed, kL.
+        energy_source: counter|sampled|estimated|simulated|published, or a "+" mix.
+        energy_band_mwh: Uncertainty band of total_power_mwh, if measured.
+        hourly_intensity: Whether emissions were summed hour by hour.
+        gpu_mwh: GPU energy, where measured apart.
+        host_mwh: CPU+DRAM energy, where measured apart.
+        convention: Water convention behind water_kl.
+        notes: Footnotes about this row.
+    """
+
+    model: str
+    total_power_mwh: Quantity | None
+    pue: Quantity | None
+    carbon_intensity_kg_per_kwh: Quantity | None
+    co2_t: Quantity | None
+    wue_l_per_kwh: Quantity | None
+    water_kl: Quantity | None
+    energy_source: str
+    energy_band_mwh: Range | None = None
+    hourly_intensity: bool = False
+    gpu_mwh: float | None = None
+    host_mwh: float | None = None
+    convention: WaterConvention | None = None
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_footprint(cls, model: str, footprint: Footprint, notes: Sequence[str] = ()) -> TableRow:
+        """The row of a run's footprint; its notes carry the footprint's caveats."""
+        return cls(
+            model=model,
+            total_power_mwh=footprint.it_energy_mwh,
+            pue=footprint.pue,
+            carbon_intensity_kg_per_kwh=footprint.intensity_kg_per_kwh,
+            co2_t=footprint.co2_t,
+            wue_l_per_kwh=footprint.wue_l_per_kwh,
+            water_kl=footprint.water_kl,
+            energy_source=footprint.energy_source,
+            energy_band_mwh=footprint.energy_band_mwh,
+            hourly_intensity=footprint.hourly,
+            gpu_mwh=footprint.gpu_mwh,
+            host_mwh=footprint.host_mwh,
+            convention=footprint.convention,
+            notes=(*footprint.notes, *notes),
+        )
+
+
+HEADERS = {
+    "model": "Model",
+    "total_power_mwh": "Total power (MWh)",
+    "pue": "PUE",
+    "carbon_intensity_kg_per_kwh": "Carbon intensity (kg CO2e/kWh)",
+    "co2_t": "Emissions (tCO2eq)",
+    "wue_l_per_kwh": "WUE (L/kWh)",
+    "water_kl": "Water (kL)",
+    "energy_source": "Energy source",
+    "energy_band_mwh": "Energy band (MWh)",
+    "gpu_mwh": "GPU energy (MWh)",
+    "host_mwh": "CPU+DRAM energy (MWh)",
+}
+
+
+def table_cells(rows: Sequence[TableRow]) -> tuple[list[str], list[list[str]]]:
+    """Headers and formatted cells; the GPU and CPU+DRAM columns only if a row has both."""
+    split = any(r.gpu_mwh is not None and r.host_mwh is not None for r in rows)
+    keys = [k for k in HEADERS if split or k not in ("gpu_mwh", "host_mwh")]
+    cells = []
+    for r in rows:
+        intensity = format_figure("carbon_intensity_kg_per_kwh", r.carbon_intensity_kg_per_kwh)
+        by_key = {
+            "model": r.model,
+            "total_power_mwh": format_figure("total_power_mwh", r.total_power_mwh),
+            "pue": format_figure("pue", r.pue),
+            "carbon_intensity_kg_per_kwh": f"{intensity} (hourly mean)" if r.hourly_intensity else intensity,
+            "co2_t": format_figure("co2_t", r.co2_t),
+            "wue_l_per_kwh": format_figure("wue_l_per_kwh", r.wue_l_per_kwh),
+            "water_kl": format_figure("water_kl", r.water_kl),
+            "energy_source": r.energy_source,
+            "energy_band_mwh": format_figure("total_power_mwh", r.energy_band_mwh),
+            "gpu_mwh": format_figure("total_power_mwh", r.gpu_mwh),
+            "host_mwh": format_figure("total_power_mwh", r.host_mwh),
+        }
+        cells.append([by_key[k] for k in keys])
+    return [HEADERS[k] for k in keys], cells
+
+
+def footnotes(rows: Sequence[TableRow]) -> list[str]:
+    """What every table says below it: what is left out, units, water convention(s), row notes."""
+    notes = [LEFT_OUT, ENERGY_NOTE]
+    for convention in WaterConvention:
+        if any(r.convention is convention for r in rows):
+            notes.append(f"Water (kL) = {convention.description}.")
+    if any(r.gpu_mwh is not None and r.host_mwh is not None for r in rows):
+        notes.append(SPLIT_NOTE)
+    notes.extend(f"{r.model}: {note}" for r in rows for note in dict.fromkeys(r.notes))
+    return notes
+
+
+def to_rich(rows: Sequence[TableRow], notes: Sequence[str] | None = None) -> Table:
+    """A rich Table for the terminal."""
+    headers, cells, right = _cells_right(rows)
+    return rich_grid(headers, cells, _notes(rows, notes), right)
+
+
+def to_markdown(rows: Sequence[TableRow], notes: Sequence[str] | None = None) -> str:
+    """A GitHub-flavoured Markdown table, then the footnotes as a list."""
+    headers, cells, right = _cells_right(rows)
+    return markdown_grid(headers, cells, _notes(rows, notes), right)
+
+
+def to_latex(rows: Sequence[TableRow], notes: Sequence[str] | None = None) -> str:
+    """A booktabs tabular, then the footnotes in small type."""
+    headers, cells, right = _cells_right(rows)
+    return latex_grid(headers, cells, _notes(rows, notes), right)
+
+
+def to_csv(rows: Sequence[TableRow], notes: Sequence[str] | None = None) -> str:
+    """CSV with a header row; missing figures are empty; footnotes follow as "# " lines."""
+    return csv_grid(*table_cells(rows), _notes(rows, notes))
+
+
+def to_html(rows: Sequence[TableRow], notes: Sequence[str] | None = None) -> str:
+    """An HTML table (every text escaped), then the footnotes as a list."""
+    headers, cells, right = _cells_right(rows)
+    return html_grid(headers, cells, _notes(rows, notes), right)
+
+
+def render(
+    rows: Sequence[TableRow], fmt: TableFormat | str, notes: Sequence[str] | None = None
+) -> Table | str:
+    """Render rows in `fmt` (rich|markdown|latex|csv|html); rich gives a Table, the others text."""
+    renderers: dict[TableFormat, Callable[[Sequence[TableRow], Sequence[str] | None], Table | str]] = {
+        TableFormat.RICH: to_rich,
+        TableFormat.MARKDOWN: to_markdown,
+        TableFormat.LATEX: to_latex,
+        TableFormat.CSV: to_csv,
+        TableFormat.HTML: to_html,
+    }
+    return renderers[TableFormat(fmt)](rows, notes)
+
+
+def show(rendered: Table | str, console: Console | None = None) -> None:
+    """Print what :func:`render` or a ``*_grid`` function returned to stdout."""
+    if isinstance(rendered, Table):
+        (console or Console()).print(rendered)
+    else:
+        print(rendered, end="" if rendered.endswith("\n") else "\n")
+
+
+def _cells_right(rows: Sequence[TableRow]) -> tuple[list[str], list[list[str]], set[int]]:
+    headers, cells = table_cells(rows)
+    text_columns = {HEADERS["model"], HEADERS["energy_source"]}
+    return headers, cells, {i for i, h in enumerate(headers) if h not in text_columns}
+
+
+def _notes(rows: Sequence[TableRow], notes: Sequence[str] | None) -> list[str]:
+    return footnotes(rows) if notes is None else list(notes)
+
+
+# Grid renderers: headers + cells + footnotes, shared by Table 19 and `wattlog sites`.
+
+
+def rich_grid(
+    headers: Sequence[str], cells: Sequence[Sequence[str]], notes: Sequence[str], right: Collection[int] = ()
+) -> Table:
+    """A rich Table; columns whose index is in `right` are right-aligned."""
+    table = Table(caption="\n".join(notes), caption_justify="left", show_lines=False)
+    for i, header in enumerate(headers):
+        # Figures never wrap mid-number ("105-34/7"); text columns fold.
+        if i in right:
+            table.add_column(header, justify="right", no_wrap=True)
+        else:
+            table.add_column(header, justify="left", overflow="fold")
+    for row in cells:
+        table.add_row(*row)
+    return table
+
+
+def markdown_grid(
+    headers: Sequence[str], cells: Sequence[Sequence[str]], notes: Sequence[str], right: Collection[int] = ()
+) -> str:
+    """A Markdown pipe table and a footnote list."""
+
+    def line(items: Sequence[str]) -> str:
+        return "| " + " | ".join(i.replace("|", "\\|").replace("\n", " ") for i in items) + " |"
+
+    rule = ["---:" if i in right else "---" for i in range(len(headers))]
+    out = [line(headers), "|" + "|".join(rule) + "|", *(line(r) for r in cells)]
+    if notes:
+        out += ["", *(f"- {n}" for n in notes)]
+    return "\n".join(out) + "\n"
+
+
+_LATEX_SPECIALS = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+    "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+}  # fmt: skip
+
+
+def latex_escape(text: str) -> str:
+    """Escape LaTeX's special characters."""
+    return "".join(_LATEX_SPECIALS.get(c, c) for c in text)
+
+
+def latex_grid(
+    headers: Sequence[str], cells: Sequence[Sequence[str]], notes: Sequence[str], right: Collection[int] = ()
+) -> str:
+    """A booktabs tabular and the footnotes in a small flushleft block."""
+    spec = "".join("r" if i in right else "l" for i in range(len(headers)))
+
+    def line(items: Sequence[str]) -> str:
+        return " & ".join(latex_escape(i) for i in items) + r" \\"
+
+    out = [
+        rf"\begin{{tabular}}{{{spec}}}",
+        r"\toprule",
+        line(headers),
+        r"\midrule",
+        *(line(r) for r in cells),
+    ]
+    out += [r"\bottomrule", r"\end{tabular}"]
+    if notes:
+        out += [
+            r"\begin{flushleft}\footnotesize",
+            *(latex_escape(n) + r"\\" for n in notes),
+            r"\end{flushleft}",
+        ]
+    return "\n".join(out) + "\n"
+
+
+def csv_grid(headers: Sequence[str], cells: Sequence[Sequence[str]], notes: Sequence[str]) -> str:
+    """CSV; a missing figure is an empty field; footnotes as trailing "# " lines (pandas: comment="#")."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(headers)
+    writer.writerows([("" if c == MISSING else c) for c in row] for row in cells)
+    buffer.writelines(f"# {n}\n" for n in notes)
+    return buffer.getvalue()
+
+
+def html_grid(
+    headers: Sequence[str], cells: Sequence[Sequence[str]], notes: Sequence[str], right: Collection[int] = ()
+) -> str:
+    """An HTML table and footnote list, every text escaped."""
+
+    def cell(tag: str, i: int, text: str) -> str:
+        align = ' class="num"' if i in right else ""
+        return f"<{tag}{align}>{html.escape(text)}</{tag}>"
+
+    out = ['<table class="wattlog-table">', "<thead><tr>"]
+    out += [cell("th", i, h) for i, h in enumerate(headers)]
+    out += ["</tr></thead>", "<tbody>"]
+    for row in cells:
+        out.append("<tr>" + "".join(cell("td", i, c) for i, c in enumerate(row)) + "</tr>")
+    out.append("</tbody></table>")
+    if notes:
+        out += ['<ul class="wattlog-notes">', *(f"<li>{html.escape(n)}</li>" for n in notes), "</ul>"]
+    return "\n".join(out) + "\n"
+
+
+def render_grid(
+    headers: Sequence[str],
+    cells: Sequence[Sequence[str]],
+    notes: Sequence[str],
+    fmt: TableFormat | str,
+    right: Collection[int] = (),
+) -> Table | str:
+    """Render any grid of text cells in `fmt` (used by `wattlog sites`)."""
+    fmt = TableFormat(fmt)
+    if fmt is TableFormat.CSV:
+        return csv_grid(headers, cells, notes)
+    if fmt is TableFormat.RICH:
+        return rich_grid(headers, cells, notes, right)
+    grids = {TableFormat.MARKDOWN: markdown_grid, TableFormat.LATEX: latex_grid, TableFormat.HTML: html_grid}
+    return grids[fmt](headers, cells, notes, right)
