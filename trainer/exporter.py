@@ -1,0 +1,158 @@
+"""Training progress for Prometheus: a collector over the tracker's latest figures.
+
+The bookkeeping thread updates a :class:`TrainingState`; scrapes read a copy
+of it and never touch the device or the training thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
+
+    from trainer.callbacks.speed import SpeedFigures
+    from trainer.metrics import StepRecord
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingSnapshot:
+    """What a scrape sees (None: not reported yet)."""
+
+    step: int | None = None
+    tokens_total: float = 0.0
+    loss: float | None = None
+    grad_norm: float | None = None
+    loss_scale: float | None = None
+    tokens_per_s: float | None = None
+    tokens_per_j: float | None = None
+    mfu: float | None = None
+    events: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass
+class TrainingState:
+    """Thread-safe holder of the latest training figures."""
+
+    _snapshot: TrainingSnapshot = field(default_factory=TrainingSnapshot)
+    _events: Counter[str] = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def snapshot(self) -> TrainingSnapshot:
+        """A consistent copy."""
+        with self._lock:
+            return replace(self._snapshot, events=tuple(sorted(self._events.items())))
+
+    def observe(self, records: Sequence[StepRecord]) -> None:
+        """Take the latest values of a flushed batch and add its tokens."""
+        if not records:
+            return
+        with self._lock:
+            s = self._snapshot
+            tokens = s.tokens_total + sum(r.values.get("tokens", 0.0) for r in records)
+            latest: dict[str, float] = {}
+            for record in records:
+                latest.update(record.values)
+            self._snapshot = replace(
+                s,
+                step=records[-1].step,
+                tokens_total=tokens,
+                loss=latest.get("loss", s.loss),
+                grad_norm=latest.get("grad_norm", s.grad_norm),
+                loss_scale=latest.get("loss_scale", s.loss_scale),
+            )
+
+    def speed(self, figures: SpeedFigures) -> None:
+        """Take the speed callback's latest figures."""
+        with self._lock:
+            self._snapshot = replace(
+                self._snapshot,
+                tokens_per_s=figures.tokens_per_s,
+                tokens_per_j=figures.tokens_per_j,
+                mfu=figures.mfu,
+            )
+
+    def event(self, kind: str) -> None:
+        """Count one training event (loss_spike, non_finite, restart, ...)."""
+        with self._lock:
+            self._events[kind] += 1
+
+
+class TrainingCollector(Collector):
+    """Training progress of one run; labels run and rank.
+
+    Emits::
+
+        # HELP wattlog_train_tokens_total Tokens trained on by this rank.
+        # TYPE wattlog_train_tokens_total counter
+        # HELP wattlog_train_step Latest step reported.
+        # TYPE wattlog_train_step gauge
+        # HELP wattlog_train_loss Latest training loss.
+        # TYPE wattlog_train_loss gauge
+        # HELP wattlog_train_grad_norm Latest gradient norm.
+        # TYPE wattlog_train_grad_norm gauge
+        # HELP wattlog_train_loss_scale Latest dynamic loss scale.
+        # TYPE wattlog_train_loss_scale gauge
+        # HELP wattlog_train_tokens_per_second Tokens per second over the latest flushed steps.
+        # TYPE wattlog_train_tokens_per_second gauge
+        # HELP wattlog_train_tokens_per_joule Tokens per joule of measured energy, latest flushed steps.
+        # TYPE wattlog_train_tokens_per_joule gauge
+        # HELP wattlog_train_mfu_ratio Model FLOPs utilisation (0..1) over the latest flushed steps.
+        # TYPE wattlog_train_mfu_ratio gauge
+        # HELP wattlog_train_events_total Training events by kind (loss_spike, non_finite, restart, ...).
+        # TYPE wattlog_train_events_total counter
+    """
+
+    def __init__(self, state: TrainingState, run: str, rank: int = 0) -> None:
+        self._state = state
+        self._labels = [run, str(rank)]
+
+    def collect(self) -> Iterator[Metric]:
+        """Yield fresh families from the latest snapshot."""
+        s = self._state.snapshot()
+        tokens = CounterMetricFamily(
+            "wattlog_train_tokens", "Tokens trained on by this rank.", labels=["run", "rank"]
+        )
+        tokens.add_metric(self._labels, s.tokens_total)
+        yield tokens
+        gauges = (
+            ("wattlog_train_step", "Latest step reported.", s.step),
+            ("wattlog_train_loss", "Latest training loss.", s.loss),
+            ("wattlog_train_grad_norm", "Latest gradient norm.", s.grad_norm),
+            ("wattlog_train_loss_scale", "Latest dynamic loss scale.", s.loss_scale),
+            (
+                "wattlog_train_tokens_per_second",
+                "Tokens per second over the latest flushed steps.",
+                s.tokens_per_s,
+            ),
+            (
+                "wattlog_train_tokens_per_joule",
+                "Tokens per joule of measured energy, latest flushed steps.",
+                s.tokens_per_j,
+            ),
+            (
+                "wattlog_train_mfu_ratio",
+                "Model FLOPs utilisation (0..1) over the latest flushed steps.",
+                s.mfu,
+            ),
+        )
+        for name, doc, value in gauges:
+            if value is not None:
+                family = GaugeMetricFamily(name, doc, labels=["run", "rank"])
+                family.add_metric(self._labels, float(value))
+                yield family
+        events = CounterMetricFamily(
+            "wattlog_train_events",
+            "Training events by kind (loss_spike, non_finite, restart, ...).",
+            labels=["run", "rank", "kind"],
+        )
+        for kind, count in s.events:
+            events.add_metric([*self._labels, kind], count)
+        yield events

@@ -1,0 +1,120 @@
+"""Where a run's energy went: productive training, lost work, health checks, idle.
+
+Energy rows (one per device per flush interval) are cut at the boundaries of
+the windows the tracker records as events, assuming constant power within a
+row, and each piece goes to the first use whose windows contain it:
+
+- health_check: ``health_check`` events (payload start_s, end_s);
+- lost_work: ``lost_work`` events, the steps a restart redid (payload start_s, end_s);
+- productive: ``progress`` events, first to last step of each attempt
+  (payload attempt, attempt_start_s; the event time is the latest step);
+- idle: the rest (start-up, shutdown, waiting).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from accounting.footprint import energy_label
+from accounting.ledger import Ledger
+from accounting.ledger.models import EnergyRecord
+
+Window = tuple[float, float]
+
+
+class Use(StrEnum):
+    """What energy was spent on, in order of precedence."""
+
+    HEALTH_CHECK = "health_check"
+    LOST_WORK = "lost_work"
+    PRODUCTIVE = "productive"
+    IDLE = "idle"
+
+
+@dataclass(frozen=True, slots=True)
+class EnergySplit:
+    """A run's IT energy by use, joules, with the source label of the energy.
+
+    Attributes:
+        joules: Use -> joules (every use present, 0 when none).
+        source: counter, sampled, estimated, simulated, or a "+" mix.
+    """
+
+    joules: dict[Use, float]
+    source: str
+
+    @property
+    def total_j(self) -> float:
+        """All uses together."""
+        return sum(self.joules.values())
+
+    def share(self, use: Use) -> float:
+        """Fraction of the total spent on `use` (0 when nothing was measured)."""
+        total = self.total_j
+        return self.joules[use] / total if total > 0 else 0.0
+
+
+def windows(events: Iterable[Any]) -> dict[Use, list[Window]]:
+    """The windows of each use from a run's ledger events."""
+    found: dict[Use, list[Window]] = {use: [] for use in Use}
+    attempts: dict[Any, Window] = {}
+    for event in events:
+        payload = event.payload or {}
+        if event.kind in (Use.HEALTH_CHECK, Use.LOST_WORK) and "start_s" in payload and "end_s" in payload:
+            found[Use(event.kind)].append((float(payload["start_s"]), float(payload["end_s"])))
+        elif event.kind == "progress" and "attempt_start_s" in payload:
+            key = (payload.get("attempt"), float(payload["attempt_start_s"]))
+            start, end = attempts.get(key, (key[1], key[1]))
+            attempts[key] = (start, max(end, float(event.time_s)))
+    found[Use.PRODUCTIVE] = list(attempts.values())
+    return found
+
+
+def split_row(
+    start_s: float, end_s: float, energy_j: float, by_use: dict[Use, list[Window]]
+) -> dict[Use, float]:
+    """Divide one row's energy among the uses by time, at constant power."""
+    out = dict.fromkeys(Use, 0.0)
+    if end_s <= start_s:
+        out[_use_at(start_s, by_use)] += energy_j
+        return out
+    cuts = {start_s, end_s}
+    for spans in by_use.values():
+        for a, b in spans:
+            cuts.update(t for t in (a, b) if start_s < t < end_s)
+    points = sorted(cuts)
+    power_w = energy_j / (end_s - start_s)
+    for a, b in zip(points, points[1:], strict=False):
+        out[_use_at((a + b) / 2, by_use)] += power_w * (b - a)
+    return out
+
+
+def _use_at(t_s: float, by_use: dict[Use, list[Window]]) -> Use:
+    for use in (Use.HEALTH_CHECK, Use.LOST_WORK, Use.PRODUCTIVE):
+        if any(a <= t_s <= b for a, b in by_use.get(use, ())):
+            return use
+    return Use.IDLE
+
+
+def energy_rows(ledger: Ledger, run_id: int) -> Sequence[EnergyRecord]:
+    """A run's energy rows as stored (raw and hourly)."""
+    with Session(ledger.engine) as session:
+        return list(session.execute(select(EnergyRecord).where(EnergyRecord.run_id == run_id)).scalars())
+
+
+def energy_split(ledger: Ledger, run: int | str) -> EnergySplit:
+    """Split a run's recorded energy by use (see the module docstring)."""
+    run_row = ledger.get_run(run)
+    by_use = windows(ledger.events(run_row.id or 0))
+    rows = energy_rows(ledger, run_row.id or 0)
+    totals = dict.fromkeys(Use, 0.0)
+    for row in rows:
+        for use, joules in split_row(row.start_s, row.end_s, row.energy_j, by_use).items():
+            totals[use] += joules
+    return EnergySplit(totals, energy_label({row.source for row in rows}) if rows else "none")
