@@ -43,13 +43,14 @@ def describe_url(url: str | None = None) -> str:
     return parsed.render_as_string(hide_password=True)
 
 
-def make_engine(url: str | None = None, *, migrate: bool = True) -> Engine:
+def make_engine(url: str | None = None, *, migrate: bool = True, create: bool = True) -> Engine:
     """Open the ledger at `url` and bring its schema to the newest migration.
 
     Args:
         url: SQLAlchemy URL (``sqlite:///path.db``, ``postgresql+psycopg://user@host/db``);
             None means $WATTLOG_DB or ``sqlite:///wattlog.db``.
         migrate: Run ``alembic upgrade head`` (on by default; off only for schema tests).
+        create: Create a missing SQLite file; read-only commands pass False so a typo writes nothing.
 
     Returns:
         A SQLAlchemy engine (SQLite with foreign keys on, WAL and a busy timeout).
@@ -65,7 +66,7 @@ def make_engine(url: str | None = None, *, migrate: bool = True) -> Engine:
         raise LedgerError(f"ledger URL {resolved!r} is malformed: use e.g. sqlite:///wattlog.db") from error
     backend = parsed.get_backend_name()
     if backend == "sqlite":
-        engine = _sqlite_engine(parsed.database or "")
+        engine = _sqlite_engine(parsed.database or "", create)
     else:
         try:
             engine = create_engine(parsed, pool_pre_ping=True)
@@ -90,9 +91,13 @@ def make_engine(url: str | None = None, *, migrate: bool = True) -> Engine:
     return engine
 
 
-def _sqlite_engine(database: str) -> Engine:
+def _sqlite_engine(database: str, create: bool) -> Engine:
     """A SQLite engine; a missing parent folder is an error rather than a surprise file elsewhere."""
     if database and database != ":memory:":
+        if not create and not Path(database).exists():
+            raise LedgerError(
+                f"no ledger at {Path(database).resolve()}: pass --db, set ${ENV_VAR}, or record a run first"
+            )
         parent = Path(database).resolve().parent
         if not parent.is_dir():
             where = Path(database).resolve()

@@ -75,3 +75,9 @@ def test_unopenable_sqlite_file_is_one_clear_error(tmp_path) -> None:
     (tmp_path / "dir.db").mkdir()
     with pytest.raises(LedgerError, match="cannot open ledger"):
         make_engine(f"sqlite:///{tmp_path / 'dir.db'}")
+
+
+def test_read_only_open_of_a_missing_file_creates_nothing(tmp_path) -> None:
+    with pytest.raises(LedgerError, match="no ledger at .*missing.db: pass --db"):
+        make_engine(f"sqlite:///{tmp_path / 'missing.db'}", create=False)
+    assert not (tmp_path / "missing.db").exists()

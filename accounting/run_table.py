@@ -1,0 +1,162 @@
+"""Table-19 rows of recorded runs: ledger (or Prometheus) energy -> footprint -> TableRow.
+
+A run's row uses the site it was recorded with (or `site` when given). With
+a project, the table shows each final run, a subtotal per other role and the
+whole development, because OPT-175B reported that ablations, baselines and
+downtime roughly doubled its footprint: the final run alone understates it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from accounting.footprint import Energy, Footprint, WaterConvention, footprint_for
+from accounting.intensity import IntensitySource
+from accounting.ledger.models import Role, Run
+from accounting.ledger.store import Ledger
+from accounting.prometheus_energy import energy_from_prometheus
+from accounting.ranges import Quantity, Range
+from accounting.render import TableRow
+from accounting.run_energy import energy_from_devices, ledger_energy
+from accounting.sites import Site, get_site
+from telemetry.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class TableOptions:
+    """How runs become rows.
+
+    Attributes:
+        catalog: Sites by name (built-in plus the user's file).
+        site: Use this site for every run instead of the one it was recorded with.
+        intensity: Carbon intensity overriding the site's (e.g. an hourly series).
+        convention: Water convention.
+        prometheus_url: Take energy from this Prometheus instead of the ledger.
+        now_s: Wall clock, for the end of runs still running (Prometheus only).
+    """
+
+    catalog: Mapping[str, Site]
+    site: str | None = None
+    intensity: IntensitySource | None = None
+    convention: WaterConvention = WaterConvention.PAPER
+    prometheus_url: str | None = None
+    now_s: Callable[[], float] = field(default=time.time)
+
+
+def run_footprint(ledger: Ledger, run: Run, options: TableOptions) -> Footprint | None:
+    """The footprint of one run, or None if it recorded no energy."""
+    site_name = options.site or run.site
+    if not site_name:
+        raise ConfigError(
+            f"run {run.name!r} was recorded without a site: pass --site NAME (see `wattlog sites`)"
+        )
+    site = get_site(site_name, options.catalog)
+    energy = _prometheus_energy(run, options) if options.prometheus_url else ledger_energy(ledger, run.name)
+    if energy is None:
+        return None
+    return footprint_for(energy, site, intensity=options.intensity, convention=options.convention)
+
+
+def run_row(ledger: Ledger, run: Run, options: TableOptions) -> TableRow:
+    """One run's row (its model, or its name when no model was recorded)."""
+    label = f"{run.model or run.name} ({run.name}, {run.role})"
+    found = run_footprint(ledger, run, options)
+    if found is None:
+        return TableRow(label, None, None, None, None, None, None, "none", notes=("no energy recorded",))
+    return TableRow.from_footprint(label, found, notes=_run_notes(run, options))
+
+
+def project_rows(ledger: Ledger, project: str, options: TableOptions) -> list[TableRow]:
+    """Each final run, a subtotal per other role, and the whole development of the project."""
+    runs = ledger.runs(project)
+    if not runs:
+        raise ConfigError(f"project {project!r} has no runs")
+    prints = {run.name: run_footprint(ledger, run, options) for run in runs}
+    rows = [run_row(ledger, run, options) for run in runs if run.role == Role.FINAL]
+    for role in Role:
+        group = [run for run in runs if run.role == role]
+        if role is not Role.FINAL and group:
+            rows.append(_sum_row(f"{role.value} runs ({len(group)})", [prints[r.name] for r in group]))
+    total = _sum_row(f"{project}: whole development ({len(runs)} runs)", list(prints.values()))
+    final = [prints[r.name] for r in runs if r.role == Role.FINAL and prints[r.name] is not None]
+    if final and total.total_power_mwh is not None:
+        final_mwh = sum(_mid(f.it_energy_mwh) for f in final if f is not None)
+        if final_mwh > 0:
+            ratio = _mid(total.total_power_mwh) / final_mwh
+            total = _with_note(total, f"the whole development used {ratio:.2f}x the final run's energy")
+    rows.append(total)
+    return rows
+
+
+def _sum_row(label: str, footprints: Sequence[Footprint | None]) -> TableRow:
+    """Add footprints; PUE, intensity and WUE show only where all runs share them."""
+    found = [f for f in footprints if f is not None]
+    missing = len(footprints) - len(found)
+    notes = [f"{missing} run(s) recorded no energy"] if missing else []
+    if not found:
+        return TableRow(label, None, None, None, None, None, None, "none", notes=tuple(notes))
+
+    def total(values: Sequence[Quantity]) -> Quantity:
+        out: Quantity = 0.0
+        for value in values:
+            out = out + value
+        return out
+
+    def shared(values: Sequence[Quantity]) -> Quantity | None:
+        return values[0] if all(v == values[0] for v in values) else None
+
+    sites = sorted({f.site for f in found})
+    if len(sites) > 1:
+        notes.append(f"runs at several sites ({', '.join(sites)}): PUE, intensity and WUE vary, sums shown")
+    split = all(f.gpu_mwh is not None for f in found)
+    band = Range.exact(0.0)
+    for f in found:
+        band = band + f.energy_band_mwh
+    return TableRow(
+        model=label,
+        total_power_mwh=total([f.it_energy_mwh for f in found]),
+        pue=shared([f.pue for f in found]),
+        carbon_intensity_kg_per_kwh=shared([f.intensity_kg_per_kwh for f in found]),
+        co2_t=total([f.co2_t for f in found]),
+        wue_l_per_kwh=shared([f.wue_l_per_kwh for f in found]),
+        water_kl=total([f.water_kl for f in found]),
+        energy_source="+".join(sorted({s for f in found for s in f.energy_source.split("+")})),
+        energy_band_mwh=band,
+        hourly_intensity=any(f.hourly for f in found),
+        gpu_mwh=sum(f.gpu_mwh or 0.0 for f in found) if split else None,
+        host_mwh=sum(f.host_mwh or 0.0 for f in found) if split else None,
+        convention=found[0].convention,
+        notes=tuple(notes),
+    )
+
+
+def _prometheus_energy(run: Run, options: TableOptions) -> Energy | None:
+    assert options.prometheus_url is not None
+    end_s = run.end_s if run.end_s is not None else options.now_s()
+    rows = energy_from_prometheus(
+        options.prometheus_url, run.start_s, end_s, matchers={"host": run.host} if run.host else None
+    )
+    return energy_from_devices(rows)
+
+
+def _run_notes(run: Run, options: TableOptions) -> tuple[str, ...]:
+    notes = []
+    if options.prometheus_url:
+        notes.append(
+            f"energy from Prometheus at {options.prometheus_url}: increase() over the run's interval"
+        )
+    if run.status != "finished":
+        notes.append(f"run status {run.status}: figures so far")
+    if run.restarts:
+        notes.append(f"restarted {run.restarts} time(s); energy of every attempt included")
+    return tuple(notes)
+
+
+def _with_note(row: TableRow, note: str) -> TableRow:
+    return replace(row, notes=(*row.notes, note))
+
+
+def _mid(value: Quantity) -> float:
+    return value.mid if isinstance(value, Range) else float(value)
