@@ -17,6 +17,14 @@ def register(app: typer.Typer) -> None:
     dashboards.command("build")(build)
     dashboards.command("provision")(provision)
     app.add_typer(dashboards)
+    webhook = typer.Typer(
+        name="webhook",
+        help="Receive alerts into the ledger; send wattlog's events out.",
+        no_args_is_help=True,
+    )
+    webhook.command("serve")(serve)
+    webhook.command("send")(send)
+    app.add_typer(webhook)
 
 
 def build(check: bool = typer.Option(False, "--check", help="Exit 1 if the committed JSON is stale.")) -> int:
@@ -39,3 +47,70 @@ def provision(
     config = ProvisionConfig(prometheus_url=prometheus_url, folder_uid=folder, folder_title=folder)
     for done in Provisioner(connect(url), config).run():
         print(f"{done.kind} {done.uid}: {done.outcome}")
+
+
+DB_HELP = "Ledger URL (default: $WATTLOG_DB or sqlite:///wattlog.db)."
+
+
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+    port: int = typer.Option(9465, help="Port to listen on."),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Receive Alertmanager/Grafana webhooks on POST /alerts and record each alert in the ledger.
+
+    Credentials come from the environment only: WATTLOG_WEBHOOK_TOKEN (bearer) and/or
+    WATTLOG_WEBHOOK_SECRET (HMAC-SHA256 of the body in X-Wattlog-Signature).
+    """
+    import contextlib
+    import threading
+
+    from accounting.ledger import Ledger, describe_url, make_engine
+    from dashboards.webhooks import AlertRecorder, Auth, WebhookReceiver
+
+    auth = Auth.from_env()
+    ledger = Ledger(make_engine(db))
+    with WebhookReceiver(AlertRecorder(ledger), auth, host=host, port=port) as receiver:
+        print(f"receiving alerts on {receiver.url}/alerts into {describe_url(db)} (Ctrl-C stops)", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+
+
+def send(
+    run: str = typer.Option(..., "--run", help="Run whose events to send."),
+    url: str = typer.Option(
+        "",
+        "--url",
+        envvar="WATTLOG_NOTIFY_URL",
+        show_default=False,
+        help="Webhook URL (or $WATTLOG_NOTIFY_URL, better for URLs holding a secret).",
+    ),
+    slack: bool = typer.Option(False, "--slack", help='Slack-compatible body ({"text": ...}).'),
+    attempts: int = typer.Option(4, help="Tries per event, with exponential backoff."),
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Send a run's instability events and failed health checks to a webhook.
+
+    A bearer token and an HMAC secret for the target come from $WATTLOG_NOTIFY_TOKEN and
+    $WATTLOG_NOTIFY_SECRET, never from the command line.
+    """
+    import os
+
+    from accounting.ledger import Ledger, make_engine
+    from dashboards.notify import Notifier, events_to_send
+    from telemetry.errors import ConfigError
+
+    if not url:
+        raise ConfigError("give --url or set WATTLOG_NOTIFY_URL")
+    notifier = Notifier(
+        url,
+        style="slack" if slack else "json",
+        attempts=attempts,
+        token=os.environ.get("WATTLOG_NOTIFY_TOKEN", ""),
+        secret=os.environ.get("WATTLOG_NOTIFY_SECRET", ""),
+    )
+    ledger = Ledger(make_engine(db))
+    events = events_to_send(ledger.events(run), ledger.get_run(run).name)
+    for event in events:
+        notifier.send(event)
+    print(f"sent {len(events)} events of run {run}")

@@ -1,0 +1,327 @@
+"""Receive Alertmanager's (and Grafana's) webhook and record each alert as an event of its run.
+
+`wattlog webhook serve` runs :class:`WebhookReceiver`: POST /alerts with the
+Alertmanager webhook payload (version "4": version, groupKey, truncatedAlerts, status,
+receiver, groupLabels, commonLabels, commonAnnotations, externalURL, alerts; newer
+fields such as notification_reason are accepted; Grafana sends version "1" with
+`values`). Rules:
+
+- Authentication first: `Authorization: Bearer $WATTLOG_WEBHOOK_TOKEN`, or an HMAC
+  of the body, `X-Wattlog-Signature: sha256=<hex>` keyed by $WATTLOG_WEBHOOK_SECRET
+  (either one when both are set). No credential configured: the server won't start.
+- Bad input gets a 4xx and nothing is recorded: body over the size limit (413),
+  not JSON or not the payload's shape (400), wrong credentials (401). An alert whose
+  `run` label (or commonLabels' run) names no run in the ledger makes the whole
+  payload 422: alerts are never recorded unattributed, and a batch is all or nothing.
+- Nothing is recorded twice: each event carries an idempotency key made of the
+  alert's fingerprint, startsAt and status, so Alertmanager's resends are skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+from telemetry.errors import ConfigError, LedgerError
+
+if TYPE_CHECKING:
+    from accounting.ledger import Ledger
+
+log = logging.getLogger(__name__)
+
+TOKEN_ENV = "WATTLOG_WEBHOOK_TOKEN"
+SECRET_ENV = "WATTLOG_WEBHOOK_SECRET"
+SIGNATURE_HEADER = "X-Wattlog-Signature"
+MAX_BODY_BYTES = 1 << 20
+EVENT_KIND = "alert"
+
+
+class PayloadError(ValueError):
+    """The request is refused; `status` is the HTTP status to answer (4xx)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class Auth:
+    """The receiver's credentials: a bearer token, an HMAC secret, or both."""
+
+    token: str = ""
+    secret: str = ""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> Auth:
+        """Read $WATTLOG_WEBHOOK_TOKEN and $WATTLOG_WEBHOOK_SECRET.
+
+        Raises:
+            ConfigError: Neither is set (an open receiver would record anyone's alerts).
+        """
+        auth = cls(environ.get(TOKEN_ENV, "").strip(), environ.get(SECRET_ENV, "").strip())
+        if not (auth.token or auth.secret):
+            raise ConfigError(f"set {TOKEN_ENV} (bearer token) or {SECRET_ENV} (HMAC secret) before serving")
+        return auth
+
+    def check(self, headers: Mapping[str, str], body: bytes) -> None:
+        """Raise PayloadError(401) unless the bearer token or the body's HMAC signature is right."""
+        if self.token and hmac.compare_digest(headers.get("Authorization", ""), f"Bearer {self.token}"):
+            return
+        if self.secret and hmac.compare_digest(headers.get(SIGNATURE_HEADER, ""), sign(self.secret, body)):
+            return
+        raise PayloadError(401, "missing or wrong credentials")
+
+
+def sign(secret: str, body: bytes) -> str:
+    """The signature header value of `body`: ``sha256=<hex HMAC-SHA256>``."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """One alert of a payload, attributed to a run."""
+
+    run: str
+    name: str
+    status: str
+    time_s: float
+    key: str
+    payload: dict[str, Any]
+
+
+def _time_s(text: Any, what: str) -> float:
+    """Unix seconds of an RFC 3339 time; Alertmanager sends nanoseconds, Python parses microseconds."""
+    if not isinstance(text, str):
+        raise PayloadError(400, f"{what} must be an RFC 3339 string")
+    head, dot, tail = text.partition(".")
+    if dot:  # keep 6 fractional digits, then the zone
+        digits = len(tail) - len(tail.lstrip("0123456789"))
+        text = f"{head}.{tail[: min(digits, 6)]}{tail[digits:]}"
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError as error:
+        raise PayloadError(400, f"{what} {text!r} is not an RFC 3339 time") from error
+
+
+def _labels(value: Any, what: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise PayloadError(400, f"{what} must be an object of strings")
+    return value
+
+
+def parse(body: bytes) -> list[Alert]:
+    """The alerts of a webhook body, shape-checked (runs not yet resolved).
+
+    Raises:
+        PayloadError: 400 when the body is not the webhook payload.
+    """
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise PayloadError(400, f"body is not JSON: {error}") from error
+    if not isinstance(data, dict) or not isinstance(data.get("alerts"), list) or not data["alerts"]:
+        raise PayloadError(400, "payload needs a non-empty `alerts` list")
+    if data.get("status") not in ("firing", "resolved") or not isinstance(data.get("version"), str):
+        raise PayloadError(400, "payload needs `version` and `status` (firing or resolved)")
+    common = _labels(data.get("commonLabels", {}), "commonLabels")
+    alerts = []
+    for i, raw in enumerate(data["alerts"]):
+        if not isinstance(raw, dict) or raw.get("status") not in ("firing", "resolved"):
+            raise PayloadError(400, f"alerts[{i}] needs a status (firing or resolved)")
+        labels = _labels(raw.get("labels"), f"alerts[{i}].labels")
+        annotations = _labels(raw.get("annotations", {}), f"alerts[{i}].annotations")
+        starts = raw.get("startsAt")
+        time_s = _time_s(starts, f"alerts[{i}].startsAt")
+        if raw["status"] == "resolved" and raw.get("endsAt"):
+            time_s = _time_s(raw["endsAt"], f"alerts[{i}].endsAt")
+        fingerprint = (
+            raw.get("fingerprint")
+            or hashlib.sha256(json.dumps(labels, sort_keys=True).encode()).hexdigest()[:16]
+        )
+        key = hashlib.sha256(f"{fingerprint}|{starts}|{raw['status']}".encode()).hexdigest()[:32]
+        payload = {
+            "alertname": labels.get("alertname", ""),
+            "status": raw["status"],
+            "labels": labels,
+            "annotations": annotations,
+            "fingerprint": fingerprint,
+            "startsAt": starts,
+            "endsAt": raw.get("endsAt"),
+            "generatorURL": raw.get("generatorURL", ""),
+            "receiver": data.get("receiver", ""),
+            "idempotency_key": key,
+        }
+        if "values" in raw:  # Grafana's webhook
+            payload["values"] = raw["values"]
+        run = labels.get("run") or common.get("run", "")
+        alerts.append(Alert(run, payload["alertname"], raw["status"], time_s, key, payload))
+    return alerts
+
+
+class AlertRecorder:
+    """Records parsed alerts as ledger events, all or nothing per payload, never twice.
+
+    Args:
+        ledger: The ledger to write to.
+    """
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+        self._lock = threading.Lock()  # check-then-insert must not interleave between requests
+
+    def record(self, alerts: list[Alert]) -> tuple[int, int]:
+        """Store the alerts; returns (recorded, duplicates skipped).
+
+        Raises:
+            PayloadError: 422 when an alert names no run or a run the ledger doesn't have.
+            LedgerError: The database failed.
+        """
+        with self._lock:
+            seen: dict[str, set[str]] = {}
+            for alert in alerts:
+                if not alert.run:
+                    raise PayloadError(422, f"alert {alert.name!r} has no `run` label: nothing recorded")
+                if alert.run not in seen:
+                    try:
+                        events = self._ledger.events(alert.run)
+                    except LedgerError as error:
+                        if "does not exist" in str(error):
+                            raise PayloadError(
+                                422, f"alert {alert.name!r} names unknown run {alert.run!r}: nothing recorded"
+                            ) from error
+                        raise
+                    seen[alert.run] = {
+                        e.payload.get("idempotency_key", "") for e in events if e.kind == EVENT_KIND
+                    }
+            recorded = duplicates = 0
+            for alert in alerts:
+                if alert.key in seen[alert.run]:
+                    duplicates += 1
+                    continue
+                self._ledger.record_event(
+                    alert.run, EVENT_KIND, time_s=alert.time_s, category="alert", payload=alert.payload
+                )
+                seen[alert.run].add(alert.key)
+                recorded += 1
+            return recorded, duplicates
+
+
+class WebhookReceiver:
+    """The HTTP endpoint: POST /alerts on host:port (127.0.0.1 by default).
+
+    Args:
+        recorder: Where alerts go.
+        auth: Credentials every request must carry.
+        host: Address to bind.
+        port: Port to bind (0: any free port).
+        max_body_bytes: Larger bodies get 413 unread.
+    """
+
+    def __init__(
+        self,
+        recorder: AlertRecorder,
+        auth: Auth,
+        host: str = "127.0.0.1",
+        port: int = 9465,
+        max_body_bytes: int = MAX_BODY_BYTES,
+    ) -> None:
+        self._recorder, self._auth, self._max = recorder, auth, max_body_bytes
+        self._address = (host, port)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """Base URL of the running server (POST to url + "/alerts")."""
+        if self._server is None:
+            raise ConfigError("the webhook receiver is not started")
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def handle(self, path: str, headers: Mapping[str, str], read: Any) -> tuple[int, dict[str, Any]]:
+        """Process one POST; returns (HTTP status, JSON answer). `read(n)` reads n body bytes."""
+        try:
+            if path.rstrip("/") != "/alerts":
+                raise PayloadError(404, "POST alerts to /alerts")
+            length = headers.get("Content-Length")
+            if length is None or not length.isdigit():
+                raise PayloadError(411, "Content-Length required")
+            if int(length) > self._max:
+                raise PayloadError(413, f"body of {length} bytes is over the {self._max}-byte limit")
+            body = read(int(length))
+            self._auth.check(headers, body)
+            recorded, duplicates = self._recorder.record(parse(body))
+        except PayloadError as error:
+            log.warning("webhook refused (%d): %s", error.status, error)
+            return error.status, {"error": str(error)}
+        except LedgerError as error:
+            log.error("webhook could not record: %s", error)
+            return 503, {"error": str(error)}  # Alertmanager retries on 5xx: the ledger may come back
+        log.info("webhook: %d alerts recorded, %d duplicates skipped", recorded, duplicates)
+        return 200, {"recorded": recorded, "duplicates": duplicates}
+
+    def start(self) -> WebhookReceiver:
+        """Bind and serve in a background thread."""
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                status, answer = receiver.handle(self.path, self.headers, self.rfile.read)  # type: ignore[arg-type]
+                self._answer(status, answer)
+
+            def do_GET(self) -> None:  # noqa: N802
+                self._answer(200, {"status": "ok"}) if self.path == "/health" else self._answer(405, {})
+
+            def _answer(self, status: int, answer: dict[str, Any]) -> None:
+                body = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                if status >= 400:
+                    self.send_header("Connection", "close")  # an unread body must not poison the next request
+                    self.close_connection = True
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                log.debug("webhook %s %s", self.client_address[0], format % args)
+
+        try:
+            self._server = ThreadingHTTPServer(self._address, Handler)
+        except OSError as error:
+            raise ConfigError(
+                f"cannot listen on {self._address[0]}:{self._address[1]}: {error.strerror}; "
+                "pick another --port"
+            ) from error
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), name="wattlog-webhook", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop serving and release the port."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> WebhookReceiver:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,229 @@
+"""The webhook receiver over real HTTP on 127.0.0.1, writing to a real (in-memory SQLite) ledger."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from accounting.ledger import Ledger, make_engine
+from dashboards.webhooks import (
+    SIGNATURE_HEADER,
+    AlertRecorder,
+    Auth,
+    PayloadError,
+    WebhookReceiver,
+    parse,
+    sign,
+)
+from telemetry.errors import ConfigError
+
+TOKEN = "t0ken-for-tests"
+SECRET = "s3cret-for-tests"
+
+
+def am_payload(*alerts: dict[str, Any], status: str = "firing", **extra: Any) -> dict[str, Any]:
+    """An Alertmanager webhook payload (version 4) as Alertmanager 0.25 sends it."""
+    return {
+        "version": "4",
+        "groupKey": '{}:{alertname="WattlogPowerAboveLimit"}',
+        "truncatedAlerts": 0,
+        "status": status,
+        "receiver": "wattlog-ledger",
+        "groupLabels": {"alertname": "WattlogPowerAboveLimit"},
+        "commonLabels": {"alertname": "WattlogPowerAboveLimit"},
+        "commonAnnotations": {},
+        "externalURL": "http://127.0.0.1:9093",
+        "alerts": list(alerts),
+        **extra,
+    }
+
+
+def alert(
+    run: str = "r1", status: str = "firing", fingerprint: str = "a1b2c3", **labels: str
+) -> dict[str, Any]:
+    return {
+        "status": status,
+        "labels": {"alertname": "WattlogPowerAboveLimit", "run": run, "host": "node1", **labels},
+        "annotations": {"summary": "gpu1 on node1 draws more than its power limit"},
+        "startsAt": "2026-12-02T18:00:00.123456789Z",
+        "endsAt": "2026-12-02T18:05:00Z" if status == "resolved" else "0001-01-01T00:00:00Z",
+        "generatorURL": "http://127.0.0.1:9090/graph",
+        "fingerprint": fingerprint,
+    }
+
+
+@pytest.fixture
+def ledger() -> Ledger:
+    ledger = Ledger(make_engine("sqlite://"))
+    ledger.start_run("r1", site="jupiter")
+    ledger.start_run("r2", site="augusta")
+    return ledger
+
+
+@pytest.fixture
+def receiver(ledger: Ledger) -> Iterator[WebhookReceiver]:
+    with WebhookReceiver(
+        AlertRecorder(ledger), Auth(token=TOKEN, secret=SECRET), port=0, max_body_bytes=64 * 1024
+    ) as server:
+        yield server
+
+
+def post(
+    receiver: WebhookReceiver,
+    body: bytes | dict,
+    headers: dict[str, str] | None = None,
+    path: str = "/alerts",
+) -> tuple[int, dict]:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    hdrs = (
+        {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+        if headers is None
+        else headers
+    )
+    request = urllib.request.Request(receiver.url + path, data=data, headers=hdrs, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+def alerts_in(ledger: Ledger, run: str = "r1") -> list:
+    return [e for e in ledger.events(run) if e.kind == "alert"]
+
+
+def test_each_alert_becomes_an_event_of_its_run(receiver: WebhookReceiver, ledger: Ledger) -> None:
+    status, answer = post(receiver, am_payload(alert("r1"), alert("r2", fingerprint="ffff")))
+    assert (status, answer) == (200, {"recorded": 2, "duplicates": 0})
+    [event] = alerts_in(ledger, "r1")
+    assert event.payload["alertname"] == "WattlogPowerAboveLimit" and event.payload["status"] == "firing"
+    assert event.time_s == pytest.approx(1796234400.123456)  # 2026-12-02T18:00:00.123456Z
+    assert len(alerts_in(ledger, "r2")) == 1
+
+
+def test_resends_are_not_recorded_twice_but_the_resolution_is(
+    receiver: WebhookReceiver, ledger: Ledger
+) -> None:
+    post(receiver, am_payload(alert()))
+    assert post(receiver, am_payload(alert())) == (200, {"recorded": 0, "duplicates": 1})
+    assert post(receiver, am_payload(alert(status="resolved"), status="resolved"))[1]["recorded"] == 1
+    assert [e.payload["status"] for e in alerts_in(ledger)] == ["firing", "resolved"]
+
+
+def test_newer_alertmanager_fields_and_grafana_payloads_are_accepted(
+    receiver: WebhookReceiver, ledger: Ledger
+) -> None:
+    assert post(receiver, am_payload(alert(), notification_reason="new_alerts"))[0] == 200
+    grafana = {
+        "receiver": "wattlog",
+        "status": "firing",
+        "orgId": 1,
+        "version": "1",
+        "state": "alerting",
+        "title": "[FIRING:1]",
+        "message": "...",
+        "groupKey": "{}",
+        "truncatedAlerts": 0,
+        "alerts": [
+            {
+                **alert(fingerprint="9f9f"),
+                "values": {"A": 812.5},
+                "valueString": "[ var='A' ]",
+                "silenceURL": "",
+                "dashboardURL": "",
+                "panelURL": "",
+            }
+        ],
+    }
+    assert post(receiver, grafana) == (200, {"recorded": 1, "duplicates": 0})
+    assert alerts_in(ledger)[-1].payload["values"] == {"A": 812.5}
+
+
+def test_hmac_signature_is_accepted_and_checked(receiver: WebhookReceiver, ledger: Ledger) -> None:
+    body = json.dumps(am_payload(alert())).encode()
+    good = {SIGNATURE_HEADER: sign(SECRET, body), "Content-Type": "application/json"}
+    assert post(receiver, body, good)[0] == 200
+    tampered = body.replace(b"node1", b"node2")
+    assert post(receiver, tampered, good)[0] == 401
+    assert len(alerts_in(ledger)) == 1
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}, {SIGNATURE_HEADER: "sha256=00"}],
+)
+def test_missing_or_wrong_credentials_get_401(
+    receiver: WebhookReceiver, ledger: Ledger, headers: dict[str, str]
+) -> None:
+    status, answer = post(receiver, am_payload(alert()), headers)
+    assert status == 401 and TOKEN not in json.dumps(answer)
+    assert alerts_in(ledger) == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b"\xff\xfe",
+        json.dumps([1, 2]).encode(),
+        json.dumps({"version": "4", "status": "firing", "alerts": []}).encode(),
+        json.dumps(am_payload(alert(), status="exploded")).encode(),
+        json.dumps(am_payload({**alert(), "startsAt": "yesterday"})).encode(),
+        json.dumps(am_payload({**alert(), "labels": {"run": 1}})).encode(),
+        json.dumps(am_payload({**alert(), "status": None})).encode(),
+    ],
+)
+def test_malformed_payloads_get_400_and_nothing_is_recorded(
+    receiver: WebhookReceiver, ledger: Ledger, body: bytes
+) -> None:
+    assert post(receiver, body)[0] == 400
+    assert alerts_in(ledger) == []
+
+
+def test_oversized_body_gets_413_unread(receiver: WebhookReceiver, ledger: Ledger) -> None:
+    many = [alert(fingerprint=f"{i:06x}") for i in range(400)]
+    assert len(json.dumps(am_payload(*many))) > 64 * 1024
+    assert post(receiver, am_payload(*many))[0] == 413
+    assert alerts_in(ledger) == []
+
+
+def test_unknown_or_missing_run_gets_422_and_the_batch_is_not_recorded(
+    receiver: WebhookReceiver, ledger: Ledger
+) -> None:
+    status, answer = post(receiver, am_payload(alert("r1"), alert("nope", fingerprint="0d0d")))
+    assert status == 422 and "unknown run 'nope'" in answer["error"]
+    no_run = alert()
+    del no_run["labels"]["run"]
+    assert post(receiver, am_payload(no_run))[0] == 422
+    assert alerts_in(ledger) == []
+
+
+def test_run_may_come_from_common_labels(receiver: WebhookReceiver, ledger: Ledger) -> None:
+    lone = alert()
+    del lone["labels"]["run"]
+    payload = am_payload(lone)
+    payload["commonLabels"]["run"] = "r2"
+    assert post(receiver, payload)[0] == 200
+    assert len(alerts_in(ledger, "r2")) == 1
+
+
+def test_wrong_path_and_missing_credentials_config(receiver: WebhookReceiver) -> None:
+    assert post(receiver, am_payload(alert()), path="/nope")[0] == 404
+    with pytest.raises(ConfigError, match="WATTLOG_WEBHOOK_TOKEN"):
+        Auth.from_env({})
+    assert Auth.from_env({"WATTLOG_WEBHOOK_SECRET": "x"}).secret == "x"
+
+
+def test_parse_gives_a_stable_key_from_fingerprint_start_and_status() -> None:
+    [a] = parse(json.dumps(am_payload(alert())).encode())
+    [b] = parse(json.dumps(am_payload(alert(), receiver="other")).encode())
+    [c] = parse(json.dumps(am_payload(alert(status="resolved"))).encode())
+    assert a.key == b.key != c.key
+    with pytest.raises(PayloadError) as error:
+        parse(b"{}")
+    assert error.value.status == 400
