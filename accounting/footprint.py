@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import overload
 
 from accounting.intensity import IntensitySource, hour_start_s
 from accounting.ranges import Quantity, Range, check_at_least
@@ -57,6 +58,10 @@ def energy_label(sources: Iterable[Source | str]) -> str:
     return "+".join(labels)
 
 
+@overload
+def facility_energy_mwh(it_energy_mwh: float, pue: float) -> float: ...
+@overload
+def facility_energy_mwh(it_energy_mwh: Quantity, pue: Quantity) -> Quantity: ...
 def facility_energy_mwh(it_energy_mwh: Quantity, pue: Quantity) -> Quantity:
     """Facility energy from IT energy: IT x PUE.
 
@@ -68,6 +73,10 @@ def facility_energy_mwh(it_energy_mwh: Quantity, pue: Quantity) -> Quantity:
     return it_energy_mwh * pue
 
 
+@overload
+def co2_t(it_energy_mwh: float, pue: float, intensity_kg_per_kwh: float) -> float: ...
+@overload
+def co2_t(it_energy_mwh: Quantity, pue: Quantity, intensity_kg_per_kwh: Quantity) -> Quantity: ...
 def co2_t(it_energy_mwh: Quantity, pue: Quantity, intensity_kg_per_kwh: Quantity) -> Quantity:
     """Emissions in tonnes CO2e: IT energy x PUE x intensity (MWh x kg/kWh = t).
 
@@ -78,6 +87,22 @@ def co2_t(it_energy_mwh: Quantity, pue: Quantity, intensity_kg_per_kwh: Quantity
     return facility_energy_mwh(it_energy_mwh, pue) * intensity_kg_per_kwh
 
 
+@overload
+def water_kl(
+    it_energy_mwh: float,
+    pue: float,
+    wue_onsite_l_per_kwh: float,
+    wue_offsite_l_per_kwh: float,
+    convention: WaterConvention = ...,
+) -> float: ...
+@overload
+def water_kl(
+    it_energy_mwh: Quantity,
+    pue: Quantity,
+    wue_onsite_l_per_kwh: Quantity,
+    wue_offsite_l_per_kwh: Quantity,
+    convention: WaterConvention = ...,
+) -> Quantity: ...
 def water_kl(
     it_energy_mwh: Quantity,
     pue: Quantity,

@@ -12,6 +12,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from accounting.cli import register as register_accounting
 from telemetry.cli import register as register_telemetry
@@ -64,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = app(args=argv, prog_name="wattlog", standalone_mode=False)
     except WattlogError as error:
-        Console(stderr=True, highlight=False).print(f"[bold red]error:[/] {error}")
+        # One line whatever the terminal width; the message is text, not rich markup ("[sites.NAME]").
+        stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+        stderr.print(f"[bold red]error:[/] {escape(str(error))}")
         return 2
     except typer.Exit as done:
         return done.exit_code

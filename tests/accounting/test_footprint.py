@@ -1,0 +1,131 @@
+"""The footprint maths: the paper's formulas exactly, ranges, water conventions, hourly intensity."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from accounting.footprint import (
+    Energy,
+    WaterConvention,
+    co2_t,
+    co2_t_hourly,
+    energy_label,
+    facility_energy_mwh,
+    footprint_for,
+    water_kl,
+)
+from accounting.intensity import ConstantIntensity, HourlySeries
+from accounting.ranges import Range
+from accounting.sites import Site, get_site
+from telemetry.errors import ConfigError
+from telemetry.types import Source
+
+T0 = int(datetime(2026, 1, 1, tzinfo=UTC).timestamp())
+
+
+def test_design_reference_checks() -> None:
+    # DESIGN.md: OLMo 2 7B 131 MWh x 1.2 x 0.332 -> 52 t; 13B 257 x 1.12 x 0.351 -> 101 t, x 3.10 -> 892 kL.
+    assert round(co2_t(131, 1.2, 0.332)) == 52
+    assert round(co2_t(257, 1.12, 0.351)) == 101
+    assert round(water_kl(257, 1.12, 0.0, 3.10)) == 892
+    llama = water_kl(74, 1.1, 0.0, Range(1.29, 4.26))
+    assert isinstance(llama, Range)
+    assert (round(llama.lo), round(llama.hi)) == (105, 347)
+
+
+def test_pue_multiplies_once() -> None:
+    assert facility_energy_mwh(10.0, 1.5) == 15.0
+    assert co2_t(10.0, 1.5, 1.0) == 15.0
+    assert water_kl(10.0, 1.5, 0.0, 1.0) == 15.0
+
+
+def test_water_conventions_differ_only_in_onsite_term() -> None:
+    paper = water_kl(100.0, 1.2, 1.0, 2.0, WaterConvention.PAPER)
+    green = water_kl(100.0, 1.2, 1.0, 2.0, WaterConvention.GREEN_GRID)
+    assert paper == pytest.approx(100 * 1.2 * 3.0)
+    assert green == pytest.approx(100 * 1.0 + 100 * 1.2 * 2.0)
+    # With no on-site water (the paper's sites) both agree.
+    assert water_kl(100.0, 1.2, 0.0, 2.0) == water_kl(100.0, 1.2, 0.0, 2.0, WaterConvention.GREEN_GRID)
+
+
+def test_ranges_propagate_as_min_max() -> None:
+    result = co2_t(Range(9.0, 11.0), Range(1.1, 1.2), Range(0.3, 0.4))
+    assert isinstance(result, Range)
+    assert (result.lo, result.hi) == pytest.approx((9 * 1.1 * 0.3, 11 * 1.2 * 0.4))
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: facility_energy_mwh(1.0, 0.99), "PUE is 0.99, below 1"),
+        (lambda: co2_t(1.0, 1.1, -0.1), "carbon intensity is -0.1"),
+        (lambda: water_kl(1.0, 1.1, -1.0, 0.0), "WUE on-site is -1"),
+        (lambda: water_kl(1.0, 1.1, 0.0, Range(-1.0, 1.0)), "WUE off-site is -1-1"),
+        (lambda: co2_t(-1.0, 1.1, 0.3), "IT energy is -1"),
+    ],
+)
+def test_bad_inputs_are_config_errors(call: object, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        call()  # type: ignore[operator]
+
+
+def test_energy_label() -> None:
+    assert energy_label([Source.SAMPLED, Source.COUNTER, "counter"]) == "counter+sampled"
+    assert energy_label(["published"]) == "published"
+    with pytest.raises(ConfigError, match="energy source label measured"):
+        energy_label(["measured"])
+    with pytest.raises(ConfigError):
+        Energy(it_mwh=1.0, source="guessed")
+
+
+def test_footprint_for_jupiter_reproduces_olmo_2_7b() -> None:
+    fp = footprint_for(Energy(it_mwh=131.0, source="counter"), get_site("jupiter"))
+    assert fp.facility_energy_mwh == pytest.approx(157.2)
+    assert isinstance(fp.co2_t, float) and round(fp.co2_t) == 52
+    assert fp.water_kl == pytest.approx(131 * 1.2 * 1.29)
+    assert fp.wue_l_per_kwh == 1.29
+    assert fp.energy_source == "counter"
+    assert fp.energy_band_mwh == Range.exact(131.0)
+    assert fp.convention is WaterConvention.PAPER
+    assert not fp.hourly
+    assert any("0.332" in note for note in fp.notes)
+
+
+def test_footprint_keeps_band_and_split_and_intensity_override() -> None:
+    energy = Energy(it_mwh=2.0, source="sampled", band_mwh=Range(1.9, 2.1), gpu_mwh=1.5, host_mwh=0.5)
+    fp = footprint_for(energy, get_site("augusta"), intensity=ConstantIntensity(0.5, "contract"))
+    assert fp.co2_t == pytest.approx(2.0 * 1.12 * 0.5)
+    assert fp.energy_band_mwh == Range(1.9, 2.1)
+    assert (fp.gpu_mwh, fp.host_mwh) == (1.5, 0.5)
+    assert "contract" in fp.intensity_label
+
+
+def test_hourly_intensity_weights_each_hours_energy(tmp_path: Path) -> None:
+    path = tmp_path / "grid.csv"
+    path.write_text(f"{T0},0.1\n{T0 + 3600},0.5\n", encoding="utf-8")
+    series = HourlySeries.from_csv(path)
+    by_hour = {T0: 3.0, T0 + 3600: 1.0}
+    # A flat mean (0.3) would give 4 x 0.3 = 1.2 t; hour by hour it is 3 x 0.1 + 1 x 0.5 = 0.8 t.
+    assert co2_t_hourly(by_hour, 1.0, series) == pytest.approx(0.8)
+    site = Site(
+        "lab", pue=1.5, wue_onsite_l_per_kwh=0, wue_offsite_l_per_kwh=1, carbon_intensity_kg_per_kwh=0.9
+    )
+    fp = footprint_for(Energy(it_mwh=4.0, source="counter", by_hour_mwh=by_hour), site, intensity=series)
+    assert fp.hourly
+    assert fp.co2_t == pytest.approx(0.8 * 1.5)
+    assert fp.intensity_kg_per_kwh == pytest.approx(0.2)  # energy-weighted mean
+    assert any(f"hourly intensity from {path}" in note for note in fp.notes)
+
+
+def test_hourly_accepts_datetime_keys_and_needs_energy_by_hour(tmp_path: Path) -> None:
+    path = tmp_path / "grid.csv"
+    path.write_text(f"{T0},0.1\n", encoding="utf-8")
+    series = HourlySeries.from_csv(path)
+    assert co2_t_hourly({datetime(2026, 1, 1): 2.0}, 1.0, series) == pytest.approx(0.2)
+    with pytest.raises(ConfigError, match="needs the run's energy per hour"):
+        footprint_for(Energy(it_mwh=1.0, source="counter"), get_site("world"), intensity=series)
+    with pytest.raises(ConfigError, match="no value for the hour"):
+        co2_t_hourly({T0 + 3600: 1.0}, 1.0, series)

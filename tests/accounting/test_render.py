@@ -1,0 +1,177 @@
+"""Table-19 renderers: columns, rounding as printed, optional GPU/CPU columns, footnotes, escaping."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+
+import pytest
+from rich.console import Console
+from rich.table import Table
+
+from accounting.footprint import Energy, WaterConvention, footprint_for
+from accounting.ranges import Range
+from accounting.render import (
+    TableFormat,
+    TableRow,
+    footnotes,
+    format_figure,
+    render,
+    render_grid,
+    show,
+    table_cells,
+    to_csv,
+    to_html,
+    to_latex,
+    to_markdown,
+    to_rich,
+)
+from accounting.sites import get_site
+
+
+def _run_row(**overrides: object) -> TableRow:
+    fields: dict[str, object] = {
+        "model": "my_run & co",
+        "total_power_mwh": 0.00123,
+        "pue": 1.2,
+        "carbon_intensity_kg_per_kwh": 0.332,
+        "co2_t": Range(0.0004, 0.0006),
+        "wue_l_per_kwh": 1.29,
+        "water_kl": 0.0019,
+        "energy_source": "counter",
+        "energy_band_mwh": Range(0.0012, 0.00126),
+        "convention": WaterConvention.PAPER,
+    }
+    fields.update(overrides)
+    return TableRow(**fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "text"),
+    [
+        ("total_power_mwh", 131.4, "131"),
+        ("total_power_mwh", 0.00123, "0.00123"),
+        ("co2_t", Range(9.6, 10.4), "10"),
+        ("water_kl", Range(105.006, 346.764), "105-347"),
+        ("pue", 1.2, "1.2"),
+        ("pue", 1.12, "1.12"),
+        ("pue", 1.0, "1"),
+        ("carbon_intensity_kg_per_kwh", 0.61, "0.610"),
+        ("wue_l_per_kwh", 3.1, "3.10"),
+        ("wue_l_per_kwh", Range(1.29, 4.26), "1.29-4.26"),
+        ("co2_t", None, "-"),
+    ],
+)
+def test_format_figure_rounds_as_the_paper_prints(column: str, value: object, text: str) -> None:
+    assert format_figure(column, value) == text  # type: ignore[arg-type]
+
+
+def test_columns_follow_table_19_then_source_and_band() -> None:
+    headers, cells = table_cells([_run_row()])
+    assert headers[:7] == [
+        "Model", "Total power (MWh)", "PUE", "Carbon intensity (kg CO2e/kWh)",
+        "Emissions (tCO2eq)", "WUE (L/kWh)", "Water (kL)",
+    ]  # fmt: skip
+    assert headers[7:] == ["Energy source", "Energy band (MWh)"]
+    assert cells[0][1:] == [
+        "0.00123",
+        "1.2",
+        "0.332",
+        "0.0004-0.0006",
+        "1.29",
+        "0.0019",
+        "counter",
+        "0.0012-0.00126",
+    ]
+
+
+def test_gpu_and_cpu_dram_columns_only_when_both_measured() -> None:
+    plain = table_cells([_run_row(gpu_mwh=1.0)])[0]
+    assert "GPU energy (MWh)" not in plain
+    headers, cells = table_cells([_run_row(gpu_mwh=0.0009, host_mwh=0.00033), _run_row(model="other")])
+    assert headers[-2:] == ["GPU energy (MWh)", "CPU+DRAM energy (MWh)"]
+    assert cells[0][-2:] == ["0.0009", "0.00033"]
+    assert cells[1][-2:] == ["-", "-"]
+    assert any("GPUs alone" in n for n in footnotes([_run_row(gpu_mwh=1.0, host_mwh=0.5)]))
+
+
+def test_footnotes_say_what_is_left_out_and_the_convention() -> None:
+    notes = footnotes([_run_row(notes=("hourly intensity from grid.csv",))])
+    text = " ".join(notes)
+    assert "embodied" in text and "inference" in text and "lower bounds" in text
+    assert "OLMo 2 paper's convention" in text
+    assert "my_run & co: hourly intensity from grid.csv" in notes
+    green = " ".join(footnotes([_run_row(convention=WaterConvention.GREEN_GRID)]))
+    assert "Green Grid" in green and "OLMo 2 paper's convention" not in green
+
+
+def test_from_footprint_carries_labels_and_hourly_flag() -> None:
+    fp = footprint_for(
+        Energy(it_mwh=131.0, source="counter+sampled", gpu_mwh=100.0, host_mwh=31.0), get_site("jupiter")
+    )
+    row = TableRow.from_footprint("olmo-run", fp, notes=("role: final",))
+    assert (row.energy_source, row.co2_t, row.convention) == (
+        "counter+sampled",
+        fp.co2_t,
+        WaterConvention.PAPER,
+    )
+    assert row.notes[-1] == "role: final"
+    hourly = dataclasses.replace(row, hourly_intensity=True)
+    assert table_cells([hourly])[1][0][3] == "0.332 (hourly mean)"
+
+
+def test_markdown() -> None:
+    text = to_markdown([_run_row(model="a|b")])
+    lines = text.splitlines()
+    assert lines[0].startswith("| Model | Total power (MWh) |")
+    assert lines[1] == "|---|---:|---:|---:|---:|---:|---:|---|---:|"
+    assert "a\\|b" in lines[2]
+    assert any(line.startswith("- Left out: embodied") for line in lines)
+
+
+def test_latex_escapes_specials() -> None:
+    text = to_latex([_run_row()])
+    assert r"\begin{tabular}{lrrrrrrlr}" in text and r"\toprule" in text and r"\bottomrule" in text
+    assert r"my\_run \& co" in text
+    assert "my_run & co" not in text
+
+
+def test_html_escapes_everything() -> None:
+    text = to_html([_run_row(model="<script>alert(1)</script>")])
+    assert "<script>" not in text
+    assert "&lt;script&gt;" in text
+    assert text.count("<tr>") == 2 and '<ul class="wattlog-notes">' in text
+
+
+def test_csv_parses_with_empty_missing_figures_and_comment_notes() -> None:
+    text = to_csv([_run_row(pue=None)])
+    data = [row for row in csv.reader(io.StringIO(text)) if row and not row[0].startswith("#")]
+    assert data[0][0] == "Model" and data[1][0] == "my_run & co"
+    assert data[1][2] == ""
+    assert any(line.startswith("# Left out") for line in text.splitlines())
+
+
+def test_rich_table_and_show(capsys: pytest.CaptureFixture[str]) -> None:
+    table = to_rich([_run_row()])
+    assert isinstance(table, Table) and len(table.columns) == 9
+    assert "lower bounds" in str(table.caption)
+    show(table, Console(width=250))
+    out = capsys.readouterr().out
+    assert "0.0004-0.0006" in out and "lower bounds" in out
+
+
+@pytest.mark.parametrize("fmt", list(TableFormat))
+def test_render_dispatches_every_format(fmt: TableFormat) -> None:
+    out = render([_run_row()], fmt)
+    if fmt is TableFormat.RICH:
+        assert isinstance(out, Table)
+    else:
+        assert isinstance(out, str) and "0.00123" in out
+
+
+def test_render_rejects_unknown_format_and_grid_renders_text() -> None:
+    with pytest.raises(ValueError):
+        render([_run_row()], "pdf")
+    grid = render_grid(["A", "B"], [["x", "1"]], ["note"], "markdown", right={1})
+    assert grid == "| A | B |\n|---|---:|\n| x | 1 |\n\n- note\n"
