@@ -273,6 +273,8 @@ def start_prometheus(
             f"--storage.tsdb.path={workdir / 'data'}",
             f"--web.listen-address=127.0.0.1:{port}",
             "--web.enable-lifecycle",
+            # Alerts firing before the Alertmanager is discovered (~5 s) are resent after this, not 1 min.
+            "--rules.alert.resend-delay=1s",
             "--log.level=warn",
         ]
 
