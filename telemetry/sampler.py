@@ -103,7 +103,6 @@ class Sampler:
         self._name = name
         self._undiscovered = list(sensors)
         self._devices: list[tuple[Sensor, DeviceInfo]] = []
-        self._lost: set[str] = set()
         self._last_warning_s: dict[str, float] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -127,13 +126,15 @@ class Sampler:
     def tick(self, now_s: float | None = None) -> None:
         """Read every live device once, stamping readings with `now_s` (default: clock now)."""
         now_s = self._clock.monotonic() if now_s is None else now_s
-        for sensor, device in self._live_devices(now_s):
+        if self._undiscovered:
+            self._discover(now_s)
+        for sensor, device in tuple(self._devices):  # a copy: a lost device is removed mid-loop
             self._reads += 1
             try:
                 self._sink.add(sensor.read(device, now_s))
             except DeviceLost as e:
                 self._errors += 1
-                self._lost.add(device.uuid)
+                self._devices.remove((sensor, device))
                 logger.warning("device %s lost, no longer read: %s", device.uuid, e)
                 self._sink.record_failure(device.uuid, now_s, str(e), True)
             except Exception as e:  # a sensor must never kill the loop: the gap is recorded
@@ -220,7 +221,7 @@ class Sampler:
                 k += skipped
             self._cpu_s = time.thread_time() - cpu0_s
 
-    def _live_devices(self, now_s: float) -> list[tuple[Sensor, DeviceInfo]]:
+    def _discover(self, now_s: float) -> None:
         for sensor in list(self._undiscovered):
             try:
                 self._devices.extend((sensor, d) for d in sensor.devices())
@@ -228,7 +229,6 @@ class Sampler:
             except Exception as e:  # a broken backend must not stop the others; retried next tick
                 self._errors += 1
                 self._warn(type(sensor).__name__, now_s, e)
-        return [(s, d) for s, d in self._devices if d.uuid not in self._lost]
 
     def _record_lateness(self, lateness_s: float) -> None:
         with self._lock:
