@@ -2,6 +2,7 @@
 
     wattlog agent --seconds 5                      # sample this machine for 5 s
     wattlog agent --port 0 -- python train.py      # measure while the command runs
+    wattlog agent --jsonl energy.jsonl -- ./job.sh # and keep every flush interval in a file
 
 It prints where metrics are served, runs until the time is up, the command
 exits (its exit code becomes ours), or Ctrl-C/SIGTERM, then prints one row per
@@ -20,6 +21,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import FrameType
 from typing import Annotated
 
@@ -31,6 +33,7 @@ from telemetry.agent import Agent, AgentConfig
 from telemetry.errors import ConfigError
 from telemetry.sampler import SamplerStats
 from telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+from telemetry.sinks import JsonlSink
 from telemetry.types import DeviceEnergy
 
 COMMAND_NOT_FOUND = 127
@@ -56,6 +59,9 @@ def agent(
     push: Annotated[
         str | None, typer.Option(help="Pushgateway URL to push to at each flush and at the end.")
     ] = None,
+    jsonl: Annotated[
+        Path | None, typer.Option(help="Append each flush's energy rows and gaps to this JSON Lines file.")
+    ] = None,
 ) -> int:
     """Run the measuring agent (sidecar mode): sample, serve metrics, print what was measured."""
     if seconds is not None and seconds <= 0:
@@ -73,7 +79,7 @@ def agent(
     if command and not _runnable(command[0]):
         Console(stderr=True, highlight=False).print(f"wattlog agent: command not found: {command[0]}")
         return COMMAND_NOT_FOUND
-    runner = Agent(config, extra_sensors=extra)
+    runner = Agent(config, extra_sensors=extra, sinks=[JsonlSink(jsonl)] if jsonl is not None else [])
     code = 0
     with _stop_on_sigterm():
         try:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Sequence
-from typing import Protocol
+from dataclasses import asdict
+from pathlib import Path
+from typing import IO, Protocol
 
 from telemetry.types import EnergyInterval, Gap
 
@@ -23,3 +27,36 @@ class IntervalSink(Protocol):
     def close(self) -> None:
         """Flush and release resources."""
         ...
+
+
+class JsonlSink:
+    """Appends each flush's rows to a JSON Lines file (for `wattlog agent --jsonl`, no database needed).
+
+    One object per line: ``{"type": "interval", ...EnergyInterval fields}`` or
+    ``{"type": "gap", ...Gap fields}``; every interval carries its source label.
+    Each write is flushed and fsynced, so a killed run keeps every finished interval.
+
+    Args:
+        path: The file; created (with its folder) on the first write, appended to after.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._file: IO[str] | None = None
+
+    def write(self, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
+        """Append the rows and make them durable."""
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("a", encoding="utf-8")
+        lines = [json.dumps({"type": "interval", **asdict(row)}) for row in intervals]
+        lines += [json.dumps({"type": "gap", **asdict(gap)}) for gap in gaps]
+        self._file.write("".join(line + "\n" for line in lines))
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +69,27 @@ def test_sigterm_stops_cleanly_and_still_reports() -> None:
             child.wait()
     assert child.returncode == 130
     assert "GPU-sim-0000" in out and "sampler:" in out
+
+
+def test_jsonl_keeps_every_joule_with_its_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "energy.jsonl"
+    argv = [
+        "agent",
+        "--seconds",
+        "0.5",
+        "--port",
+        "-1",
+        "--simulate",
+        "1",
+        "--flush-s",
+        "0.1",
+        "--jsonl",
+        str(path),
+    ]
+    assert main(argv) == 0
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    gpu = [r for r in rows if r["type"] == "interval" and r["device"] == "GPU-sim-0000"]
+    assert len(gpu) >= 2 and all(r["source"] == "simulated" for r in gpu)
+    assert sum(r["energy_j"] for r in gpu) > 0
+    assert {r["source"] for r in rows if r["type"] == "interval"} == {"simulated", "estimated"}
+    capsys.readouterr()
