@@ -120,8 +120,8 @@ class Agent:
     Args:
         config: Settings.
         sensors: Backends to read; None discovers the machine's (NVML, powercap, estimate).
-        extra_sensors: Added to the discovered ones (e.g. simulated GPUs); ignored when `sensors` is given.
             Sensors passed in are closed by the agent at close(), like discovered ones.
+        extra_sensors: Added to the discovered ones (e.g. simulated GPUs); ignored when `sensors` is given.
         sinks: Receive each flush interval's energy rows and gaps (the ledger, a file).
         clock: Time source for the sampler and integrator.
         registry: Registry to publish into; None creates the agent's own.
