@@ -11,9 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
@@ -23,6 +21,9 @@ from telemetry.errors import LedgerError
 ENV_VAR = "WATTLOG_DB"
 DEFAULT_URL = "sqlite:///wattlog.db"
 MIGRATIONS = Path(__file__).with_name("migrations")
+HEAD_REVISION = "0002"
+"""The newest migration (a test keeps it in step with migrations/versions); a ledger already
+there skips importing Alembic, which keeps read-only commands quick."""
 
 
 def resolve_url(url: str | None = None) -> str:
@@ -71,24 +72,37 @@ def make_engine(url: str | None = None, *, migrate: bool = True, create: bool = 
         try:
             engine = create_engine(parsed, pool_pre_ping=True)
         except ModuleNotFoundError as error:
-            raise LedgerError(
-                f"no driver for {backend} ({error.name}): pip install 'wattlog[pg]'"
-            ) from error
+            raise LedgerError(f"no driver for {backend} ({error.name}): pip install 'wattlog[pg]'") from error
         except (ArgumentError, SQLAlchemyError) as error:
             raise LedgerError(f"cannot use ledger {where}: {_first_line(error)}") from error
     try:
         with engine.begin() as connection:
-            if migrate:
-                config = Config()
-                config.set_main_option("script_location", str(MIGRATIONS))
-                config.attributes["connection"] = connection
-                command.upgrade(config, "head")
+            if migrate and _revision(connection) != HEAD_REVISION:
+                upgrade(connection)
     except SQLAlchemyError as error:
         engine.dispose()
         raise LedgerError(
             f"cannot open ledger {where}: {_first_line(error)} (check --db or ${ENV_VAR})"
         ) from error
     return engine
+
+
+def upgrade(connection: Connection, revision: str = "head") -> None:
+    """Run the Alembic migrations up to `revision` on an open connection (inside its transaction)."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    command.upgrade(config, revision)
+
+
+def _revision(connection: Connection) -> str | None:
+    """The ledger's schema revision, None for an empty database."""
+    if not inspect(connection).has_table("alembic_version"):
+        return None
+    return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
 def _sqlite_engine(database: str, create: bool) -> Engine:

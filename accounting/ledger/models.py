@@ -115,6 +115,26 @@ class EnergyRecord(SQLModel, table=True):
     high_j: float
 
 
+class EnergyRollup(SQLModel, table=True):
+    """Running total of one device's energy in one run, kept in the same transaction as its records.
+
+    A rollup, so a table of a 1,024-GPU month reads 1,280 rows rather than
+    summing a million; `Ledger.rebuild_totals` recomputes it from the records.
+    """
+
+    __tablename__ = "energy_total"
+
+    run_id: int = Field(foreign_key="run.id", primary_key=True)
+    host: str = Field(primary_key=True, max_length=200)
+    device: str = Field(primary_key=True, max_length=200)
+    kind: str = Field(primary_key=True, max_length=20)
+    source: str = Field(primary_key=True, max_length=20)
+    energy_j: float
+    low_j: float
+    high_j: float
+    records: int  # raw rows added (compaction leaves it alone)
+
+
 class GapRecord(SQLModel, table=True):
     """A stretch in which a device was not measured; never filled in."""
 
@@ -169,4 +189,4 @@ class IntensityPoint(SQLModel, table=True):
     source: str = Field(default="", max_length=500)
 
 
-TABLES = (Project, Run, EnergyRecord, GapRecord, Event, SiteRecord, IntensityPoint)
+TABLES = (Project, Run, EnergyRecord, EnergyRollup, GapRecord, Event, SiteRecord, IntensityPoint)

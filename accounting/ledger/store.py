@@ -25,6 +25,7 @@ from sqlmodel import col
 
 from accounting.ledger.models import (
     EnergyRecord,
+    EnergyRollup,
     Event,
     GapRecord,
     Project,
@@ -41,6 +42,8 @@ from telemetry.types import EnergyInterval, Gap
 logger = logging.getLogger(__name__)
 _E = TypeVar("_E", Role, Status)
 _ENERGY = cast(Table, EnergyRecord.__table__)  # type: ignore[attr-defined]
+_ROLLUP = cast(Table, EnergyRollup.__table__)  # type: ignore[attr-defined]
+_KEY = ("run_id", "host", "device", "kind", "source")
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +245,7 @@ class Ledger:
             run_id = self._id(session, run)
             if intervals:
                 session.execute(insert(_ENERGY), [_energy_row(run_id, row) for row in intervals])
+                _add_to_rollup(session, run_id, intervals)
             if gaps:
                 session.execute(
                     insert(GapRecord),
@@ -300,26 +304,43 @@ class Ledger:
             return list(session.execute(query).scalars())
 
     def energy_totals(self, run: int | str) -> list[EnergyTotal]:
-        """A run's IT energy per (host, device, kind, source), raw and hourly rows together."""
-        e = _ENERGY.c
+        """A run's IT energy per (host, device, kind, source), from the rollup kept with every write."""
+        r = _ROLLUP.c
         with self._transaction("read energy") as session:
             run_id = self._id(session, run)
             query = (
-                select(
-                    e.host,
-                    e.device,
-                    e.kind,
-                    e.source,
-                    func.sum(e.energy_j),
-                    func.sum(e.low_j),
-                    func.sum(e.high_j),
-                    func.count(),
-                )
-                .where(e.run_id == run_id)
-                .group_by(e.host, e.device, e.kind, e.source)
-                .order_by(e.host, e.kind, e.device)
+                select(r.host, r.device, r.kind, r.source, r.energy_j, r.low_j, r.high_j, r.records)
+                .where(r.run_id == run_id)
+                .order_by(r.host, r.kind, r.device, r.source)
             )
             return [EnergyTotal(run_id, *row) for row in session.execute(query)]
+
+    def rebuild_totals(self, run: int | str | None = None) -> int:
+        """Recompute the rollup from the energy records (after bulk loads or repairs); returns rows.
+
+        Args:
+            run: One run's id or name; None rebuilds every run.
+        """
+        e = _ENERGY.c
+        with self._transaction("rebuild energy totals") as session:
+            query = select(
+                *(e[k] for k in _KEY),
+                func.sum(e.energy_j),
+                func.sum(e.low_j),
+                func.sum(e.high_j),
+                func.count(),
+            ).group_by(*(e[k] for k in _KEY))
+            wipe = delete(_ROLLUP)
+            if run is not None:
+                run_id = self._id(session, run)
+                query = query.where(e.run_id == run_id)
+                wipe = wipe.where(_ROLLUP.c.run_id == run_id)
+            session.execute(wipe)
+            columns = [*_KEY, "energy_j", "low_j", "high_j", "records"]
+            rows = [dict(zip(columns, row, strict=True)) for row in session.execute(query)]
+            if rows:
+                session.execute(insert(_ROLLUP), rows)
+            return len(rows)
 
     def energy_by_hour(
         self,
@@ -417,6 +438,45 @@ def _check_interval(row: EnergyInterval) -> None:
         )
     if not row.end_s >= row.start_s:
         raise ConfigError(f"interval of {row.device} ends before it starts ({row.start_s} > {row.end_s})")
+
+
+def _add_to_rollup(session: Session, run_id: int, intervals: Sequence[EnergyInterval]) -> None:
+    """Add a flush's energy to the per-device totals with one upsert (SQLite and PostgreSQL)."""
+    sums: dict[tuple[str, str, str, str], list[float]] = {}
+    for row in intervals:
+        acc = sums.setdefault((row.host, row.device, str(row.kind), str(row.source)), [0.0, 0.0, 0.0, 0])
+        acc[0] += row.energy_j
+        acc[1] += row.low_j
+        acc[2] += row.high_j
+        acc[3] += 1
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as upsert
+    elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as upsert  # type: ignore[assignment]
+    else:
+        raise LedgerError(f"the ledger supports SQLite and PostgreSQL, not {dialect}")
+    values = [
+        {
+            "run_id": run_id,
+            "host": h,
+            "device": d,
+            "kind": k,
+            "source": s,
+            "energy_j": a[0],
+            "low_j": a[1],
+            "high_j": a[2],
+            "records": int(a[3]),
+        }
+        for (h, d, k, s), a in sums.items()
+    ]
+    statement = upsert(_ROLLUP).values(values)
+    new = statement.excluded
+    statement = statement.on_conflict_do_update(
+        index_elements=list(_KEY),
+        set_={name: _ROLLUP.c[name] + new[name] for name in ("energy_j", "low_j", "high_j", "records")},
+    )
+    session.execute(statement)
 
 
 def _energy_row(run_id: int | None, row: EnergyInterval) -> dict[str, Any]:

@@ -81,3 +81,44 @@ def test_read_only_open_of_a_missing_file_creates_nothing(tmp_path) -> None:
     with pytest.raises(LedgerError, match="no ledger at .*missing.db: pass --db"):
         make_engine(f"sqlite:///{tmp_path / 'missing.db'}", create=False)
     assert not (tmp_path / "missing.db").exists()
+
+
+def test_upgrading_from_0001_backfills_the_totals(tmp_path) -> None:
+    from sqlalchemy import text
+
+    from accounting.ledger import Ledger
+    from accounting.ledger.engine import upgrade
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = make_engine(url, migrate=False)
+    with engine.begin() as connection:
+        upgrade(connection, "0001")
+        connection.execute(text("INSERT INTO project (id, name, created_s) VALUES (1, 'p', 0)"))
+        connection.execute(
+            text(
+                "INSERT INTO run (id, name, role, model, site, host, project_id, start_s, status, restarts, "
+                "config) VALUES (1, 'r', 'final', '', '', '', 1, 0, 'running', 0, '{}')"
+            )
+        )
+        for energy in (10.0, 32.0):
+            connection.execute(
+                text(
+                    "INSERT INTO energy_record (run_id, host, device, kind, source, resolution, hour, "
+                    "start_s, end_s, energy_j, low_j, high_j) VALUES "
+                    f"(1, 'n', 'g', 'gpu', 'counter', 'raw', 0, 0, 10, {energy}, {energy}, {energy})"
+                )
+            )
+    engine.dispose()
+    [total] = Ledger(make_engine(url)).energy_totals("r")
+    assert (total.energy_j, total.rows) == (42.0, 2)
+
+
+def test_head_revision_constant_is_the_newest_migration() -> None:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from accounting.ledger.engine import HEAD_REVISION, MIGRATIONS
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    assert ScriptDirectory.from_config(config).get_current_head() == HEAD_REVISION

@@ -137,6 +137,7 @@ def test_a_failure_mid_batch_writes_nothing(ledger: Ledger) -> None:
     finally:
         event.remove(ledger.engine, "before_cursor_execute", fail_on_gaps)
     assert count(ledger, EnergyRecord) == 0 and count(ledger, GapRecord) == 0
+    assert ledger.energy_totals(run.id) == []
     ledger.record_intervals(run.id, [interval("gpu0", T0, 5.0)], [Gap("node0", "gpu2", T0, T0 + 10, "lost")])
     assert count(ledger, EnergyRecord) == 1 and count(ledger, GapRecord) == 1
 
@@ -258,3 +259,29 @@ def test_energy_by_hour_filters_kinds_and_hosts(ledger: Ledger) -> None:
         (2, "gpu", 4.0),
     ]
     assert [h.kind for h in ledger.energy_by_hour(run.id, exclude_hosts=["node0"])] == ["node"]
+
+
+def test_rollup_matches_the_records_and_survives_rebuild(ledger: Ledger) -> None:
+    run = ledger.start_run("r")
+    other = ledger.start_run("other")
+    for i in range(50):
+        ledger.record_intervals(
+            run.id,
+            [
+                interval("gpu0", 3600.0 * 1000 + 10 * i, 1.5 + i),
+                interval("gpu0", 3600.0 * 1000 + 10 * i, 0.5),
+            ],
+        )  # same key twice
+        ledger.record_intervals(other.id, [interval("gpu9", 3600.0 * 1000 + 10 * i, 7.0)])
+    with Session(ledger.engine) as session:
+        truth = session.execute(
+            select(func.sum(EnergyRecord.energy_j)).where(EnergyRecord.run_id == run.id)
+        ).scalar()
+    [total] = ledger.energy_totals(run.id)
+    assert total.energy_j == pytest.approx(truth) and total.rows == 100
+    ledger.compact_hourly(0, now_s=3600.0 * 1010)
+    assert ledger.energy_totals(run.id) == [total]
+    assert ledger.rebuild_totals(run.id) == 1
+    [rebuilt] = ledger.energy_totals(run.id)
+    assert rebuilt.energy_j == pytest.approx(truth) and rebuilt.rows == 1  # one hourly row now
+    assert ledger.energy_totals(other.id)[0].energy_j == pytest.approx(350.0)
