@@ -64,14 +64,23 @@ def energy_from_devices(
     )
 
 
-def ledger_energy(ledger: Ledger, run: int | str) -> Energy | None:
-    """A run's IT energy from the ledger, with its energy per hour (rows bucketed by their start hour)."""
+def ledger_energy(ledger: Ledger, run: int | str, *, by_hour: bool = True) -> Energy | None:
+    """A run's IT energy from the ledger.
+
+    Args:
+        ledger: The ledger.
+        run: The run's id or name.
+        by_hour: Also read its energy per hour (rows bucketed by their start hour), which an
+            hourly intensity needs; a constant intensity doesn't, and this is the slow query.
+    """
     totals = [
         DeviceTotal(t.host, t.device, t.kind, t.source, t.energy_j, t.low_j, t.high_j)
         for t in ledger.energy_totals(run)
     ]
     metered = sorted({t.host for t in totals if t.kind == Kind.NODE})
-    by_hour: dict[int, float] = {}
+    if not by_hour:
+        return energy_from_devices(totals)
+    hours: dict[int, float] = {}
     parts: Sequence[tuple[list[str] | None, Sequence[str]]] = (
         [
             ([Kind.NODE.value], ()),
@@ -83,8 +92,8 @@ def ledger_energy(ledger: Ledger, run: int | str) -> Energy | None:
     for kinds, exclude in parts:
         for hour in ledger.energy_by_hour(run, kinds=kinds, exclude_hosts=exclude):
             start_s = hour.hour * HOUR_S
-            by_hour[start_s] = by_hour.get(start_s, 0.0) + j_to_mwh(hour.energy_j)
-    return energy_from_devices(totals, dict(sorted(by_hour.items())))
+            hours[start_s] = hours.get(start_s, 0.0) + j_to_mwh(hour.energy_j)
+    return energy_from_devices(totals, dict(sorted(hours.items())))
 
 
 def add_energy(energies: Iterable[Energy]) -> Energy | None:

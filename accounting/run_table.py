@@ -53,7 +53,11 @@ def run_footprint(ledger: Ledger, run: Run, options: TableOptions) -> Footprint 
             f"run {run.name!r} was recorded without a site: pass --site NAME (see `wattlog sites`)"
         )
     site = get_site(site_name, options.catalog)
-    energy = _prometheus_energy(run, options) if options.prometheus_url else ledger_energy(ledger, run.name)
+    hourly = options.intensity is not None and options.intensity.constant_kg_per_kwh is None
+    if options.prometheus_url:
+        energy = _prometheus_energy(run, options)
+    else:
+        energy = ledger_energy(ledger, run.name, by_hour=hourly)
     if energy is None:
         return None
     return footprint_for(energy, site, intensity=options.intensity, convention=options.convention)

@@ -159,16 +159,24 @@ def main() -> None:
             "scale-final",
             "--db",
             url,
+            "--format",
+            "markdown",
         ]
-        for attempt in ("1st", "2nd"):
+        series = folder / "intensity.csv"
+        series.write_text(
+            "".join(f"{int(T0) + 3600 * h},{0.2 + 0.2 * (h % 24) / 23:.4f}\n" for h in range(args.days * 24))
+        )
+        for attempt, extra in (("1st", []), ("2nd", []), ("hourly intensity", ["--intensity", str(series)])):
             t = time.perf_counter()
-            result = subprocess.run(command, capture_output=True, text=True, check=False)
+            result = subprocess.run([*command, *extra], capture_output=True, text=True, check=False)
             seconds = time.perf_counter() - t
             print(
-                f"`wattlog table scale-final --db {url}` ({attempt} run): {seconds:.2f} s, "
+                f"`wattlog table scale-final --db {url} {' '.join(extra)}` ({attempt}): {seconds:.2f} s, "
                 f"exit {result.returncode}"
             )
-        print(result.stdout[-3000:] or result.stderr[-2000:])
+            if result.returncode:
+                print(result.stderr[-2000:])
+        print(result.stdout[-3000:])
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)
