@@ -25,6 +25,7 @@ def register(app: typer.Typer) -> None:
     webhook.command("serve")(serve)
     webhook.command("send")(send)
     app.add_typer(webhook)
+    app.command("report")(report)
 
 
 def build(check: bool = typer.Option(False, "--check", help="Exit 1 if the committed JSON is stale.")) -> int:
@@ -114,3 +115,45 @@ def send(
     for event in events:
         notifier.send(event)
     print(f"sent {len(events)} events of run {run}")
+
+
+def streamlit_command(host: str, port: int) -> list[str]:
+    """The `streamlit run` command line of the carbon report (headless, no usage statistics)."""
+    import sys
+    from pathlib import Path
+
+    app = Path(__file__).parent / "report" / "app.py"
+    return [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app),
+        "--server.address",
+        host,
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
+
+
+def report(
+    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    port: int = typer.Option(8501, help="Port of the report."),
+    host: str = typer.Option("127.0.0.1", help="Address to serve on (loopback unless you mean to share it)."),
+) -> int:
+    """Serve the carbon report (Streamlit) on the ledger: http://HOST:PORT."""
+    import os
+    import subprocess
+
+    from accounting.ledger import ENV_VAR, describe_url
+
+    env = {**os.environ, ENV_VAR: db} if db else dict(os.environ)
+    print(f"carbon report of {describe_url(db)} on http://{host}:{port} (Ctrl-C stops)", flush=True)
+    try:
+        return subprocess.call(streamlit_command(host, port), env=env)
+    except KeyboardInterrupt:
+        return 0

@@ -1,0 +1,176 @@
+"""wattlog's carbon report, a Streamlit page: `wattlog report` (or `streamlit run dashboards/report/app.py`).
+
+Reads the ledger named by $WATTLOG_DB (the CLI sets it from --db) through accounting,
+read-only. Pick a run (or open ?run=NAME): headline energy, CO2 and water with the
+energy's source; Table 19 with the run beside the paper's rows (download as CSV,
+Markdown, LaTeX); power and cumulative energy over time with the run's events;
+the energy by device kind and by use; the events.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from accounting.ledger import Ledger, describe_url, make_engine, resolve_url
+from accounting.render import footnotes, format_figure
+from dashboards.report.data import RunReport, load_report
+from telemetry.errors import WattlogError
+
+SOURCE_NOTES = {
+    "counter": "differences of hardware energy counters",
+    "sampled": "integrated from power readings",
+    "estimated": "a utilisation x TDP model: no sensor, an estimate",
+    "simulated": "the simulated device: never a measurement",
+}
+
+
+@st.cache_resource
+def open_ledger(url: str) -> Ledger:
+    """One read-only ledger per server process (a typo'd path creates nothing)."""
+    return Ledger(make_engine(url, create=False))
+
+
+def headline(report: RunReport) -> None:
+    """Energy, CO2 and water of the run, each with the energy's source."""
+    fp = report.footprint
+    if fp is None:
+        st.info("This run recorded no energy yet.")
+        return
+    energy, co2, water = st.columns(3)
+    energy.metric(
+        "Energy (MWh)",
+        format_figure("total_power_mwh", fp.it_energy_mwh),
+        help=f"IT energy as measured; facility energy = x PUE {format_figure('pue', fp.pue)}",
+    )
+    co2.metric(
+        "Emissions (tCO2eq)",
+        format_figure("co2_t", fp.co2_t),
+        help=f"MWh x PUE x {format_figure('carbon_intensity_kg_per_kwh', fp.intensity_kg_per_kwh)} "
+        f"kg/kWh ({fp.intensity_label})",
+    )
+    water.metric(
+        "Water (kL)",
+        format_figure("water_kl", fp.water_kl),
+        help=f"MWh x PUE x WUE {format_figure('wue_l_per_kwh', fp.wue_l_per_kwh)} L/kWh",
+    )
+    parts = [f"`{s}` ({SOURCE_NOTES.get(s, s)})" for s in fp.energy_source.split("+")]
+    st.markdown(
+        f"**Energy source:** {', '.join(parts)} · band {format_figure('total_power_mwh', fp.energy_band_mwh)}"
+        f" MWh · site `{fp.site}`"
+    )
+    if {"simulated", "estimated"} & set(fp.energy_source.split("+")):
+        st.warning(
+            "This energy was not measured by a hardware sensor: read it as "
+            f"{fp.energy_source}, not as a measurement."
+        )
+
+
+def table19(report: RunReport) -> None:
+    """The run's row beside the reference rows, with downloads."""
+    st.subheader("Table 19: this run beside the OLMo 2 paper's rows")
+    st.dataframe(report.table(), hide_index=True, width="stretch")
+    for note in footnotes(report.rows):
+        st.caption(note)
+    for column, (name, (text, mime)) in zip(st.columns(3), report.downloads().items(), strict=True):
+        column.download_button(f"Download {name.rsplit('.', 1)[1].upper()}", text, file_name=name, mime=mime)
+
+
+def timeline(report: RunReport) -> None:
+    """Power and cumulative energy over time, the run's events as vertical rules."""
+    st.subheader("Power and energy over time")
+    if report.power.empty:
+        st.info("No energy rows recorded.")
+        return
+    rules = (
+        alt.Chart(report.events)
+        .mark_rule(color="firebrick", strokeDash=[4, 3])
+        .encode(x="time:T", tooltip=["time:T", "kind:N", "detail:N"])
+    )
+    power = (
+        alt.Chart(report.power)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("time:T", title="time (UTC)"), y=alt.Y("power_w:Q", title="power (W)"), color="kind:N"
+        )
+    )
+    cumulative = (
+        alt.Chart(report.cumulative)
+        .mark_area(opacity=0.5)
+        .encode(x=alt.X("time:T", title="time (UTC)"), y=alt.Y("energy_kwh:Q", title="IT energy (kWh)"))
+    )
+    left, right = st.columns(2)
+    left.altair_chart(power + rules, width="stretch")
+    right.altair_chart(cumulative + rules, width="stretch")
+
+
+def breakdown(report: RunReport) -> None:
+    """Energy by device kind and by use."""
+    st.subheader("Where the energy went")
+    if report.by_kind.empty:
+        return
+    left, right = st.columns(2)
+    left.altair_chart(
+        alt.Chart(report.by_kind)
+        .mark_bar()
+        .encode(
+            x=alt.X("energy_kwh:Q", title="kWh"),
+            y=alt.Y("kind:N", title="device kind"),
+            color="source:N",
+            tooltip=["kind", "source", "energy_kwh"],
+        ),
+        width="stretch",
+    )
+    left.caption("By device kind, coloured by source label.")
+    right.altair_chart(
+        alt.Chart(report.by_use)
+        .mark_bar()
+        .encode(
+            x=alt.X("energy_kwh:Q", title="kWh"),
+            y=alt.Y("use:N", title="use", sort=None),
+            tooltip=["use", "energy_kwh", alt.Tooltip("share:Q", format=".1%")],
+        ),
+        width="stretch",
+    )
+    right.caption(f"By use (productive, lost work, health checks, idle); energy source: {report.use_source}.")
+
+
+def main() -> None:
+    """Draw the page."""
+    st.set_page_config(page_title="wattlog carbon report", layout="wide")
+    url = resolve_url(None)  # $WATTLOG_DB or the default, as every wattlog command; also the cache key
+    try:
+        ledger = open_ledger(url)
+        runs = ledger.runs()
+    except WattlogError as error:
+        st.error(str(error))
+        st.stop()
+    if not runs:
+        st.info(f"No runs in the ledger {describe_url(url)} yet: run `wattlog demo` first.")
+        st.stop()
+    names = [r.name for r in runs]
+    wanted = st.query_params.get("run", names[-1])
+    run = st.sidebar.selectbox("Run", names, index=names.index(wanted) if wanted in names else len(names) - 1)
+    st.sidebar.caption(f"Ledger: {describe_url(url)}")
+    try:
+        report = load_report(ledger, run)
+    except WattlogError as error:
+        st.error(str(error))
+        st.stop()
+    r = report.run
+    st.title(f"Carbon report: {r.name}")
+    end = pd.to_datetime(r.end_s, unit="s", utc=True) if r.end_s else "still running"
+    st.caption(
+        f"model {r.model or '-'} · site {r.site or '-'} · {r.status} · "
+        f"{pd.to_datetime(r.start_s, unit='s', utc=True)} to {end} · restarts {r.restarts}"
+    )
+    headline(report)
+    table19(report)
+    timeline(report)
+    breakdown(report)
+    st.subheader("Events")
+    st.dataframe(report.events, hide_index=True, width="stretch")
+
+
+main()

@@ -1,0 +1,171 @@
+"""What the carbon report shows, read from the ledger through accounting (no Streamlit here).
+
+A run's footprint and its Table-19 row come from accounting.run_table (the same
+numbers `wattlog table` prints), the reference rows from accounting.reference,
+the downloads from accounting.render. The split by use (productive, lost work,
+health checks, idle) is trainer.split's, which reads only the ledger.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from accounting.reference import reference_table_rows
+from accounting.render import TableRow, table_cells, to_csv, to_latex, to_markdown
+from accounting.run_table import TableOptions, run_footprint, run_row
+from accounting.sites import site_catalog
+from telemetry.types import Kind
+from trainer.split import energy_rows, energy_split
+
+if TYPE_CHECKING:
+    from accounting.footprint import Footprint
+    from accounting.ledger import Ledger, Run
+
+USE_LABELS = {
+    "productive": "productive",
+    "lost_work": "lost work",
+    "health_check": "health checks",
+    "idle": "idle",
+}
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """Everything the page shows for one run.
+
+    Attributes:
+        run: The ledger's run.
+        footprint: Energy, CO2 and water (None when no energy was recorded).
+        rows: The run's Table-19 row first, then the paper's reference rows.
+        power: Columns time (UTC), kind, power_w: mean power of each kind per flush interval.
+        cumulative: Columns time (UTC), energy_kwh: cumulative IT energy.
+        by_kind: Columns kind, source, energy_kwh.
+        by_use: Columns use, energy_kwh, share.
+        use_source: Source label of the energy split by use.
+        events: Columns time (UTC), kind, category, step, detail.
+    """
+
+    run: Run
+    footprint: Footprint | None
+    rows: list[TableRow]
+    power: pd.DataFrame
+    cumulative: pd.DataFrame
+    by_kind: pd.DataFrame
+    by_use: pd.DataFrame
+    use_source: str
+    events: pd.DataFrame
+
+    def table(self) -> pd.DataFrame:
+        """Table 19 as shown on the page (formatted like every other wattlog table)."""
+        headers, cells = table_cells(self.rows)
+        return pd.DataFrame(cells, columns=headers)
+
+    def downloads(self) -> dict[str, tuple[str, str]]:
+        """File name -> (text, MIME type) for CSV, Markdown and LaTeX."""
+        stem = f"wattlog-{self.run.name}"
+        return {
+            f"{stem}.csv": (to_csv(self.rows), "text/csv"),
+            f"{stem}.md": (to_markdown(self.rows), "text/markdown"),
+            f"{stem}.tex": (to_latex(self.rows), "application/x-tex"),
+        }
+
+
+def _utc(seconds: pd.Series) -> pd.Series:
+    return pd.to_datetime(seconds, unit="s", utc=True)
+
+
+def _energy_frames(records: list[Any]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Power per kind, cumulative IT energy and energy per kind from the ledger's energy rows."""
+    if not records:
+        empty = pd.DataFrame
+        return (
+            empty(columns=["time", "kind", "power_w"]),
+            empty(columns=["time", "energy_kwh"]),
+            empty(columns=["kind", "source", "energy_kwh"]),
+        )
+    rows = pd.DataFrame(
+        [
+            {
+                "host": r.host,
+                "kind": r.kind,
+                "source": r.source,
+                "start_s": r.start_s,
+                "end_s": r.end_s,
+                "energy_j": r.energy_j,
+            }
+            for r in records
+        ]
+    )
+    by_interval = rows.groupby(["start_s", "end_s", "kind"], as_index=False)["energy_j"].sum()
+    by_interval["power_w"] = by_interval["energy_j"] / (by_interval["end_s"] - by_interval["start_s"]).clip(
+        lower=1e-9
+    )
+    by_interval["time"] = _utc(by_interval["end_s"])
+    # A whole-node meter already includes its host's GPUs, CPU and DRAM: count those hosts once.
+    metered = set(rows.loc[rows["kind"] == Kind.NODE.value, "host"])
+    it = rows[~(rows["host"].isin(metered) & (rows["kind"] != Kind.NODE.value))]
+    per_end = it.groupby("end_s", as_index=False)["energy_j"].sum().sort_values("end_s")
+    cumulative = pd.DataFrame(
+        {"time": _utc(per_end["end_s"]), "energy_kwh": per_end["energy_j"].cumsum() / 3.6e6}
+    )
+    kinds = rows.groupby(["kind", "source"], as_index=False)["energy_j"].sum()
+    kinds["energy_kwh"] = kinds.pop("energy_j") / 3.6e6
+    return by_interval[["time", "kind", "power_w"]], cumulative, kinds
+
+
+def _events_frame(events: list[Any]) -> pd.DataFrame:
+    """The run's events, less the per-flush `progress` bookkeeping (one per flush would drown the rest)."""
+    rows = []
+    for e in events:
+        if e.kind == "progress":
+            continue
+        payload = e.payload or {}
+        detail = (
+            payload.get("message")
+            or payload.get("annotations", {}).get("summary")
+            or payload.get("alertname", "")
+        )
+        rows.append(
+            {"time": e.time_s, "kind": e.kind, "category": e.category, "step": e.step, "detail": detail}
+        )
+    frame = pd.DataFrame(rows, columns=["time", "kind", "category", "step", "detail"])
+    frame["time"] = _utc(frame["time"])
+    return frame
+
+
+def load_report(ledger: Ledger, run: str, options: TableOptions | None = None) -> RunReport:
+    """Read one run's report from the ledger.
+
+    Args:
+        ledger: The ledger.
+        run: Run name or id.
+        options: How runs become rows (default: the built-in site catalog).
+
+    Raises:
+        LedgerError: No such run or the database fails.
+        ConfigError: The run's site is unknown.
+    """
+    options = options or TableOptions(catalog=site_catalog())
+    row = ledger.get_run(run)
+    power, cumulative, by_kind = _energy_frames(list(energy_rows(ledger, row.id or 0)))
+    split = energy_split(ledger, row.id or 0)
+    by_use = pd.DataFrame(
+        [
+            {"use": USE_LABELS[str(use)], "energy_kwh": joules / 3.6e6, "share": split.share(use)}
+            for use, joules in split.joules.items()
+        ]
+    )
+    return RunReport(
+        run=row,
+        footprint=run_footprint(ledger, row, options),
+        rows=[run_row(ledger, row, options), *reference_table_rows(table19_only=True)],
+        power=power,
+        cumulative=cumulative,
+        by_kind=by_kind,
+        by_use=by_use,
+        use_source=split.source,
+        events=_events_frame(ledger.events(row.id or 0)),
+    )

@@ -1,0 +1,111 @@
+"""The Streamlit carbon report, run headless with Streamlit's AppTest on a seeded SQLite ledger."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from accounting.ledger import Ledger
+from accounting.render import format_figure, to_csv, to_latex, to_markdown
+from dashboards.report import data
+from dashboards.report.data import load_report
+from tests.dashboards.seed import RUN, seed_ledger
+
+APP = str(Path(data.__file__).parent / "app.py")
+
+
+@pytest.fixture
+def ledger_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    seed_ledger(url)
+    monkeypatch.setenv("WATTLOG_DB", url)
+    return url
+
+
+@pytest.fixture
+def ledger(ledger_url: str) -> Ledger:
+    from accounting.ledger import make_engine
+
+    return Ledger(make_engine(ledger_url))
+
+
+def run_app() -> AppTest:
+    app = AppTest.from_file(APP, default_timeout=30)
+    app.run()
+    assert not app.exception, app.exception
+    return app
+
+
+def test_headline_shows_the_ledgers_figures_and_the_source(ledger_url: str, ledger: Ledger) -> None:
+    app = run_app()
+    expected = load_report(ledger, RUN).footprint
+    assert expected is not None
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics == {
+        "Energy (MWh)": format_figure("total_power_mwh", expected.it_energy_mwh),
+        "Emissions (tCO2eq)": format_figure("co2_t", expected.co2_t),
+        "Water (kL)": format_figure("water_kl", expected.water_kl),
+    }
+    assert metrics["Energy (MWh)"] == "0.528"  # 16 x ~650 W + 2 x 300 W for 48 h
+    text = " ".join(m.value for m in app.markdown)
+    assert "Energy source:" in text and "`simulated`" in text and "never a measurement" in text
+    assert any("not measured by a hardware sensor" in w.value for w in app.warning)
+
+
+def test_table19_has_the_run_beside_the_reference_rows(ledger_url: str) -> None:
+    app = run_app()
+    table = app.dataframe[0].value
+    models = list(table["Model"])
+    assert models[0].startswith("OLMo mini") and "OLMo 2 7B" in models and "OLMo 2 13B" in models
+    olmo2 = table[table["Model"] == "OLMo 2 7B"].iloc[0]
+    assert (olmo2["Total power (MWh)"], olmo2["Emissions (tCO2eq)"], olmo2["Water (kL)"]) == (
+        "131",
+        "52",
+        "202",
+    )
+    assert table.iloc[0]["Energy source"] == "simulated"
+
+
+def test_downloads_are_the_accounting_renderers_output(ledger_url: str, ledger: Ledger) -> None:
+    report = load_report(ledger, RUN)
+    files = report.downloads()
+    assert files[f"wattlog-{RUN}.csv"][0] == to_csv(report.rows)
+    assert files[f"wattlog-{RUN}.md"][0] == to_markdown(report.rows)
+    assert files[f"wattlog-{RUN}.tex"][0] == to_latex(report.rows)
+    app = run_app()
+    buttons = app.get("download_button")
+    assert len(buttons) == 3
+
+
+def test_breakdowns_and_events(ledger: Ledger) -> None:
+    report = load_report(ledger, RUN)
+    kinds = dict(zip(report.by_kind["kind"], report.by_kind["energy_kwh"], strict=True))
+    assert kinds["cpu"] == pytest.approx(2 * 0.3 * 48)
+    assert sum(kinds.values()) == pytest.approx(report.cumulative["energy_kwh"].iloc[-1])
+    uses = dict(zip(report.by_use["use"], report.by_use["energy_kwh"], strict=True))
+    assert set(uses) == {"productive", "lost work", "health checks", "idle"}
+    assert uses["lost work"] > 0 and uses["health checks"] > 0
+    assert sum(uses.values()) == pytest.approx(sum(kinds.values()))
+    assert list(report.events["kind"]) == ["health_check", "loss_spike", "restart", "lost_work", "alert"]
+    assert set(report.power["kind"]) == {"gpu", "cpu"}
+    assert report.power[report.power["kind"] == "cpu"]["power_w"].to_list() == pytest.approx([600.0] * 48)
+
+
+def test_the_run_can_be_picked_and_charts_are_drawn(ledger_url: str, ledger: Ledger) -> None:
+    ledger.start_run("second-run", site="augusta")
+    app = run_app()
+    assert app.selectbox[0].options == [RUN, "second-run"]
+    assert app.selectbox[0].value == "second-run"  # the newest run first
+    assert any("no energy" in i.value for i in app.info)
+    app.selectbox[0].select(RUN).run()
+    assert not app.exception
+    assert app.title[0].value == f"Carbon report: {RUN}"
+    assert len(app.get("vega_lite_chart")) == 4
+
+
+def test_missing_ledger_is_one_error_not_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WATTLOG_DB", f"sqlite:///{tmp_path / 'nope' / 'w.db'}")
+    app = run_app()
+    assert len(app.error) == 1 and "no ledger at" in app.error[0].value and "nope" in app.error[0].value
