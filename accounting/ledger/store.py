@@ -95,7 +95,7 @@ class Ledger:
         self._clock = clock or SystemClock()
 
     @contextmanager
-    def _transaction(self, what: str) -> Iterator[Session]:
+    def transaction(self, what: str) -> Iterator[Session]:
         """One session, committed on success, rolled back (nothing written) on any failure."""
         session = Session(self.engine, expire_on_commit=False)
         try:
@@ -132,7 +132,7 @@ class Ledger:
             raise ConfigError("a run needs a name: pass --name")
         role = _member(Role, role, "role")
         now_s = self._clock.wall()
-        with self._transaction(f"start run {name!r}") as session:
+        with self.transaction(f"start run {name!r}") as session:
             run = session.execute(select(Run).where(col(Run.name) == name)).scalars().first()
             if run is not None:
                 if not resume:
@@ -174,7 +174,7 @@ class Ledger:
     def end_run(self, run: int | str, status: Status | str = Status.FINISHED) -> Run:
         """Mark a run ended now with `status`."""
         status = _member(Status, status, "status")
-        with self._transaction(f"end run {run!r}") as session:
+        with self.transaction(f"end run {run!r}") as session:
             row = self._find(session, run)
             row.status = status.value
             row.end_s = self._clock.wall()
@@ -186,12 +186,12 @@ class Ledger:
         Raises:
             LedgerError: No such run.
         """
-        with self._transaction(f"read run {run!r}") as session:
+        with self.transaction(f"read run {run!r}") as session:
             return self._find(session, run)
 
     def runs(self, project: str | None = None) -> list[Run]:
         """Runs, oldest first, of one project or of all."""
-        with self._transaction("list runs") as session:
+        with self.transaction("list runs") as session:
             query = select(Run).order_by(col(Run.start_s), col(Run.id))
             if project is not None:
                 owner = session.execute(select(Project).where(col(Project.name) == project)).scalars().first()
@@ -202,7 +202,7 @@ class Ledger:
 
     def project_of(self, run: Run) -> str:
         """The name of the project a run belongs to."""
-        with self._transaction("read project") as session:
+        with self.transaction("read project") as session:
             owner = session.get(Project, run.project_id)
             return owner.name if owner else ""
 
@@ -241,7 +241,7 @@ class Ledger:
         for gap in gaps:
             if not gap.end_s >= gap.start_s:
                 raise ConfigError(f"gap of {gap.device} ends before it starts ({gap.start_s} > {gap.end_s})")
-        with self._transaction(f"record {len(intervals)} energy rows") as session:
+        with self.transaction(f"record {len(intervals)} energy rows") as session:
             run_id = self._id(session, run)
             if intervals:
                 session.execute(insert(_ENERGY), [_energy_row(run_id, row) for row in intervals])
@@ -276,7 +276,7 @@ class Ledger:
         """Store an event (restart, health_check, alert, loss_spike, ...) of a run."""
         if not kind:
             raise ConfigError("an event needs a kind (restart, health_check, alert, loss_spike, ...)")
-        with self._transaction(f"record event {kind!r}") as session:
+        with self.transaction(f"record event {kind!r}") as session:
             event = Event(
                 run_id=self._id(session, run),
                 kind=kind,
@@ -290,7 +290,7 @@ class Ledger:
 
     def events(self, run: int | str) -> list[Event]:
         """A run's events in time order."""
-        with self._transaction("read events") as session:
+        with self.transaction("read events") as session:
             run_id = self._id(session, run)
             query = select(Event).where(col(Event.run_id) == run_id)
             query = query.order_by(col(Event.time_s), col(Event.id))
@@ -298,7 +298,7 @@ class Ledger:
 
     def gaps(self, run: int | str) -> list[GapRecord]:
         """A run's recorded gaps in time order."""
-        with self._transaction("read gaps") as session:
+        with self.transaction("read gaps") as session:
             run_id = self._id(session, run)
             query = select(GapRecord).where(col(GapRecord.run_id) == run_id).order_by(col(GapRecord.start_s))
             return list(session.execute(query).scalars())
@@ -306,7 +306,7 @@ class Ledger:
     def energy_totals(self, run: int | str) -> list[EnergyTotal]:
         """A run's IT energy per (host, device, kind, source), from the rollup kept with every write."""
         r = _ROLLUP.c
-        with self._transaction("read energy") as session:
+        with self.transaction("read energy") as session:
             run_id = self._id(session, run)
             query = (
                 select(r.host, r.device, r.kind, r.source, r.energy_j, r.low_j, r.high_j, r.records)
@@ -322,7 +322,7 @@ class Ledger:
             run: One run's id or name; None rebuilds every run.
         """
         e = _ENERGY.c
-        with self._transaction("rebuild energy totals") as session:
+        with self.transaction("rebuild energy totals") as session:
             query = select(
                 *(e[k] for k in _KEY),
                 func.sum(e.energy_j),
@@ -357,7 +357,7 @@ class Ledger:
             exclude_hosts: Leave these hosts out (e.g. hosts whose node meter is counted instead).
         """
         e = _ENERGY.c
-        with self._transaction("read hourly energy") as session:
+        with self.transaction("read hourly energy") as session:
             run_id = self._id(session, run)
             query = select(
                 e.hour, e.kind, e.source, func.sum(e.energy_j), func.sum(e.low_j), func.sum(e.high_j)
@@ -394,7 +394,7 @@ class Ledger:
             .where(old)
             .group_by(*keys)
         )
-        with self._transaction("compact the ledger") as session:
+        with self.transaction("compact the ledger") as session:
             raw_rows = session.execute(select(func.count()).where(old)).scalar_one()
             rows = [
                 {

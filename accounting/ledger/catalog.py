@@ -1,0 +1,66 @@
+"""User sites and carbon-intensity series kept in the ledger, so every reader sees the same figures."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlmodel import col
+
+from accounting.ledger.models import SECONDS_PER_HOUR, IntensityPoint, SiteRecord
+from accounting.ledger.store import Ledger
+from telemetry.errors import ConfigError, LedgerError
+
+
+def save_site(ledger: Ledger, name: str, definition: Mapping[str, Any], source: str = "") -> None:
+    """Store (or replace) a user site: its fields as in a sites TOML table, and their source."""
+    if not name.strip():
+        raise ConfigError("a site needs a non-empty name")
+    with ledger.transaction(f"save site {name!r}") as session:
+        session.merge(SiteRecord(name=name.strip().lower(), definition=dict(definition), source=source))
+
+
+def stored_sites(ledger: Ledger) -> dict[str, SiteRecord]:
+    """The sites stored in the ledger, by name."""
+    with ledger.transaction("read sites") as session:
+        return {s.name: s for s in session.execute(select(SiteRecord)).scalars()}
+
+
+def save_intensity(
+    ledger: Ledger, series: str, kg_per_kwh_by_hour: Mapping[int, float], source: str = ""
+) -> int:
+    """Store an hourly series (hour start, Unix s -> kg CO2e/kWh), replacing any of that name whole.
+
+    Raises:
+        ConfigError: An empty name, an hour not on the hour, or a negative or non-finite value.
+    """
+    if not series.strip():
+        raise ConfigError("an intensity series needs a name")
+    for hour_s, value in kg_per_kwh_by_hour.items():
+        if hour_s % SECONDS_PER_HOUR:
+            raise ConfigError(f"series {series!r}: {hour_s} is not the start of an hour")
+        if not (math.isfinite(value) and value >= 0):
+            raise ConfigError(f"series {series!r}: intensity {value} at {hour_s} must be finite and >= 0")
+    with ledger.transaction(f"save intensity series {series!r}") as session:
+        session.execute(delete(IntensityPoint).where(col(IntensityPoint.series) == series))
+        session.add_all(
+            IntensityPoint(series=series, hour=h // SECONDS_PER_HOUR, kg_per_kwh=v, source=source)
+            for h, v in sorted(kg_per_kwh_by_hour.items())
+        )
+    return len(kg_per_kwh_by_hour)
+
+
+def load_intensity(ledger: Ledger, series: str) -> dict[int, float]:
+    """A stored series as hour start (Unix s) -> kg CO2e/kWh.
+
+    Raises:
+        LedgerError: No series of that name.
+    """
+    with ledger.transaction(f"read intensity series {series!r}") as session:
+        query = select(IntensityPoint).where(col(IntensityPoint.series) == series)
+        points = session.execute(query.order_by(col(IntensityPoint.hour))).scalars().all()
+    if not points:
+        raise LedgerError(f"intensity series {series!r} is not in the ledger: store it first")
+    return {p.hour * SECONDS_PER_HOUR: p.kg_per_kwh for p in points}
