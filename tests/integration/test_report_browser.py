@@ -1,0 +1,133 @@
+"""The carbon report in a real browser: `wattlog report` on 127.0.0.1, headless Chromium via Playwright.
+
+Chromium is Debian's (/usr/bin/chromium); `playwright install` is never run. The
+page's headline figures are checked against the ledger's footprint of the run,
+and a full-page screenshot is saved to the test's tmp_path.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from accounting.ledger import Ledger, make_engine
+from accounting.render import format_figure
+from dashboards.report.data import load_report
+from tests.dashboards.seed import RUN, seed_ledger
+from tests.integration.servers import free_port, http_get
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def need(path: str, what: str) -> None:
+    if Path(path).exists():
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is missing (CI installs it: the setup is broken)")
+    pytest.skip(f"{what} is missing: apt-get install -y chromium")
+
+
+@pytest.fixture
+def ledger_url(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    seed_ledger(url)
+    return url
+
+
+@pytest.fixture
+def report_url(ledger_url: str, tmp_path: Path) -> Iterator[str]:
+    """`wattlog report --db ... --port ...` as its own process (it runs `streamlit run`)."""
+    port = free_port()
+    log = (tmp_path / "report.log").open("wb")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from trainer.cli import run; run()",
+            "report",
+            "--db",
+            ledger_url,
+            "--port",
+            str(port),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # streamlit is its child: stop both
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if http_get(f"{url}/_stcore/health", timeout_s=1) == b"ok":
+                    break
+            except (urllib.error.URLError, OSError):
+                pass
+            assert process.poll() is None, (tmp_path / "report.log").read_text()
+            assert time.monotonic() < deadline, "streamlit not healthy after 60 s"
+            time.sleep(0.2)
+        yield url
+    finally:
+        os.killpg(process.pid, 15)
+        process.wait(timeout=15)
+        log.close()
+
+
+def test_report_page_shows_the_ledgers_headline_numbers(
+    report_url: str, ledger_url: str, tmp_path: Path
+) -> None:
+    need(CHROMIUM, CHROMIUM)
+    from playwright.sync_api import sync_playwright
+
+    footprint = load_report(Ledger(make_engine(ledger_url, create=False)), RUN).footprint
+    assert footprint is not None
+    expected = {
+        "Energy (MWh)": format_figure("total_power_mwh", footprint.it_energy_mwh),
+        "Emissions (tCO2eq)": format_figure("co2_t", footprint.co2_t),
+        "Water (kL)": format_figure("water_kl", footprint.water_kl),
+    }
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            # Streamlit scrolls inside the page, so a full-page shot needs a viewport as tall as the page.
+            page = browser.new_page(viewport={"width": 1400, "height": 3000})
+            page.goto(f"{report_url}/?run={RUN}", wait_until="domcontentloaded", timeout=30_000)
+            page.get_by_text(f"Carbon report: {RUN}").wait_for(timeout=30_000)
+            metrics = page.locator('[data-testid="stMetric"]')
+            metrics.nth(2).wait_for(timeout=30_000)
+            shown = {}
+            for i in range(metrics.count()):
+                label = metrics.nth(i).locator('[data-testid="stMetricLabel"]').inner_text().strip()
+                shown[label] = metrics.nth(i).locator('[data-testid="stMetricValue"]').inner_text().strip()
+            assert shown == expected
+            body = page.locator("body").inner_text()
+            assert "Energy source:" in body and "simulated" in body and "OLMo 2 7B" in body
+            page.locator('[data-testid="stVegaLiteChart"]').nth(3).wait_for(timeout=30_000)
+            page.locator('[data-testid="stDownloadButton"]').nth(2).wait_for(timeout=30_000)
+            time.sleep(1.0)  # let the charts finish drawing before the screenshot
+            shot = tmp_path / "report.png"
+            page.screenshot(path=str(shot), full_page=True)
+        finally:
+            browser.close()
+    assert shot.stat().st_size > 50_000
+    keep = os.environ.get("WATTLOG_SCREENSHOT_DIR")
+    if keep:
+        shutil.copy(shot, Path(keep) / "report.png")
