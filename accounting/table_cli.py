@@ -1,4 +1,5 @@
-"""`wattlog table`: Table 19 of the OLMo 2 paper for recorded runs, projects and published models."""
+"""The ledger's commands: `wattlog table` (Table 19 of the OLMo 2 paper for recorded runs, projects
+and published models) and `wattlog compact` (fold old rows into hourly buckets)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,24 @@ def table(
     show(render(rows, fmt, [*footnotes(rows), *extra_notes]))
 
 
+def compact(
+    older_than_days: Annotated[
+        float, typer.Option("--older-than-days", min=0, help="Fold rows of hours older than this.")
+    ] = 7.0,
+    db: Annotated[
+        str | None, typer.Option("--db", help="Ledger URL (default $WATTLOG_DB or ./wattlog.db).")
+    ] = None,
+) -> None:
+    """Fold the ledger's old flush rows into hourly buckets (totals and hour-by-hour energy kept exactly)."""
+    engine = make_engine(db, create=False)
+    try:
+        done = Ledger(engine).compact_hourly(older_than_days * 86_400)
+    finally:
+        engine.dispose()
+    print(f"ledger {describe_url(db)}: {done.raw_rows} raw rows folded into {done.hourly_rows} hourly rows")
+
+
 def register(app: typer.Typer) -> None:
-    """Add `wattlog table` to the root app."""
+    """Add `wattlog table` and `wattlog compact` to the root app."""
     app.command("table")(table)
+    app.command("compact")(compact)

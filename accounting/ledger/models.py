@@ -61,7 +61,7 @@ class Project(SQLModel, table=True):
 
 
 class RunBase(SQLModel):
-    """What the caller says about a run."""
+    """What the caller says about a run (the fields `Ledger.start_run` takes)."""
 
     name: str = Field(max_length=200)
     role: str = Field(default=Role.FINAL.value, max_length=20)
@@ -82,13 +82,6 @@ class Run(RunBase, table=True):
     status: str = Field(default=Status.RUNNING.value, max_length=20)
     restarts: int = 0
     config: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
-
-
-class RunCreate(RunBase):
-    """The fields `Ledger.start_run` accepts (validated there)."""
-
-    project: str = "default"
-    config: dict[str, Any] = Field(default_factory=dict)
 
 
 class EnergyRecord(SQLModel, table=True):

@@ -169,3 +169,13 @@ def test_unreachable_database_is_one_line(capsys, tmp_path: Path) -> None:
     assert main(["table", "--db", f"sqlite:///{tmp_path / 'missing.db'}"]) == 2
     assert "no ledger at" in capsys.readouterr().err
     assert not (tmp_path / "missing.db").exists()
+
+
+def test_compact_folds_old_rows_keeps_the_table_and_prints_the_path(capsys, ledger_url: str) -> None:
+    assert main(["table", "olmo-final", "--db", ledger_url, "--format", "csv"]) == 0
+    before = capsys.readouterr().out
+    assert main(["compact", "--older-than-days", "0", "--db", ledger_url]) == 0
+    out = capsys.readouterr().out
+    assert ledger_url[len("sqlite:///") :] in out and "6 raw rows folded into 6 hourly rows" in out
+    assert main(["table", "olmo-final", "--db", ledger_url, "--format", "csv"]) == 0
+    assert capsys.readouterr().out == before
