@@ -39,7 +39,7 @@ from telemetry.uncertainty import (
     detect_periodic_lock,
 )
 
-_PUBLICATIONS_KEPT = 1024  # recent distinct published values per device, for lock detection (~100 s)
+_PUBLICATIONS_KEPT = 256  # recent distinct published values per device, for lock detection (>= 25 s)
 _CHECK_EVERY_PUBLICATIONS = 100
 _MIN_COMPARE_S = 10.0  # counter vs sampled compared only after this much common time
 
@@ -61,6 +61,8 @@ class _Device:
     last_t: float | None = None
     last_power_w: float | None = None
     last_counter_mj: float | None = None
+    last_counter_t: float | None = None
+    last_power_t: float | None = None
     counter_j: float = 0.0
     trapezoid_j: float = 0.0
     both_counter_j: float = 0.0
@@ -141,19 +143,24 @@ class Integrator:
             t = reading.t_s
             if d.last_t is not None and t <= d.last_t:
                 return
-            if d.last_t is None:
-                if d.first_failure_t is not None:
-                    self._close_gap(d, d.first_failure_t, t, d.failure_reason or "read failed")
-            else:
-                self._step(d, reading, t - d.last_t)
+            if d.last_t is None and d.first_failure_t is not None:
+                self._close_gap(d, d.first_failure_t, t, d.failure_reason or "read failed")
+            same_span = d.last_counter_t is not None and d.last_counter_t == d.last_power_t
+            counter_mj: float | None = None
+            if reading.energy_mj is not None and d.info.has_counter:
+                if d.last_counter_t is not None:
+                    counter_mj = self._counter_step(d, reading.energy_mj, t - d.last_counter_t)
+                d.last_counter_mj, d.last_counter_t = reading.energy_mj, t
+            if reading.power_w is not None:
+                if d.last_power_t is not None:
+                    self._power_step(
+                        d, reading.power_w, t - d.last_power_t, counter_mj if same_span else None
+                    )
+                self._publication(d, t, reading.power_w)
+                d.last_power_w, d.last_power_t = reading.power_w, t
             d.last_t = t
             d.samples += 1
             d.failure_reason = None
-            if reading.energy_mj is not None and d.info.has_counter:
-                d.last_counter_mj = reading.energy_mj
-            if reading.power_w is not None:
-                self._publication(d, t, reading.power_w)
-                d.last_power_w = reading.power_w
 
     def record_failure(self, device_uuid: str, t_s: float, reason: str, lost: bool) -> None:
         """A read failed; a lost device is no longer integrated: one open gap from its last reading."""
@@ -165,7 +172,7 @@ class Integrator:
             if d.last_t is None and d.first_failure_t is None:
                 d.first_failure_t = t_s
             if lost:
-                d.lost_at = d.last_t if d.last_t is not None else (d.first_failure_t or t_s)
+                d.lost_at = d.last_t if d.last_t is not None else d.first_failure_t
                 d.lost_reason = reason
                 d.gap_count += 1
 
@@ -233,56 +240,50 @@ class Integrator:
 
     # -- internals (called with the lock held, except _refresh_locks) --------
 
-    def _step(self, d: _Device, r: Reading, dt: float) -> None:
-        long = dt > self._max_gap_s
-        counter_mj: float | None = None
-        clean = False  # a counter step with neither reset nor wrap, comparable with the trapezoid
-        if d.uses_counter and r.energy_mj is not None:
-            resets, wraps = d.resets, d.wraps
-            counter_mj = self._counter_step(d, r.energy_mj, dt)
-            clean = counter_mj is not None and (resets, wraps) == (d.resets, d.wraps)
-            if counter_mj is not None:
-                d.counter_j += counter_mj / 1e3
-                d.measured_s += dt
-                if long:
-                    d.bridged_s += dt
-        trapezoid_j: float | None = None
-        if r.power_w is not None and d.last_power_w is not None and not long:
-            trapezoid_j = 0.5 * (r.power_w + d.last_power_w) * dt
-            d.trapezoid_j += trapezoid_j
-            if clean and counter_mj is not None:
-                d.both_counter_j += counter_mj / 1e3
-                d.both_trapezoid_j += trapezoid_j
-                d.both_s += dt
-        if not d.uses_counter:
-            if trapezoid_j is not None:
-                d.measured_s += dt
-            else:
-                reason = d.failure_reason or f"no readings for {dt:.3f} s (> {self._max_gap_s:.3f} s)"
-                assert d.last_t is not None
-                self._close_gap(d, d.last_t, d.last_t + dt, reason)
-
     def _counter_step(self, d: _Device, value_mj: float, dt: float) -> float | None:
-        """Energy of one counter step in mJ, or None when the step is a gap."""
-        last = d.last_counter_mj
-        assert last is not None and d.last_t is not None
-        delta = value_mj - last
+        """Integrate one counter step; its energy in mJ when clean (no reset, no wrap), else None."""
+        assert d.last_counter_mj is not None and d.last_counter_t is not None
+        start = d.last_counter_t
+        delta = value_mj - d.last_counter_mj
         range_mj = d.info.counter_range_mj
         p_max = d.p_max_w()
+        clean = True
         if range_mj and p_max and dt * p_max * 1e3 >= range_mj:
-            self._close_gap(d, d.last_t, d.last_t + dt, "counter may have wrapped more than once")
+            self._close_gap(d, start, start + dt, "counter may have wrapped more than once")
             return None
-        if delta >= 0:
-            return delta
-        if range_mj:
-            wrapped = delta + range_mj
-            plausible = wrapped < range_mj / 2 and (not d.info.power_limit_w or wrapped <= 2e3 * p_max * dt)
-            if plausible:
+        if delta < 0:
+            clean = False
+            wrapped = delta + range_mj if range_mj else math.inf
+            # a wrap adds less than half the range, and no more than twice the power limit could draw
+            if wrapped < (range_mj or 0) / 2 and (not d.info.power_limit_w or wrapped <= 2e3 * p_max * dt):
                 d.wraps += 1
-                return wrapped
-        d.resets += 1
-        self._close_gap(d, d.last_t, d.last_t + dt, "counter reset (energy before the reset unknown)")
-        return max(value_mj, 0.0)
+                delta = wrapped
+            else:
+                d.resets += 1
+                self._close_gap(d, start, start + dt, "counter reset (energy before the reset unknown)")
+                delta = max(value_mj, 0.0)
+        d.counter_j += delta / 1e3
+        d.measured_s += dt
+        if dt > self._max_gap_s:
+            d.bridged_s += dt
+        return delta if clean else None
+
+    def _power_step(self, d: _Device, power_w: float, dt: float, counter_mj: float | None) -> None:
+        """Integrate one trapezoid; `counter_mj` is the clean counter step over the same span, if any."""
+        assert d.last_power_w is not None and d.last_power_t is not None
+        if dt > self._max_gap_s:
+            if not d.uses_counter:  # a counter bridges the stretch; power alone does not
+                reason = d.failure_reason or f"no readings for {dt:.3f} s (> {self._max_gap_s:.3f} s)"
+                self._close_gap(d, d.last_power_t, d.last_power_t + dt, reason)
+            return
+        trapezoid_j = 0.5 * (power_w + d.last_power_w) * dt
+        d.trapezoid_j += trapezoid_j
+        if not d.uses_counter:
+            d.measured_s += dt
+        if counter_mj is not None:
+            d.both_counter_j += counter_mj / 1e3
+            d.both_trapezoid_j += trapezoid_j
+            d.both_s += dt
 
     def _publication(self, d: _Device, t: float, power_w: float) -> None:
         d.p_max_seen_w = max(d.p_max_seen_w, power_w)

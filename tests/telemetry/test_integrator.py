@@ -189,3 +189,12 @@ def test_readings_of_unknown_devices_are_ignored(fake_clock: FakeClock) -> None:
     integ = Integrator([device("a", counter=False)], host="h", clock=fake_clock)
     integ.add(Reading("zzz", 0.0, power_w=100.0))
     assert [e.device.uuid for e in integ.snapshot()] == ["a"]
+
+
+def test_a_reading_without_power_neither_breaks_the_trapezoid_nor_makes_a_gap(fake_clock: FakeClock) -> None:
+    integ = Integrator([device("a", counter=False)], host="h", clock=fake_clock)
+    integ.add(Reading("a", 0.0, power_w=100.0))
+    integ.add(Reading("a", PERIOD_S, temperature_c=50.0))  # power not supported on this read
+    integ.add(Reading("a", 2 * PERIOD_S, power_w=100.0))
+    e = by_uuid(integ, "a")
+    assert e.energy_j == pytest.approx(100.0 * 2 * PERIOD_S) and e.gap_count == 0 and e.samples == 3
