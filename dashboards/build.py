@@ -1,8 +1,8 @@
 """wattlog's Grafana dashboards as code: `python -m dashboards.build [--check]`.
 
-Writes dashboards/grafana/*.json (committed, so a diff shows what changed); with
-`--check` it writes nothing and exits 1 when the committed files differ from what
-this code generates (CI runs it through tests/dashboards/test_build.py).
+Writes dashboards/grafana/*.json and dashboards/prometheus/sites.rules.yml (committed,
+so a diff shows what changed); with `--check` it writes nothing and exits 1 when the
+committed files differ from what this code generates (tests/dashboards/test_build.py).
 
 Footprint panels (CO2, water, projections) read recording rules from
 dashboards/prometheus/rules.yml rather than repeating the formulas in PromQL here:
@@ -19,6 +19,7 @@ import json
 import sys
 from pathlib import Path
 
+from accounting.sites import builtin_sites
 from dashboards.panels import (
     DS,
     SELECTOR,
@@ -33,8 +34,9 @@ from dashboards.panels import (
     target,
     timeseries,
 )
+from dashboards.siterules import site_rules
 
-GRAFANA_DIR = Path(__file__).parent / "grafana"
+ROOT = Path(__file__).parent
 RUN_SITE = 'run=~"$run", site=~"$site"'
 TOKENS_PER_JOULE = (
     f"sum by (run) (rate(wattlog_train_tokens_total{{{SELECTOR}}}[5m])) / on (run) "
@@ -139,7 +141,8 @@ def energy_dashboard() -> dict:
                     ),
                 ],
                 "suffix: kL",
-                "MWh x PUE x (WUE on-site + off-site), the OLMo 2 paper's convention.",
+                "MWh x PUE x (WUE on-site + off-site), the OLMo 2 paper's convention; "
+                "a site's range is taken at its upper end (sites.rules.yml).",
                 decimals=2,
             ),
             6,
@@ -289,35 +292,41 @@ def training_dashboard() -> dict:
 
 
 def render() -> dict[str, str]:
-    """Every generated file, as {file name: text}, exactly as written to dashboards/grafana/."""
+    """Every generated file, as {path under dashboards/: text}, exactly as written."""
     boards = {"wattlog-energy.json": energy_dashboard(), "wattlog-training.json": training_dashboard()}
-    return {name: json.dumps(board, indent=2, sort_keys=True) + "\n" for name, board in boards.items()}
+    out = {
+        f"grafana/{name}": json.dumps(board, indent=2, sort_keys=True) + "\n"
+        for name, board in boards.items()
+    }
+    out["prometheus/sites.rules.yml"] = site_rules(builtin_sites())
+    return out
 
 
-def write(directory: Path = GRAFANA_DIR) -> list[Path]:
-    """Write the dashboards; returns the paths written."""
+def write(root: Path = ROOT) -> list[Path]:
+    """Write every generated file under `root`; returns the paths written."""
     paths = []
     for name, text in render().items():
-        path = directory / name
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         paths.append(path)
     return paths
 
 
-def stale(directory: Path = GRAFANA_DIR) -> list[str]:
-    """Names of the files in `directory` that are missing or differ from what the code generates."""
+def stale(root: Path = ROOT) -> list[str]:
+    """Paths under `root` that are missing or differ from what the code generates."""
     return [
         name
         for name, text in render().items()
-        if not (directory / name).is_file() or (directory / name).read_text(encoding="utf-8") != text
+        if not (root / name).is_file() or (root / name).read_text(encoding="utf-8") != text
     ]
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `python -m dashboards.build`; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m dashboards.build", description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the committed JSON is stale")
-    parser.add_argument("--out", type=Path, default=GRAFANA_DIR, help="directory of the JSON files")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a committed file is stale")
+    parser.add_argument("--out", type=Path, default=ROOT, help="root of the generated files (dashboards/)")
     args = parser.parse_args(argv)
     if args.check:
         names = stale(args.out)

@@ -11,7 +11,11 @@ import pytest
 from dashboards import build
 
 SCHEMA = json.loads((Path(__file__).parent / "dashboard.schema.json").read_text())
-BOARDS = {name: json.loads(text) for name, text in build.render().items()}
+BOARDS = {
+    name.removeprefix("grafana/"): json.loads(text)
+    for name, text in build.render().items()
+    if name.startswith("grafana/")
+}
 
 
 def test_committed_json_matches_the_code() -> None:
@@ -21,10 +25,15 @@ def test_committed_json_matches_the_code() -> None:
 def test_check_fails_on_a_stale_or_missing_file(tmp_path: Path) -> None:
     build.write(tmp_path)
     assert build.main(["--check", "--out", str(tmp_path)]) == 0
-    path = tmp_path / "wattlog-energy.json"
+    path = tmp_path / "grafana/wattlog-energy.json"
     path.write_text(path.read_text().replace("Cluster power", "Cluster pwr"))
-    (tmp_path / "wattlog-training.json").unlink()
-    assert build.stale(tmp_path) == ["wattlog-energy.json", "wattlog-training.json"]
+    (tmp_path / "grafana/wattlog-training.json").unlink()
+    (tmp_path / "prometheus/sites.rules.yml").write_text("")
+    assert build.stale(tmp_path) == [
+        "grafana/wattlog-energy.json",
+        "grafana/wattlog-training.json",
+        "prometheus/sites.rules.yml",
+    ]
     assert build.main(["--check", "--out", str(tmp_path)]) == 1
 
 
@@ -109,3 +118,20 @@ def test_variables_run_host_site_filter_every_query(name: str) -> None:
     for p in board["panels"]:
         for t in p.get("targets", []):
             assert "$run" in t["expr"] and "$site" in t["expr"], (p["title"], t["expr"])
+
+
+def test_site_rules_carry_every_catalog_site_with_its_figures() -> None:
+    import yaml
+
+    from accounting.ranges import bounds
+    from accounting.sites import builtin_sites
+
+    rules = yaml.safe_load(build.render()["prometheus/sites.rules.yml"])["groups"][0]["rules"]
+    published = {(r["record"], r["labels"]["site"]): r["expr"] for r in rules}
+    for name, site in builtin_sites().items():
+        assert published[("wattlog:site_pue", name)] == f"vector({bounds(site.pue)[1]:g})"
+        ci = bounds(site.carbon_intensity_kg_per_kwh)[1]
+        assert published[("wattlog:site_carbon_intensity_kg_per_kwh", name)] == f"vector({ci:g})"
+    assert (
+        published[("wattlog:site_wue_offsite_l_per_kwh", "world")] == "vector(4.26)"
+    )  # a range: its upper end
