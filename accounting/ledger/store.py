@@ -214,9 +214,12 @@ class Ledger:
 
     @staticmethod
     def _find(session: Session, run: int | str) -> Run:
+        """The run with this id (an int) or name (a str; a str of digits may also be an id)."""
         key = str(run)
-        row = session.execute(select(Run).where(col(Run.name) == key)).scalars().first()
-        if row is None and key.isdigit():
+        row = session.get(Run, run) if isinstance(run, int) else None
+        if row is None and not isinstance(run, int):
+            row = session.execute(select(Run).where(col(Run.name) == key)).scalars().first()
+        if row is None and key.isdigit() and not isinstance(run, int):
             row = session.get(Run, int(key))
         if row is None:
             raise LedgerError(f"run {key!r} does not exist: `wattlog table` lists the runs in the ledger")
