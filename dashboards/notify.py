@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -152,3 +153,37 @@ def events_to_send(events: list[Any], run: str, kinds: tuple[str, ...] = INSTABI
                 }
             )
     return out
+
+
+def detection_hook(
+    notifier: Notifier, run: str, clock: Callable[[], float] = time.time
+) -> Callable[[Any], None]:
+    """A Tracker hook (``tracker.add_hook(...)``) that sends each detection to `notifier`.
+
+    Sending runs in a short-lived daemon thread, so retries never hold up the tracker's
+    bookkeeping; a delivery that still fails is logged (URL redacted) and dropped.
+
+    Args:
+        notifier: Where to send.
+        run: The run's name, put in every notification.
+        clock: Wall clock for the event time.
+    """
+
+    def send_logged(event: dict[str, Any]) -> None:
+        try:
+            notifier.send(event)
+        except WattlogError as error:
+            log.warning("event %s of run %s not delivered: %s", event["kind"], run, error)
+
+    def hook(detection: Any) -> None:
+        event = {
+            "run": run,
+            "kind": detection.kind,
+            "time_s": clock(),
+            "step": detection.step,
+            "message": detection.message,
+            "payload": {"value": detection.value, "threshold": detection.threshold},
+        }
+        threading.Thread(target=send_logged, args=(event,), name="wattlog-notify", daemon=True).start()
+
+    return hook

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 from pytest_httpserver import HTTPServer
 
-from dashboards.notify import Notifier, events_to_send, redact
+from dashboards.notify import Notifier, detection_hook, events_to_send, redact
 from dashboards.webhooks import SIGNATURE_HEADER, sign
 from telemetry.errors import ConfigError, WattlogError
 
@@ -120,3 +120,19 @@ def test_cli_sends_a_runs_events_from_the_ledger(httpserver: HTTPServer, tmp_pat
     assert json.loads(request.get_data())["step"] == 7
     assert request.headers[SIGNATURE_HEADER] == sign("sec", request.get_data())
     assert main(["webhook", "send", "--run", "r1", "--db", db]) == 2  # no URL: one line, exit 2
+
+
+def test_detection_hook_sends_in_the_background(httpserver: HTTPServer) -> None:
+    import time
+
+    from trainer.detectors import Detection
+
+    httpserver.expect_request("/hook", method="POST").respond_with_data("ok")
+    hook = detection_hook(Notifier(httpserver.url_for("/hook")), "r1", clock=lambda: 1796234400.0)
+    hook(Detection("loss_scale_collapse", 42, 0.01, 0.03125, "loss scale 0.01 <= 2^-5"))
+    deadline = time.monotonic() + 5
+    while not httpserver.log and time.monotonic() < deadline:
+        time.sleep(0.02)
+    sent = json.loads(httpserver.log[0][0].get_data())
+    assert (sent["run"], sent["kind"], sent["step"]) == ("r1", "loss_scale_collapse", 42)
+    assert sent["payload"] == {"value": 0.01, "threshold": 0.03125}
