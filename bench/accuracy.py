@@ -14,6 +14,11 @@ about a second). Estimators are named by what they read:
 - 1 s avg, 15 s:       one GetPowerUsage read every 15 s x 15 s (a power-polling tracker's default)
 - counter, 15 s:       the counter differenced every 15 s and at stop (CodeCarbon on recent GPUs)
 
+The last case is a control: a load locked at exactly the publication period read
+by a counter that integrates only the observed windows. Every reading then shows
+the same constant, indistinguishable from a steady load, so no detector working
+from readings can flag it; it is printed to show that limit, not as a target.
+
 Two truths: the sensor's own truth (gain x exact integral: what a perfect
 reading of this board would give, so the error is the method's alone) and true
 power (the exact integral: what the planet sees, where only the agent's band
@@ -48,6 +53,7 @@ class Case:
     trace: Trace
     model: SensorModel
     note: str = ""
+    control: bool = False  # shown to mark the limit of what readings can reveal; not a target
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +97,8 @@ def cases(seconds: float, seeds: int) -> list[Case]:
             "locked: 100 ms steps",
             TrainingTrace.phase_locked(0.1),
             h100.with_counter("observed"),
-            "undetectable: every reading sees the same constant",
+            "control, not a target: every reading (counter too) sees the same constant",
+            control=True,
         )
     )
     return out
@@ -185,23 +192,25 @@ def _targets(results: list[Result]) -> None:
     )
     sampled = max(abs(r.estimates_j["instant, 25 ms"] / t - 1) for r, t in own)
     slow = max(abs(r.estimates_j["1 s avg, 15 s"] / t - 1) for r, t in own)
-    held = sum(r.low_j <= r.true_j <= r.high_j for r in results)
+    bench = [r for r in results if not r.case.control]
+    held = sum(r.low_j <= r.true_j <= r.high_j for r in bench)
+    controls = ", ".join(
+        "yes" if r.low_j <= r.true_j <= r.high_j else "NO" for r in results if r.case.control
+    )
     false_locks = sum(r.lock for r in unlocked)
     print("\ntargets (training traces, vs the sensor's own truth)")
     print(f"  counter (integrating true power), 25 ms: worst {counter:.4%}  (target <= 0.1 %)")
     print(f"  instant power sampled every 25 ms:       worst {sampled:.3%}  (target <= 1 %)")
     print(f"  1 s average read every 15 s:             worst {slow:.3%}  (no target: shown beside)")
-    print(
-        f"  band contains true energy: {held}/{len(results)} traces; phase lock flagged on training traces: "
-        f"{false_locks}/{len(unlocked)}"
-    )
+    print(f"  band contains true energy: {held}/{len(bench)} bench traces (control: {controls or '-'})")
+    print(f"  phase lock flagged on training traces: {false_locks}/{len(unlocked)} (target 0)")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run every case and print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=600.0, help="length of each trace (default 600)")
-    parser.add_argument("--seeds", type=int, default=4, help="training-like traces (default 4)")
+    parser.add_argument("--seeds", type=int, default=6, help="training-like traces (default 6)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     results = [measure(c, args.seconds) for c in cases(args.seconds, args.seeds)]
