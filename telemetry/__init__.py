@@ -4,6 +4,9 @@
 - types: Kind, Source, DeviceInfo, Reading.
 - clock: Clock protocol, SystemClock, FakeClock.
 - sensors/: the Sensor protocol and one module per backend.
+- sampler: Sampler (25 ms, absolute deadlines, background thread), SamplerStats.
+- integrator: Integrator (counter differences or trapezoids, resets, wraps, gaps, intervals).
+- uncertainty: BandModel (calibration x partial observation x gaps), phase-lock detection.
 """
 
 from __future__ import annotations
@@ -20,11 +23,18 @@ from telemetry.errors import (
     SensorUnavailable,
     WattlogError,
 )
+from telemetry.integrator import Integrator
+from telemetry.sampler import Sampler, SamplerStats
 from telemetry.types import DeviceEnergy, DeviceInfo, EnergyInterval, Gap, Kind, Reading, Source
+from telemetry.uncertainty import BandModel
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
+    "BandModel",
+    "Integrator",
+    "Sampler",
+    "SamplerStats",
     "Clock",
     "ConfigError",
     "DeviceEnergy",
