@@ -22,7 +22,7 @@ from dashboards.panels import DATASOURCE_UID
 from telemetry.errors import ConfigError, WattlogError
 
 if TYPE_CHECKING:
-    from grafana_client import GrafanaApi
+    from grafana_client.api import GrafanaApi
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ def connect(url: str, *, environ: Mapping[str, str] = os.environ, timeout_s: flo
     Raises:
         ConfigError: No token in the environment, or the URL is not http(s).
     """
-    from grafana_client import GrafanaApi
+    from grafana_client.api import GrafanaApi
 
     token = environ.get(TOKEN_ENV, "").strip()
     if not token:

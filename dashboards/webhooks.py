@@ -247,7 +247,7 @@ class WebhookReceiver:
         if self._server is None:
             raise ConfigError("the webhook receiver is not started")
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def handle(self, path: str, headers: Mapping[str, str], read: Any) -> tuple[int, dict[str, Any]]:
         """Process one POST; returns (HTTP status, JSON answer). `read(n)` reads n body bytes."""
