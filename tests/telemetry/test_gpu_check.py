@@ -10,8 +10,9 @@ from unittest.mock import MagicMock
 
 import pytest
 
-from bench.gpu_check import CheckConfig, GpuCheck, classify, main, print_table
+from bench.gpu_check import CheckConfig, GpuCheck, main
 from bench.gpu_loads import LoadUnavailable, Pattern, ScheduleTrace, TorchLoad, simulated_gpu
+from bench.gpu_verdict import classify, print_table
 from telemetry.clock import FakeClock
 from telemetry.sensors.fake_pynvml import FakeNvml, install
 from telemetry.sensors.traces import ConstantTrace, SquareWave
