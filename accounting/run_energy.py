@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from accounting.footprint import Energy, energy_label
 from accounting.ledger.store import Ledger
 from accounting.prometheus_energy import PromEnergy
-from accounting.ranges import Quantity, Range
+from accounting.ranges import Range
 from accounting.units import j_to_mwh
 from telemetry.types import Kind
 
@@ -94,31 +94,3 @@ def ledger_energy(ledger: Ledger, run: int | str, *, by_hour: bool = True) -> En
             start_s = hour.hour * HOUR_S
             hours[start_s] = hours.get(start_s, 0.0) + j_to_mwh(hour.energy_j)
     return energy_from_devices(totals, dict(sorted(hours.items())))
-
-
-def add_energy(energies: Iterable[Energy]) -> Energy | None:
-    """The sum of several runs' energy (sources joined, bands and hours added)."""
-    items = list(energies)
-    if not items:
-        return None
-    by_hour: dict[int, float] | None = {}
-    for item in items:
-        if item.by_hour_mwh is None or by_hour is None:
-            by_hour = None
-            continue
-        for hour, mwh in item.by_hour_mwh.items():
-            by_hour[hour] = by_hour.get(hour, 0.0) + mwh
-    split = all(item.gpu_mwh is not None for item in items)
-    it_mwh: Quantity = 0.0
-    band = Range.exact(0.0)
-    for item in items:
-        it_mwh = it_mwh + item.it_mwh
-        band = band + (item.band_mwh or Range.of(item.it_mwh))
-    return Energy(
-        it_mwh=it_mwh,
-        source=energy_label(label for i in items for label in i.source.split("+")),
-        band_mwh=band,
-        by_hour_mwh=dict(sorted(by_hour.items())) if by_hour is not None else None,
-        gpu_mwh=sum(i.gpu_mwh or 0.0 for i in items) if split else None,
-        host_mwh=sum(i.host_mwh or 0.0 for i in items) if split else None,
-    )

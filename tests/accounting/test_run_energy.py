@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from accounting.ledger import Ledger, make_engine
-from accounting.run_energy import DeviceTotal, add_energy, energy_from_devices, ledger_energy
+from accounting.run_energy import DeviceTotal, energy_from_devices, ledger_energy
 from accounting.units import j_to_mwh
 from telemetry.types import EnergyInterval, Kind, Source
 
@@ -66,6 +66,3 @@ def test_ledger_energy_has_hours_that_add_up(tmp_path) -> None:
     assert energy.it_mwh == pytest.approx(j_to_mwh(400 * 2e5))
     assert sum(energy.by_hour_mwh.values()) == pytest.approx(energy.it_mwh)
     assert sorted(energy.by_hour_mwh) == [0, 3600, 7200]
-    both = add_energy([energy, energy])
-    assert both is not None and both.it_mwh == pytest.approx(2 * energy.it_mwh)
-    assert both.by_hour_mwh == {h: 2 * v for h, v in energy.by_hour_mwh.items()}
