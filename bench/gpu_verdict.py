@@ -144,6 +144,16 @@ def _pct(value: float | None) -> str:
     return f"{value:+8.2%}" if value is not None else f"{'-':>8}"
 
 
+def _vs(run: dict[str, Any], label: str) -> str:
+    """Trapezoid energies of a run against its counter energy, with the relative differences."""
+    parts = []
+    for key, name in (("instant_j", "field-186 trapezoid"), ("power_usage_j", "GetPowerUsage trapezoid")):
+        if run[key] is not None:
+            rel = (run[key] - run["counter_j"]) / run["counter_j"]
+            parts.append(f"{name} {run[key]:.1f} J ({label}, {rel:+.2%})")
+    return "; ".join(parts)
+
+
 def print_table(report: dict[str, Any], echo: Callable[[str], None] = print) -> None:
     """The report as compact tables: GPUs, call costs, update periods, runs, locked runs, verdict."""
     echo(f"NVML: {report.get('nvml', {})}")
@@ -189,6 +199,12 @@ def print_table(report: dict[str, Any], echo: Callable[[str], None] = print) -> 
                 f"{_w(r['power_usage_w'])} {_pct(r['instant_vs_counter_rel'])} "
                 f"{_pct(r['power_usage_vs_counter_rel'])}"
             )
+        for r in runs:
+            if r["role"] == "steady" and r["counter_j"]:
+                echo(
+                    f"steady energy over {r['span_s']:.1f} s: counter {r['counter_j']:.1f} J ({src}); "
+                    + _vs(r, trap)
+                )
     analysis = report.get("analysis")
     if analysis:
         echo(

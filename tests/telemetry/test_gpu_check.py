@@ -64,6 +64,7 @@ def test_steady_run_compares_counter_with_both_power_readings(tmp_path: Path) ->
     lines: list[str] = []
     print_table(report, lines.append)
     assert any("verdict: the energy counter integrates TRUE power" in line for line in lines)
+    assert any(line.startswith("steady energy over") and "field-186 trapezoid" in line for line in lines)
 
 
 def test_a_tight_budget_skips_steps_and_says_so() -> None:
