@@ -47,6 +47,8 @@ class EnergyCollector(Collector):
         # TYPE wattlog_energy_uncertainty_joules gauge
         # HELP wattlog_power_watts Latest power reading of the device.
         # TYPE wattlog_power_watts gauge
+        # HELP wattlog_power_limit_watts Enforced power limit of the device (where known).
+        # TYPE wattlog_power_limit_watts gauge
         # HELP wattlog_device_samples_total Readings integrated for the device.
         # TYPE wattlog_device_samples_total counter
         # HELP wattlog_gaps_total Gaps recorded for the device (failed reads, lost device, late readings).
@@ -83,6 +85,11 @@ class EnergyCollector(Collector):
         power = GaugeMetricFamily(
             "wattlog_power_watts", "Latest power reading of the device.", labels=DEVICE_LABELS
         )
+        power_limit = GaugeMetricFamily(
+            "wattlog_power_limit_watts",
+            "Enforced power limit of the device (where known).",
+            labels=DEVICE_LABELS,
+        )
         samples = CounterMetricFamily(
             "wattlog_device_samples", "Readings integrated for the device.", labels=DEVICE_LABELS
         )
@@ -112,12 +119,14 @@ class EnergyCollector(Collector):
             band.add_metric([*labels, "high"], row.high_j)
             if row.power_w is not None:
                 power.add_metric(labels, row.power_w)
+            if d.power_limit_w is not None:
+                power_limit.add_metric(labels, d.power_limit_w)
             samples.add_metric(labels, row.samples)
             gaps.add_metric(labels, row.gap_count)
             gap_seconds.add_metric(labels, row.gap_s)
             lost.add_metric(labels, 1.0 if row.lost else 0.0)
             info.add_metric([*labels, d.name, "true" if d.has_counter else "false"], 1.0)
-        yield from (energy, band, power, samples, gaps, gap_seconds, lost, info)
+        yield from (energy, band, power, power_limit, samples, gaps, gap_seconds, lost, info)
 
 
 class SamplerCollector(Collector):

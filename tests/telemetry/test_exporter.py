@@ -17,7 +17,12 @@ from telemetry.sampler import SamplerStats
 from telemetry.types import DeviceEnergy, DeviceInfo, Kind, Source
 
 GPU = DeviceInfo(
-    uuid="GPU-aaaa", name="Simulated H100", kind=Kind.GPU, source=Source.SIMULATED, has_counter=True
+    uuid="GPU-aaaa",
+    name="Simulated H100",
+    kind=Kind.GPU,
+    source=Source.SIMULATED,
+    has_counter=True,
+    power_limit_w=700.0,
 )
 CPU = DeviceInfo(uuid="estimate-cpu", name="cpu", kind=Kind.CPU, source=Source.ESTIMATED, has_counter=False)
 
@@ -101,6 +106,13 @@ def test_band_power_gaps_and_loss(registry: CollectorRegistry) -> None:
     cpu = {"host": "node1", "device": "estimate-cpu", "kind": "cpu", "source": "estimated"}
     assert registry.get_sample_value("wattlog_device_lost", cpu) == 1
     assert registry.get_sample_value("wattlog_power_watts", cpu) is None  # no reading: no made-up value
+
+
+def test_power_limit_is_exported_where_known(registry: CollectorRegistry) -> None:
+    # the alert rules compare power with it (GPU idle while training, power above limit)
+    assert registry.get_sample_value("wattlog_power_limit_watts", gpu()) == 700.0
+    cpu = {"host": "node1", "device": "estimate-cpu", "kind": "cpu", "source": "estimated"}
+    assert registry.get_sample_value("wattlog_power_limit_watts", cpu) is None
 
 
 def test_sampler_health(registry: CollectorRegistry) -> None:
