@@ -17,6 +17,7 @@ from rich.markup import escape
 from accounting.cli import register as register_accounting
 from telemetry.cli import register as register_telemetry
 from telemetry.errors import WattlogError
+from trainer.commands import register as register_trainer
 
 app = typer.Typer(
     name="wattlog",
@@ -27,6 +28,7 @@ app = typer.Typer(
 )
 register_telemetry(app)
 register_accounting(app)
+register_trainer(app)
 
 
 def _register_dashboards(root: typer.Typer) -> None:

@@ -119,3 +119,22 @@ class GPT(nn.Module):
         if targets is None:
             return logits, None
         return logits, F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+PRESETS: dict[str, GPTConfig] = {
+    "gpt-small": GPTConfig(),
+    "gpt-tiny": GPTConfig(layers=2, d_model=64, heads=4, context=64),
+}
+"""Named shapes the demo accepts (`--model`)."""
+
+
+def preset(name: str) -> GPTConfig:
+    """The GPTConfig named `name`.
+
+    Raises:
+        ConfigError: Unknown name; the message lists the known ones.
+    """
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ConfigError(f"unknown model {name!r}: use one of {', '.join(PRESETS)}") from None

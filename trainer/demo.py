@@ -1,0 +1,160 @@
+"""`wattlog demo`: train the small GPT for about a minute under the Tracker, then show its footprint.
+
+On a machine without GPUs or RAPL the node's energy is the labelled CPU/DRAM
+estimate; ``--simulate-gpus N`` adds simulated GPUs (labelled simulated).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from accounting.ledger import describe_url
+from accounting.sites import get_site
+from telemetry.agent import AgentConfig
+from telemetry.errors import ConfigError
+from telemetry.sensors import discover
+from telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+from trainer.callbacks import SpeedCallback
+from trainer.example import GPT, ByteTokenizer, batches, generate_corpus, preset
+from trainer.report import print_run_report
+from trainer.tracker import Tracker
+
+
+@dataclass
+class DemoConfig:
+    """Settings of `wattlog demo`."""
+
+    seconds: float = 60.0
+    """How long to train (wall clock)."""
+    run: str | None = None
+    """Run name; None = demo-<UTC time>."""
+    site: str = "world"
+    """Site from the catalog (`wattlog sites`)."""
+    model: str = "gpt-small"
+    """Model preset (gpt-small, gpt-tiny)."""
+    db: str | None = None
+    """Ledger URL; None = $WATTLOG_DB or ./wattlog.db."""
+    simulate_gpus: int = 0
+    """Simulated GPUs to add to the node (labelled simulated)."""
+    port: int = 0
+    """Metrics port on 127.0.0.1 (0 = any free port)."""
+    batch_size: int = 8
+    """Sequences per step."""
+    log_every: int = 10
+    """Steps between moves of the metrics to the host."""
+    seed: int = 0
+    """Seed of the corpus, the windows and the weights."""
+    flush_s: float = 5.0
+    """Seconds between ledger writes of the energy."""
+
+    def __post_init__(self) -> None:
+        """Validate the settings before anything starts."""
+        if not self.seconds > 0:
+            raise ConfigError(f"--seconds must be > 0, got {self.seconds}")
+        if self.simulate_gpus < 0:
+            raise ConfigError(f"--simulate-gpus must be >= 0, got {self.simulate_gpus}")
+        if self.batch_size < 1:
+            raise ConfigError(f"--batch-size must be >= 1, got {self.batch_size}")
+        preset(self.model)
+        get_site(self.site)
+
+
+def run_demo(config: DemoConfig, console: Console | None = None) -> str:
+    """Train, print the footprint; returns the run name."""
+    console = console or Console()
+    torch.manual_seed(config.seed)
+    model_config = preset(config.model)
+    run = config.run or time.strftime("demo-%Y%m%d-%H%M%S", time.gmtime())
+    tokens = ByteTokenizer().encode(generate_corpus(20_000, seed=config.seed))
+    data = batches(tokens, config.batch_size, model_config.context, seed=config.seed)
+    model = GPT(model_config)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    simulated = simulated_gpus(config.simulate_gpus, t0_s=time.monotonic(), seed=config.seed)
+    found = discover(extra=[SimulatedSensor(simulated)] if simulated else [])
+    for note in found.notes:
+        console.print(f"[dim]{note}[/]")
+    flush_s = min(config.flush_s, max(0.5, config.seconds / 4))
+    tracker = Tracker(
+        run,
+        site=config.site,
+        model=config.model,
+        project="demo",
+        db=config.db,
+        log_every=config.log_every,
+        flops_per_token=model_config.flops_per_token(),
+        watch=model.final_layer,
+        health_check=True,
+        sensors=list(found.sensors),
+        agent_config=AgentConfig(port=config.port, flush_s=flush_s),
+        config={"model": config.model, "params": model.num_params(), "batch_size": config.batch_size},
+        progress_every_s=min(30.0, flush_s),
+    )
+    with tracker as t:
+        assert t.health is not None
+        # No published peak for this CPU: MFU is measured against the health check's matmul throughput.
+        t.callback(SpeedCallback).peak_flops = t.health.tflops * 1e12
+        devices = ", ".join(f"{d.device.name} [{d.device.source}]" for d in t.snapshot())
+        params_m = model.num_params() / 1e6
+        console.print(f"Model {config.model}: {params_m:.2f} M parameters; measuring {devices}")
+        console.print(f"Health check: {t.health.summary()}")
+        console.print(f"Metrics on [bold]{t.metrics_url}[/] (Prometheus can scrape it while the demo runs)")
+        _train(t, model, optimizer, data, config.seconds, console)
+        t.drain()
+    console.print(f"Trained {t.current_step} steps; run {run} {t.status}.")
+    print_run_report(t.ledger, run, config.db, console)  # type: ignore[arg-type]
+    console.print(f"Ledger written to {describe_url(config.db)}")
+    return run
+
+
+def _train(
+    t: Tracker,
+    model: GPT,
+    optimizer: torch.optim.Optimizer,
+    data: object,
+    seconds: float,
+    console: Console,
+) -> None:
+    columns = (
+        TextColumn("[bold]step {task.fields[step]}"),
+        BarColumn(),
+        TextColumn("loss {task.fields[loss]}"),
+        TextColumn("{task.fields[tps]} tok/s"),
+        TextColumn("{task.fields[watts]} W"),
+        TextColumn("{task.fields[joules]} J"),
+        TimeElapsedColumn(),
+    )
+    fields = {"step": 0, "loss": "-", "tps": "-", "watts": "-", "joules": "-"}
+    model.train()
+    end_s = time.monotonic() + seconds
+    next_view_s = 0.0
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task("train", total=seconds, **fields)
+        while (now_s := time.monotonic()) < end_s:
+            x, y = next(data)  # type: ignore[call-overload]
+            _, loss = model(x, y)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            t.step(loss=loss, tokens=x.numel(), grad_norm=grad_norm)
+            if now_s >= next_view_s:
+                next_view_s = now_s + 0.25
+                progress.update(task, completed=seconds - (end_s - now_s), **_view(t))
+        progress.update(task, completed=seconds, **_view(t))
+
+
+def _view(t: Tracker) -> dict[str, object]:
+    """Progress fields from what the bookkeeping thread already turned into Python values."""
+    latest, speed, power, energy = t.latest, t.speed, t.power_w(), t.energy_j()
+    return {
+        "step": t.current_step,
+        "loss": f"{latest.values['loss']:.3f}" if latest and "loss" in latest.values else "-",
+        "tps": f"{speed.tokens_per_s:,.0f}" if speed else "-",
+        "watts": f"{power:.1f}" if power is not None else "-",
+        "joules": f"{energy:,.0f}" if energy is not None else "-",
+    }
