@@ -1,0 +1,209 @@
+"""The Tracker with simulated GPUs and a SQLite ledger: zero syncs, energy, events, resume, bad input."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import urllib.request
+from typing import Any
+
+import pytest
+import torch
+
+from accounting.ledger import Ledger, make_engine
+from telemetry.errors import ConfigError, LedgerError
+from tests.trainer.conftest import NoSyncTensor, SyncError, no_sync
+from trainer.callbacks import StabilityCallback
+from trainer.detectors import Detection
+from trainer.example import GPT, ByteTokenizer, GPTConfig, batches, generate_corpus
+from trainer.split import Use, energy_split
+from trainer.tracker import Tracker
+
+
+def _train(tracker: Tracker, model: GPT, steps: int, *, wrap: Any = no_sync) -> None:
+    data = batches(ByteTokenizer().encode(generate_corpus(200)), 4, model.config.context)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    for _ in range(steps):
+        x, y = next(data)
+        _, loss = model(x, y)
+        assert loss is not None
+        optimizer.zero_grad()
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        tracker.step(
+            loss=wrap(loss),
+            tokens=wrap(torch.tensor(x.numel())),
+            grad_norm=wrap(grad_norm),
+            loss_scale=wrap(1.0),
+        )
+
+
+def _small_gpt() -> GPT:
+    torch.manual_seed(0)
+    return GPT(GPTConfig(layers=1, d_model=32, heads=2, context=16))
+
+
+def test_training_loop_under_the_tracker_never_converts_a_step_metric_outside_the_flush(
+    db_url: str, sim: dict[str, Any]
+) -> None:
+    NoSyncTensor.conversions.clear()
+    model = _small_gpt()
+    with Tracker("nosync", db=db_url, log_every=5, watch=model.final_layer, **sim) as tracker:
+        probe = no_sync(1.0)
+        with pytest.raises(SyncError):
+            bool(probe)
+        _train(tracker, model, 23)
+        tracker.drain()
+        assert tracker.latest is not None and tracker.latest.step == 23
+        assert tracker.latest.values["tokens"] == 64 and math.isfinite(tracker.latest.values["loss"])
+    assert tracker.status == "finished"
+    assert tracker._bookkeeping.failed == 0  # the thread converted plain host copies only
+    assert "item" not in NoSyncTensor.conversions and "__float__" not in NoSyncTensor.conversions
+
+
+def test_run_energy_events_and_metrics_reach_the_ledger_and_prometheus(
+    db_url: str, sim: dict[str, Any]
+) -> None:
+    events: list[Detection] = []
+    model = _small_gpt()
+    with Tracker(
+        "run-a",
+        site="jupiter",
+        model="gpt",
+        db=db_url,
+        on_event=[events.append],
+        progress_every_s=0.01,
+        **sim,
+    ) as tracker:
+        _train(tracker, model, 30, wrap=lambda v: v)
+        tracker.step(loss=float("nan"), tokens=64)
+        tracker.drain()
+        assert tracker.energy_j() is not None and tracker.energy_j() > 0  # type: ignore[operator]
+        assert tracker.metrics_url is not None
+        body = urllib.request.urlopen(tracker.metrics_url, timeout=5).read().decode()
+        assert 'wattlog_train_tokens_total{rank="0",run="run-a"} 1984.0' in body
+        assert 'wattlog_train_events_total{kind="non_finite",rank="0",run="run-a"} 1.0' in body
+        assert "wattlog_energy_joules_total" in body
+        measured = sum(d.energy_j for d in tracker.snapshot())
+    ledger = Ledger(make_engine(db_url))
+    run = ledger.get_run("run-a")
+    assert run.status == "finished" and run.site == "jupiter" and run.model == "gpt"
+    stored = sum(t.energy_j for t in ledger.energy_totals("run-a"))
+    assert stored == pytest.approx(sum(d.energy_j for d in tracker.snapshot()))
+    assert stored >= measured
+    kinds = [e.kind for e in ledger.events("run-a")]
+    assert "non_finite" in kinds and "progress" in kinds
+    assert [e.kind for e in events] == ["non_finite"]
+    split = energy_split(ledger, "run-a")
+    assert split.source == "simulated"
+    assert split.total_j == pytest.approx(stored)
+    assert split.joules[Use.PRODUCTIVE] > 0 and split.joules[Use.LOST_WORK] == 0
+
+
+def test_failed_body_marks_the_run_failed_and_keeps_what_was_recorded(
+    db_url: str, sim: dict[str, Any]
+) -> None:
+    with pytest.raises(RuntimeError), Tracker("boom", db=db_url, log_every=2, **sim) as tracker:
+        for i in range(5):
+            tracker.step(loss=torch.tensor(1.0 + i), tokens=10)
+            time.sleep(0.03)
+        raise RuntimeError("out of memory")
+    ledger = Ledger(make_engine(db_url))
+    assert ledger.get_run("boom").status == "failed"
+    assert [e.step for e in ledger.events("boom") if e.kind == "progress"][-1] == 5
+    assert sum(t.energy_j for t in ledger.energy_totals("boom")) > 0
+
+
+def test_resume_continues_the_run_and_accounts_redone_steps_as_lost_work(
+    db_url: str, sim: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(RuntimeError), Tracker("long", db=db_url, log_every=5, **sim) as first:
+        for step in range(1, 41):
+            first.step(loss=torch.tensor(2.0), tokens=100)
+            if step == 20:
+                first.checkpoint()
+            time.sleep(0.005)
+        raise RuntimeError("node failure")
+    first_id = first.run_id
+    monkeypatch.setenv("WATTLOG_RESUME", "1")
+    seen: list[Detection] = []
+    sim["sensors"][0].gpus[0].true_power_w(0.0)  # the same simulated GPUs keep running
+    with Tracker("long", db=db_url, log_every=5, on_event=[seen.append], **sim) as second:
+        assert second.run_id == first_id and second.current_step == 20
+        assert second.lost is not None and second.lost.steps_redone == 20
+        for _ in range(25):
+            second.step(loss=torch.tensor(1.5), tokens=100)
+    ledger = Ledger(make_engine(db_url))
+    run = ledger.get_run("long")
+    assert run.status == "finished" and run.restarts == 1
+    lost = [e for e in ledger.events("long") if e.kind == "lost_work"]
+    assert len(lost) == 1 and lost[0].payload["steps_redone"] == 20 and lost[0].payload["energy_j"] > 0
+    assert [d.kind for d in seen] == ["restart"]
+    split = energy_split(ledger, "long")
+    assert split.joules[Use.LOST_WORK] == pytest.approx(lost[0].payload["energy_j"], rel=1e-6)
+    assert split.joules[Use.PRODUCTIVE] > 0
+
+
+def test_same_name_without_resume_is_a_ledger_error(db_url: str, sim: dict[str, Any]) -> None:
+    with Tracker("twice", db=db_url, **sim):
+        pass
+    with pytest.raises(LedgerError, match="--resume"), Tracker("twice", db=db_url, **sim):
+        pass
+
+
+def test_unknown_site_and_bad_names_are_config_errors(db_url: str) -> None:
+    with pytest.raises(ConfigError, match="unknown site 'atlantis'"):
+        Tracker("x", site="atlantis", db=db_url).start()
+    with pytest.raises(ConfigError, match="run name"):
+        Tracker("", environ={})
+    with pytest.raises(ConfigError, match="200"):
+        Tracker("x", model="m" * 201)
+
+
+def test_ledger_that_cannot_be_opened_is_one_ledger_error(tmp_path: Any) -> None:
+    with pytest.raises(LedgerError, match="does not exist"):
+        Tracker("x", db=f"sqlite:///{tmp_path}/missing/dir/l.db").start()
+
+
+def test_bad_step_values_warn_once_and_never_raise(
+    db_url: str, sim: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="trainer.tracker")
+    with Tracker("bad", db=db_url, log_every=2, **sim) as tracker:
+        tracker.step(loss="1.0", tokens=10)
+        tracker.step(loss=torch.ones(3), tokens=10)
+        tracker.step(loss=math.inf, tokens=[1, 2])
+        tracker.step(loss=math.inf, tokens=True)
+        tracker.step(loss=torch.tensor(2.0), tokens=10, step="not a step")  # type: ignore[arg-type]
+        tracker.step(loss=torch.tensor(2.0), tokens=10)
+        tracker.drain()
+        assert tracker.latest is not None and tracker.latest.values == {"loss": 2.0, "tokens": 10.0}
+    lines = [r.getMessage() for r in caplog.records if r.name == "trainer.tracker"]
+    assert any("got a str" in line for line in lines)
+    assert any("one-element real tensor" in line for line in lines)
+    assert sum("inf" in line and "not finite" in line for line in lines) == 1
+    assert any("skipped a step" in line for line in lines)
+    assert tracker.status == "finished"
+    assert "non_finite" in [e.kind for e in Ledger(make_engine(db_url)).events("bad")]
+
+
+def test_step_outside_the_block_is_ignored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="trainer.tracker")
+    Tracker("idle").step(loss=1.0)
+    assert "outside" in caplog.text
+
+
+def test_health_check_before_training_is_recorded(db_url: str, sim: dict[str, Any]) -> None:
+    with Tracker("hc", db=db_url, health_check=True, **sim) as tracker:
+        assert tracker.health is not None and tracker.health.ok
+    events = Ledger(make_engine(db_url)).events("hc")
+    assert [e.kind for e in events if e.category == "health_check"] == ["health_check"]
+
+
+def test_custom_stability_callback_replaces_the_default(db_url: str, sim: dict[str, Any]) -> None:
+    mine = StabilityCallback(detectors={})
+    tracker = Tracker("cb", db=db_url, callbacks=[mine], **sim)
+    assert [c for c in tracker.callbacks if isinstance(c, StabilityCallback)] == [mine]
+    assert tracker.state_dict()["step"] == 0
