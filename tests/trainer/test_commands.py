@@ -1,0 +1,87 @@
+"""The trainer's commands through the real CLI: health-check, run, demo."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from accounting.ledger import Ledger, make_engine
+from trainer.cli import main
+
+
+def test_health_check_on_cpu_records_an_event(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    assert main(["health-check", "--device", "cpu", "--size", "64", "--db", db, "--run", "hc"]) == 0
+    out = capsys.readouterr().out
+    assert "cpu (CPU):" in out and "ok" in out and str(tmp_path / "l.db") in out
+    events = Ledger(make_engine(db)).events("hc")
+    assert [e.kind for e in events] == ["health_check"] and events[0].payload["ok"] is True
+
+
+def test_health_check_of_a_missing_device_is_one_line_and_non_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["health-check", "--device", "cuda:9", "--db", f"sqlite:///{tmp_path / 'l.db'}"])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert err.count("\n") == 1 and "cuda:9 does not exist" in err
+
+
+def test_run_passes_the_exit_code_through_and_records_the_run(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    code = main(
+        ["run", "--run", "ok", "--db", db, "--", sys.executable, "-c", "import time; time.sleep(0.2)"]
+    )
+    assert code == 0
+    failing = main(["run", "--run", "bad", "--db", db, "--", sys.executable, "-c", "raise SystemExit(3)"])
+    assert failing == 3
+    ledger = Ledger(make_engine(db))
+    assert ledger.get_run("ok").status == "finished" and ledger.get_run("bad").status == "failed"
+
+
+def test_run_of_a_command_that_does_not_exist_exits_127_and_records_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    assert main(["run", "--run", "nope", "--db", db, "--", "wattlog-no-such-command"]) == 127
+    assert "command not found: wattlog-no-such-command" in capsys.readouterr().err
+    assert Ledger(make_engine(db)).get_run("nope").status == "failed"
+
+
+def test_run_with_an_unknown_site_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "--site", "atlantis", "--db", f"sqlite:///{tmp_path / 'l.db'}", "--", "true"])
+    assert code == 2 and "unknown site 'atlantis'" in capsys.readouterr().err
+
+
+def test_demo_trains_and_prints_the_footprint_beside_table_19(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    args = ["demo", "--seconds", "3", "--model", "gpt-tiny", "--db", db, "--run", "d", "--simulate-gpus", "1"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "http://127.0.0.1:" in out
+    assert "OLMo 2 7B" in out and "gpt-tiny" in out
+    assert "simulated" in out and "estimated" in out
+    assert "productive training" in out and str(tmp_path / "l.db") in out
+    ledger = Ledger(make_engine(db))
+    run = ledger.get_run("d")
+    assert run.status == "finished" and run.model == "gpt-tiny"
+    assert sum(t.energy_j for t in ledger.energy_totals("d")) > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--model", "gpt-huge"], "unknown model 'gpt-huge'"),
+        (["--site", "atlantis"], "unknown site 'atlantis'"),
+        (["--seconds", "0"], "--seconds must be > 0"),
+    ],
+)
+def test_demo_bad_input_is_one_line(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", *args]) == 2
+    assert message in capsys.readouterr().err
