@@ -367,7 +367,7 @@ class Tracker:
             self._safely(f"{type(callback).__name__}.close", callback.close)
 
     def __enter__(self) -> Tracker:
-        return self.start()
+        return self if self._started else self.start()
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
