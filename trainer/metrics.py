@@ -15,6 +15,7 @@ import contextlib
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -81,8 +82,9 @@ class PendingBatch:
 
     def resolve(self) -> list[StepRecord]:
         """Wait for the copy (off the training thread) and build the step records."""
-        if self.done is not None:
-            self.done.synchronize()
+        # Polling the event is not a synchronising call, so sync debug mode stays quiet here too.
+        while self.done is not None and not self.done.query():
+            time.sleep(0.0005)
         values = [dict(v) for v in self.host_values]
         if self.host is not None:
             for (row, name), value in zip(self.layout, self.host.tolist(), strict=True):
