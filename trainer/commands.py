@@ -48,15 +48,18 @@ def run(
         list[str] | None, typer.Argument(help="The command and its arguments, after --.")
     ] = None,
     name: Annotated[str | None, typer.Option("--run", help="Run name (default run-<UTC time>).")] = None,
-    site: Annotated[str, typer.Option("--site", help="Site from `wattlog sites`, for the table.")] = "",
+    site: Annotated[str, typer.Option("--site", help="Site from `wattlog sites`, for the table.")] = "world",
     db: DbOption = None,
     port: Annotated[int, typer.Option("--port", help="Metrics port on 127.0.0.1 (0: any free port).")] = 0,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the run of that name (a restart).")
+    ] = False,
 ) -> int:
     """Run COMMAND with an agent sampling the node; record the run and pass the exit code through."""
     from trainer.runner import run_command
 
     label = name or time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())
-    return run_command(command or [], run=label, site=site, db=db, port=port)
+    return run_command(command or [], run=label, site=site, db=db, port=port, resume=resume)
 
 
 def health_check(

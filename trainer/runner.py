@@ -24,9 +24,10 @@ def run_command(
     command: Sequence[str],
     *,
     run: str,
-    site: str = "",
+    site: str = "world",
     db: str | None = None,
     port: int = 0,
+    resume: bool = False,
     console: Console | None = None,
 ) -> int:
     """Run `command` under a Tracker; returns its exit code (127 if it does not exist).
@@ -38,7 +39,9 @@ def run_command(
     if not command:
         raise ConfigError("give the command to run after --, e.g. wattlog run -- python train.py")
     console = console or Console()
-    tracker = Tracker(run, site=site, db=db, gc_every=None, agent_config=AgentConfig(port=port))
+    tracker = Tracker(
+        run, site=site, db=db, resume=resume, gc_every=None, agent_config=AgentConfig(port=port)
+    )
     tracker.start()
     console.print(f"Run {run}: measuring the node; metrics on {tracker.metrics_url}")
     error: BaseException | None = None
@@ -56,10 +59,8 @@ def run_command(
         error = CommandFailed(f"{command[0]} exited with code {code}")
     tracker.close(error)
     console.print(f"Run {run} {tracker.status} (exit code {code}).")
-    if tracker.ledger is not None and site:
+    if tracker.ledger is not None:
         print_run_report(tracker.ledger, run, db, console)
-    elif tracker.ledger is not None:
-        console.print(f"No --site given: `wattlog table {run} --site NAME` prints the footprint.")
     return code
 
 

@@ -85,3 +85,19 @@ def test_demo_bad_input_is_one_line(
 ) -> None:
     assert main(["demo", *args]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_run_with_a_ledger_that_cannot_be_opened_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", "--db", f"sqlite:///{tmp_path}/no/such/dir/l.db", "--", "true"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "does not exist" in err
+
+
+def test_run_resume_continues_the_same_run(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    assert main(["run", "--run", "job", "--db", db, "--", "false"]) == 1
+    assert main(["run", "--run", "job", "--db", db, "--resume", "--", "true"]) == 0
+    run = Ledger(make_engine(db)).get_run("job")
+    assert run.restarts == 1 and run.status == "finished"
