@@ -23,6 +23,25 @@ every time and misread by tens of percent. When that is suspected, the band also
 covers the only thing the readings still prove: the observed quarter is true
 power, the unobserved rest lies in [0, P_max]. Estimated sources (no sensor) get
 +-50 %: a utilisation x TDP model is routinely off by tens of percent.
+
+Phase lock is suspected from the agent's own readings in two ways:
+
+- The published values repeat exactly (detect_periodic_lock). A load whose
+  period is not locked is seen at a drifting phase, so the values published at
+  its edges differ every time; training steps also jitter. A locked load shows
+  the same few values forever. Runs of identical 25 ms samples are collapsed
+  first (one value per publication), so the test does not depend on how the
+  sampler's grid meets the sensor's.
+- Counter and sampled energy disagree over the same spans by more than the
+  sampling error (counter_disagreement). A load locked at exactly the
+  publication period publishes a constant, which looks like a steady load; if
+  the counter integrates true power it still sees the truth, and the two part.
+  If the counter only integrates the observed windows too, nothing the sensor
+  offers can reveal that lock (bench.accuracy prints it as a control).
+
+The flag is sticky (a lock found once widens the device's whole band) and the
+counter comparison is cumulative, so a lock that starts late in a long steady
+run is caught by the first test, or only late by the second.
 """
 
 from __future__ import annotations
