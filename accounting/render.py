@@ -14,10 +14,12 @@ from __future__ import annotations
 import csv
 import html
 import io
+import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -266,17 +268,25 @@ def _notes(rows: Sequence[TableRow], notes: Sequence[str] | None) -> list[str]:
 # Grid renderers: headers + cells + footnotes, shared by Table 19 and `wattlog sites`.
 
 
+_RANGE_DASH = re.compile(r"(?<=\d)-(?=\d)")  # "105-347", not the exponent's "e-08"
+
+
 def rich_grid(
     headers: Sequence[str], cells: Sequence[Sequence[str]], notes: Sequence[str], right: Collection[int] = ()
 ) -> Table:
     """A rich Table; columns whose index is in `right` are right-aligned."""
-    table = Table(caption="\n".join(notes), caption_justify="left", show_lines=False)
+    # SIMPLE_HEAD: no vertical rules, so Table 19's nine columns fit a 100-column terminal.
+    table = Table(caption="\n".join(notes), caption_justify="left", box=box.SIMPLE_HEAD)
+    # A range may break after its dash ("7.79e-08 -" / "2.57e-07") but a number never breaks inside:
+    # each figure column is at least as wide as its widest number. Text columns fold.
+    cells = [[_RANGE_DASH.sub(" - ", c) if i in right else c for i, c in enumerate(row)] for row in cells]
     for i, header in enumerate(headers):
-        # Figures never wrap mid-number ("105-34/7"); text columns fold.
         if i in right:
-            table.add_column(header, justify="right", no_wrap=True)
+            widest = max((len(word) for row in cells for word in row[i].split()), default=0)
+            table.add_column(header, justify="right", min_width=widest)
         else:
-            table.add_column(header, justify="left", overflow="fold")
+            widest = max((len(row[i]) for row in cells), default=0)
+            table.add_column(header, justify="left", overflow="fold", min_width=min(widest, 12))
     for row in cells:
         table.add_row(*row)
     return table

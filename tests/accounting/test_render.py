@@ -12,6 +12,7 @@ from rich.table import Table
 
 from accounting.footprint import Energy, WaterConvention, footprint_for
 from accounting.ranges import Range
+from accounting.reference import reference_table_rows
 from accounting.render import (
     TableFormat,
     TableRow,
@@ -158,7 +159,15 @@ def test_rich_table_and_show(capsys: pytest.CaptureFixture[str]) -> None:
     assert "lower bounds" in str(table.caption)
     show(table, Console(width=250))
     out = capsys.readouterr().out
-    assert "0.0004-0.0006" in out and "lower bounds" in out
+    assert "0.0004 - 0.0006" in out and "lower bounds" in out
+
+
+def test_rich_table_keeps_model_and_whole_numbers_on_a_narrow_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    # Regression: figure columns that never wrap used to squeeze the Model column to nothing.
+    show(to_rich([*reference_table_rows(), _run_row()]), Console(width=120))
+    out = capsys.readouterr().out
+    assert "OLMo 2 13B" in out and "Llama 3.1 8B" in out
+    assert "105 - 347" in out  # a range breaks only at its dash, never inside a number
 
 
 @pytest.mark.parametrize("fmt", list(TableFormat))
