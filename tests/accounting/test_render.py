@@ -162,7 +162,9 @@ def test_rich_table_and_show(capsys: pytest.CaptureFixture[str]) -> None:
     assert "0.0004 - 0.0006" in out and "lower bounds" in out
 
 
-def test_rich_table_keeps_model_and_whole_numbers_on_a_narrow_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+def test_rich_table_keeps_model_and_numbers_whole_at_120_columns(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     # Regression: figure columns that never wrap used to squeeze the Model column to nothing.
     show(to_rich([*reference_table_rows(), _run_row()]), Console(width=120))
     out = capsys.readouterr().out
