@@ -86,7 +86,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=30, help="steps per timed block")
     parser.add_argument("--model", default="gpt-small")
     parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
     args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     torch.manual_seed(0)
     config = preset(args.model)
