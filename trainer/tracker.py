@@ -135,8 +135,8 @@ class Tracker:
             raise ConfigError("progress_every_s must be > 0 and join_timeout_s >= 0")
         self.project, self.role, self.db = project, role, db
         self.resume_step = resume_step
-        self.rank = int(env.get("RANK", 0)) if rank is None else rank
-        self.local_rank = int(env.get("LOCAL_RANK", 0)) if local_rank is None else local_rank
+        self.rank = _int_env(env, "RANK") if rank is None else rank
+        self.local_rank = _int_env(env, "LOCAL_RANK") if local_rank is None else local_rank
         self.owns_agent = self.local_rank == 0 if agent is None else agent
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.health_check, self.device = health_check, device
@@ -349,8 +349,10 @@ class Tracker:
         if not self._started:
             return
         self._started = False
-        self._flush()
+        last = self._buffer.flush()
         self._bookkeeping.close()
+        if last is not None:  # handled here, so a full queue cannot drop the final steps
+            self._safely("final bookkeeping", lambda: self._bookkeep(last.resolve()))
         if error is not None:
             for callback in self._callbacks:
                 self._safely(f"{type(callback).__name__}.on_error", callback.on_error, error)
@@ -611,6 +613,14 @@ class Tracker:
         except Exception as error:
             self._warn_once(f"safely-{what}", f"{what} failed: {error}")
             return None
+
+
+def _int_env(env: Mapping[str, str], name: str) -> int:
+    value = env.get(name, "0")
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigError(f"${name} must be an integer (the process's rank), got {value!r}") from None
 
 
 def _last_step(events: Sequence[Any]) -> int:

@@ -207,3 +207,8 @@ def test_custom_stability_callback_replaces_the_default(db_url: str, sim: dict[s
     tracker = Tracker("cb", db=db_url, callbacks=[mine], **sim)
     assert [c for c in tracker.callbacks if isinstance(c, StabilityCallback)] == [mine]
     assert tracker.state_dict()["step"] == 0
+
+
+def test_malformed_rank_variable_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"\$RANK must be an integer"):
+        Tracker("x", environ={"RANK": "zero"})
