@@ -1,0 +1,57 @@
+"""Joining a sidecar agent: devices it holds are counted from its metrics, once."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from accounting.ledger import Ledger, make_engine
+from telemetry.agent import Agent, AgentConfig
+from telemetry.errors import SensorError
+from telemetry.sensors.estimate import CPU_UUID, DRAM_UUID, EstimateSensor
+from trainer.join import DeviceCounter, held_elsewhere, intervals_between, read_counters
+from trainer.tracker import Tracker
+
+
+def test_held_devices_are_read_from_the_agent_notes() -> None:
+    notes = [
+        "estimate:cpu is measured by agent pid 12 (http://127.0.0.1:9464/metrics)",
+        "GPU-1 is measured by another agent",
+        "RAPL: no RAPL powercap tree",
+    ]
+    assert held_elsewhere(notes) == {"estimate:cpu": "http://127.0.0.1:9464/metrics"}
+
+
+def test_intervals_are_counter_differences_and_skip_resets() -> None:
+    def counter(device: str, joules: float) -> DeviceCounter:
+        return DeviceCounter("n", device, "cpu", "estimated", joules, joules * 0.9, joules * 1.1)
+
+    start = {"a": counter("a", 100.0), "b": counter("b", 50.0)}
+    end = {"a": counter("a", 160.0), "b": counter("b", 10.0)}  # b's agent restarted: skipped
+    rows = intervals_between(start, end, 1.0, 2.0)
+    assert [(r.device, r.energy_j) for r in rows] == [("a", 60.0)]
+    assert rows[0].low_j <= 60.0 <= rows[0].high_j and rows[0].source == "estimated"
+
+
+def test_unreachable_agent_is_a_sensor_error() -> None:
+    with pytest.raises(SensorError, match="cannot read"):
+        read_counters("http://127.0.0.1:9/metrics", ["x"], timeout_s=1.0)
+
+
+def test_tracker_joins_the_sidecar_that_holds_the_node(tmp_path: Path) -> None:
+    locks = tmp_path / "locks"
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    sidecar = Agent(AgentConfig(port=0, host="sidecar", lock_dir=locks), sensors=[EstimateSensor()])
+    with sidecar:
+        config = AgentConfig(port=0, host="tracker", flush_s=0.1, lock_dir=locks)
+        with Tracker("joined", db=db, sensors=[EstimateSensor()], agent_config=config, gc_every=None) as t:
+            assert t.agent is not None and t.agent.devices == []
+            for _ in range(5):
+                t.step(loss=1.0, tokens=10)
+                time.sleep(0.1)
+    totals = Ledger(make_engine(db)).energy_totals("joined")
+    assert sorted(t.device for t in totals) == sorted([CPU_UUID, DRAM_UUID])
+    assert {t.host for t in totals} == {"sidecar"} and {t.source for t in totals} == {"estimated"}
+    assert all(t.energy_j > 0 for t in totals)

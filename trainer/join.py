@@ -1,0 +1,113 @@
+"""Joining the node's agent: energy of devices another agent measures, from its metrics.
+
+When a sidecar (`wattlog agent`) already holds a device's lock, the tracker's
+own agent skips it and names the holder and its metrics URL. The tracker then
+reads that agent's ``wattlog_energy_joules_total`` (and uncertainty band) at
+start and at close, and records the difference as this run's energy of the
+device: counted once, by the agent that measures it, with its source label.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from telemetry.errors import SensorError
+from telemetry.types import EnergyInterval, Kind, Source
+
+# The agent's note for a device locked by another agent (telemetry.devicelock.Holder.describe).
+_HELD = re.compile(r"^(?P<uuid>\S+) is measured by .*\((?P<url>https?://[^)\s]+)\)$")
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceCounter:
+    """One device's cumulative energy as another agent serves it, joules."""
+
+    host: str
+    device: str
+    kind: str
+    source: str
+    energy_j: float
+    low_j: float
+    high_j: float
+
+
+def held_elsewhere(notes: Iterable[str]) -> dict[str, str]:
+    """Device UUID -> metrics URL of the agent that holds it, from an agent's notes."""
+    found = {}
+    for note in notes:
+        match = _HELD.match(note)
+        if match:
+            found[match["uuid"]] = match["url"]
+    return found
+
+
+def read_counters(url: str, devices: Iterable[str], timeout_s: float = 5.0) -> dict[str, DeviceCounter]:
+    """Scrape `url` and return the energy counters of `devices` it serves.
+
+    Raises:
+        SensorError: The agent cannot be reached or serves no parsable metrics.
+    """
+    wanted = set(devices)
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:  # the node agent, on loopback
+            text = response.read().decode()
+    except OSError as error:
+        raise SensorError(f"cannot read the node agent's metrics at {url}: {error}") from error
+    energy: dict[str, Mapping[str, str]] = {}
+    joules: dict[str, float] = {}
+    bands: dict[tuple[str, str], float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            device = sample.labels.get("device", "")
+            if device not in wanted:
+                continue
+            if sample.name == "wattlog_energy_joules_total":
+                energy[device] = sample.labels
+                joules[device] = sample.value
+            elif sample.name == "wattlog_energy_uncertainty_joules":
+                bands[(device, sample.labels.get("bound", ""))] = sample.value
+    return {
+        device: DeviceCounter(
+            host=labels.get("host", ""),
+            device=device,
+            kind=labels.get("kind", ""),
+            source=labels.get("source", ""),
+            energy_j=joules[device],
+            low_j=bands.get((device, "low"), joules[device]),
+            high_j=bands.get((device, "high"), joules[device]),
+        )
+        for device, labels in energy.items()
+    }
+
+
+def intervals_between(
+    start: Mapping[str, DeviceCounter], end: Mapping[str, DeviceCounter], start_s: float, end_s: float
+) -> list[EnergyInterval]:
+    """Ledger rows for the energy each device used between two reads (an agent restart skips it)."""
+    rows = []
+    for device, last in end.items():
+        first = start.get(device)
+        if first is None or last.energy_j < first.energy_j:
+            continue
+        energy = last.energy_j - first.energy_j
+        low = min(energy, max(0.0, last.low_j - first.low_j))
+        high = max(energy, last.high_j - first.high_j)
+        rows.append(
+            EnergyInterval(
+                host=last.host,
+                device=device,
+                kind=Kind(last.kind),
+                source=Source(last.source),
+                start_s=start_s,
+                end_s=end_s,
+                energy_j=energy,
+                low_j=low,
+                high_j=high,
+            )
+        )
+    return rows
