@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from rich.console import Console
@@ -128,7 +129,7 @@ def _train(
         TextColumn("{task.fields[joules]} J"),
         TimeElapsedColumn(),
     )
-    fields = {"step": 0, "loss": "-", "tps": "-", "watts": "-", "joules": "-"}
+    fields: dict[str, Any] = {"step": 0, "loss": "-", "tps": "-", "watts": "-", "joules": "-"}
     model.train()
     end_s = time.monotonic() + seconds
     next_view_s = 0.0
@@ -148,7 +149,7 @@ def _train(
         progress.update(task, completed=seconds, **_view(t))
 
 
-def _view(t: Tracker) -> dict[str, object]:
+def _view(t: Tracker) -> dict[str, Any]:
     """Progress fields from what the bookkeeping thread already turned into Python values."""
     latest, speed, power, energy = t.latest, t.speed, t.power_w(), t.energy_j()
     return {

@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from sqlmodel import col
 
 from accounting.footprint import energy_label
 from accounting.ledger import Ledger
@@ -105,7 +106,7 @@ def _use_at(t_s: float, by_use: dict[Use, list[Window]]) -> Use:
 def energy_rows(ledger: Ledger, run_id: int) -> Sequence[EnergyRecord]:
     """A run's energy rows as stored (raw and hourly)."""
     with Session(ledger.engine) as session:
-        return list(session.execute(select(EnergyRecord).where(EnergyRecord.run_id == run_id)).scalars())
+        return list(session.execute(select(EnergyRecord).where(col(EnergyRecord.run_id) == run_id)).scalars())
 
 
 def energy_split(ledger: Ledger, run: int | str) -> EnergySplit:
