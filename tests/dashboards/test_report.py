@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,18 @@ from dashboards.report.data import load_report
 from tests.dashboards.seed import RUN, seed_ledger
 
 APP = str(Path(data.__file__).parent / "app.py")
+
+
+@pytest.fixture(autouse=True)
+def keep_main_module() -> Iterator[None]:
+    """AppTest runs the page as `__main__` and leaves it there; restore the real one.
+
+    Otherwise a later test that spawns processes (torch.multiprocessing) makes each child
+    re-run the Streamlit page as its main module.
+    """
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
 
 
 @pytest.fixture
