@@ -27,8 +27,6 @@ import logging
 import math
 import numbers
 import os
-import socket
-import time
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -38,7 +36,7 @@ import torch
 from accounting.ledger import Ledger, LedgerSink, Status, make_engine
 from telemetry.agent import Agent, AgentConfig
 from telemetry.clock import Clock, SystemClock
-from telemetry.errors import ConfigError, LedgerError, SensorError, WattlogError
+from telemetry.errors import ConfigError, SensorError, WattlogError
 from telemetry.sensors.base import Sensor
 from telemetry.types import DeviceEnergy
 from trainer.callback import Callback
@@ -47,8 +45,8 @@ from trainer.detectors import Detection
 from trainer.exporter import TrainingCollector, TrainingState
 from trainer.join import DeviceCounter, held_elsewhere, intervals_between, read_counters
 from trainer.metrics import BookkeepingThread, DeviceMetricBuffer, StepRecord
-from trainer.restarts import LostWork, lost_work
-from trainer.split import Use, energy_rows, split_row
+from trainer.recorder import RunRecorder
+from trainer.restarts import LostWork
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +155,7 @@ class Tracker:
         self._step = 0
         self._started = False
         self.ledger: Ledger | None = None
+        self.recorder: RunRecorder | None = None
         self.run_id: int | None = None
         self.agent: Agent | None = None
         self.lost: LostWork | None = None
@@ -241,69 +240,25 @@ class Tracker:
 
     def _register(self) -> None:
         assert self.ledger is not None
-        if self.rank != 0:
-            self.run_id = self._wait_for_run()
-            return
-        previous = None
-        if self.resume:
-            try:
-                previous = self.ledger.events(self.run)
-            except LedgerError:
-                previous = None  # a first attempt: nothing to resume
-        run = self.ledger.start_run(
-            self.run,
+        self.recorder = RunRecorder(self.ledger, self.run, self.rank, self._join_timeout_s)
+        self._step, self.lost = self.recorder.register(
             project=self.project,
             role=self.role,
             model=self.model,
             site=self.site,
             config=self._config,
-            host=socket.gethostname(),
             resume=self.resume,
+            resume_step=self.resume_step,
         )
-        self.run_id = run.id
-        self._attempt = run.restarts
-        if previous is not None:
-            self.lost = lost_work(previous, self.resume_step)
-            self._step = (
-                self.resume_step
-                if self.resume_step is not None
-                else (self.lost.from_step if self.lost else _last_step(previous))
+        self.run_id, self._attempt = self.recorder.run_id, self.recorder.attempt
+        if self.lost is not None:
+            energy = self.recorder.record_lost_work(self.lost)
+            message = (
+                f"restart {self._attempt} of {self.run!r}: {self.lost.steps_redone} steps redone since the "
+                f"checkpoint at step {self.lost.from_step} ({energy:.0f} J of lost work)"
             )
-            if self.lost is not None:
-                self._record_lost_work(self.lost)
-
-    def _wait_for_run(self) -> int | None:
-        assert self.ledger is not None
-        deadline = time.monotonic() + self._join_timeout_s
-        while True:
-            try:
-                return self.ledger.get_run(self.run).id
-            except LedgerError:
-                if time.monotonic() >= deadline:
-                    raise LedgerError(
-                        f"rank {self.rank}: run {self.run!r} was not registered by rank 0 within "
-                        f"{self._join_timeout_s:.0f} s: check that rank 0 uses the same --db"
-                    ) from None
-                time.sleep(0.1)
-
-    def _record_lost_work(self, lost: LostWork) -> None:
-        assert self.ledger is not None and self.run_id is not None
-        energy = sum(
-            split_row(r.start_s, r.end_s, r.energy_j, {Use.LOST_WORK: [(lost.start_s, lost.end_s)]})[
-                Use.LOST_WORK
-            ]
-            for r in energy_rows(self.ledger, self.run_id)
-        )
-        payload = {**lost.payload(), "energy_j": energy, "restarts": self._attempt}
-        self.ledger.record_event(
-            self.run_id, "lost_work", step=lost.from_step, category="lost_work", payload=payload
-        )
-        message = (
-            f"restart {self._attempt} of {self.run!r}: {lost.steps_redone} steps redone since the "
-            f"checkpoint at step {lost.from_step} ({energy:.0f} J of lost work)"
-        )
-        log.warning("%s", message)
-        self._emit(Detection("restart", lost.from_step, float(lost.steps_redone), 0.0, message))
+            log.warning("%s", message)
+            self._emit(Detection("restart", self.lost.from_step, float(self.lost.steps_redone), 0.0, message))
 
     def _start_agent(self) -> None:
         assert self.ledger is not None and self.run_id is not None
@@ -338,10 +293,9 @@ class Tracker:
     def _run_health_check(self) -> None:
         from trainer.health import health_check
 
-        assert self.ledger is not None and self.run_id is not None
+        assert self.recorder is not None
         result = self.health = health_check(self.device)
-        self.ledger.record_event(
-            self.run_id,
+        self.recorder.event(
             "health_check",
             time_s=result.end_s,
             category="health_check",
@@ -354,8 +308,8 @@ class Tracker:
         """Undo a failed start: stop the agent and mark the run failed."""
         if self.agent is not None:
             self._safely("agent.close", self.agent.close)
-        if self.ledger is not None and self.run_id is not None and self.rank == 0:
-            self._safely("end_run", self.ledger.end_run, self.run_id, Status.FAILED)
+        if self.recorder is not None:
+            self._safely("end_run", self.recorder.end, Status.FAILED)
         for callback in self._callbacks:
             self._safely(f"{type(callback).__name__}.close", callback.close)
 
@@ -384,8 +338,8 @@ class Tracker:
             self.status = Status.KILLED
         else:
             self.status = Status.FAILED if error is not None else Status.FINISHED
-        if self.ledger is not None and self.run_id is not None and self.rank == 0:
-            self._safely("end_run", self.ledger.end_run, self.run_id, self.status)
+        if self.recorder is not None:
+            self._safely("end_run", self.recorder.end, self.status)
         for callback in self._callbacks:
             self._safely(f"{type(callback).__name__}.close", callback.close)
 
@@ -490,7 +444,7 @@ class Tracker:
         self._record_progress()
 
     def _record_progress(self, force: bool = False) -> None:
-        if self.rank != 0 or self.ledger is None or self.run_id is None or self._latest is None:
+        if self.rank != 0 or self.recorder is None or self._latest is None:
             return
         now_s = self.clock.monotonic()
         if not force and now_s - self._last_progress_s < self._progress_every_s:
@@ -508,18 +462,17 @@ class Tracker:
             payload.update(tokens_per_s=speed.tokens_per_s, tokens_per_j=speed.tokens_per_j, mfu=speed.mfu)
         self._safely(
             "record progress",
-            self.ledger.record_event,
-            self.run_id,
+            self.recorder.event,
             "progress",
             time_s=self._latest.wall_s,
             step=self._latest.step,
             category="productive",
-            payload=_json_safe(payload),
+            payload=payload,
         )
 
     def _on_detection(self, detection: Detection) -> None:
         log.warning("%s", detection.message)
-        if self.ledger is not None and self.run_id is not None:
+        if self.recorder is not None:
             payload = {
                 "value": detection.value,
                 "threshold": detection.threshold,
@@ -528,12 +481,11 @@ class Tracker:
             }
             self._safely(
                 "record event",
-                self.ledger.record_event,
-                self.run_id,
+                self.recorder.event,
                 detection.kind,
                 step=detection.step,
                 category="instability",
-                payload=_json_safe(payload),
+                payload=payload,
             )
         self._emit(detection)
 
@@ -549,17 +501,10 @@ class Tracker:
 
         A restart that resumes from it counts the steps after it as redone.
         """
-        if self.ledger is None or self.run_id is None or self.rank != 0:
+        if self.recorder is None or self.rank != 0:
             return
         at = self._step if step is None else step
-        self._safely(
-            "record checkpoint",
-            self.ledger.record_event,
-            self.run_id,
-            "checkpoint",
-            step=at,
-            category="productive",
-        )
+        self._safely("record checkpoint", self.recorder.event, "checkpoint", step=at, category="productive")
 
     def add_hook(self, hook: Callable[[Detection], None]) -> None:
         """Call `hook` with every later detection and restart."""
@@ -649,13 +594,3 @@ def _int_env(env: Mapping[str, str], name: str) -> int:
         return int(value)
     except ValueError:
         raise ConfigError(f"${name} must be an integer (the process's rank), got {value!r}") from None
-
-
-def _last_step(events: Sequence[Any]) -> int:
-    steps = [int(e.step) for e in events if e.kind == "progress" and e.step is not None]
-    return max(steps, default=0)
-
-
-def _json_safe(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """Non-finite floats as strings: PostgreSQL's JSON has no NaN."""
-    return {k: (repr(v) if isinstance(v, float) and not math.isfinite(v) else v) for k, v in payload.items()}

@@ -1,0 +1,143 @@
+"""The run's rows in the ledger: registration and resume, lost work, progress, events.
+
+Rank 0 registers the run and writes its life cycle (progress, checkpoints,
+lost work, the end); other ranks wait for the run to exist and record their
+own events (detections, health checks), tagged with their rank.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import socket
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from accounting.ledger import Ledger, Status
+from telemetry.errors import LedgerError
+from trainer.restarts import LostWork, lost_work
+from trainer.split import Use, energy_rows, split_row
+
+log = logging.getLogger(__name__)
+
+
+class RunRecorder:
+    """Writes one run's rows; every write is one ledger transaction.
+
+    Args:
+        ledger: The ledger.
+        run: Run name.
+        rank: Global rank of this process.
+        join_timeout_s: How long a non-zero rank waits for rank 0 to register the run.
+    """
+
+    def __init__(self, ledger: Ledger, run: str, rank: int = 0, join_timeout_s: float = 60.0) -> None:
+        self.ledger = ledger
+        self.run = run
+        self.rank = rank
+        self._join_timeout_s = join_timeout_s
+        self.run_id: int | None = None
+        self.attempt = 0
+
+    def register(
+        self,
+        *,
+        project: str,
+        role: str,
+        model: str,
+        site: str,
+        config: Mapping[str, Any],
+        resume: bool,
+        resume_step: int | None,
+    ) -> tuple[int, LostWork | None]:
+        """Create (or resume) the run on rank 0, find it on the others.
+
+        Returns:
+            The step training continues from, and the work a resume redoes (None if none).
+
+        Raises:
+            LedgerError: The run exists without resume, or rank 0 never registered it.
+        """
+        if self.rank != 0:
+            self.run_id = self._wait_for_run()
+            return resume_step or 0, None
+        previous = None
+        if resume:
+            try:
+                previous = self.ledger.events(self.run)
+            except LedgerError:
+                previous = None  # a first attempt: nothing to resume
+        run = self.ledger.start_run(
+            self.run,
+            project=project,
+            role=role,
+            model=model,
+            site=site,
+            config=dict(config),
+            host=socket.gethostname(),
+            resume=resume,
+        )
+        self.run_id, self.attempt = run.id, run.restarts
+        if previous is None:
+            return resume_step or 0, None
+        lost = lost_work(previous, resume_step)
+        if resume_step is not None:
+            start = resume_step
+        else:
+            start = (
+                lost.from_step
+                if lost
+                else max(
+                    (int(e.step) for e in previous if e.kind == "progress" and e.step is not None), default=0
+                )
+            )
+        return start, lost
+
+    def _wait_for_run(self) -> int | None:
+        deadline = time.monotonic() + self._join_timeout_s
+        while True:
+            try:
+                return self.ledger.get_run(self.run).id
+            except LedgerError:
+                if time.monotonic() >= deadline:
+                    raise LedgerError(
+                        f"rank {self.rank}: run {self.run!r} was not registered by rank 0 within "
+                        f"{self._join_timeout_s:.0f} s: check that rank 0 uses the same --db"
+                    ) from None
+                time.sleep(0.1)
+
+    def record_lost_work(self, lost: LostWork) -> float:
+        """Store the `lost_work` event of a restart; returns the joules spent on the redone steps."""
+        assert self.run_id is not None
+        window = {Use.LOST_WORK: [(lost.start_s, lost.end_s)]}
+        energy = sum(
+            split_row(r.start_s, r.end_s, r.energy_j, window)[Use.LOST_WORK]
+            for r in energy_rows(self.ledger, self.run_id)
+        )
+        payload = {**lost.payload(), "energy_j": energy, "restarts": self.attempt}
+        self.event("lost_work", step=lost.from_step, category="lost_work", payload=payload)
+        return energy
+
+    def event(
+        self,
+        kind: str,
+        *,
+        step: int | None = None,
+        category: str = "",
+        payload: Mapping[str, Any] | None = None,
+        time_s: float | None = None,
+    ) -> None:
+        """Store one event of the run (non-finite floats as text: PostgreSQL's JSON has no NaN)."""
+        if self.run_id is None:
+            return
+        safe = {
+            k: (repr(v) if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in (payload or {}).items()
+        }
+        self.ledger.record_event(self.run_id, kind, step=step, category=category, payload=safe, time_s=time_s)
+
+    def end(self, status: Status) -> None:
+        """Mark the run ended (rank 0 only)."""
+        if self.rank == 0 and self.run_id is not None:
+            self.ledger.end_run(self.run_id, status)
