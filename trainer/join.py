@@ -9,6 +9,7 @@ device: counted once, by the agent that measures it, with its source label.
 
 from __future__ import annotations
 
+import logging
 import re
 import urllib.request
 from collections.abc import Iterable, Mapping
@@ -16,8 +17,12 @@ from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from accounting.ledger import Ledger
+from telemetry.clock import Clock
 from telemetry.errors import SensorError
 from telemetry.types import EnergyInterval, Kind, Source
+
+log = logging.getLogger(__name__)
 
 # The agent's note for a device locked by another agent (telemetry.devicelock.Holder.describe).
 _HELD = re.compile(r"^(?P<uuid>\S+) is measured by .*\((?P<url>https?://[^)\s]+)\)$")
@@ -111,3 +116,40 @@ def intervals_between(
             )
         )
     return rows
+
+
+class JoinedAgents:
+    """The other agents of the node whose devices this run uses: read at start, recorded at close.
+
+    Args:
+        clock: Wall-clock source for the interval's ends.
+    """
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._start: dict[str, dict[str, DeviceCounter]] = {}
+        self._start_s = 0.0
+
+    def __bool__(self) -> bool:
+        """Whether any other agent's devices are joined."""
+        return bool(self._start)
+
+    def start(self, notes: Iterable[str]) -> None:
+        """Read the counters of every device the notes say another agent holds."""
+        self._start_s = self._clock.wall()
+        grouped: dict[str, list[str]] = {}
+        for uuid, url in held_elsewhere(notes).items():
+            grouped.setdefault(url, []).append(uuid)
+        for url, uuids in grouped.items():
+            try:
+                self._start[url] = read_counters(url, uuids)
+            except SensorError as error:
+                log.warning("%s; that agent's devices are not in this run", error)
+
+    def record(self, ledger: Ledger, run_id: int) -> None:
+        """Store each joined device's energy since start() as one ledger row."""
+        end_s = self._clock.wall()
+        for url, start in self._start.items():
+            rows = intervals_between(start, read_counters(url, start), self._start_s, end_s)
+            if rows:
+                ledger.record_intervals(run_id, rows)

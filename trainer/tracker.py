@@ -36,14 +36,14 @@ import torch
 from accounting.ledger import Ledger, LedgerSink, Status, make_engine
 from telemetry.agent import Agent, AgentConfig
 from telemetry.clock import Clock, SystemClock
-from telemetry.errors import ConfigError, SensorError, WattlogError
+from telemetry.errors import ConfigError, WattlogError
 from telemetry.sensors.base import Sensor
 from telemetry.types import DeviceEnergy
 from trainer.callback import Callback
 from trainer.callbacks import GCCallback, SpeedCallback, SpeedFigures, StabilityCallback
 from trainer.detectors import Detection
 from trainer.exporter import TrainingCollector, TrainingState
-from trainer.join import DeviceCounter, held_elsewhere, intervals_between, read_counters
+from trainer.join import JoinedAgents
 from trainer.metrics import BookkeepingThread, DeviceMetricBuffer, StepRecord
 from trainer.recorder import RunRecorder
 from trainer.restarts import LostWork
@@ -166,8 +166,7 @@ class Tracker:
         self._last_progress_s = -math.inf
         self._last_progress_step: int | None = None
         self._latest: StepRecord | None = None
-        self._joined: dict[str, dict[str, DeviceCounter]] = {}
-        self._join_start_s = 0.0
+        self._joined = JoinedAgents(self.clock)
 
     # composition ---------------------------------------------------------
 
@@ -273,22 +272,7 @@ class Tracker:
         self.agent.start()
         for note in self.agent.notes:
             log.info("%s", note)
-        self._join_start_s = self.clock.wall()
-        for url, uuids in _by_url(held_elsewhere(self.agent.notes)).items():
-            try:
-                self._joined[url] = read_counters(url, uuids)
-            except SensorError as error:
-                log.warning("%s; that agent's devices are not in this run", error)
-
-    def _record_joined(self) -> None:
-        """Store the energy the node's other agent measured for this run's time (see trainer.join)."""
-        assert self.ledger is not None and self.run_id is not None
-        end_s = self.clock.wall()
-        for url, start in self._joined.items():
-            end = read_counters(url, start)
-            rows = intervals_between(start, end, self._join_start_s, end_s)
-            if rows:
-                self.ledger.record_intervals(self.run_id, rows)
+        self._joined.start(self.agent.notes)
 
     def _run_health_check(self) -> None:
         from trainer.health import health_check
@@ -333,7 +317,7 @@ class Tracker:
         if self.agent is not None:
             self._safely("agent.close", self.agent.close)
         if self._joined and self.ledger is not None and self.run_id is not None:
-            self._safely("record the node agent's energy", self._record_joined)
+            self._safely("record the node agent's energy", self._joined.record, self.ledger, self.run_id)
         if isinstance(error, KeyboardInterrupt):
             self.status = Status.KILLED
         else:
@@ -579,13 +563,6 @@ class Tracker:
         except Exception as error:
             self._warn_once(f"safely-{what}", f"{what} failed: {error}")
             return None
-
-
-def _by_url(held: Mapping[str, str]) -> dict[str, list[str]]:
-    grouped: dict[str, list[str]] = {}
-    for uuid, url in held.items():
-        grouped.setdefault(url, []).append(uuid)
-    return grouped
 
 
 def _int_env(env: Mapping[str, str], name: str) -> int:
