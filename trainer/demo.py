@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from accounting.ledger import describe_url
@@ -75,6 +76,8 @@ def run_demo(config: DemoConfig, console: Console | None = None) -> str:
     data = batches(tokens, config.batch_size, model_config.context, seed=config.seed)
     model = GPT(model_config)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    # A short linear warm-up: without it the first steps at full rate spike (and the detectors say so).
+    warmup = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / 50))
     simulated = simulated_gpus(config.simulate_gpus, t0_s=time.monotonic(), seed=config.seed)
     found = discover(extra=[SimulatedSensor(simulated)] if simulated else [])
     for note in found.notes:
@@ -99,12 +102,12 @@ def run_demo(config: DemoConfig, console: Console | None = None) -> str:
         assert t.health is not None
         # No published peak for this CPU: MFU is measured against the health check's matmul throughput.
         t.callback(SpeedCallback).peak_flops = t.health.tflops * 1e12
-        devices = ", ".join(f"{d.device.name} [{d.device.source}]" for d in t.snapshot())
+        devices = escape(", ".join(_label(d.device.name, str(d.device.source)) for d in t.snapshot()))
         params_m = model.num_params() / 1e6
         console.print(f"Model {config.model}: {params_m:.2f} M parameters; measuring {devices}")
         console.print(f"Health check: {t.health.summary()}")
         console.print(f"Metrics on [bold]{t.metrics_url}[/] (Prometheus can scrape it while the demo runs)")
-        _train(t, model, optimizer, data, config.seconds, console)
+        _train(t, model, optimizer, warmup, data, config.seconds, console)
         t.drain()
     console.print(f"Trained {t.current_step} steps; run {run} {t.status}.")
     print_run_report(t.ledger, run, config.db, console)  # type: ignore[arg-type]
@@ -116,6 +119,7 @@ def _train(
     t: Tracker,
     model: GPT,
     optimizer: torch.optim.Optimizer,
+    warmup: torch.optim.lr_scheduler.LRScheduler,
     data: object,
     seconds: float,
     console: Console,
@@ -142,6 +146,7 @@ def _train(
             loss.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
+            warmup.step()
             t.step(loss=loss, tokens=x.numel(), grad_norm=grad_norm)
             if now_s >= next_view_s:
                 next_view_s = now_s + 0.25
@@ -159,3 +164,8 @@ def _view(t: Tracker) -> dict[str, Any]:
         "watts": f"{power:.1f}" if power is not None else "-",
         "joules": f"{energy:,.0f}" if energy is not None else "-",
     }
+
+
+def _label(name: str, source: str) -> str:
+    """A device's name with its source label, once."""
+    return name if source in name else f"{name} [{source}]"
