@@ -11,11 +11,10 @@ draw, so tables show GPU and rest-of-node energy apart where both exist.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import Protocol
 
 from accounting.footprint import Energy, energy_label
 from accounting.ledger.store import Ledger
-from accounting.prometheus_energy import PromEnergy
 from accounting.ranges import Range
 from accounting.units import j_to_mwh
 from telemetry.types import Kind
@@ -23,21 +22,25 @@ from telemetry.types import Kind
 HOUR_S = 3600
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceTotal:
-    """Energy of one device (joules): what both the ledger and Prometheus can give."""
+class DeviceTotal(Protocol):
+    """Energy of one device (joules): what both the ledger's EnergyTotal and Prometheus' PromEnergy give."""
 
-    host: str
-    device: str
-    kind: str
-    source: str
-    energy_j: float
-    low_j: float
-    high_j: float
+    @property
+    def host(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def energy_j(self) -> float: ...
+    @property
+    def low_j(self) -> float: ...
+    @property
+    def high_j(self) -> float: ...
 
 
 def energy_from_devices(
-    devices: Iterable[DeviceTotal | PromEnergy], by_hour_mwh: dict[int, float] | None = None
+    devices: Iterable[DeviceTotal], by_hour_mwh: dict[int, float] | None = None
 ) -> Energy | None:
     """Sum devices into one run's Energy (None when there is no energy at all).
 
@@ -73,10 +76,7 @@ def ledger_energy(ledger: Ledger, run: int | str, *, by_hour: bool = True) -> En
         by_hour: Also read its energy per hour (rows bucketed by their start hour), which an
             hourly intensity needs; a constant intensity doesn't, and this is the slow query.
     """
-    totals = [
-        DeviceTotal(t.host, t.device, t.kind, t.source, t.energy_j, t.low_j, t.high_j)
-        for t in ledger.energy_totals(run)
-    ]
+    totals = ledger.energy_totals(run)
     metered = sorted({t.host for t in totals if t.kind == Kind.NODE})
     if not by_hour:
         return energy_from_devices(totals)

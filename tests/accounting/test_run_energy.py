@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from accounting.ledger import Ledger, make_engine
-from accounting.run_energy import DeviceTotal, energy_from_devices, ledger_energy
+from accounting.prometheus_energy import PromEnergy
+from accounting.run_energy import energy_from_devices, ledger_energy
 from accounting.units import j_to_mwh
 from telemetry.types import EnergyInterval, Kind, Source
 
@@ -15,9 +16,9 @@ MJ = 1e6
 def test_components_add_up_and_gpu_is_shown_apart() -> None:
     energy = energy_from_devices(
         [
-            DeviceTotal("n0", "gpu0", "gpu", "counter", 100 * MJ, 95 * MJ, 105 * MJ),
-            DeviceTotal("n0", "gpu1", "gpu", "counter", 200 * MJ, 190 * MJ, 210 * MJ),
-            DeviceTotal("n0", "cpu", "cpu", "estimated", 50 * MJ, 30 * MJ, 70 * MJ),
+            PromEnergy("n0", "gpu0", "gpu", "counter", 100 * MJ, 95 * MJ, 105 * MJ),
+            PromEnergy("n0", "gpu1", "gpu", "counter", 200 * MJ, 190 * MJ, 210 * MJ),
+            PromEnergy("n0", "cpu", "cpu", "estimated", 50 * MJ, 30 * MJ, 70 * MJ),
         ]
     )
     assert energy is not None
@@ -30,9 +31,9 @@ def test_components_add_up_and_gpu_is_shown_apart() -> None:
 def test_a_node_meter_replaces_its_hosts_components() -> None:
     energy = energy_from_devices(
         [
-            DeviceTotal("n0", "meter", "node", "sampled", 500 * MJ, 490 * MJ, 510 * MJ),
-            DeviceTotal("n0", "gpu0", "gpu", "counter", 300 * MJ, 290 * MJ, 310 * MJ),
-            DeviceTotal("n1", "gpu0", "gpu", "counter", 300 * MJ, 290 * MJ, 310 * MJ),
+            PromEnergy("n0", "meter", "node", "sampled", 500 * MJ, 490 * MJ, 510 * MJ),
+            PromEnergy("n0", "gpu0", "gpu", "counter", 300 * MJ, 290 * MJ, 310 * MJ),
+            PromEnergy("n1", "gpu0", "gpu", "counter", 300 * MJ, 290 * MJ, 310 * MJ),
         ]
     )
     assert energy is not None
@@ -42,7 +43,7 @@ def test_a_node_meter_replaces_its_hosts_components() -> None:
 
 
 def test_gpu_only_runs_have_no_split_and_nothing_is_none() -> None:
-    energy = energy_from_devices([DeviceTotal("n0", "gpu0", "gpu", "simulated", 1.0, 1.0, 1.0)])
+    energy = energy_from_devices([PromEnergy("n0", "gpu0", "gpu", "simulated", 1.0, 1.0, 1.0)])
     assert energy is not None and energy.gpu_mwh is None and energy.source == "simulated"
     assert energy_from_devices([]) is None
 
