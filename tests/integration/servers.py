@@ -9,15 +9,19 @@ prometheus-pushgateway.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -312,3 +316,42 @@ def start_pushgateway(workdir: Path) -> Server:
         return [f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn", "--web.enable-admin-api"]
 
     return _start("pushgateway", workdir, args)
+
+
+@contextlib.contextmanager
+def wattlog_process(
+    args: Sequence[str],
+    log_path: Path,
+    health_url: str,
+    *,
+    healthy: Callable[[bytes], bool] = lambda body: True,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 20.0,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Run `wattlog ARGS...` as its own process until `health_url` answers healthy; stop it after.
+
+    It runs in a session of its own so that its children (`streamlit run`) stop with it.
+    """
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-c", "from trainer.cli import run; run()", *args],
+            env={**os.environ, **(env or {})},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                try:
+                    if healthy(http_get(health_url, timeout_s=1)):
+                        break
+                except (urllib.error.URLError, OSError):
+                    pass
+                assert process.poll() is None, log_path.read_text()
+                assert time.monotonic() < deadline, f"wattlog {args[0]} not healthy after {timeout_s} s"
+                time.sleep(0.1)
+            yield process
+        finally:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=15)

@@ -9,11 +9,7 @@ alert event for itest-run, none for the unknown run (refused with 422), no dupli
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
-import urllib.error
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +22,7 @@ from dashboards import build
 from telemetry.errors import LedgerError
 from telemetry.exporter import MetricsServer, serve
 from tests.integration.conftest import Servers
-from tests.integration.servers import free_port, http_get
+from tests.integration.servers import free_port, wattlog_process
 from trainer.exporter import TrainingCollector, TrainingState
 from trainer.metrics import StepRecord
 
@@ -86,38 +82,13 @@ def ledger_url(tmp_path: Path) -> str:
 def receiver(ledger_url: str, tmp_path: Path) -> Iterator[str]:
     """`wattlog webhook serve` as its own process; yields its /alerts URL."""
     port = free_port()
-    log = (tmp_path / "webhook.log").open("wb")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from trainer.cli import run; run()",
-            "webhook",
-            "serve",
-            "--port",
-            str(port),
-            "--db",
-            ledger_url,
-        ],
-        env={**os.environ, "WATTLOG_WEBHOOK_TOKEN": TOKEN},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                http_get(f"http://127.0.0.1:{port}/health", timeout_s=1)
-                break
-            except (urllib.error.URLError, OSError):
-                assert process.poll() is None, (tmp_path / "webhook.log").read_text()
-                assert time.monotonic() < deadline, "receiver not ready"
-                time.sleep(0.1)
+    with wattlog_process(
+        ["webhook", "serve", "--port", str(port), "--db", ledger_url],
+        tmp_path / "webhook.log",
+        f"http://127.0.0.1:{port}/health",
+        env={"WATTLOG_WEBHOOK_TOKEN": TOKEN},
+    ):
         yield f"http://127.0.0.1:{port}/alerts"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        log.close()
 
 
 def test_an_alert_in_a_scraped_exporter_reaches_the_ledger(

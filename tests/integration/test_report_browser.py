@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import time
-import urllib.error
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +19,7 @@ from accounting.ledger import Ledger, make_engine
 from accounting.render import format_figure
 from dashboards.report.data import load_report
 from tests.dashboards.seed import RUN, seed_ledger
-from tests.integration.servers import free_port, http_get
+from tests.integration.servers import free_port, wattlog_process
 
 pytestmark = pytest.mark.integration
 
@@ -56,39 +53,15 @@ def ledger_url(tmp_path: Path) -> str:
 def report_url(ledger_url: str, tmp_path: Path) -> Iterator[str]:
     """`wattlog report --db ... --port ...` as its own process (it runs `streamlit run`)."""
     port = free_port()
-    log = (tmp_path / "report.log").open("wb")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from trainer.cli import run; run()",
-            "report",
-            "--db",
-            ledger_url,
-            "--port",
-            str(port),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # streamlit is its child: stop both
-    )
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if http_get(f"{url}/_stcore/health", timeout_s=1) == b"ok":
-                    break
-            except (urllib.error.URLError, OSError):
-                pass
-            assert process.poll() is None, (tmp_path / "report.log").read_text()
-            assert time.monotonic() < deadline, "streamlit not healthy after 60 s"
-            time.sleep(0.2)
+    with wattlog_process(
+        ["report", "--db", ledger_url, "--port", str(port)],
+        tmp_path / "report.log",
+        f"{url}/_stcore/health",
+        healthy=lambda body: body == b"ok",
+        timeout_s=60,
+    ):
         yield url
-    finally:
-        os.killpg(process.pid, 15)
-        process.wait(timeout=15)
-        log.close()
 
 
 def test_report_page_shows_the_ledgers_headline_numbers(
