@@ -148,6 +148,7 @@ class Agent:
         self.registry = registry if registry is not None else CollectorRegistry()
         self._environ = environ
         self._notes: list[str] = []
+        self._held_elsewhere: dict[str, str | None] = {}
         self._sensors: list[Sensor] = []
         self._locks = DeviceLocks(self.config.lock_dir)
         self._integrator: Integrator | None = None
@@ -169,6 +170,11 @@ class Agent:
     def notes(self) -> list[str]:
         """Plain-language notes from discovery and locking (skipped devices, fallbacks)."""
         return list(self._notes)
+
+    @property
+    def held_elsewhere(self) -> dict[str, str | None]:
+        """Devices skipped because another agent measures them: UUID -> that agent's metrics URL."""
+        return dict(self._held_elsewhere)
 
     @property
     def devices(self) -> list[DeviceInfo]:
@@ -314,6 +320,7 @@ class Agent:
                 if holder is None:
                     mine.append(device)
                 else:
+                    self._held_elsewhere[device.uuid] = holder.metrics_url
                     self._notes.append(holder.describe(device.uuid))
             if mine:
                 self._sensors.append(_OnlyDevices(sensor, mine))

@@ -10,7 +10,6 @@ device: counted once, by the agent that measures it, with its source label.
 from __future__ import annotations
 
 import logging
-import re
 import urllib.request
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -24,10 +23,6 @@ from telemetry.types import EnergyInterval, Kind, Source
 
 log = logging.getLogger(__name__)
 
-# The agent's note for a device locked by another agent (telemetry.devicelock.Holder.describe).
-_HELD = re.compile(r"^(?P<uuid>\S+) is measured by .*\((?P<url>https?://[^)\s]+)\)$")
-
-
 @dataclass(frozen=True, slots=True)
 class DeviceCounter:
     """One device's cumulative energy as another agent serves it, joules."""
@@ -39,16 +34,6 @@ class DeviceCounter:
     energy_j: float
     low_j: float
     high_j: float
-
-
-def held_elsewhere(notes: Iterable[str]) -> dict[str, str]:
-    """Device UUID -> metrics URL of the agent that holds it, from an agent's notes."""
-    found = {}
-    for note in notes:
-        match = _HELD.match(note)
-        if match:
-            found[match["uuid"]] = match["url"]
-    return found
 
 
 def read_counters(url: str, devices: Iterable[str], timeout_s: float = 5.0) -> dict[str, DeviceCounter]:
@@ -134,12 +119,16 @@ class JoinedAgents:
         """Whether any other agent's devices are joined."""
         return bool(self._start)
 
-    def start(self, notes: Iterable[str]) -> None:
-        """Read the counters of every device the notes say another agent holds."""
+    def start(self, held_elsewhere: Mapping[str, str | None]) -> None:
+        """Read the counters of every device another agent holds (UUID -> its metrics URL).
+
+        A holder that serves no metrics cannot be read: its devices stay out of this run.
+        """
         self._start_s = self._clock.wall()
         grouped: dict[str, list[str]] = {}
-        for uuid, url in held_elsewhere(notes).items():
-            grouped.setdefault(url, []).append(uuid)
+        for uuid, url in held_elsewhere.items():
+            if url is not None:
+                grouped.setdefault(url, []).append(uuid)
         for url, uuids in grouped.items():
             try:
                 self._start[url] = read_counters(url, uuids)

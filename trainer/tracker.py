@@ -272,7 +272,7 @@ class Tracker:
         self.agent.start()
         for note in self.agent.notes:
             log.info("%s", note)
-        self._joined.start(self.agent.notes)
+        self._joined.start(self.agent.held_elsewhere)
 
     def _run_health_check(self) -> None:
         from trainer.health import health_check

@@ -11,17 +11,17 @@ from accounting.ledger import Ledger, make_engine
 from telemetry.agent import Agent, AgentConfig
 from telemetry.errors import SensorError
 from telemetry.sensors.estimate import CPU_UUID, DRAM_UUID, EstimateSensor
-from trainer.join import DeviceCounter, held_elsewhere, intervals_between, read_counters
+from trainer.join import DeviceCounter, intervals_between, read_counters
 from trainer.tracker import Tracker
 
 
-def test_held_devices_are_read_from_the_agent_notes() -> None:
-    notes = [
-        "estimate:cpu is measured by agent pid 12 (http://127.0.0.1:9464/metrics)",
-        "GPU-1 is measured by another agent",
-        "RAPL: no RAPL powercap tree",
-    ]
-    assert held_elsewhere(notes) == {"estimate:cpu": "http://127.0.0.1:9464/metrics"}
+def test_agent_names_the_holder_of_each_device_it_skipped(tmp_path: Path) -> None:
+    locks = tmp_path / "locks"
+    with Agent(AgentConfig(port=0, lock_dir=locks), sensors=[EstimateSensor()]) as holder:
+        second = Agent(AgentConfig(port=0, lock_dir=locks), sensors=[EstimateSensor()])
+        with second:
+            assert second.devices == []
+            assert second.held_elsewhere == {CPU_UUID: holder.metrics_url, DRAM_UUID: holder.metrics_url}
 
 
 def test_intervals_are_counter_differences_and_skip_resets() -> None:
