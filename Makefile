@@ -13,8 +13,8 @@ demo: setup
 test:
 	scripts/setup.sh --servers
 	$(BIN)/python -m pytest -q -p no:cacheprovider
-	$(BIN)/ruff check telemetry accounting trainer dashboards tests bench
+	$(BIN)/ruff check wattlog telemetry accounting trainer dashboards tests bench
 
 lint: setup
-	$(BIN)/ruff check telemetry accounting trainer dashboards tests bench
-	$(BIN)/mypy telemetry accounting trainer dashboards
+	$(BIN)/ruff check wattlog telemetry accounting trainer dashboards tests bench
+	$(BIN)/mypy -p wattlog

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 
-from accounting.footprint import (
+from wattlog.accounting.footprint import (
     PUBLISHED,
     Energy,
     Footprint,
@@ -32,10 +32,10 @@ from accounting.footprint import (
     footprint_for,
     water_kl,
 )
-from accounting.intensity import ConstantIntensity, HourlySeries, IntensitySource, split_by_hour_mwh
-from accounting.ranges import Quantity, Range
-from accounting.reference import ReferenceRow, reference_rows, reference_table_rows, table19_rows
-from accounting.render import (
+from wattlog.accounting.intensity import ConstantIntensity, HourlySeries, IntensitySource, split_by_hour_mwh
+from wattlog.accounting.ranges import Quantity, Range
+from wattlog.accounting.reference import ReferenceRow, reference_rows, reference_table_rows, table19_rows
+from wattlog.accounting.render import (
     TableFormat,
     TableRow,
     render,
@@ -46,8 +46,8 @@ from accounting.render import (
     to_markdown,
     to_rich,
 )
-from accounting.sites import Site, builtin_sites, get_site, load_sites, site_catalog
-from accounting.units import j_to_kwh, j_to_mwh, kwh_to_mwh, mwh_to_kwh
+from wattlog.accounting.sites import Site, builtin_sites, get_site, load_sites, site_catalog
+from wattlog.accounting.units import j_to_kwh, j_to_mwh, kwh_to_mwh, mwh_to_kwh
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 

@@ -8,10 +8,10 @@ from typing import Annotated
 
 import typer
 
-from accounting.ranges import format_quantity
-from accounting.render import TableFormat, render_grid, show
-from accounting.sites import SITE_FIELDS, Site, site_catalog
-from accounting.table_cli import register as register_table
+from wattlog.accounting.ranges import format_quantity
+from wattlog.accounting.render import TableFormat, render_grid, show
+from wattlog.accounting.sites import SITE_FIELDS, Site, site_catalog
+from wattlog.accounting.table_cli import register as register_table
 
 SitesFileOption = Annotated[
     Path | None,

@@ -19,11 +19,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import overload
 
-from accounting.intensity import IntensitySource, hour_start_s
-from accounting.ranges import Quantity, Range, check_at_least
-from accounting.sites import Site
-from telemetry.errors import ConfigError
-from telemetry.types import Source
+from wattlog.accounting.intensity import IntensitySource, hour_start_s
+from wattlog.accounting.ranges import Quantity, Range, check_at_least
+from wattlog.accounting.sites import Site
+from wattlog.errors import ConfigError
+from wattlog.records import Source
 
 PUBLISHED = "published"
 """Energy source label of figures taken from a publication, not measured by wattlog."""

@@ -1,7 +1,7 @@
 """Carbon intensity: a constant, or an hourly series read from a CSV file.
 
 With a series, emissions are computed hour by hour from the energy of each
-hour (:func:`accounting.footprint.co2_t_hourly`); :func:`split_by_hour_mwh`
+hour (:func:`wattlog.accounting.footprint.co2_t_hourly`); :func:`split_by_hour_mwh`
 turns ledger intervals into that energy per hour. Hours are keyed by their
 start in Unix seconds (UTC).
 
@@ -23,10 +23,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from accounting.ranges import Quantity, check_at_least, format_quantity
-from accounting.units import j_to_mwh
-from telemetry.errors import ConfigError
-from telemetry.types import EnergyInterval
+from wattlog.accounting.ranges import Quantity, check_at_least, format_quantity
+from wattlog.accounting.units import j_to_mwh
+from wattlog.errors import ConfigError
+from wattlog.records import EnergyInterval
 
 HOUR_S = 3600
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from telemetry.errors import ConfigError, WattlogError
+from wattlog.errors import ConfigError, WattlogError
 
 ENERGY_METRIC = "wattlog_energy_joules_total"
 BAND_METRIC = "wattlog_energy_uncertainty_joules"

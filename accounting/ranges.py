@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from telemetry.errors import ConfigError
+from wattlog.errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 
-from accounting.footprint import PUBLISHED, WaterConvention, co2_t, water_kl
-from accounting.ranges import Quantity, parse_quantity
-from accounting.render import FIGURE_COLUMNS, TableRow, format_figure
-from telemetry.errors import ConfigError
+from wattlog.accounting.footprint import PUBLISHED, WaterConvention, co2_t, water_kl
+from wattlog.accounting.ranges import Quantity, parse_quantity
+from wattlog.accounting.render import FIGURE_COLUMNS, TableRow, format_figure
+from wattlog.errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +94,7 @@ def table19_rows() -> list[ReferenceRow]:
 
 
 def reference_table_rows(*, table19_only: bool = False) -> list[TableRow]:
-    """The catalog as table rows, ready for :func:`accounting.render.render`."""
+    """The catalog as table rows, ready for :func:`wattlog.accounting.render.render`."""
     rows = table19_rows() if table19_only else reference_rows()
     return [row.table_row() for row in rows]
 

@@ -1,7 +1,7 @@
 """Table-19-style tables in five formats: rich, Markdown, LaTeX, CSV and HTML.
 
 A table is a list of :class:`TableRow` (a run's, from :meth:`TableRow.from_footprint`,
-or a published one from :mod:`accounting.reference`). Columns follow the OLMo 2
+or a published one from :mod:`wattlog.accounting.reference`). Columns follow the OLMo 2
 paper's Table 19 (model, total power MWh, PUE, carbon intensity, emissions
 tCO2eq, WUE, water kL), then the energy's source label and uncertainty band,
 then GPU and CPU+DRAM energy apart when a row measured both. Figures are
@@ -23,8 +23,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from accounting.footprint import Footprint, WaterConvention
-from accounting.ranges import Quantity, Range, bounds
+from wattlog.accounting.footprint import Footprint, WaterConvention
+from wattlog.accounting.ranges import Quantity, Range, bounds
 
 MISSING = "-"
 """What a cell shows where the source gives no figure."""

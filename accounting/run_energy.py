@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from accounting.footprint import Energy, energy_label
-from accounting.ledger.store import Ledger
-from accounting.ranges import Range
-from accounting.units import j_to_mwh
-from telemetry.types import Kind
+from wattlog.accounting.footprint import Energy, energy_label
+from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.ranges import Range
+from wattlog.accounting.units import j_to_mwh
+from wattlog.records import Kind
 
 HOUR_S = 3600
 

@@ -12,16 +12,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from accounting.footprint import Energy, Footprint, WaterConvention, footprint_for
-from accounting.intensity import IntensitySource
-from accounting.ledger.models import Role, Run
-from accounting.ledger.store import Ledger
-from accounting.prometheus_energy import energy_from_prometheus
-from accounting.ranges import Quantity, Range
-from accounting.render import TableRow
-from accounting.run_energy import energy_from_devices, ledger_energy
-from accounting.sites import Site, get_site
-from telemetry.errors import ConfigError
+from wattlog.accounting.footprint import Energy, Footprint, WaterConvention, footprint_for
+from wattlog.accounting.intensity import IntensitySource
+from wattlog.accounting.ledger.models import Role, Run
+from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.prometheus_energy import energy_from_prometheus
+from wattlog.accounting.ranges import Quantity, Range
+from wattlog.accounting.render import TableRow
+from wattlog.accounting.run_energy import energy_from_devices, ledger_energy
+from wattlog.accounting.sites import Site, get_site
+from wattlog.errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from accounting.intensity import ConstantIntensity
-from accounting.ranges import Quantity, check_at_least, parse_quantity
-from telemetry.errors import ConfigError
+from wattlog.accounting.intensity import ConstantIntensity
+from wattlog.accounting.ranges import Quantity, check_at_least, parse_quantity
+from wattlog.errors import ConfigError
 
 SITE_FIELDS = ("pue", "wue_onsite_l_per_kwh", "wue_offsite_l_per_kwh", "carbon_intensity_kg_per_kwh")
 """The sourced figures of a site, in the order tables show them."""

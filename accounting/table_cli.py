@@ -8,15 +8,15 @@ from typing import Annotated
 
 import typer
 
-from accounting.footprint import WaterConvention
-from accounting.intensity import HourlySeries
-from accounting.ledger.engine import describe_url, make_engine
-from accounting.ledger.store import Ledger
-from accounting.reference import reference_table_rows
-from accounting.render import TableFormat, TableRow, footnotes, render, show
-from accounting.run_table import TableOptions, project_rows, run_row
-from accounting.sites import site_catalog
-from telemetry.errors import ConfigError
+from wattlog.accounting.footprint import WaterConvention
+from wattlog.accounting.intensity import HourlySeries
+from wattlog.accounting.ledger.engine import describe_url, make_engine
+from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.reference import reference_table_rows
+from wattlog.accounting.render import TableFormat, TableRow, footnotes, render, show
+from wattlog.accounting.run_table import TableOptions, project_rows, run_row
+from wattlog.accounting.sites import site_catalog
+from wattlog.errors import ConfigError
 
 
 def table(

@@ -1,6 +1,6 @@
 """Unit conversions, each with its units in its name.
 
-They accept a float or a :class:`~accounting.ranges.Range` and return the same
+They accept a float or a :class:`~wattlog.accounting.ranges.Range` and return the same
 kind. The two products the footprint rests on need no conversion at all:
 MWh x kg/kWh = t, and MWh x L/kWh = kL.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from accounting.ranges import Range
+from wattlog.accounting.ranges import Range
 
 J_PER_KWH = 3.6e6
 """Joules in one kilowatt-hour."""

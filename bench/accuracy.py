@@ -33,11 +33,11 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from telemetry.clock import FakeClock
-from telemetry.integrator import Integrator
-from telemetry.sampler import Sampler
-from telemetry.sensors.simulated import SensorModel, SimulatedGpu, SimulatedSensor
-from telemetry.sensors.traces import Trace, TrainingTrace
+from wattlog.clock import FakeClock
+from wattlog.telemetry.integrator import Integrator
+from wattlog.telemetry.sampler import Sampler
+from wattlog.telemetry.sensors.simulated import SensorModel, SimulatedGpu, SimulatedSensor
+from wattlog.telemetry.sensors.traces import Trace, TrainingTrace
 
 PERIOD_S = 0.025
 SLOW_S = 15.0

@@ -76,12 +76,12 @@ from bench.gpu_probe import (
     update_period,
 )
 from bench.gpu_verdict import Role, RunFigures, analyse, print_table
-from telemetry.clock import Clock, FakeClock, SystemClock
-from telemetry.errors import ConfigError, WattlogError
-from telemetry.integrator import Integrator
-from telemetry.sampler import Sampler
-from telemetry.sensors.nvml import NvmlSensor
-from telemetry.types import DeviceInfo
+from wattlog.clock import Clock, FakeClock, SystemClock
+from wattlog.errors import ConfigError, WattlogError
+from wattlog.telemetry.integrator import Integrator
+from wattlog.telemetry.sampler import Sampler
+from wattlog.telemetry.sensors.nvml import NvmlSensor
+from wattlog.telemetry.types import DeviceInfo
 
 _WINDOW_S = 0.025  # the observed window at the end of each publication (SC24)
 _ANCHOR_S = 1.5  # steady poll before each locked run, to re-anchor its phase
@@ -452,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
         calls=args.calls,
     )
     if args.simulate:
-        from telemetry.sensors.fake_pynvml import FakeNvml  # imports pynvml: only when simulating
+        from wattlog.telemetry.sensors.fake_pynvml import FakeNvml  # imports pynvml: only when simulating
 
         clock = FakeClock()
         gpu, load = simulated_gpu(args.simulate, clock)

@@ -20,11 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from telemetry.clock import Clock, FakeClock, SystemClock
-from telemetry.errors import ConfigError, WattlogError
-from telemetry.sampler import Sampler
-from telemetry.sensors.simulated import SensorModel, SimulatedGpu
-from telemetry.sensors.traces import ConstantTrace, SquareWave, Trace
+from wattlog.clock import Clock, FakeClock, SystemClock
+from wattlog.errors import ConfigError, WattlogError
+from wattlog.telemetry.sampler import Sampler
+from wattlog.telemetry.sensors.simulated import SensorModel, SimulatedGpu
+from wattlog.telemetry.sensors.traces import ConstantTrace, SquareWave, Trace
 
 
 class LoadUnavailable(WattlogError):
@@ -211,12 +211,12 @@ class ScheduleTrace:
         self._traces.append(trace)
 
     def power_w(self, t_s: float) -> float:
-        """See :class:`~telemetry.sensors.traces.Trace`."""
+        """See :class:`~wattlog.telemetry.sensors.traces.Trace`."""
         i = max(bisect_right(self._starts, t_s) - 1, 0)
         return self._traces[i].power_w(t_s - self._starts[i])
 
     def energy_j(self, t0_s: float, t1_s: float) -> float:
-        """See :class:`~telemetry.sensors.traces.Trace`."""
+        """See :class:`~wattlog.telemetry.sensors.traces.Trace`."""
         if t1_s < t0_s:
             return -self.energy_j(t1_s, t0_s)
         total_j = 0.0

@@ -12,10 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from telemetry.errors import SensorError
-from telemetry.integrator import Integrator
-from telemetry.sensors.nvml import NvmlSensor
-from telemetry.types import DeviceInfo, Reading, Source
+from wattlog.errors import SensorError
+from wattlog.records import Source
+from wattlog.telemetry.integrator import Integrator
+from wattlog.telemetry.sensors.nvml import NvmlSensor
+from wattlog.telemetry.types import DeviceInfo, Reading
 
 FI_DEV_POWER_INSTANT = 186  # NVML_FI_DEV_POWER_INSTANT
 POWER_USAGE_SUFFIX = "/power-usage"
@@ -148,7 +149,7 @@ class SpanSink:
     _last_change: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def add(self, reading: Reading) -> None:
-        """See :class:`~telemetry.sampler.ReadingSink`."""
+        """See :class:`~wattlog.telemetry.sampler.ReadingSink`."""
         if reading.t_s < self.from_s:
             return
         device, energy_mj = reading.device, reading.energy_mj
@@ -170,7 +171,7 @@ class SpanSink:
         return (last[1] - first[1]) / 1e3 / (last[0] - first[0])
 
     def record_failure(self, device_uuid: str, t_s: float, reason: str, lost: bool) -> None:
-        """See :class:`~telemetry.sampler.ReadingSink`."""
+        """See :class:`~wattlog.telemetry.sampler.ReadingSink`."""
         if t_s < self.from_s:
             return
         self.failures += 1
@@ -191,7 +192,7 @@ class ChangeSink:
     _last: Reading | None = None
 
     def add(self, reading: Reading) -> None:
-        """See :class:`~telemetry.sampler.ReadingSink`."""
+        """See :class:`~wattlog.telemetry.sampler.ReadingSink`."""
         last = self._last
         if last is not None:
             if reading.energy_mj is not None and reading.energy_mj != last.energy_mj:
@@ -201,7 +202,7 @@ class ChangeSink:
         self._last = reading
 
     def record_failure(self, device_uuid: str, t_s: float, reason: str, lost: bool) -> None:
-        """See :class:`~telemetry.sampler.ReadingSink`."""
+        """See :class:`~wattlog.telemetry.sampler.ReadingSink`."""
         self.failures += 1
 
 

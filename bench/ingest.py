@@ -20,8 +20,8 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from accounting.ledger import Ledger, LedgerSink, make_engine
-from telemetry.types import EnergyInterval, Kind, Source
+from wattlog.accounting.ledger import Ledger, LedgerSink, make_engine
+from wattlog.records import EnergyInterval, Kind, Source
 
 FLUSH_S = 10.0
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z

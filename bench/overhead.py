@@ -24,9 +24,9 @@ from pathlib import Path
 
 import torch
 
-from telemetry.agent import AgentConfig
-from trainer.example import GPT, ByteTokenizer, batches, generate_corpus, preset
-from trainer.tracker import Tracker
+from wattlog.telemetry.agent import AgentConfig
+from wattlog.trainer.example import GPT, ByteTokenizer, batches, generate_corpus, preset
+from wattlog.trainer.tracker import Tracker
 
 
 def _loop(model: GPT, data: Iterator[tuple[torch.Tensor, torch.Tensor]]) -> Callable[[Tracker | None], None]:

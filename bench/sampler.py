@@ -34,12 +34,12 @@ from collections.abc import Callable
 
 import psutil
 
-from telemetry.clock import FakeClock, SystemClock
-from telemetry.integrator import Integrator
-from telemetry.sampler import Sampler
-from telemetry.sensors.base import Sensor
-from telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
-from telemetry.types import DeviceInfo, Reading
+from wattlog.clock import FakeClock, SystemClock
+from wattlog.telemetry.integrator import Integrator
+from wattlog.telemetry.sampler import Sampler
+from wattlog.telemetry.sensors.base import Sensor
+from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+from wattlog.telemetry.types import DeviceInfo, Reading
 
 PERIOD_S = 0.025
 GPUS = 8

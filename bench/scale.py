@@ -26,8 +26,8 @@ from pathlib import Path
 
 from sqlalchemy import insert, text
 
-from accounting.ledger import Ledger, make_engine
-from accounting.ledger.models import EnergyRecord, Resolution, hour_of
+from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger.models import EnergyRecord, Resolution, hour_of
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 FLUSH_S = 10
@@ -154,7 +154,7 @@ def main() -> None:
         command = [
             sys.executable,
             "-c",
-            "import sys; from trainer.cli import main; sys.exit(main(sys.argv[1:]))",
+            "import sys; from wattlog.cli import main; sys.exit(main(sys.argv[1:]))",
             "table",
             "scale-final",
             "--db",

@@ -1,6 +1,7 @@
 """Where users look at what wattlog measured: Grafana, alerts, webhooks and the carbon report.
 
-- build: dashboards as code -> grafana/*.json and prometheus/sites.rules.yml (`python -m dashboards.build`).
+- build: dashboards as code -> grafana/*.json and prometheus/sites.rules.yml
+  (`python -m wattlog.dashboards.build`).
 - panels: builders of the Grafana dashboard model (schemaVersion 41, current panel types).
 - siterules: the site catalog as Prometheus recording rules.
 - provision: Grafana HTTP API provisioning (data source, folder, dashboards), idempotent.

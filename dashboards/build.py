@@ -1,4 +1,4 @@
-"""wattlog's Grafana dashboards as code: `python -m dashboards.build [--check]`.
+"""wattlog's Grafana dashboards as code: `python -m wattlog.dashboards.build [--check]`.
 
 Writes dashboards/grafana/*.json and dashboards/prometheus/sites.rules.yml (committed,
 so a diff shows what changed); with `--check` it writes nothing and exits 1 when the
@@ -19,8 +19,8 @@ import json
 import sys
 from pathlib import Path
 
-from accounting.sites import builtin_sites
-from dashboards.panels import (
+from wattlog.accounting.sites import builtin_sites
+from wattlog.dashboards.panels import (
     DS,
     SELECTOR,
     dashboard,
@@ -34,7 +34,7 @@ from dashboards.panels import (
     target,
     timeseries,
 )
-from dashboards.siterules import site_rules
+from wattlog.dashboards.siterules import site_rules
 
 ROOT = Path(__file__).parent
 RUN_SITE = 'run=~"$run", site=~"$site"'
@@ -323,17 +323,18 @@ def stale(root: Path = ROOT) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of `python -m dashboards.build`; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m dashboards.build", description=__doc__.splitlines()[0])
+    """Entry point of `python -m wattlog.dashboards.build`; returns the exit code."""
+    parser = argparse.ArgumentParser(
+        prog="python -m wattlog.dashboards.build", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--check", action="store_true", help="exit 1 if a committed file is stale")
     parser.add_argument("--out", type=Path, default=ROOT, help="root of the generated files (dashboards/)")
     args = parser.parse_args(argv)
     if args.check:
         names = stale(args.out)
         for name in names:
-            print(
-                f"{args.out / name} differs from the code: run `python -m dashboards.build`", file=sys.stderr
-            )
+            fix = "run `python -m wattlog.dashboards.build`"
+            print(f"{args.out / name} differs from the code: {fix}", file=sys.stderr)
         return 1 if names else 0
     for path in write(args.out):
         print(path)

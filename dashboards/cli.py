@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
 
 def build(check: bool = typer.Option(False, "--check", help="Exit 1 if the committed JSON is stale.")) -> int:
     """Write dashboards/grafana/*.json from the code (or check that they are up to date)."""
-    from dashboards.build import main
+    from wattlog.dashboards.build import main
 
     return main(["--check"] if check else [])
 
@@ -43,7 +43,7 @@ def provision(
     folder: str = typer.Option("wattlog", help="uid and title of the dashboards' folder."),
 ) -> None:
     """Create or update the data source, folder and dashboards in Grafana (token from $GRAFANA_TOKEN)."""
-    from dashboards.provision import ProvisionConfig, Provisioner, connect
+    from wattlog.dashboards.provision import ProvisionConfig, Provisioner, connect
 
     config = ProvisionConfig(prometheus_url=prometheus_url, folder_uid=folder, folder_title=folder)
     for done in Provisioner(connect(url), config).run():
@@ -66,8 +66,8 @@ def serve(
     import contextlib
     import threading
 
-    from accounting.ledger import Ledger, describe_url, make_engine
-    from dashboards.webhooks import AlertRecorder, Auth, WebhookReceiver
+    from wattlog.accounting.ledger import Ledger, describe_url, make_engine
+    from wattlog.dashboards.webhooks import AlertRecorder, Auth, WebhookReceiver
 
     auth = Auth.from_env()
     ledger = Ledger(make_engine(db))
@@ -97,9 +97,9 @@ def send(
     """
     import os
 
-    from accounting.ledger import Ledger, make_engine
-    from dashboards.notify import Notifier, events_to_send
-    from telemetry.errors import ConfigError
+    from wattlog.accounting.ledger import Ledger, make_engine
+    from wattlog.dashboards.notify import Notifier, events_to_send
+    from wattlog.errors import ConfigError
 
     if not url:
         raise ConfigError("give --url or set WATTLOG_NOTIFY_URL")
@@ -149,7 +149,7 @@ def report(
     import os
     import subprocess
 
-    from accounting.ledger import ENV_VAR, describe_url
+    from wattlog.accounting.ledger import ENV_VAR, describe_url
 
     env = {**os.environ, ENV_VAR: db} if db else dict(os.environ)
     print(f"carbon report of {describe_url(db)} on http://{host}:{port} (Ctrl-C stops)", flush=True)

@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from dashboards.webhooks import SIGNATURE_HEADER, sign
-from telemetry.errors import ConfigError, WattlogError
+from wattlog.dashboards.webhooks import SIGNATURE_HEADER, sign
+from wattlog.errors import ConfigError, WattlogError
 
 log = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from dashboards.build import energy_dashboard, training_dashboard
-from dashboards.panels import DATASOURCE_UID
-from telemetry.errors import ConfigError, WattlogError
+from wattlog.dashboards.build import energy_dashboard, training_dashboard
+from wattlog.dashboards.panels import DATASOURCE_UID
+from wattlog.errors import ConfigError, WattlogError
 
 if TYPE_CHECKING:
     from grafana_client.api import GrafanaApi

@@ -31,10 +31,10 @@ from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
-from telemetry.errors import ConfigError, LedgerError
+from wattlog.errors import ConfigError, LedgerError
 
 if TYPE_CHECKING:
-    from accounting.ledger import Ledger
+    from wattlog.accounting.ledger import Ledger
 
 log = logging.getLogger(__name__)
 

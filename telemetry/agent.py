@@ -28,17 +28,18 @@ from types import TracebackType
 
 from prometheus_client import CollectorRegistry
 
-from telemetry.clock import Clock, SystemClock
-from telemetry.devicelock import DeviceLocks
-from telemetry.errors import ConfigError, WattlogError
-from telemetry.exporter import EnergyCollector, MetricsServer, SamplerCollector, push, serve
-from telemetry.integrator import Integrator
-from telemetry.sampler import Sampler, SamplerStats
-from telemetry.selection import job_selection
-from telemetry.sensors.base import Sensor
-from telemetry.sensors.discovery import discover
-from telemetry.sinks import IntervalSink
-from telemetry.types import DeviceEnergy, DeviceInfo, EnergyInterval, Gap, Reading, Source
+from wattlog.clock import Clock, SystemClock
+from wattlog.errors import ConfigError, WattlogError
+from wattlog.records import EnergyInterval, Gap, Source
+from wattlog.telemetry.devicelock import DeviceLocks
+from wattlog.telemetry.exporter import EnergyCollector, MetricsServer, SamplerCollector, push, serve
+from wattlog.telemetry.integrator import Integrator
+from wattlog.telemetry.sampler import Sampler, SamplerStats
+from wattlog.telemetry.selection import job_selection
+from wattlog.telemetry.sensors.base import Sensor
+from wattlog.telemetry.sensors.discovery import discover
+from wattlog.telemetry.sinks import IntervalSink
+from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, Reading
 
 logger = logging.getLogger(__name__)
 

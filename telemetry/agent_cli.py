@@ -29,12 +29,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from telemetry.agent import Agent, AgentConfig
-from telemetry.errors import ConfigError
-from telemetry.sampler import SamplerStats
-from telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
-from telemetry.sinks import JsonlSink
-from telemetry.types import DeviceEnergy
+from wattlog.errors import ConfigError
+from wattlog.telemetry.agent import Agent, AgentConfig
+from wattlog.telemetry.sampler import SamplerStats
+from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+from wattlog.telemetry.sinks import JsonlSink
+from wattlog.telemetry.types import DeviceEnergy
 
 COMMAND_NOT_FOUND = 127
 INTERRUPTED = 130

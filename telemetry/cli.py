@@ -9,10 +9,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from telemetry.agent_cli import register as register_agent
-from telemetry.selection import job_selection
-from telemetry.sensors.base import Sensor
-from telemetry.sensors.discovery import Discovery, discover
+from wattlog.telemetry.agent_cli import register as register_agent
+from wattlog.telemetry.selection import job_selection
+from wattlog.telemetry.sensors.base import Sensor
+from wattlog.telemetry.sensors.discovery import Discovery, discover
 
 
 def sensors(
@@ -27,7 +27,7 @@ def sensors(
     """List the devices wattlog would measure: kind, energy counter, and the source label of each figure."""
     extra: list[Sensor] = []
     if simulate:
-        from telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+        from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 
         extra.append(SimulatedSensor(simulated_gpus(simulate)))
     found = discover(job_selection(whole_node=whole_node), powercap_root=powercap_root, extra=extra)

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from telemetry.errors import ConfigError
+from wattlog.errors import ConfigError
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 

@@ -23,13 +23,13 @@ from prometheus_client import CollectorRegistry, delete_from_gateway, push_to_ga
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from telemetry.errors import ConfigError, WattlogError
-from telemetry.types import DeviceEnergy
+from wattlog.errors import ConfigError, WattlogError
+from wattlog.telemetry.types import DeviceEnergy
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
-    from telemetry.sampler import SamplerStats
+    from wattlog.telemetry.sampler import SamplerStats
 
 log = logging.getLogger(__name__)
 

@@ -29,9 +29,10 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from telemetry.clock import Clock, SystemClock
-from telemetry.types import DeviceEnergy, DeviceInfo, EnergyInterval, Gap, Reading
-from telemetry.uncertainty import (
+from wattlog.clock import Clock, SystemClock
+from wattlog.records import EnergyInterval, Gap
+from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, Reading
+from wattlog.telemetry.uncertainty import (
     BandInputs,
     BandModel,
     PhaseLock,

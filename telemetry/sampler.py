@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol
 
-from telemetry.clock import Clock, SystemClock
-from telemetry.errors import ConfigError, DeviceLost
-from telemetry.sensors.base import Sensor
-from telemetry.types import DeviceInfo, Reading
+from wattlog.clock import Clock, SystemClock
+from wattlog.errors import ConfigError, DeviceLost
+from wattlog.telemetry.sensors.base import Sensor
+from wattlog.telemetry.types import DeviceInfo, Reading
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from telemetry.errors import ConfigError
+from wattlog.errors import ConfigError
 
 # SLURM's variables, most specific first: the step's GPUs, the job's, then the gres plugin's ordinal list.
 _SLURM_VARS = ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "GPU_DEVICE_ORDINAL")

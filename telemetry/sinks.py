@@ -9,7 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Protocol
 
-from telemetry.types import EnergyInterval, Gap
+from wattlog.records import EnergyInterval, Gap
 
 
 class IntervalSink(Protocol):

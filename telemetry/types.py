@@ -3,25 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
-
-class Kind(StrEnum):
-    """What a device is; also the Prometheus `kind` label."""
-
-    GPU = "gpu"
-    CPU = "cpu"
-    DRAM = "dram"
-    NODE = "node"
-
-
-class Source(StrEnum):
-    """Where an energy figure comes from. Every figure shown carries one."""
-
-    COUNTER = "counter"  # differences of a hardware energy counter
-    SAMPLED = "sampled"  # integrated from power readings
-    ESTIMATED = "estimated"  # a model (utilisation x TDP), no sensor at all
-    SIMULATED = "simulated"  # the simulated device: never a measurement
+from wattlog.records import Kind, Source
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,36 +81,3 @@ class DeviceEnergy:
     lost: bool = False
     notes: tuple[str, ...] = ()
 
-
-@dataclass(frozen=True, slots=True)
-class EnergyInterval:
-    """Energy of one device over one flush interval: the row the ledger stores.
-
-    Times are Unix seconds (wall clock), so rows from many nodes line up.
-    """
-
-    host: str
-    device: str
-    kind: Kind
-    source: Source
-    start_s: float
-    end_s: float
-    energy_j: float
-    low_j: float
-    high_j: float
-
-
-@dataclass(frozen=True, slots=True)
-class Gap:
-    """A stretch of time in which a device was not measured, in Unix seconds."""
-
-    host: str
-    device: str
-    start_s: float
-    end_s: float
-    reason: str
-
-    @property
-    def duration_s(self) -> float:
-        """Length of the gap in seconds."""
-        return self.end_s - self.start_s

@@ -50,8 +50,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from telemetry.errors import ConfigError
-from telemetry.types import DeviceInfo, Kind, Source
+from wattlog.errors import ConfigError
+from wattlog.records import Kind, Source
+from wattlog.telemetry.types import DeviceInfo
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from telemetry.clock import FakeClock
+from wattlog.clock import FakeClock
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from trainer.metrics import StepRecord
-    from trainer.tracker import Tracker
+    from wattlog.trainer.metrics import StepRecord
+    from wattlog.trainer.tracker import Tracker
 
 
 @dataclass

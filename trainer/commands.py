@@ -27,7 +27,7 @@ def demo(
     batch_size: Annotated[int, typer.Option("--batch-size", help="Sequences per step.")] = 8,
 ) -> int:
     """Train a small GPT for about a minute under the tracker and print its footprint beside Table 19."""
-    from trainer.demo import DemoConfig, run_demo
+    from wattlog.trainer.demo import DemoConfig, run_demo
 
     config = DemoConfig(
         seconds=seconds,
@@ -56,7 +56,7 @@ def run(
     ] = False,
 ) -> int:
     """Run COMMAND with an agent sampling the node; record the run and pass the exit code through."""
-    from trainer.runner import run_command
+    from wattlog.trainer.runner import run_command
 
     label = name or time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())
     return run_command(command or [], run=label, site=site, db=db, port=port, resume=resume)
@@ -79,10 +79,10 @@ def health_check(
     ] = 0.8,
 ) -> int:
     """Multiply, compare and time on each device, check NVML; exit 1 if any device is unhealthy."""
-    from accounting.ledger import Ledger, Role, describe_url, make_engine
-    from telemetry.errors import LedgerError
-    from trainer.health import compare_peers, default_devices, exit_code
-    from trainer.health import health_check as check
+    from wattlog.accounting.ledger import Ledger, Role, describe_url, make_engine
+    from wattlog.errors import LedgerError
+    from wattlog.trainer.health import compare_peers, default_devices, exit_code
+    from wattlog.trainer.health import health_check as check
 
     results = compare_peers([check(d, size=size) for d in device or default_devices()], min_fraction)
     console = Console(highlight=False)

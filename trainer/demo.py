@@ -15,16 +15,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from accounting.ledger import describe_url
-from accounting.sites import get_site
-from telemetry.agent import AgentConfig
-from telemetry.errors import ConfigError
-from telemetry.sensors import discover
-from telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
-from trainer.callbacks import SpeedCallback
-from trainer.example import GPT, ByteTokenizer, batches, generate_corpus, preset
-from trainer.report import print_run_report
-from trainer.tracker import Tracker
+from wattlog.accounting.ledger import describe_url
+from wattlog.accounting.run_report import print_run_report
+from wattlog.accounting.sites import get_site
+from wattlog.errors import ConfigError
+from wattlog.telemetry.agent import AgentConfig
+from wattlog.telemetry.sensors import discover
+from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+from wattlog.trainer.callbacks import SpeedCallback
+from wattlog.trainer.example import GPT, ByteTokenizer, batches, generate_corpus, preset
+from wattlog.trainer.tracker import Tracker
 
 
 @dataclass

@@ -18,7 +18,7 @@ import statistics
 from collections import deque
 from dataclasses import dataclass
 
-from telemetry.errors import ConfigError
+from wattlog.errors import ConfigError
 
 # MAD x 1.4826 estimates the standard deviation of normally distributed values.
 _MAD_TO_SIGMA = 1.4826

@@ -18,8 +18,8 @@ from prometheus_client.registry import Collector
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
-    from trainer.callbacks.speed import SpeedFigures
-    from trainer.metrics import StepRecord
+    from wattlog.trainer.callbacks.speed import SpeedFigures
+    from wattlog.trainer.metrics import StepRecord
 
 
 @dataclass(frozen=True, slots=True)

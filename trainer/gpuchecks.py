@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from telemetry.errors import ConfigError
+from wattlog.errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True)

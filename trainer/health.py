@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from telemetry.errors import ConfigError
-from trainer.gpuchecks import Check, Thresholds, load_nvml, nvml_checks
+from wattlog.errors import ConfigError
+from wattlog.trainer.gpuchecks import Check, Thresholds, load_nvml, nvml_checks
 
 Matmul = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 

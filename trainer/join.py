@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from accounting.ledger import Ledger
-from telemetry.clock import Clock
-from telemetry.errors import SensorError
-from telemetry.types import EnergyInterval, Kind, Source
+from wattlog.accounting.ledger import Ledger
+from wattlog.clock import Clock
+from wattlog.errors import SensorError
+from wattlog.records import EnergyInterval, Kind, Source
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from telemetry.errors import ConfigError
+from wattlog.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

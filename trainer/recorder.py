@@ -14,10 +14,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from accounting.ledger import Ledger, Status
-from telemetry.errors import LedgerError
-from trainer.restarts import LostWork, lost_work
-from trainer.split import Use, energy_rows, split_row
+from wattlog.accounting.ledger import Ledger, Status
+from wattlog.accounting.split import Use, energy_rows, split_row
+from wattlog.errors import LedgerError
+from wattlog.trainer.restarts import LostWork, lost_work
 
 log = logging.getLogger(__name__)
 

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from telemetry.agent import AgentConfig
-from telemetry.errors import ConfigError, WattlogError
-from trainer.report import print_run_report
-from trainer.tracker import Tracker
+from wattlog.accounting.run_report import print_run_report
+from wattlog.errors import ConfigError, WattlogError
+from wattlog.telemetry.agent import AgentConfig
+from wattlog.trainer.tracker import Tracker
 
 COMMAND_NOT_FOUND = 127
 """Exit code of a command that does not exist, as the shell gives it."""

@@ -33,20 +33,20 @@ from typing import Any
 
 import torch
 
-from accounting.ledger import Ledger, LedgerSink, Status, make_engine
-from telemetry.agent import Agent, AgentConfig
-from telemetry.clock import Clock, SystemClock
-from telemetry.errors import ConfigError, WattlogError
-from telemetry.sensors.base import Sensor
-from telemetry.types import DeviceEnergy
-from trainer.callback import Callback
-from trainer.callbacks import GCCallback, SpeedCallback, SpeedFigures, StabilityCallback
-from trainer.detectors import Detection
-from trainer.exporter import TrainingCollector, TrainingState
-from trainer.join import JoinedAgents
-from trainer.metrics import BookkeepingThread, DeviceMetricBuffer, StepRecord
-from trainer.recorder import RunRecorder
-from trainer.restarts import LostWork
+from wattlog.accounting.ledger import Ledger, LedgerSink, Status, make_engine
+from wattlog.clock import Clock, SystemClock
+from wattlog.errors import ConfigError, WattlogError
+from wattlog.telemetry.agent import Agent, AgentConfig
+from wattlog.telemetry.sensors.base import Sensor
+from wattlog.telemetry.types import DeviceEnergy
+from wattlog.trainer.callback import Callback
+from wattlog.trainer.callbacks import GCCallback, SpeedCallback, SpeedFigures, StabilityCallback
+from wattlog.trainer.detectors import Detection
+from wattlog.trainer.exporter import TrainingCollector, TrainingState
+from wattlog.trainer.join import JoinedAgents
+from wattlog.trainer.metrics import BookkeepingThread, DeviceMetricBuffer, StepRecord
+from wattlog.trainer.recorder import RunRecorder
+from wattlog.trainer.restarts import LostWork
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +218,7 @@ class Tracker:
         if self._started:
             raise WattlogError("the tracker is already started")
         if self.site:
-            from accounting.sites import get_site
+            from wattlog.accounting.sites import get_site
 
             self.site = get_site(self.site).name
         self.ledger = Ledger(make_engine(self.db))
@@ -275,7 +275,7 @@ class Tracker:
         self._joined.start(self.agent.held_elsewhere)
 
     def _run_health_check(self) -> None:
-        from trainer.health import health_check
+        from wattlog.trainer.health import health_check
 
         assert self.recorder is not None
         result = self.health = health_check(self.device)

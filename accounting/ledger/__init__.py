@@ -8,10 +8,10 @@
 
 from __future__ import annotations
 
-from accounting.ledger.engine import DEFAULT_URL, ENV_VAR, describe_url, make_engine, resolve_url
-from accounting.ledger.models import Resolution, Role, Run, Status
-from accounting.ledger.sink import LedgerSink
-from accounting.ledger.store import Compaction, EnergyTotal, HourEnergy, Ledger
+from wattlog.accounting.ledger.engine import DEFAULT_URL, ENV_VAR, describe_url, make_engine, resolve_url
+from wattlog.accounting.ledger.models import Resolution, Role, Run, Status
+from wattlog.accounting.ledger.sink import LedgerSink
+from wattlog.accounting.ledger.store import Compaction, EnergyTotal, HourEnergy, Ledger
 
 __all__ = [
     "DEFAULT_URL",

@@ -9,9 +9,9 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlmodel import col
 
-from accounting.ledger.models import SECONDS_PER_HOUR, IntensityPoint, SiteRecord
-from accounting.ledger.store import Ledger
-from telemetry.errors import ConfigError, LedgerError
+from wattlog.accounting.ledger.models import SECONDS_PER_HOUR, IntensityPoint, SiteRecord
+from wattlog.accounting.ledger.store import Ledger
+from wattlog.errors import ConfigError, LedgerError
 
 
 def save_site(ledger: Ledger, name: str, definition: Mapping[str, Any], source: str = "") -> None:

@@ -16,7 +16,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
-from telemetry.errors import LedgerError
+from wattlog.errors import LedgerError
 
 ENV_VAR = "WATTLOG_DB"
 DEFAULT_URL = "sqlite:///wattlog.db"

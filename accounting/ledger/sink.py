@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from accounting.ledger.store import Ledger
-from telemetry.errors import LedgerError
-from telemetry.types import EnergyInterval, Gap
+from wattlog.accounting.ledger.store import Ledger
+from wattlog.errors import LedgerError
+from wattlog.records import EnergyInterval, Gap
 
 
 class LedgerSink:
-    """An :class:`telemetry.sinks.IntervalSink` that stores each flush in one ledger transaction.
+    """An :class:`wattlog.telemetry.sinks.IntervalSink` that stores each flush in one ledger transaction.
 
     A crash loses at most the flush in flight; a failed write raises
     LedgerError and leaves nothing half-written, so the agent can retry.

@@ -23,7 +23,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
-from accounting.ledger.models import (
+from wattlog.accounting.ledger.models import (
     EnergyRecord,
     EnergyRollup,
     Event,
@@ -35,9 +35,9 @@ from accounting.ledger.models import (
     Status,
     hour_of,
 )
-from telemetry.clock import Clock, SystemClock
-from telemetry.errors import ConfigError, LedgerError
-from telemetry.types import EnergyInterval, Gap
+from wattlog.clock import Clock, SystemClock
+from wattlog.errors import ConfigError, LedgerError
+from wattlog.records import EnergyInterval, Gap
 
 logger = logging.getLogger(__name__)
 _E = TypeVar("_E", Role, Status)
@@ -83,7 +83,7 @@ class Compaction:
 
 
 class Ledger:
-    """Runs and their energy in a SQL database (see :func:`accounting.ledger.engine.make_engine`).
+    """Runs and their energy in a SQL database (see :func:`wattlog.accounting.ledger.engine.make_engine`).
 
     Args:
         engine: An engine from make_engine (schema migrated).

@@ -13,10 +13,10 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from accounting.ledger import Ledger, describe_url, make_engine, resolve_url
-from accounting.render import footnotes, format_figure
-from dashboards.report.data import RunReport, load_report
-from telemetry.errors import WattlogError
+from wattlog.accounting.ledger import Ledger, describe_url, make_engine, resolve_url
+from wattlog.accounting.render import footnotes, format_figure
+from wattlog.dashboards.report.data import RunReport, load_report
+from wattlog.errors import WattlogError
 
 SOURCE_NOTES = {
     "counter": "differences of hardware energy counters",

@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from accounting.reference import reference_table_rows
-from accounting.render import TableRow, table_cells, to_csv, to_latex, to_markdown
-from accounting.run_table import TableOptions, run_footprint, run_row
-from accounting.sites import site_catalog
-from telemetry.types import Kind
-from trainer.split import energy_rows, energy_split
+from wattlog.accounting.reference import reference_table_rows
+from wattlog.accounting.render import TableRow, table_cells, to_csv, to_latex, to_markdown
+from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
+from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.split import energy_rows, energy_split
+from wattlog.records import Kind
 
 if TYPE_CHECKING:
-    from accounting.footprint import Footprint
-    from accounting.ledger import Ledger, Run
+    from wattlog.accounting.footprint import Footprint
+    from wattlog.accounting.ledger import Ledger, Run
 
 USE_LABELS = {
     "productive": "productive",

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from telemetry.sensors.base import Sensor
-from telemetry.sensors.discovery import Discovery, discover
+from wattlog.telemetry.sensors.base import Sensor
+from wattlog.telemetry.sensors.discovery import Discovery, discover
 
 __all__ = ["Discovery", "Sensor", "discover"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from telemetry.types import DeviceInfo, Reading
+from wattlog.telemetry.types import DeviceInfo, Reading
 
 
 @runtime_checkable
@@ -12,8 +12,8 @@ class Sensor(Protocol):
     """A backend that knows some devices and reads them.
 
     Constructors do no I/O; `devices()` may probe. `read` raises
-    :class:`~telemetry.errors.DeviceLost` for a device that stopped answering and
-    :class:`~telemetry.errors.SensorError` for a failed read; the sampler records
+    :class:`~wattlog.errors.DeviceLost` for a device that stopped answering and
+    :class:`~wattlog.errors.SensorError` for a failed read; the sampler records
     either as a gap and goes on.
     """
 

@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from telemetry.errors import SensorError
-from telemetry.selection import GpuSelection, job_selection
-from telemetry.sensors.base import Sensor
-from telemetry.sensors.estimate import EstimateConfig, EstimateSensor
-from telemetry.sensors.nvml import NvmlSensor
-from telemetry.sensors.powercap import PowercapSensor
-from telemetry.types import DeviceInfo, Kind
+from wattlog.errors import SensorError
+from wattlog.records import Kind
+from wattlog.telemetry.selection import GpuSelection, job_selection
+from wattlog.telemetry.sensors.base import Sensor
+from wattlog.telemetry.sensors.estimate import EstimateConfig, EstimateSensor
+from wattlog.telemetry.sensors.nvml import NvmlSensor
+from wattlog.telemetry.sensors.powercap import PowercapSensor
+from wattlog.telemetry.types import DeviceInfo
 
 _HOST_KINDS = (Kind.CPU, Kind.DRAM)
 

@@ -23,8 +23,9 @@ from pathlib import Path
 
 import psutil
 
-from telemetry.errors import ConfigError, SensorError
-from telemetry.types import DeviceInfo, Kind, Reading, Source
+from wattlog.errors import ConfigError, SensorError
+from wattlog.records import Kind, Source
+from wattlog.telemetry.types import DeviceInfo, Reading
 
 CPU_UUID = "estimate:cpu"
 DRAM_UUID = "estimate:dram"

@@ -27,8 +27,8 @@ from typing import Any
 
 import pynvml
 
-from telemetry.clock import Clock
-from telemetry.sensors.simulated import SimulatedGpu
+from wattlog.clock import Clock
+from wattlog.telemetry.sensors.simulated import SimulatedGpu
 
 DRIVER_VERSION = "550.54.15 (simulated)"
 NVML_VERSION = "12.550.54.15"

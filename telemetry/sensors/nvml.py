@@ -7,7 +7,7 @@ on Ampere and newer, except GA100); the DeviceInfo note says which. A metric
 that answers NOT_SUPPORTED is remembered per device and not asked again. A GPU
 that answers GPU_IS_LOST or UNKNOWN raises DeviceLost, and is not called again
 (NVML calls on a faulted GPU can block for tens of seconds), while the other
-GPUs go on. Run against :mod:`telemetry.sensors.fake_pynvml`, every figure is
+GPUs go on. Run against :mod:`wattlog.telemetry.sensors.fake_pynvml`, every figure is
 labelled `simulated`.
 """
 
@@ -19,8 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from telemetry.errors import DeviceLost, NotSupported, SensorError, SensorUnavailable
-from telemetry.types import DeviceInfo, Kind, Reading, Source
+from wattlog.errors import DeviceLost, NotSupported, SensorError, SensorUnavailable
+from wattlog.records import Kind, Source
+from wattlog.telemetry.types import DeviceInfo, Reading
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,9 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from telemetry.errors import SensorError, SensorUnavailable
-from telemetry.types import DeviceInfo, Kind, Reading, Source
+from wattlog.errors import SensorError, SensorUnavailable
+from wattlog.records import Kind, Source
+from wattlog.telemetry.types import DeviceInfo, Reading
 
 _ZONE = re.compile(r"^(intel-rapl(?:-mmio)?):(\d+)(?::(\d+))?$")
 _UUID_PREFIX = "rapl:"

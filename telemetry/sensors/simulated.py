@@ -18,9 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from telemetry.errors import ConfigError, DeviceLost, SensorError
-from telemetry.sensors.traces import Trace, TrainingTrace
-from telemetry.types import DeviceInfo, Kind, Reading, Source
+from wattlog.errors import ConfigError, DeviceLost, SensorError
+from wattlog.records import Kind, Source
+from wattlog.telemetry.sensors.traces import Trace, TrainingTrace
+from wattlog.telemetry.types import DeviceInfo, Reading
 
 # Publication and update times are computed as floor((t - phase) / period); this
 # keeps t = 0.3 with period 0.1 on publication 3 despite 0.3 / 0.1 = 2.999...

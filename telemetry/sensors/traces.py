@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
-from telemetry.errors import ConfigError
+from wattlog.errors import ConfigError
 
 
 @runtime_checkable

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer.cli import main
+from wattlog.cli import main
 
 
 def test_sites_lists_every_figure_with_its_source(capsys: pytest.CaptureFixture[str]) -> None:

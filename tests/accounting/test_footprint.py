@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from accounting.footprint import (
+from wattlog.accounting.footprint import (
     Energy,
     WaterConvention,
     co2_t,
@@ -17,11 +17,11 @@ from accounting.footprint import (
     footprint_for,
     water_kl,
 )
-from accounting.intensity import ConstantIntensity, HourlySeries
-from accounting.ranges import Range
-from accounting.sites import Site, get_site
-from telemetry.errors import ConfigError
-from telemetry.types import Source
+from wattlog.accounting.intensity import ConstantIntensity, HourlySeries
+from wattlog.accounting.ranges import Range
+from wattlog.accounting.sites import Site, get_site
+from wattlog.errors import ConfigError
+from wattlog.records import Source
 
 T0 = int(datetime(2026, 1, 1, tzinfo=UTC).timestamp())
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from accounting.intensity import ConstantIntensity, HourlySeries, hour_start_s, split_by_hour_mwh
-from accounting.ranges import Range
-from accounting.units import mwh_to_j
-from telemetry.errors import ConfigError
-from telemetry.types import EnergyInterval, Kind, Source
+from wattlog.accounting.intensity import ConstantIntensity, HourlySeries, hour_start_s, split_by_hour_mwh
+from wattlog.accounting.ranges import Range
+from wattlog.accounting.units import mwh_to_j
+from wattlog.errors import ConfigError
+from wattlog.records import EnergyInterval, Kind, Source
 
 T0 = int(datetime(2026, 1, 1, tzinfo=UTC).timestamp())
 

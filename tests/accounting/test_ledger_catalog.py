@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from accounting.ledger import Ledger, make_engine
-from accounting.ledger.catalog import load_intensity, save_intensity, save_site, stored_sites
-from telemetry.errors import ConfigError, LedgerError
+from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger.catalog import load_intensity, save_intensity, save_site, stored_sites
+from wattlog.errors import ConfigError, LedgerError
 
 
 @pytest.fixture

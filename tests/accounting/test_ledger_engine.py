@@ -9,9 +9,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect
 
-from accounting.ledger import DEFAULT_URL, describe_url, make_engine, resolve_url
-from accounting.ledger.models import TABLES, SQLModel
-from telemetry.errors import LedgerError
+from wattlog.accounting.ledger import DEFAULT_URL, describe_url, make_engine, resolve_url
+from wattlog.accounting.ledger.models import TABLES, SQLModel
+from wattlog.errors import LedgerError
 
 
 def schema_diff(engine) -> list:  # type: ignore[no-untyped-def]
@@ -86,8 +86,8 @@ def test_read_only_open_of_a_missing_file_creates_nothing(tmp_path) -> None:
 def test_upgrading_from_0001_backfills_the_totals(tmp_path) -> None:
     from sqlalchemy import text
 
-    from accounting.ledger import Ledger
-    from accounting.ledger.engine import upgrade
+    from wattlog.accounting.ledger import Ledger
+    from wattlog.accounting.ledger.engine import upgrade
 
     url = f"sqlite:///{tmp_path / 'old.db'}"
     engine = make_engine(url, migrate=False)
@@ -117,7 +117,7 @@ def test_head_revision_constant_is_the_newest_migration() -> None:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-    from accounting.ledger.engine import HEAD_REVISION, MIGRATIONS
+    from wattlog.accounting.ledger.engine import HEAD_REVISION, MIGRATIONS
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))

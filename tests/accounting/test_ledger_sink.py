@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from accounting.ledger import Ledger, LedgerSink, make_engine
-from telemetry.errors import LedgerError
-from telemetry.sinks import IntervalSink
-from telemetry.types import EnergyInterval, Gap, Kind, Source
+from wattlog.accounting.ledger import Ledger, LedgerSink, make_engine
+from wattlog.errors import LedgerError
+from wattlog.records import EnergyInterval, Gap, Kind, Source
+from wattlog.telemetry.sinks import IntervalSink
 
 
 def test_sink_writes_each_flush_and_refuses_after_close(tmp_path) -> None:

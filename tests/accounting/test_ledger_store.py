@@ -8,11 +8,11 @@ import pytest
 from sqlalchemy import event, func, select
 from sqlalchemy.orm import Session
 
-from accounting.ledger import Ledger, Role, Status, make_engine
-from accounting.ledger.models import EnergyRecord, GapRecord, Run
-from telemetry.clock import FakeClock
-from telemetry.errors import ConfigError, LedgerError
-from telemetry.types import EnergyInterval, Gap, Kind, Source
+from wattlog.accounting.ledger import Ledger, Role, Status, make_engine
+from wattlog.accounting.ledger.models import EnergyRecord, GapRecord, Run
+from wattlog.clock import FakeClock
+from wattlog.errors import ConfigError, LedgerError
+from wattlog.records import EnergyInterval, Gap, Kind, Source
 
 T0 = 1_700_000_000.0  # FakeClock's wall time at monotonic 0
 

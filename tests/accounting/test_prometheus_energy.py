@@ -10,8 +10,8 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from accounting.prometheus_energy import PrometheusError, energy_from_prometheus
-from telemetry.errors import ConfigError
+from wattlog.accounting.prometheus_energy import PrometheusError, energy_from_prometheus
+from wattlog.errors import ConfigError
 
 LABELS = {"host": "n0", "device": "GPU-1", "kind": "gpu", "source": "counter"}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from accounting.ranges import Range, bounds, check_at_least, format_quantity, parse_quantity
-from telemetry.errors import ConfigError
+from wattlog.accounting.ranges import Range, bounds, check_at_least, format_quantity, parse_quantity
+from wattlog.errors import ConfigError
 
 
 def test_min_above_max_is_a_config_error() -> None:

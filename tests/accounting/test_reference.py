@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from accounting.reference import recomputed_figures, reference_rows, reference_table_rows, table19_rows
-from accounting.render import FIGURE_COLUMNS, HEADERS, MISSING, to_csv, to_markdown
+from wattlog.accounting.reference import (
+    recomputed_figures,
+    reference_rows,
+    reference_table_rows,
+    table19_rows,
+)
+from wattlog.accounting.render import FIGURE_COLUMNS, HEADERS, MISSING, to_csv, to_markdown
 
 TABLE_19_MODELS = ["Llama 2 7B", "Llama 3.1 8B", "OLMo 7B", "OLMo 2 7B", "OLMo 2 13B"]
 

@@ -10,10 +10,10 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from accounting.footprint import Energy, WaterConvention, footprint_for
-from accounting.ranges import Range
-from accounting.reference import reference_table_rows
-from accounting.render import (
+from wattlog.accounting.footprint import Energy, WaterConvention, footprint_for
+from wattlog.accounting.ranges import Range
+from wattlog.accounting.reference import reference_table_rows
+from wattlog.accounting.render import (
     TableFormat,
     TableRow,
     footnotes,
@@ -28,7 +28,7 @@ from accounting.render import (
     to_markdown,
     to_rich,
 )
-from accounting.sites import get_site
+from wattlog.accounting.sites import get_site
 
 
 def _run_row(**overrides: object) -> TableRow:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from accounting.ledger import Ledger, make_engine
-from accounting.prometheus_energy import PromEnergy
-from accounting.run_energy import energy_from_devices, ledger_energy
-from accounting.units import j_to_mwh
-from telemetry.types import EnergyInterval, Kind, Source
+from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.prometheus_energy import PromEnergy
+from wattlog.accounting.run_energy import energy_from_devices, ledger_energy
+from wattlog.accounting.units import j_to_mwh
+from wattlog.records import EnergyInterval, Kind, Source
 
 MJ = 1e6
 

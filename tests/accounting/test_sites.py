@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from accounting.ranges import Range
-from accounting.sites import SITE_FIELDS, Site, builtin_sites, get_site, load_sites, site_catalog
-from telemetry.errors import ConfigError
+from wattlog.accounting.ranges import Range
+from wattlog.accounting.sites import SITE_FIELDS, Site, builtin_sites, get_site, load_sites, site_catalog
+from wattlog.errors import ConfigError
 
 
 def _write(tmp_path: Path, text: str) -> Path:

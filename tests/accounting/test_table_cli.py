@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from accounting.ledger import Ledger, make_engine
-from telemetry.clock import FakeClock
-from telemetry.types import EnergyInterval, Kind, Source
-from trainer.cli import main
+from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.cli import main
+from wattlog.clock import FakeClock
+from wattlog.records import EnergyInterval, Kind, Source
 
 MWH_J = 3.6e9
 H0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z

@@ -6,9 +6,18 @@ import doctest
 
 import pytest
 
-from accounting import units
-from accounting.ranges import Range
-from accounting.units import j_to_kwh, j_to_mwh, kg_to_t, kwh_to_j, kwh_to_mwh, l_to_kl, mwh_to_j, mwh_to_kwh
+from wattlog.accounting import units
+from wattlog.accounting.ranges import Range
+from wattlog.accounting.units import (
+    j_to_kwh,
+    j_to_mwh,
+    kg_to_t,
+    kwh_to_j,
+    kwh_to_mwh,
+    l_to_kl,
+    mwh_to_j,
+    mwh_to_kwh,
+)
 
 
 def test_doctests_pass() -> None:

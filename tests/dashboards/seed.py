@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 
-from accounting.ledger import Ledger, make_engine
-from telemetry.clock import FakeClock
-from telemetry.types import EnergyInterval, Kind, Source
+from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.clock import FakeClock
+from wattlog.records import EnergyInterval, Kind, Source
 
 RUN = "olmo-mini"
 START_S = 1_790_000_000.0  # the FakeClock's wall time at the run's start

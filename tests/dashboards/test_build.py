@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from dashboards import build
+from wattlog.dashboards import build
 
 SCHEMA = json.loads((Path(__file__).parent / "dashboard.schema.json").read_text())
 BOARDS = {
@@ -19,7 +19,8 @@ BOARDS = {
 
 
 def test_committed_json_matches_the_code() -> None:
-    assert build.main(["--check"]) == 0, "run `python -m dashboards.build` and commit dashboards/grafana/"
+    fix = "run `python -m wattlog.dashboards.build` and commit dashboards/grafana/"
+    assert build.main(["--check"]) == 0, fix
 
 
 def test_check_fails_on_a_stale_or_missing_file(tmp_path: Path) -> None:
@@ -123,8 +124,8 @@ def test_variables_run_host_site_filter_every_query(name: str) -> None:
 def test_site_rules_carry_every_catalog_site_with_its_figures() -> None:
     import yaml
 
-    from accounting.ranges import bounds
-    from accounting.sites import builtin_sites
+    from wattlog.accounting.ranges import bounds
+    from wattlog.accounting.sites import builtin_sites
 
     rules = yaml.safe_load(build.render()["prometheus/sites.rules.yml"])["groups"][0]["rules"]
     published = {(r["record"], r["labels"]["site"]): r["expr"] for r in rules}

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 from pytest_httpserver import HTTPServer
 
-from dashboards.notify import Notifier, detection_hook, events_to_send, redact
-from dashboards.webhooks import SIGNATURE_HEADER, sign
-from telemetry.errors import ConfigError, WattlogError
+from wattlog.dashboards.notify import Notifier, detection_hook, events_to_send, redact
+from wattlog.dashboards.webhooks import SIGNATURE_HEADER, sign
+from wattlog.errors import ConfigError, WattlogError
 
 EVENT = {
     "run": "r1",
@@ -62,7 +62,7 @@ def test_retries_are_bounded_and_logs_hide_the_secret_path(
     with caplog.at_level(logging.DEBUG), pytest.raises(WattlogError, match="after 3 tries") as error:
         Notifier(httpserver.url_for(SLACK_PATH), attempts=3, sleep=sleeps.append).send(EVENT)
     assert len(httpserver.log) == 3 and sleeps == [0.5, 1.0]
-    ours = [r.getMessage() for r in caplog.records if r.name.startswith("dashboards")]
+    ours = [r.getMessage() for r in caplog.records if r.name.startswith("wattlog.dashboards")]
     assert ours and "SECRET" not in str(error.value) and not any("SECRET" in m for m in ours)
 
 
@@ -105,8 +105,8 @@ def test_events_to_send_picks_instabilities_and_failed_health_checks() -> None:
 
 
 def test_cli_sends_a_runs_events_from_the_ledger(httpserver: HTTPServer, tmp_path, monkeypatch) -> None:
-    from accounting.ledger import Ledger, make_engine
-    from trainer.cli import main
+    from wattlog.accounting.ledger import Ledger, make_engine
+    from wattlog.cli import main
 
     db = f"sqlite:///{tmp_path / 'w.db'}"
     ledger = Ledger(make_engine(db))
@@ -125,7 +125,7 @@ def test_cli_sends_a_runs_events_from_the_ledger(httpserver: HTTPServer, tmp_pat
 def test_detection_hook_sends_in_the_background(httpserver: HTTPServer) -> None:
     import time
 
-    from trainer.detectors import Detection
+    from wattlog.trainer.detectors import Detection
 
     httpserver.expect_request("/hook", method="POST").respond_with_data("ok")
     hook = detection_hook(Notifier(httpserver.url_for("/hook")), "r1", clock=lambda: 1796234400.0)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dashboards import build
-from dashboards.panels import DATASOURCE_UID
+from wattlog.dashboards import build
+from wattlog.dashboards.panels import DATASOURCE_UID
 
 DASHBOARDS = Path(build.__file__).parent
 PROMETHEUS = DASHBOARDS / "prometheus"

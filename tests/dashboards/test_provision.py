@@ -8,10 +8,10 @@ import socket
 import pytest
 from pytest_httpserver import HTTPServer
 
-from dashboards.provision import Outcome, ProvisionConfig, Provisioner, connect
-from telemetry.errors import ConfigError, WattlogError
 from tests.dashboards.fake_grafana import FakeGrafana
-from trainer.cli import main
+from wattlog.cli import main
+from wattlog.dashboards.provision import Outcome, ProvisionConfig, Provisioner, connect
+from wattlog.errors import ConfigError, WattlogError
 
 TOKEN = "glsa_test_token_0123456789"
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from accounting.ledger import Ledger
-from accounting.render import format_figure, to_csv, to_latex, to_markdown
-from dashboards.report import data
-from dashboards.report.data import load_report
 from tests.dashboards.seed import RUN, seed_ledger
+from wattlog.accounting.ledger import Ledger
+from wattlog.accounting.render import format_figure, to_csv, to_latex, to_markdown
+from wattlog.dashboards.report import data
+from wattlog.dashboards.report.data import load_report
 
 APP = str(Path(data.__file__).parent / "app.py")
 
@@ -40,7 +40,7 @@ def ledger_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 @pytest.fixture
 def ledger(ledger_url: str) -> Ledger:
-    from accounting.ledger import make_engine
+    from wattlog.accounting.ledger import make_engine
 
     return Ledger(make_engine(ledger_url))
 

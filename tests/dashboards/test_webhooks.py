@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from accounting.ledger import Ledger, make_engine
-from dashboards.webhooks import (
+from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.dashboards.webhooks import (
     SIGNATURE_HEADER,
     AlertRecorder,
     Auth,
@@ -20,7 +20,7 @@ from dashboards.webhooks import (
     parse,
     sign,
 )
-from telemetry.errors import ConfigError
+from wattlog.errors import ConfigError
 
 TOKEN = "t0ken-for-tests"
 SECRET = "s3cret-for-tests"

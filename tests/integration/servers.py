@@ -334,7 +334,7 @@ def wattlog_process(
     """
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-c", "from trainer.cli import run; run()", *args],
+            [sys.executable, "-c", "from wattlog.cli import run; run()", *args],
             env={**os.environ, **(env or {})},
             stdout=log,
             stderr=subprocess.STDOUT,

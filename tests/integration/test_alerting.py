@@ -17,14 +17,14 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from accounting.ledger import Ledger, make_engine
-from dashboards import build
-from telemetry.errors import LedgerError
-from telemetry.exporter import MetricsServer, serve
 from tests.integration.conftest import Servers
 from tests.integration.servers import free_port, wattlog_process
-from trainer.exporter import TrainingCollector, TrainingState
-from trainer.metrics import StepRecord
+from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.dashboards import build
+from wattlog.errors import LedgerError
+from wattlog.telemetry.exporter import MetricsServer, serve
+from wattlog.trainer.exporter import TrainingCollector, TrainingState
+from wattlog.trainer.metrics import StepRecord
 
 pytestmark = pytest.mark.integration
 

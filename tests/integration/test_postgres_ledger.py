@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from accounting.ledger import make_engine
 from tests.accounting.test_ledger_engine import schema_diff
 from tests.accounting.test_ledger_store import *  # noqa: F403  (the same tests, rerun with the fixture below)
 from tests.accounting.test_ledger_store import ledger  # noqa: F401  (fixture, shadowed names made explicit)
 from tests.integration.postgres import PostgresServer, available, running_postgres
+from wattlog.accounting.ledger import make_engine
 
 pytestmark = pytest.mark.integration
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from telemetry.agent import Agent, AgentConfig
-from telemetry.exporter import delete
-from telemetry.sensors.simulated import SensorModel, SimulatedSensor, simulated_gpus
-from telemetry.sensors.traces import ConstantTrace
-from telemetry.types import DeviceEnergy
 from tests.integration.conftest import Servers
 from tests.integration.servers import http_get
+from wattlog.telemetry.agent import Agent, AgentConfig
+from wattlog.telemetry.exporter import delete
+from wattlog.telemetry.sensors.simulated import SensorModel, SimulatedSensor, simulated_gpus
+from wattlog.telemetry.sensors.traces import ConstantTrace
+from wattlog.telemetry.types import DeviceEnergy
 
 pytestmark = pytest.mark.integration
 

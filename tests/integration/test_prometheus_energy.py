@@ -7,9 +7,10 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry
 
-from accounting.prometheus_energy import PrometheusError, energy_from_prometheus
-from telemetry.exporter import EnergyCollector, serve
-from telemetry.types import DeviceEnergy, DeviceInfo, Kind, Source
+from wattlog.accounting.prometheus_energy import PrometheusError, energy_from_prometheus
+from wattlog.records import Kind, Source
+from wattlog.telemetry.exporter import EnergyCollector, serve
+from wattlog.telemetry.types import DeviceEnergy, DeviceInfo
 
 pytestmark = pytest.mark.integration
 

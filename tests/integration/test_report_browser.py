@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from accounting.ledger import Ledger, make_engine
-from accounting.render import format_figure
-from dashboards.report.data import load_report
 from tests.dashboards.seed import RUN, seed_ledger
 from tests.integration.servers import free_port, wattlog_process
+from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.render import format_figure
+from wattlog.dashboards.report.data import load_report
 
 pytestmark = pytest.mark.integration
 

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from pytest_httpserver import HTTPServer
 
-from telemetry.agent import Agent, AgentConfig
-from telemetry.errors import ConfigError, SensorUnavailable, WattlogError
-from telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
-from telemetry.sensors.traces import ConstantTrace
-from telemetry.types import DeviceInfo, EnergyInterval, Gap, Kind, Reading, Source
+from wattlog.errors import ConfigError, SensorUnavailable, WattlogError
+from wattlog.records import EnergyInterval, Gap, Kind, Source
+from wattlog.telemetry.agent import Agent, AgentConfig
+from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+from wattlog.telemetry.sensors.traces import ConstantTrace
+from wattlog.telemetry.types import DeviceInfo, Reading
 
 POWER_W = 200.0
 
@@ -167,7 +168,7 @@ def test_an_agent_in_another_process_holds_the_device(tmp_path: Path) -> None:
 import sys
 from pathlib import Path
 from tests.telemetry.test_agent import ConstantSensor
-from telemetry.agent import Agent, AgentConfig
+from wattlog.telemetry.agent import Agent, AgentConfig
 agent = Agent(AgentConfig(port=None, host="other", lock_dir=Path({str(tmp_path / "locks")!r})),
               sensors=[ConstantSensor()]).start()
 print(len(agent.devices), flush=True)

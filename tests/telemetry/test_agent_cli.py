@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer.cli import main
+from wattlog.cli import main
 
 
 def test_runs_for_a_while_and_reports_each_device(capsys: pytest.CaptureFixture[str]) -> None:
@@ -45,7 +45,7 @@ def test_sigterm_stops_cleanly_and_still_reports() -> None:
         [
             sys.executable,
             "-c",
-            "from trainer.cli import run; run()",
+            "from wattlog.cli import run; run()",
             "agent",
             "--port",
             "-1",

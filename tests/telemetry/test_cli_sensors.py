@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer.cli import main
+from wattlog.cli import main
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "powercap"
 

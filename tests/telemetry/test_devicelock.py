@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from telemetry.devicelock import DeviceLocks, Holder
+from wattlog.telemetry.devicelock import DeviceLocks, Holder
 
 
 def test_second_locker_sees_the_holder(tmp_path: Path) -> None:
@@ -33,7 +33,7 @@ def test_uuids_with_slashes_get_distinct_files(tmp_path: Path) -> None:
 
 def test_lock_held_by_another_process_until_it_dies(tmp_path: Path) -> None:
     script = (
-        "import sys; from pathlib import Path; from telemetry.devicelock import DeviceLocks\n"
+        "import sys; from pathlib import Path; from wattlog.telemetry.devicelock import DeviceLocks\n"
         f"l = DeviceLocks(Path({str(tmp_path)!r})); assert l.acquire('GPU-x', 'http://h:1/metrics') is None\n"
         "print('locked', flush=True); sys.stdin.read()\n"
     )

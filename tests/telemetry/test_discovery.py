@@ -4,14 +4,14 @@ from pathlib import Path
 
 import pytest
 
-from telemetry.clock import FakeClock
-from telemetry.selection import job_selection
-from telemetry.sensors import discover
-from telemetry.sensors.discovery import Discovery
-from telemetry.sensors.estimate import CPU_UUID, DRAM_UUID, EstimateConfig
-from telemetry.sensors.fake_pynvml import FakeNvml
-from telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
-from telemetry.types import Kind, Source
+from wattlog.clock import FakeClock
+from wattlog.records import Kind, Source
+from wattlog.telemetry.selection import job_selection
+from wattlog.telemetry.sensors import discover
+from wattlog.telemetry.sensors.discovery import Discovery
+from wattlog.telemetry.sensors.estimate import CPU_UUID, DRAM_UUID, EstimateConfig
+from wattlog.telemetry.sensors.fake_pynvml import FakeNvml
+from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "powercap"
 ALL = job_selection({})

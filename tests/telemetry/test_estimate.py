@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from telemetry.errors import ConfigError, SensorError
-from telemetry.sensors.base import Sensor
-from telemetry.sensors.estimate import (
+from wattlog.errors import ConfigError, SensorError
+from wattlog.records import Kind, Source
+from wattlog.telemetry.sensors.base import Sensor
+from wattlog.telemetry.sensors.estimate import (
     CPU_UUID,
     DRAM_UUID,
     CpuUtilisation,
@@ -12,7 +13,7 @@ from telemetry.sensors.estimate import (
     EstimateSensor,
     job_memory_bytes,
 )
-from telemetry.types import DeviceInfo, Kind, Source
+from wattlog.telemetry.types import DeviceInfo
 
 GB = 1_000_000_000
 

@@ -11,10 +11,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from pytest_httpserver import HTTPServer
 
-from telemetry.errors import ConfigError, WattlogError
-from telemetry.exporter import EnergyCollector, SamplerCollector, delete, push, serve
-from telemetry.sampler import SamplerStats
-from telemetry.types import DeviceEnergy, DeviceInfo, Kind, Source
+from wattlog.errors import ConfigError, WattlogError
+from wattlog.records import Kind, Source
+from wattlog.telemetry.exporter import EnergyCollector, SamplerCollector, delete, push, serve
+from wattlog.telemetry.sampler import SamplerStats
+from wattlog.telemetry.types import DeviceEnergy, DeviceInfo
 
 GPU = DeviceInfo(
     uuid="GPU-aaaa",

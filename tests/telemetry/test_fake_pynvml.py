@@ -7,10 +7,10 @@ import sys
 import pynvml
 import pytest
 
-from telemetry.clock import FakeClock
-from telemetry.sensors.fake_pynvml import FakeNvml, install
-from telemetry.sensors.simulated import SimulatedGpu
-from telemetry.sensors.traces import ConstantTrace, SquareWave
+from wattlog.clock import FakeClock
+from wattlog.telemetry.sensors.fake_pynvml import FakeNvml, install
+from wattlog.telemetry.sensors.simulated import SimulatedGpu
+from wattlog.telemetry.sensors.traces import ConstantTrace, SquareWave
 
 
 def make(clock: FakeClock, **kwargs: object) -> FakeNvml:

@@ -13,9 +13,9 @@ import pytest
 from bench.gpu_check import CheckConfig, GpuCheck, main
 from bench.gpu_loads import LoadUnavailable, Pattern, ScheduleTrace, TorchLoad, simulated_gpu
 from bench.gpu_verdict import classify, print_table
-from telemetry.clock import FakeClock
-from telemetry.sensors.fake_pynvml import FakeNvml, install
-from telemetry.sensors.traces import ConstantTrace, SquareWave
+from wattlog.clock import FakeClock
+from wattlog.telemetry.sensors.fake_pynvml import FakeNvml, install
+from wattlog.telemetry.sensors.traces import ConstantTrace, SquareWave
 
 # short steady/idle/poll steps; waves long enough that run ends don't blur the unlocked controls
 FAST = CheckConfig(steady_s=4.0, idle_s=2.0, wave_s=10.0, poll_s=2.0, calls=30)

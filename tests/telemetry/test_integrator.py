@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from telemetry.clock import FakeClock
-from telemetry.integrator import Integrator
-from telemetry.types import DeviceInfo, Kind, Reading, Source
+from wattlog.clock import FakeClock
+from wattlog.records import Kind, Source
+from wattlog.telemetry.integrator import Integrator
+from wattlog.telemetry.types import DeviceInfo, Reading
 
 PERIOD_S = 0.025
 

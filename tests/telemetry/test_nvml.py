@@ -5,14 +5,14 @@ from __future__ import annotations
 import pynvml
 import pytest
 
-from telemetry.clock import FakeClock
-from telemetry.errors import DeviceLost, SensorError, SensorUnavailable
-from telemetry.sensors.base import Sensor
-from telemetry.sensors.fake_pynvml import FakeNvml, install
-from telemetry.sensors.nvml import NvmlSensor
-from telemetry.sensors.simulated import SimulatedGpu
-from telemetry.sensors.traces import ConstantTrace, SquareWave, TrainingTrace
-from telemetry.types import Source
+from wattlog.clock import FakeClock
+from wattlog.errors import DeviceLost, SensorError, SensorUnavailable
+from wattlog.records import Source
+from wattlog.telemetry.sensors.base import Sensor
+from wattlog.telemetry.sensors.fake_pynvml import FakeNvml, install
+from wattlog.telemetry.sensors.nvml import NvmlSensor
+from wattlog.telemetry.sensors.simulated import SimulatedGpu
+from wattlog.telemetry.sensors.traces import ConstantTrace, SquareWave, TrainingTrace
 
 
 def gpus(lost_at_s: float | None = None) -> list[SimulatedGpu]:

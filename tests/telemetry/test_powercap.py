@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from telemetry.errors import SensorError, SensorUnavailable
-from telemetry.sensors.base import Sensor
-from telemetry.sensors.powercap import PowercapSensor
-from telemetry.types import Kind, Source
+from wattlog.errors import SensorError, SensorUnavailable
+from wattlog.records import Kind, Source
+from wattlog.telemetry.sensors.base import Sensor
+from wattlog.telemetry.sensors.powercap import PowercapSensor
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "powercap"
 

@@ -7,10 +7,11 @@ import threading
 
 import pytest
 
-from telemetry.clock import FakeClock, SystemClock
-from telemetry.errors import ConfigError, DeviceLost, SensorError
-from telemetry.sampler import Sampler
-from telemetry.types import DeviceInfo, Kind, Reading, Source
+from wattlog.clock import FakeClock, SystemClock
+from wattlog.errors import ConfigError, DeviceLost, SensorError
+from wattlog.records import Kind, Source
+from wattlog.telemetry.sampler import Sampler
+from wattlog.telemetry.types import DeviceInfo, Reading
 
 
 def gpu(uuid: str) -> DeviceInfo:

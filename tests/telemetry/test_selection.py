@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from telemetry.errors import ConfigError
-from telemetry.selection import GpuSelection, job_selection
+from wattlog.errors import ConfigError
+from wattlog.telemetry.selection import GpuSelection, job_selection
 
 UUID_A = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6"
 UUID_B = "GPU-1f2e3d4c-0000-1111-2222-333344445555"

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from telemetry.errors import ConfigError, DeviceLost, SensorError
-from telemetry.sensors.base import Sensor
-from telemetry.sensors.simulated import SensorModel, SimulatedGpu, SimulatedSensor, simulated_gpus
-from telemetry.sensors.traces import ConstantTrace, SquareWave, Trace, TrainingTrace
-from telemetry.types import DeviceInfo, Kind, Source
+from wattlog.errors import ConfigError, DeviceLost, SensorError
+from wattlog.records import Kind, Source
+from wattlog.telemetry.sensors.base import Sensor
+from wattlog.telemetry.sensors.simulated import SensorModel, SimulatedGpu, SimulatedSensor, simulated_gpus
+from wattlog.telemetry.sensors.traces import ConstantTrace, SquareWave, Trace, TrainingTrace
+from wattlog.telemetry.types import DeviceInfo
 
 
 def gpu(trace: Trace, model: SensorModel | None = None, **kwargs: object) -> SimulatedGpu:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from telemetry.errors import ConfigError
-from telemetry.sensors.traces import (
+from wattlog.errors import ConfigError
+from wattlog.telemetry.sensors.traces import (
     ConstantTrace,
     CsvTrace,
     PiecewiseTrace,

@@ -6,14 +6,15 @@ import random
 
 import pytest
 
-from telemetry.clock import FakeClock
-from telemetry.errors import ConfigError
-from telemetry.integrator import Integrator
-from telemetry.sampler import Sampler
-from telemetry.sensors.simulated import SensorModel, SimulatedGpu, SimulatedSensor
-from telemetry.sensors.traces import Trace, TrainingTrace
-from telemetry.types import DeviceEnergy, DeviceInfo, Kind, Source
-from telemetry.uncertainty import BandInputs, BandModel, Calibration, detect_periodic_lock
+from wattlog.clock import FakeClock
+from wattlog.errors import ConfigError
+from wattlog.records import Kind, Source
+from wattlog.telemetry.integrator import Integrator
+from wattlog.telemetry.sampler import Sampler
+from wattlog.telemetry.sensors.simulated import SensorModel, SimulatedGpu, SimulatedSensor
+from wattlog.telemetry.sensors.traces import Trace, TrainingTrace
+from wattlog.telemetry.types import DeviceEnergy, DeviceInfo
+from wattlog.telemetry.uncertainty import BandInputs, BandModel, Calibration, detect_periodic_lock
 
 GPU = DeviceInfo("g", "g", Kind.GPU, Source.COUNTER, True, power_limit_w=700.0)
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import torch
 
-from telemetry.agent import AgentConfig
-from telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
-from trainer.metrics import sync_allowed
+from wattlog.telemetry.agent import AgentConfig
+from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+from wattlog.trainer.metrics import sync_allowed
 
 # Every way a tensor becomes a Python value (each one a host-device sync on a GPU).
 FORBIDDEN = {

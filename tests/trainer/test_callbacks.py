@@ -8,11 +8,11 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from telemetry.clock import FakeClock
-from telemetry.errors import ConfigError
-from trainer.callback import Callback
-from trainer.callbacks import GCCallback, SpeedCallback, StabilityCallback
-from trainer.metrics import StepRecord
+from wattlog.clock import FakeClock
+from wattlog.errors import ConfigError
+from wattlog.trainer.callback import Callback
+from wattlog.trainer.callbacks import GCCallback, SpeedCallback, StabilityCallback
+from wattlog.trainer.metrics import StepRecord
 
 
 def test_base_callback_hooks_are_no_ops() -> None:

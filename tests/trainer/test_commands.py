@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from accounting.ledger import Ledger, make_engine
-from trainer.cli import main
+from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.cli import main
 
 
 def test_health_check_on_cpu_records_an_event(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

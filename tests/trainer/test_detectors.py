@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from telemetry.errors import ConfigError
-from trainer.detectors import GrowthDetector, LossScaleDetector, NonFiniteDetector, SpikeDetector
+from wattlog.errors import ConfigError
+from wattlog.trainer.detectors import GrowthDetector, LossScaleDetector, NonFiniteDetector, SpikeDetector
 
 
 def _noisy_loss(n: int, seed: int = 0) -> list[float]:

@@ -11,11 +11,11 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from accounting.ledger import Ledger, make_engine
-from telemetry.agent import AgentConfig
-from telemetry.sensors.estimate import CPU_UUID, DRAM_UUID, EstimateSensor
-from telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
-from trainer.tracker import Tracker
+from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.telemetry.agent import AgentConfig
+from wattlog.telemetry.sensors.estimate import CPU_UUID, DRAM_UUID, EstimateSensor
+from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+from wattlog.trainer.tracker import Tracker
 
 
 def _worker(rank: int, folder: str, every_rank_tries: bool) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from telemetry.errors import ConfigError
-from trainer.example import GPT, ByteTokenizer, GPTConfig, batches, generate_corpus
+from wattlog.errors import ConfigError
+from wattlog.trainer.example import GPT, ByteTokenizer, GPTConfig, batches, generate_corpus
 
 
 def test_corpus_is_deterministic_per_seed_and_round_trips_through_the_tokenizer() -> None:

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 import torch
 
-from trainer.example import GPT, GPTConfig
-from trainer.tracker import Tracker
+from wattlog.trainer.example import GPT, GPTConfig
+from wattlog.trainer.tracker import Tracker
 
 pytestmark = [
     pytest.mark.gpu,

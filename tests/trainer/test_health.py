@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from telemetry.errors import ConfigError
-from trainer.gpuchecks import Thresholds, nvml_checks
-from trainer.health import compare_peers, default_devices, exit_code, health_check, resolve_device
+from wattlog.errors import ConfigError
+from wattlog.trainer.gpuchecks import Thresholds, nvml_checks
+from wattlog.trainer.health import compare_peers, default_devices, exit_code, health_check, resolve_device
 
 
 def test_cpu_health_check_passes_and_reports_throughput() -> None:

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from accounting.ledger import Ledger, make_engine
-from telemetry.agent import Agent, AgentConfig
-from telemetry.errors import SensorError
-from telemetry.sensors.estimate import CPU_UUID, DRAM_UUID, EstimateSensor
-from trainer.join import DeviceCounter, intervals_between, read_counters
-from trainer.tracker import Tracker
+from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.errors import SensorError
+from wattlog.telemetry.agent import Agent, AgentConfig
+from wattlog.telemetry.sensors.estimate import CPU_UUID, DRAM_UUID, EstimateSensor
+from wattlog.trainer.join import DeviceCounter, intervals_between, read_counters
+from wattlog.trainer.tracker import Tracker
 
 
 def test_agent_names_the_holder_of_each_device_it_skipped(tmp_path: Path) -> None:

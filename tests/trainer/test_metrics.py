@@ -7,9 +7,9 @@ import threading
 import pytest
 import torch
 
-from telemetry.errors import ConfigError
 from tests.trainer.conftest import NoSyncTensor, SyncError, no_sync
-from trainer.metrics import BookkeepingThread, DeviceMetricBuffer, allow_sync, sync_allowed
+from wattlog.errors import ConfigError
+from wattlog.trainer.metrics import BookkeepingThread, DeviceMetricBuffer, allow_sync, sync_allowed
 
 
 def test_flush_returns_every_buffered_step_as_python_values() -> None:

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from trainer.restarts import last_attempt, lost_work
-from trainer.split import Use, split_row, windows
+from wattlog.accounting.split import Use, split_row, windows
+from wattlog.trainer.restarts import last_attempt, lost_work
 
 
 def _event(kind: str, time_s: float, step: int | None = None, **payload: object) -> SimpleNamespace:

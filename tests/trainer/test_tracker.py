@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 import torch
 
-from accounting.ledger import Ledger, make_engine
-from telemetry.errors import ConfigError, LedgerError
 from tests.trainer.conftest import NoSyncTensor, SyncError, no_sync
-from trainer.callbacks import StabilityCallback
-from trainer.detectors import Detection
-from trainer.example import GPT, ByteTokenizer, GPTConfig, batches, generate_corpus
-from trainer.split import Use, energy_split
-from trainer.tracker import Tracker
+from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.split import Use, energy_split
+from wattlog.errors import ConfigError, LedgerError
+from wattlog.trainer.callbacks import StabilityCallback
+from wattlog.trainer.detectors import Detection
+from wattlog.trainer.example import GPT, ByteTokenizer, GPTConfig, batches, generate_corpus
+from wattlog.trainer.tracker import Tracker
 
 
 def _train(tracker: Tracker, model: GPT, steps: int, *, wrap: Any = no_sync) -> None:
@@ -174,7 +174,7 @@ def test_ledger_that_cannot_be_opened_is_one_ledger_error(tmp_path: Any) -> None
 def test_bad_step_values_warn_once_and_never_raise(
     db_url: str, sim: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="trainer.tracker")
+    caplog.set_level(logging.WARNING, logger="wattlog.trainer.tracker")
     with Tracker("bad", db=db_url, log_every=2, **sim) as tracker:
         tracker.step(loss="1.0", tokens=10)
         tracker.step(loss=torch.ones(3), tokens=10)
@@ -184,7 +184,7 @@ def test_bad_step_values_warn_once_and_never_raise(
         tracker.step(loss=torch.tensor(2.0), tokens=10)
         tracker.drain()
         assert tracker.latest is not None and tracker.latest.values == {"loss": 2.0, "tokens": 10.0}
-    lines = [r.getMessage() for r in caplog.records if r.name == "trainer.tracker"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "wattlog.trainer.tracker"]
     assert any("got a str" in line for line in lines)
     assert any("one-element real tensor" in line for line in lines)
     assert sum("inf" in line and "not finite" in line for line in lines) == 1
@@ -194,7 +194,7 @@ def test_bad_step_values_warn_once_and_never_raise(
 
 
 def test_step_outside_the_block_is_ignored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="trainer.tracker")
+    caplog.set_level(logging.WARNING, logger="wattlog.trainer.tracker")
     Tracker("idle").step(loss=1.0)
     assert "outside" in caplog.text
 

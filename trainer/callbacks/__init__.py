@@ -7,8 +7,8 @@
 
 from __future__ import annotations
 
-from trainer.callbacks.gc import GCCallback
-from trainer.callbacks.speed import SpeedCallback, SpeedFigures
-from trainer.callbacks.stability import StabilityCallback
+from wattlog.trainer.callbacks.gc import GCCallback
+from wattlog.trainer.callbacks.speed import SpeedCallback, SpeedFigures
+from wattlog.trainer.callbacks.stability import StabilityCallback
 
 __all__ = ["GCCallback", "SpeedCallback", "SpeedFigures", "StabilityCallback"]

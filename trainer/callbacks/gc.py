@@ -12,8 +12,8 @@ import gc
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from telemetry.errors import ConfigError
-from trainer.callback import Callback
+from wattlog.errors import ConfigError
+from wattlog.trainer.callback import Callback
 
 
 @dataclass

@@ -7,11 +7,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from telemetry.errors import ConfigError
-from trainer.callback import Callback
+from wattlog.errors import ConfigError
+from wattlog.trainer.callback import Callback
 
 if TYPE_CHECKING:
-    from trainer.metrics import StepRecord
+    from wattlog.trainer.metrics import StepRecord
 
 
 @dataclass(frozen=True, slots=True)

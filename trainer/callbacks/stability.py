@@ -15,12 +15,18 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from telemetry.errors import ConfigError
-from trainer.callback import Callback
-from trainer.detectors import Detection, GrowthDetector, LossScaleDetector, NonFiniteDetector, SpikeDetector
+from wattlog.errors import ConfigError
+from wattlog.trainer.callback import Callback
+from wattlog.trainer.detectors import (
+    Detection,
+    GrowthDetector,
+    LossScaleDetector,
+    NonFiniteDetector,
+    SpikeDetector,
+)
 
 if TYPE_CHECKING:
-    from trainer.metrics import StepRecord
+    from wattlog.trainer.metrics import StepRecord
 
 Detector = SpikeDetector | NonFiniteDetector | LossScaleDetector | GrowthDetector
 

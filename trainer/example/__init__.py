@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from trainer.example.data import ByteTokenizer, batches, generate_corpus
-from trainer.example.gpt import GPT, PRESETS, GPTConfig, preset
+from wattlog.trainer.example.data import ByteTokenizer, batches, generate_corpus
+from wattlog.trainer.example.gpt import GPT, PRESETS, GPTConfig, preset
 
 __all__ = ["GPT", "PRESETS", "ByteTokenizer", "GPTConfig", "batches", "generate_corpus", "preset"]

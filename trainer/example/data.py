@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import torch
 
-from telemetry.errors import ConfigError
+from wattlog.errors import ConfigError
 
 _GRAMMAR: dict[str, list[list[str]]] = {
     "S": [["NP", "VP", "."], ["NP", "VP", "PP", "."], ["when", "NP", "VP", ",", "NP", "VP", "."]],

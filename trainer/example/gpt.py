@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812
 
-from telemetry.errors import ConfigError
+from wattlog.errors import ConfigError
 
 
 @dataclass

@@ -6,7 +6,7 @@ from alembic import context
 from sqlalchemy import create_engine
 from sqlmodel import SQLModel
 
-import accounting.ledger.models  # noqa: F401  (registers the tables)
+import wattlog.accounting.ledger.models  # noqa: F401  (registers the tables)
 
 target_metadata = SQLModel.metadata
 

@@ -22,9 +22,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
-from accounting.footprint import energy_label
-from accounting.ledger import Ledger
-from accounting.ledger.models import EnergyRecord
+from wattlog.accounting.footprint import energy_label
+from wattlog.accounting.ledger import Ledger
+from wattlog.accounting.ledger.models import EnergyRecord
 
 Window = tuple[float, float]
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from accounting.ledger import Ledger, describe_url
-from accounting.reference import reference_table_rows
-from accounting.render import TableFormat, footnotes, render, show
-from accounting.run_table import TableOptions, run_row
-from accounting.sites import site_catalog
-from trainer.split import Use, energy_split
+from wattlog.accounting.ledger import Ledger, describe_url
+from wattlog.accounting.reference import reference_table_rows
+from wattlog.accounting.render import TableFormat, footnotes, render, show
+from wattlog.accounting.run_table import TableOptions, run_row
+from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.split import Use, energy_split
 
 _LABELS = {
     Use.PRODUCTIVE: "productive training",

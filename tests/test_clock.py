@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from telemetry.clock import FakeClock, SystemClock
+from wattlog.clock import FakeClock, SystemClock
 
 
 def test_fake_clock_moves_only_when_told(fake_clock: FakeClock) -> None:

@@ -1,8 +1,8 @@
 """The `wattlog` command: the root typer app that mounts every package's commands.
 
-It lives in trainer/ because trainer already composes telemetry and accounting;
-each package exposes `register(app)` and the dashboards commands are imported
-lazily there, so module-level imports stay one-way.
+This is the composition root, the only module that imports every package: each
+package exposes `register(app)`, and the layers below never import one another
+upwards (import-linter checks it).
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from accounting.cli import register as register_accounting
-from telemetry.cli import register as register_telemetry
-from telemetry.errors import WattlogError
-from trainer.commands import register as register_trainer
+from wattlog import __version__
+from wattlog.accounting.cli import register as register_accounting
+from wattlog.dashboards.cli import register as register_dashboards
+from wattlog.errors import WattlogError
+from wattlog.telemetry.cli import register as register_telemetry
+from wattlog.trainer.commands import register as register_trainer
 
 app = typer.Typer(
     name="wattlog",
@@ -31,14 +33,7 @@ register_accounting(app)
 register_trainer(app)
 
 
-def _register_dashboards(root: typer.Typer) -> None:
-    """Mount the dashboards commands; imported here so module-level imports stay one-way."""
-    from dashboards.cli import register
-
-    register(root)
-
-
-_register_dashboards(app)
+register_dashboards(app)
 
 
 @app.callback()
@@ -49,9 +44,7 @@ def root() -> None:
 @app.command()
 def version() -> None:
     """Print wattlog's version."""
-    from importlib.metadata import version as package_version
-
-    print(f"wattlog {package_version('wattlog')}")
+    print(f"wattlog {__version__}")
 
 
 def main(argv: list[str] | None = None) -> int:

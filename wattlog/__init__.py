@@ -1,0 +1,126 @@
+"""wattlog: the energy, carbon and water of training runs, measured live and published as Table 19.
+
+The public API, importable from here (``from wattlog import Tracker, Agent, Ledger``):
+
+- measuring: ``Agent``, ``AgentConfig`` (wattlog.telemetry.agent); ``FakeClock``, ``SystemClock``.
+- recording: ``Ledger``, ``make_engine`` (wattlog.accounting.ledger).
+- accounting: ``Site``, ``get_site``, ``Energy``, ``Footprint``, ``footprint_for`` (wattlog.accounting).
+- training: ``Tracker``, ``Callback``, ``GCCallback``, ``SpeedCallback``, ``StabilityCallback``,
+  ``health_check`` (wattlog.trainer; needs the ``torch`` extra).
+- vocabulary: ``Kind``, ``Source``, ``EnergyInterval``, ``Gap`` and the errors (``WattlogError``, ...).
+
+Sub-packages, imports flowing one way (checked by import-linter, see pyproject.toml):
+wattlog.telemetry -> wattlog.accounting -> {wattlog.trainer, wattlog.dashboards} -> wattlog.cli.
+
+Names are imported on first use, so ``import wattlog`` and ``wattlog --help`` stay cheap (no torch,
+no SQLAlchemy); type checkers see the real signatures through the ``TYPE_CHECKING`` imports below.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.2.0"
+
+if TYPE_CHECKING:
+    from wattlog.accounting.footprint import Energy, Footprint, footprint_for
+    from wattlog.accounting.ledger import Ledger, make_engine
+    from wattlog.accounting.sites import Site, get_site
+    from wattlog.clock import FakeClock, SystemClock
+    from wattlog.errors import (
+        ConfigError,
+        DeviceLost,
+        LedgerError,
+        NotSupported,
+        SensorError,
+        SensorUnavailable,
+        WattlogError,
+    )
+    from wattlog.records import EnergyInterval, Gap, Kind, Source
+    from wattlog.telemetry.agent import Agent, AgentConfig
+    from wattlog.trainer.callback import Callback
+    from wattlog.trainer.callbacks import GCCallback, SpeedCallback, StabilityCallback
+    from wattlog.trainer.health import health_check
+    from wattlog.trainer.tracker import Tracker
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+_HOMES = {
+    "Agent": "wattlog.telemetry.agent",
+    "AgentConfig": "wattlog.telemetry.agent",
+    "Callback": "wattlog.trainer.callback",
+    "ConfigError": "wattlog.errors",
+    "DeviceLost": "wattlog.errors",
+    "Energy": "wattlog.accounting.footprint",
+    "EnergyInterval": "wattlog.records",
+    "FakeClock": "wattlog.clock",
+    "Footprint": "wattlog.accounting.footprint",
+    "GCCallback": "wattlog.trainer.callbacks",
+    "Gap": "wattlog.records",
+    "Kind": "wattlog.records",
+    "Ledger": "wattlog.accounting.ledger",
+    "LedgerError": "wattlog.errors",
+    "NotSupported": "wattlog.errors",
+    "SensorError": "wattlog.errors",
+    "SensorUnavailable": "wattlog.errors",
+    "Site": "wattlog.accounting.sites",
+    "Source": "wattlog.records",
+    "SpeedCallback": "wattlog.trainer.callbacks",
+    "StabilityCallback": "wattlog.trainer.callbacks",
+    "SystemClock": "wattlog.clock",
+    "Tracker": "wattlog.trainer.tracker",
+    "WattlogError": "wattlog.errors",
+    "footprint_for": "wattlog.accounting.footprint",
+    "get_site": "wattlog.accounting.sites",
+    "health_check": "wattlog.trainer.health",
+    "make_engine": "wattlog.accounting.ledger",
+}
+
+__all__ = [
+    "__version__",
+    "Agent",
+    "AgentConfig",
+    "Callback",
+    "ConfigError",
+    "DeviceLost",
+    "Energy",
+    "EnergyInterval",
+    "FakeClock",
+    "Footprint",
+    "GCCallback",
+    "Gap",
+    "Kind",
+    "Ledger",
+    "LedgerError",
+    "NotSupported",
+    "SensorError",
+    "SensorUnavailable",
+    "Site",
+    "Source",
+    "SpeedCallback",
+    "StabilityCallback",
+    "SystemClock",
+    "Tracker",
+    "WattlogError",
+    "footprint_for",
+    "get_site",
+    "health_check",
+    "make_engine",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use (torch and SQLAlchemy are heavy)."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'wattlog' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    """Public names, for completion."""
+    return sorted(__all__)
