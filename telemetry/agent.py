@@ -32,7 +32,14 @@ from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.records import EnergyInterval, Gap, Source
 from wattlog.telemetry.devicelock import DeviceLocks
-from wattlog.telemetry.exporter import EnergyCollector, MetricsServer, SamplerCollector, push, serve
+from wattlog.telemetry.exporter import (
+    AgentStateCollector,
+    EnergyCollector,
+    MetricsServer,
+    SamplerCollector,
+    push,
+    serve,
+)
 from wattlog.telemetry.integrator import Integrator
 from wattlog.telemetry.sampler import Sampler, SamplerStats
 from wattlog.telemetry.selection import job_selection
@@ -77,6 +84,12 @@ class AgentConfig:
     """The `job` label of pushed metrics (grouped by instance=host)."""
     lock_dir: Path = field(default_factory=_default_lock_dir)
     """Folder of the per-device lock files, shared by every agent of the node."""
+    run: str = ""
+    """The `run` label on every series ("" for a plain agent measuring no run): runs are told apart by it,
+    never by the scrape target's port."""
+    linger_s: float = 0.0
+    """At close, keep serving up to this long until a scrape has seen `wattlog_agent_finished 1`
+    (so Prometheus knows the end was normal); 0 closes at once."""
 
     def __post_init__(self) -> None:
         if not self.period_s > 0:
@@ -91,6 +104,8 @@ class AgentConfig:
             )
         if not self.host:
             raise ConfigError("host must not be empty; it labels every series and ledger row")
+        if not self.linger_s >= 0:
+            raise ConfigError(f"linger_s must be >= 0 (0 = close at once), got {self.linger_s}")
         self.lock_dir = Path(self.lock_dir)
 
     def with_port(self, port: int | None) -> AgentConfig:
@@ -160,7 +175,8 @@ class Agent:
         self._flush_lock = threading.Lock()
         self._stop_flush = threading.Event()
         self._flush_thread: threading.Thread | None = None
-        self._collectors: list[EnergyCollector | SamplerCollector] = []
+        self._collectors: list[EnergyCollector | SamplerCollector | AgentStateCollector] = []
+        self._state = AgentStateCollector(self.config.host, self.config.run)
 
     @property
     def metrics_url(self) -> str | None:
@@ -202,8 +218,9 @@ class Agent:
             self._shutdown()
             raise
         self._collectors = [
-            EnergyCollector(self.snapshot, cfg.host),
-            SamplerCollector(self._sampler.stats, cfg.host),
+            EnergyCollector(self.snapshot, cfg.host, cfg.run),
+            SamplerCollector(self._sampler.stats, cfg.host, cfg.run),
+            self._state,
         ]
         for collector in self._collectors:
             self.registry.register(collector)
@@ -272,12 +289,15 @@ class Agent:
         if self._flush_thread is not None:
             self._flush_thread.join()
             self._flush_thread = None
+        self._state.finish()  # before the last flush, so a Pushgateway keeps the mark too
         self.flush()
         for sink in self._sinks:
             try:
                 sink.close()
             except Exception:
                 logger.exception("closing sink %s failed", type(sink).__name__)
+        if self._server is not None and self.config.linger_s > 0:
+            self._state.wait_scraped(self.config.linger_s)
         self._shutdown()
 
     def __enter__(self) -> Agent:

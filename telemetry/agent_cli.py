@@ -62,6 +62,11 @@ def agent(
     jsonl: Annotated[
         Path | None, typer.Option(help="Append each flush's energy rows and gaps to this JSON Lines file.")
     ] = None,
+    run: Annotated[str, typer.Option(help="The `run` label on every series (tells runs apart).")] = "",
+    linger_s: Annotated[
+        float,
+        typer.Option(help="At the end, keep serving up to this long until a scrape saw the finished mark."),
+    ] = 0.0,
 ) -> int:
     """Run the measuring agent (sidecar mode): sample, serve metrics, print what was measured."""
     if seconds is not None and seconds <= 0:
@@ -72,6 +77,8 @@ def agent(
         port=None if port == -1 else port,
         whole_node=whole_node,
         pushgateway_url=push,
+        run=run,
+        linger_s=linger_s,
     )
     extra = [SimulatedSensor(simulated_gpus(simulate, t0_s=time.monotonic()))] if simulate else []
     # A pipe or a log file gets a wide table; a terminal gets its own width.

@@ -8,6 +8,12 @@ nothing here registers into the global one.
 Energy is always a counter in joules, so `increase()` over any window is exact
 whatever the scrape interval. Labels are bounded: host, device (UUID), kind,
 source, and a fixed `bound` or `stat`; never a step or a timestamp.
+
+Every series also carries `run`, the label the agent itself exports (empty, so
+absent in Prometheus, for a plain agent measuring no run). Runs are thus told
+apart by what the agent says, never by its scrape target's port: a later run
+that reuses a port cannot be mixed into an earlier one (use `honor_labels: true`
+in the scrape config so Prometheus keeps the agent's value).
 """
 
 from __future__ import annotations
@@ -33,13 +39,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEVICE_LABELS = ["host", "device", "kind", "source"]
+DEVICE_LABELS = ["host", "device", "kind", "source", "run"]
+AGENT_LABELS = ["host", "run"]
 
 
 class EnergyCollector(Collector):
     """Per-device energy, power, gaps and loss, read from the integrator's snapshot.
 
-    Emits (one sample per device; labels host, device, kind, source)::
+    Emits (one sample per device; labels host, device, kind, source, run)::
 
         # HELP wattlog_energy_joules_total Energy used by the device since the agent started (best estimate).
         # TYPE wattlog_energy_joules_total counter
@@ -63,11 +70,13 @@ class EnergyCollector(Collector):
     Args:
         snapshot: Returns the latest cumulative energy per device (no hardware access).
         host: Value of the `host` label.
+        run: Value of the `run` label ("" for a plain agent measuring no run).
     """
 
-    def __init__(self, snapshot: Callable[[], Sequence[DeviceEnergy]], host: str) -> None:
+    def __init__(self, snapshot: Callable[[], Sequence[DeviceEnergy]], host: str, run: str = "") -> None:
         self._snapshot = snapshot
         self._host = host
+        self._run = run
 
     def collect(self) -> Iterator[Metric]:
         """Yield fresh metric families built from one snapshot."""
@@ -113,7 +122,7 @@ class EnergyCollector(Collector):
         )
         for row in self._snapshot():
             d = row.device
-            labels = [self._host, d.uuid, str(d.kind), str(d.source)]
+            labels = [self._host, d.uuid, str(d.kind), str(d.source), self._run]
             energy.add_metric(labels, row.energy_j)
             band.add_metric([*labels, "low"], row.low_j)
             band.add_metric([*labels, "high"], row.high_j)
@@ -130,7 +139,7 @@ class EnergyCollector(Collector):
 
 
 class SamplerCollector(Collector):
-    """The sampler's own health, kept apart from device metrics (label host).
+    """The sampler's own health, kept apart from device metrics (labels host, run).
 
     Emits::
 
@@ -154,19 +163,21 @@ class SamplerCollector(Collector):
     Args:
         stats: Returns the sampler's current statistics.
         host: Value of the `host` label.
+        run: Value of the `run` label ("" for a plain agent measuring no run).
     """
 
-    def __init__(self, stats: Callable[[], SamplerStats], host: str) -> None:
+    def __init__(self, stats: Callable[[], SamplerStats], host: str, run: str = "") -> None:
         self._stats = stats
         self._host = host
+        self._run = run
 
     def collect(self) -> Iterator[Metric]:
         """Yield fresh metric families built from one stats read."""
         s = self._stats()
-        h = [self._host]
+        h = [self._host, self._run]
 
         def counter(name: str, doc: str, value: float) -> CounterMetricFamily:
-            family = CounterMetricFamily(name, doc, labels=["host"])
+            family = CounterMetricFamily(name, doc, labels=AGENT_LABELS)
             family.add_metric(h, value)
             return family
 
@@ -181,7 +192,7 @@ class SamplerCollector(Collector):
             s.overruns_total,
         )
         period = GaugeMetricFamily(
-            "wattlog_sample_period_seconds", "Achieved mean sampling period.", labels=["host"]
+            "wattlog_sample_period_seconds", "Achieved mean sampling period.", labels=AGENT_LABELS
         )
         if s.achieved_period_s is not None:
             period.add_metric(h, s.achieved_period_s)
@@ -189,18 +200,58 @@ class SamplerCollector(Collector):
         lateness = GaugeMetricFamily(
             "wattlog_sample_lateness_seconds",
             "Lateness of ticks behind their deadline (stat=p50|p99|max).",
-            labels=["host", "stat"],
+            labels=[*AGENT_LABELS, "stat"],
         )
         for stat, value in (("p50", s.lateness_p50_s), ("p99", s.lateness_p99_s), ("max", s.lateness_max_s)):
             if value is not None:
-                lateness.add_metric([self._host, stat], value)
+                lateness.add_metric([*h, stat], value)
         yield lateness
         running = GaugeMetricFamily(
-            "wattlog_sampler_running", "1 while the sampler thread runs.", labels=["host"]
+            "wattlog_sampler_running", "1 while the sampler thread runs.", labels=AGENT_LABELS
         )
         running.add_metric(h, 1.0 if s.running else 0.0)
         yield running
         yield counter("wattlog_sampler_cpu_seconds", "CPU time used by the sampler thread.", s.thread_cpu_s)
+
+
+class AgentStateCollector(Collector):
+    """Whether the agent ended normally, so that its target going down afterwards is no alert.
+
+    Emits (labels host, run)::
+
+        # HELP wattlog_agent_finished 1 once the agent has ended normally (its target going down is expected).
+        # TYPE wattlog_agent_finished gauge
+
+    Args:
+        host: Value of the `host` label.
+        run: Value of the `run` label.
+    """
+
+    def __init__(self, host: str, run: str = "") -> None:
+        self._labels = [host, run]
+        self._finished = threading.Event()
+        self._seen_finished = threading.Event()
+
+    def finish(self) -> None:
+        """Mark the normal end; the next scrape reports 1."""
+        self._finished.set()
+
+    def wait_scraped(self, timeout_s: float) -> bool:
+        """Block until a scrape has read the finished mark, at most `timeout_s`; True if it did."""
+        return self._seen_finished.wait(timeout_s)
+
+    def collect(self) -> Iterator[Metric]:
+        """Yield the finished gauge (and note when a scrape saw it set)."""
+        finished = self._finished.is_set()
+        family = GaugeMetricFamily(
+            "wattlog_agent_finished",
+            "1 once the agent has ended normally (its target going down is expected).",
+            labels=AGENT_LABELS,
+        )
+        family.add_metric(self._labels, 1.0 if finished else 0.0)
+        if finished:
+            self._seen_finished.set()
+        yield family
 
 
 @dataclass

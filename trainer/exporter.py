@@ -22,6 +22,19 @@ if TYPE_CHECKING:
     from wattlog.trainer.metrics import StepRecord
 
 
+EVENT_KINDS = (
+    "loss_spike",
+    "grad_norm_spike",
+    "non_finite",
+    "loss_scale_collapse",
+    "activation_growth",
+    "restart",
+)
+"""Kinds of `wattlog_train_events_total`, exported at 0 from the start: a counter that first appears
+at 1 is invisible to `increase()`, so the first event of each kind would be missed (the detectors'
+`kind` defaults and the tracker's restart)."""
+
+
 @dataclass(frozen=True, slots=True)
 class TrainingSnapshot:
     """What a scrape sees (None: not reported yet)."""
@@ -42,7 +55,7 @@ class TrainingState:
     """Thread-safe holder of the latest training figures."""
 
     _snapshot: TrainingSnapshot = field(default_factory=TrainingSnapshot)
-    _events: Counter[str] = field(default_factory=Counter)
+    _events: Counter[str] = field(default_factory=lambda: Counter(dict.fromkeys(EVENT_KINDS, 0)))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def snapshot(self) -> TrainingSnapshot:
@@ -85,8 +98,11 @@ class TrainingState:
             self._events[kind] += 1
 
 
+LABELS = ["run", "rank", "host"]
+
+
 class TrainingCollector(Collector):
-    """Training progress of one run; labels run and rank.
+    """Training progress of one run; labels run, rank and host (so a dashboard's host filter keeps it).
 
     Emits::
 
@@ -107,18 +123,19 @@ class TrainingCollector(Collector):
         # HELP wattlog_train_mfu_ratio Model FLOPs utilisation (0..1) over the latest flushed steps.
         # TYPE wattlog_train_mfu_ratio gauge
         # HELP wattlog_train_events_total Training events by kind (loss_spike, non_finite, restart, ...).
+        # (every kind of EVENT_KINDS from the start, at 0)
         # TYPE wattlog_train_events_total counter
     """
 
-    def __init__(self, state: TrainingState, run: str, rank: int = 0) -> None:
+    def __init__(self, state: TrainingState, run: str, rank: int = 0, host: str = "") -> None:
         self._state = state
-        self._labels = [run, str(rank)]
+        self._labels = [run, str(rank), host]
 
     def collect(self) -> Iterator[Metric]:
         """Yield fresh families from the latest snapshot."""
         s = self._state.snapshot()
         tokens = CounterMetricFamily(
-            "wattlog_train_tokens", "Tokens trained on by this rank.", labels=["run", "rank"]
+            "wattlog_train_tokens", "Tokens trained on by this rank.", labels=LABELS
         )
         tokens.add_metric(self._labels, s.tokens_total)
         yield tokens
@@ -145,13 +162,13 @@ class TrainingCollector(Collector):
         )
         for name, doc, value in gauges:
             if value is not None:
-                family = GaugeMetricFamily(name, doc, labels=["run", "rank"])
+                family = GaugeMetricFamily(name, doc, labels=LABELS)
                 family.add_metric(self._labels, float(value))
                 yield family
         events = CounterMetricFamily(
             "wattlog_train_events",
             "Training events by kind (loss_spike, non_finite, restart, ...).",
-            labels=["run", "rank", "kind"],
+            labels=[*LABELS, "kind"],
         )
         for kind, count in s.events:
             events.add_metric([*self._labels, kind], count)

@@ -23,6 +23,7 @@ any training.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import numbers
@@ -262,13 +263,15 @@ class Tracker:
     def _start_agent(self) -> None:
         assert self.ledger is not None and self.run_id is not None
         config = self._agent_config or AgentConfig(port=0)
+        if not config.run:  # the agent's series carry the run, so a reused port never mixes runs
+            config = dataclasses.replace(config, run=self.run)
         self.agent = Agent(
             config,
             sensors=self._sensors,
             sinks=[LedgerSink(self.ledger, self.run_id)] if self.run_id is not None else [],
             environ=self._environ,
         )
-        self.agent.registry.register(TrainingCollector(self._state, self.run, self.rank))
+        self.agent.registry.register(TrainingCollector(self._state, self.run, self.rank, config.host))
         self.agent.start()
         for note in self.agent.notes:
             log.info("%s", note)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Sequence
@@ -115,7 +116,7 @@ def test_sinks_get_every_joule_and_metrics_are_served(tmp_path: Path) -> None:
         agent.flush()
         body = urllib.request.urlopen(agent.metrics_url, timeout=5).read().decode()
         assert (
-            'wattlog_energy_joules_total{device="GPU-sim-0001",host="node1",kind="gpu",source="simulated"}'
+            'wattlog_energy_joules_total{device="GPU-sim-0001",host="node1",kind="gpu",run="",source="simulated"}'
             in body
         )
         assert "wattlog_samples_total" in body
@@ -217,3 +218,30 @@ def test_pushes_at_flush(tmp_path: Path, httpserver: HTTPServer) -> None:
     httpserver.check_assertions()
     body = httpserver.log[-1][0].get_data(as_text=True)
     assert 'wattlog_energy_joules_total{device="GPU-sim-0000"' in body
+
+
+def test_run_label_and_finished_mark_reach_a_scrape_before_the_agent_closes(tmp_path: Path) -> None:
+    # A scrape during close() sees wattlog_agent_finished 1: `up == 0` afterwards is a normal end.
+    bodies: list[str] = []
+    agent = Agent(config(tmp_path, port=0, run="run-x", linger_s=10.0), sensors=[simulated(1)])
+    agent.start()
+    url = agent.metrics_url
+    assert url is not None
+    first = urllib.request.urlopen(url, timeout=5).read().decode()
+    assert 'wattlog_agent_finished{host="node1",run="run-x"} 0.0' in first
+    assert 'run="run-x"' in first.split("wattlog_energy_joules_total{", 1)[1].split("}", 1)[0]
+
+    def scrape_while_closing() -> None:
+        time.sleep(0.3)
+        bodies.append(urllib.request.urlopen(url, timeout=5).read().decode())
+
+    scraper = threading.Thread(target=scrape_while_closing)
+    scraper.start()
+    agent.close()  # lingers until the scrape above has read the mark
+    scraper.join()
+    assert 'wattlog_agent_finished{host="node1",run="run-x"} 1.0' in bodies[0]
+
+
+def test_linger_must_not_be_negative(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="linger_s"):
+        config(tmp_path, linger_s=-1.0)

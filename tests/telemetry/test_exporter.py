@@ -13,7 +13,14 @@ from pytest_httpserver import HTTPServer
 
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.records import Kind, Source
-from wattlog.telemetry.exporter import EnergyCollector, SamplerCollector, delete, push, serve
+from wattlog.telemetry.exporter import (
+    AgentStateCollector,
+    EnergyCollector,
+    SamplerCollector,
+    delete,
+    push,
+    serve,
+)
 from wattlog.telemetry.sampler import SamplerStats
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo
 
@@ -75,18 +82,18 @@ def stats(**overrides: Any) -> SamplerStats:
 @pytest.fixture
 def registry() -> CollectorRegistry:
     reg = CollectorRegistry(auto_describe=True)
-    reg.register(EnergyCollector(snapshot, host="node1"))
-    reg.register(SamplerCollector(stats, host="node1"))
+    reg.register(EnergyCollector(snapshot, host="node1", run="r1"))
+    reg.register(SamplerCollector(stats, host="node1", run="r1"))
     return reg
 
 
 def gpu(**extra: str) -> dict[str, str]:
-    return {"host": "node1", "device": "GPU-aaaa", "kind": "gpu", "source": "simulated", **extra}
+    return {"host": "node1", "device": "GPU-aaaa", "kind": "gpu", "source": "simulated", "run": "r1", **extra}
 
 
 def test_energy_is_a_counter_in_joules_with_source_label(registry: CollectorRegistry) -> None:
     assert registry.get_sample_value("wattlog_energy_joules_total", gpu()) == 1500.0
-    cpu = {"host": "node1", "device": "estimate-cpu", "kind": "cpu", "source": "estimated"}
+    cpu = {"host": "node1", "device": "estimate-cpu", "kind": "cpu", "source": "estimated", "run": "r1"}
     assert registry.get_sample_value("wattlog_energy_joules_total", cpu) == 250.0
     families = {f.name: f for f in text_string_to_metric_families(generate_latest(registry).decode())}
     assert families["wattlog_energy_joules"].type == "counter"
@@ -104,7 +111,7 @@ def test_band_power_gaps_and_loss(registry: CollectorRegistry) -> None:
     assert (
         registry.get_sample_value("wattlog_device_info", gpu(name="Simulated H100", has_counter="true")) == 1
     )
-    cpu = {"host": "node1", "device": "estimate-cpu", "kind": "cpu", "source": "estimated"}
+    cpu = {"host": "node1", "device": "estimate-cpu", "kind": "cpu", "source": "estimated", "run": "r1"}
     assert registry.get_sample_value("wattlog_device_lost", cpu) == 1
     assert registry.get_sample_value("wattlog_power_watts", cpu) is None  # no reading: no made-up value
 
@@ -112,19 +119,19 @@ def test_band_power_gaps_and_loss(registry: CollectorRegistry) -> None:
 def test_power_limit_is_exported_where_known(registry: CollectorRegistry) -> None:
     # the alert rules compare power with it (GPU idle while training, power above limit)
     assert registry.get_sample_value("wattlog_power_limit_watts", gpu()) == 700.0
-    cpu = {"host": "node1", "device": "estimate-cpu", "kind": "cpu", "source": "estimated"}
+    cpu = {"host": "node1", "device": "estimate-cpu", "kind": "cpu", "source": "estimated", "run": "r1"}
     assert registry.get_sample_value("wattlog_power_limit_watts", cpu) is None
 
 
 def test_sampler_health(registry: CollectorRegistry) -> None:
-    h = {"host": "node1"}
+    h = {"host": "node1", "run": "r1"}
     assert registry.get_sample_value("wattlog_samples_total", h) == 400
     assert registry.get_sample_value("wattlog_sensor_reads_total", h) == 800
     assert registry.get_sample_value("wattlog_sample_errors_total", h) == 3
     assert registry.get_sample_value("wattlog_sample_overruns_total", h) == 2
     assert registry.get_sample_value("wattlog_sample_period_seconds", h) == 0.025
     assert (
-        registry.get_sample_value("wattlog_sample_lateness_seconds", {"host": "node1", "stat": "p99"})
+        registry.get_sample_value("wattlog_sample_lateness_seconds", {**h, "stat": "p99"})
         == 0.003
     )
     assert registry.get_sample_value("wattlog_sampler_running", h) == 1
@@ -141,8 +148,9 @@ def test_sampler_without_ticks_exports_no_made_up_period() -> None:
             "n",
         )
     )
-    assert reg.get_sample_value("wattlog_sample_period_seconds", {"host": "n"}) is None
-    assert reg.get_sample_value("wattlog_sample_lateness_seconds", {"host": "n", "stat": "p50"}) is None
+    assert reg.get_sample_value("wattlog_sample_period_seconds", {"host": "n", "run": ""}) is None
+    labels = {"host": "n", "run": "", "stat": "p50"}
+    assert reg.get_sample_value("wattlog_sample_lateness_seconds", labels) is None
 
 
 def test_each_scrape_reads_a_fresh_snapshot() -> None:
@@ -154,7 +162,7 @@ def test_each_scrape_reads_a_fresh_snapshot() -> None:
 
     reg = CollectorRegistry()
     reg.register(EnergyCollector(counting, "n"))
-    labels = {"host": "n", "device": "GPU-aaaa", "kind": "gpu", "source": "simulated"}
+    labels = {"host": "n", "device": "GPU-aaaa", "kind": "gpu", "source": "simulated", "run": ""}
     first = reg.get_sample_value("wattlog_energy_joules_total", labels)
     second = reg.get_sample_value("wattlog_energy_joules_total", labels)
     assert first is not None and second is not None and second > first
@@ -167,7 +175,8 @@ def test_serve_on_port_zero_picks_a_free_port_and_closes(registry: CollectorRegi
         assert server.url == f"http://127.0.0.1:{server.port}/metrics"
         body = urllib.request.urlopen(server.url, timeout=5).read().decode()
         assert (
-            'wattlog_energy_joules_total{device="GPU-aaaa",host="node1",kind="gpu",source="simulated"} 1500.0'
+            'wattlog_energy_joules_total{device="GPU-aaaa",host="node1",kind="gpu",run="r1",source="simulated"} '
+            "1500.0"
             in body
         )
     finally:
@@ -202,3 +211,25 @@ def test_push_to_nowhere_is_one_clear_error(registry: CollectorRegistry) -> None
         port = s.getsockname()[1]  # closed again: nothing listens there
     with pytest.raises(WattlogError, match="Pushgateway"):
         push(registry, f"http://127.0.0.1:{port}", "train", timeout_s=2)
+
+
+def test_every_series_carries_the_run_the_agent_exports() -> None:
+    # Runs are told apart by this label, not by the scrape port: two runs on one port stay apart.
+    reg = CollectorRegistry()
+    reg.register(EnergyCollector(snapshot, "node1", run="run-b"))
+    reg.register(SamplerCollector(stats, "node1", run="run-b"))
+    samples = [s for f in reg.collect() for s in f.samples]
+    assert samples and all(s.labels.get("run") == "run-b" for s in samples)
+
+
+def test_agent_finished_is_zero_until_finish_and_a_scrape_sees_it() -> None:
+    reg = CollectorRegistry()
+    state = AgentStateCollector("node1", "r1")
+    reg.register(state)
+    labels = {"host": "node1", "run": "r1"}
+    assert reg.get_sample_value("wattlog_agent_finished", labels) == 0
+    assert not state.wait_scraped(0.0)
+    state.finish()
+    assert not state.wait_scraped(0.0)  # not yet scraped
+    assert reg.get_sample_value("wattlog_agent_finished", labels) == 1
+    assert state.wait_scraped(0.0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import socket
 import time
 import urllib.request
 from typing import Any
@@ -87,8 +88,12 @@ def test_run_energy_events_and_metrics_reach_the_ledger_and_prometheus(
         assert tracker.energy_j() is not None and tracker.energy_j() > 0  # type: ignore[operator]
         assert tracker.metrics_url is not None
         body = urllib.request.urlopen(tracker.metrics_url, timeout=5).read().decode()
-        assert 'wattlog_train_tokens_total{rank="0",run="run-a"} 1984.0' in body
-        assert 'wattlog_train_events_total{kind="non_finite",rank="0",run="run-a"} 1.0' in body
+        host = f'host="{socket.gethostname()}"'
+        assert f'wattlog_train_tokens_total{{{host},rank="0",run="run-a"}} 1984.0' in body
+        assert f'wattlog_train_events_total{{{host},kind="non_finite",rank="0",run="run-a"}} 1.0' in body
+        # every kind from the start, so increase() sees the first event of each
+        assert f'wattlog_train_events_total{{{host},kind="loss_spike",rank="0",run="run-a"}} 0.0' in body
+        assert "wattlog_energy_joules_total{device=" in body and 'run="run-a"' in body
         assert "wattlog_energy_joules_total" in body
         measured = sum(d.energy_j for d in tracker.snapshot())
     ledger = Ledger(make_engine(db_url))
