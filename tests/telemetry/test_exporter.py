@@ -175,8 +175,8 @@ def test_serve_on_port_zero_picks_a_free_port_and_closes(registry: CollectorRegi
         assert server.url == f"http://127.0.0.1:{server.port}/metrics"
         body = urllib.request.urlopen(server.url, timeout=5).read().decode()
         assert (
-            'wattlog_energy_joules_total{device="GPU-aaaa",host="node1",kind="gpu",run="r1",source="simulated"} '
-            "1500.0"
+            'wattlog_energy_joules_total{device="GPU-aaaa",host="node1",kind="gpu",run="r1",'
+            'source="simulated"} 1500.0'
             in body
         )
     finally:
