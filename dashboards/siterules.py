@@ -4,10 +4,12 @@ Generated into dashboards/prometheus/sites.rules.yml by `python -m wattlog.dashb
 so the footprint rules and dashboards use the very figures accounting's site catalog
 holds (each with its source as a comment). A figure given as a range is published at
 its upper end: budget alerts should warn early rather than late (the comment says so).
+The intensity carries an `intensity_source` label that the CO2 rules pass on to panels.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 from wattlog.accounting.ranges import bounds
@@ -32,6 +34,11 @@ groups:
 """
 
 
+def intensity_source(site: Site) -> str:
+    """The `intensity_source` label: the intensity's kind and the first clause of its source."""
+    return "constant: " + site.source("carbon_intensity_kg_per_kwh").split(";")[0].strip()
+
+
 def site_rules(catalog: Mapping[str, Site]) -> str:
     """The rules file text for `catalog` (sites in name order)."""
     lines = [HEADER.rstrip("\n")]
@@ -42,5 +49,8 @@ def site_rules(catalog: Mapping[str, Site]) -> str:
             lo, hi = bounds(getattr(site, field))
             note = f"range {lo:g}-{hi:g}, upper end; " if lo != hi else ""
             lines.append(f"      # {field}: {note}{site.source(field)}")
-            lines.append(f"      - {{record: {record}, expr: vector({hi:g}), labels: {{site: {name}}}}}")
+            labels = f"site: {name}"
+            if field == "carbon_intensity_kg_per_kwh":  # CO2 panels and rules name where it came from
+                labels += f", intensity_source: {json.dumps(intensity_source(site))}"
+            lines.append(f"      - {{record: {record}, expr: vector({hi:g}), labels: {{{labels}}}}}")
     return "\n".join(lines) + "\n"

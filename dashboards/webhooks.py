@@ -10,9 +10,13 @@ fields such as notification_reason are accepted; Grafana sends version "1" with
   of the body, `X-Wattlog-Signature: sha256=<hex>` keyed by $WATTLOG_WEBHOOK_SECRET
   (either one when both are set). No credential configured: the server won't start.
 - Bad input gets a 4xx and nothing is recorded: body over the size limit (413),
-  not JSON or not the payload's shape (400), wrong credentials (401). An alert whose
-  `run` label (or commonLabels' run) names no run in the ledger makes the whole
-  payload 422: alerts are never recorded unattributed, and a batch is all or nothing.
+  not JSON or not the payload's shape (400), wrong credentials (401).
+- An alert goes to the run its `run` label (or commonLabels' run) names. One whose run
+  is not in the ledger (a plain `wattlog agent`, a run recorded elsewhere) is recorded
+  against its host: the run `host:<host>` (project wattlog-hosts, role debug, made on
+  first use), with the run it named kept in the payload's labels. Only an alert with
+  neither a known run nor a `host`/`instance` label makes the payload 422, since it
+  cannot be attributed; a batch is all or nothing.
 - Nothing is recorded twice: each event carries an idempotency key made of the
   alert's fingerprint, startsAt and status, so Alertmanager's resends are skipped.
 """
@@ -169,6 +173,17 @@ def parse(body: bytes) -> list[Alert]:
     return alerts
 
 
+HOST_RUN_PREFIX = "host:"
+HOST_PROJECT = "wattlog-hosts"
+
+
+def host_of(alert: Alert) -> str:
+    """The host an alert is about: its `host` label, else its `instance` without the port."""
+    labels = alert.payload.get("labels", {})
+    host = labels.get("host") or labels.get("instance", "").rsplit(":", 1)[0]
+    return str(host).strip()
+
+
 class AlertRecorder:
     """Records parsed alerts as ledger events, all or nothing per payload, never twice.
 
@@ -184,37 +199,61 @@ class AlertRecorder:
         """Store the alerts; returns (recorded, duplicates skipped).
 
         Raises:
-            PayloadError: 422 when an alert names no run or a run the ledger doesn't have.
+            PayloadError: 422 when an alert names neither a run of the ledger nor a host.
             LedgerError: The database failed.
         """
         with self._lock:
             seen: dict[str, set[str]] = {}
+            targets: list[str] = []
             for alert in alerts:
-                if not alert.run:
-                    raise PayloadError(422, f"alert {alert.name!r} has no `run` label: nothing recorded")
-                if alert.run not in seen:
-                    try:
-                        events = self._ledger.events(alert.run)
-                    except LedgerError as error:
-                        if "does not exist" in str(error):
-                            raise PayloadError(
-                                422, f"alert {alert.name!r} names unknown run {alert.run!r}: nothing recorded"
-                            ) from error
-                        raise
-                    seen[alert.run] = {
-                        e.payload.get("idempotency_key", "") for e in events if e.kind == EVENT_KIND
-                    }
+                target = self._target(alert, seen)
+                if target not in seen:
+                    seen[target] = self._recorded_keys(target)
+                targets.append(target)
             recorded = duplicates = 0
-            for alert in alerts:
-                if alert.key in seen[alert.run]:
+            for alert, target in zip(alerts, targets, strict=True):
+                if alert.key in seen[target]:
                     duplicates += 1
                     continue
+                if target.startswith(HOST_RUN_PREFIX):
+                    self._ensure_host_run(target)
                 self._ledger.record_event(
-                    alert.run, EVENT_KIND, time_s=alert.time_s, category="alert", payload=alert.payload
+                    target, EVENT_KIND, time_s=alert.time_s, category="alert", payload=alert.payload
                 )
-                seen[alert.run].add(alert.key)
+                seen[target].add(alert.key)
                 recorded += 1
             return recorded, duplicates
+
+    def _target(self, alert: Alert, known: Mapping[str, set[str]]) -> str:
+        """The ledger run an alert is recorded in: its own, else its host's."""
+        if alert.run and (alert.run in known or self._exists(alert.run)):
+            return alert.run
+        host = host_of(alert)
+        if not host:
+            named = f"names unknown run {alert.run!r}" if alert.run else "has no `run` label"
+            raise PayloadError(
+                422, f"alert {alert.name!r} {named} and no host or instance label: nothing recorded"
+            )
+        return HOST_RUN_PREFIX + host
+
+    def _exists(self, run: str) -> bool:
+        try:
+            self._ledger.get_run(run)
+        except LedgerError as error:
+            if "does not exist" in str(error):
+                return False
+            raise
+        return True
+
+    def _recorded_keys(self, run: str) -> set[str]:
+        if run.startswith(HOST_RUN_PREFIX) and not self._exists(run):
+            return set()
+        return {e.payload.get("idempotency_key", "") for e in self._ledger.events(run) if e.kind == EVENT_KIND}
+
+    def _ensure_host_run(self, name: str) -> None:
+        if not self._exists(name):
+            host = name.removeprefix(HOST_RUN_PREFIX)
+            self._ledger.start_run(name, project=HOST_PROJECT, role="debug", host=host)
 
 
 class WebhookReceiver:

@@ -65,6 +65,13 @@ def test_every_alert_has_a_rule_test_and_the_alerts_the_issue_asks_for() -> None
         "WattlogLossSpikes",
         "WattlogLossScaleCollapse",
         "WattlogRunCO2OverBudget",
+        "WattlogSamplerStalled",
+        "WattlogGpuLost",
+        "WattlogGapsRising",
+        "WattlogEnergyCounterStalled",
+        "WattlogNonFiniteLoss",
+        "WattlogTrainingStalled",
+        "WattlogRunCO2BudgetSpent",
     }
     tests = yaml.safe_load((PROMETHEUS / "rules_test.yml").read_text())
     fired = {
@@ -74,6 +81,23 @@ def test_every_alert_has_a_rule_test_and_the_alerts_the_issue_asks_for() -> None
         if case["exp_alerts"]
     }
     assert fired == alerts
+    quiet = {
+        case["alertname"]
+        for t in tests["tests"]
+        for case in t.get("alert_rule_test", [])
+        if not case["exp_alerts"]
+    }
+    assert quiet >= alerts, alerts - quiet
+
+
+def test_scrape_config_keeps_the_run_the_agent_exports() -> None:
+    # Runs are told apart by the agent's own `run` label, never by a target's port (which a later run
+    # may reuse); honor_labels keeps the agent's run and host over the target's.
+    config = yaml.safe_load((PROMETHEUS / "prometheus.yml").read_text())
+    job = next(j for j in config["scrape_configs"] if j["job_name"] == "wattlog")
+    assert job["honor_labels"] is True
+    for static in job["static_configs"]:
+        assert "run" not in static.get("labels", {}) and "host" in static["labels"]
 
 
 def test_prometheus_config_and_rules_check() -> None:
