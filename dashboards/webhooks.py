@@ -248,7 +248,8 @@ class AlertRecorder:
     def _recorded_keys(self, run: str) -> set[str]:
         if run.startswith(HOST_RUN_PREFIX) and not self._exists(run):
             return set()
-        return {e.payload.get("idempotency_key", "") for e in self._ledger.events(run) if e.kind == EVENT_KIND}
+        events = self._ledger.events(run)
+        return {e.payload.get("idempotency_key", "") for e in events if e.kind == EVENT_KIND}
 
     def _ensure_host_run(self, name: str) -> None:
         if not self._exists(name):
