@@ -1,0 +1,26 @@
+"""Shared pieces of the framework-callback tests: a ledger and an agent over simulated GPUs."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wattlog.telemetry.agent import AgentConfig
+from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+
+
+@pytest.fixture
+def tracker_kwargs(tmp_path: Path) -> dict[str, Any]:
+    """Tracker keywords: a SQLite ledger in tmp_path, two simulated GPUs, a loopback agent on any port."""
+    return {
+        "db": f"sqlite:///{tmp_path / 'ledger.db'}",
+        "site": "jupiter",
+        "sensors": [SimulatedSensor(simulated_gpus(2, t0_s=time.monotonic()))],
+        "agent_config": AgentConfig(port=0, flush_s=0.1, lock_dir=tmp_path / "locks"),
+        "gc_every": None,
+        "log_every": 2,
+        "environ": {},
+    }

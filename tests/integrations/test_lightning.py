@@ -1,0 +1,119 @@
+"""The Lightning callback on a CPU: a tiny language model built in code trains a few steps."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from rich.console import Console
+
+pytest.importorskip("lightning", reason="pip install 'wattlog[lightning]'")
+
+import lightning.pytorch as pl  # noqa: E402
+from lightning.pytorch.loggers import CSVLogger  # noqa: E402
+
+from wattlog.accounting.ledger import Ledger, make_engine  # noqa: E402
+from wattlog.integrations.lightning import WattlogCallback, tokens_in  # noqa: E402
+
+SEQ, VOCAB, BATCH = 16, 64, 4
+
+
+class TinyLM(pl.LightningModule):
+    def __init__(self, crash_at: int | None = None) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(VOCAB, 32)
+        self.head = torch.nn.Linear(32, VOCAB)
+        self.crash_at = crash_at
+
+    def training_step(self, batch: torch.Tensor, batch_idx: int) -> torch.Tensor:
+        if self.crash_at is not None and batch_idx == self.crash_at:
+            raise RuntimeError("simulated crash")
+        time.sleep(0.06)  # each step outlasts the simulated energy counter's 100 ms updates now and then
+        logits = self.head(self.embed(batch[:, :-1]))
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), batch[:, 1:].reshape(-1))
+        self.log("train_loss", loss)
+        return loss
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+def loader() -> torch.utils.data.DataLoader:
+    torch.manual_seed(0)
+    return torch.utils.data.DataLoader(torch.randint(0, VOCAB, (64, SEQ)), batch_size=BATCH)
+
+
+def trainer(tmp_path: Path, callback: WattlogCallback, steps: int = 6) -> pl.Trainer:
+    return pl.Trainer(
+        accelerator="cpu",
+        devices=1,
+        max_steps=steps,
+        log_every_n_steps=2,
+        logger=CSVLogger(tmp_path / "logs", name="tiny"),
+        callbacks=[callback],
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+        default_root_dir=tmp_path,
+    )
+
+
+def test_the_loggers_receive_the_footprint_and_the_run_ends_with_the_table(
+    tmp_path: Path, tracker_kwargs: dict[str, Any]
+) -> None:
+    out = io.StringIO()
+    callback = WattlogCallback("pl-run", console=Console(file=out, width=200), **tracker_kwargs)
+    fit = trainer(tmp_path, callback)
+    fit.fit(TinyLM(), loader())
+    [metrics_csv] = (tmp_path / "logs").rglob("metrics.csv")
+    header, *rows = metrics_csv.read_text().splitlines()
+    columns = header.split(",")
+    for key in ("wattlog/simulated/energy_j", "wattlog/simulated/co2_kg", "wattlog/simulated/water_l"):
+        assert key in columns, columns
+    energy = [float(r.split(",")[columns.index("wattlog/simulated/energy_j")] or 0) for r in rows]
+    assert energy[-1] > 0 and energy == sorted(energy)  # cumulative, what any logger (W&B, MLflow) gets
+    ledger = Ledger(make_engine(tracker_kwargs["db"]))
+    assert ledger.get_run("pl-run").status == "finished"
+    progress = [e for e in ledger.events("pl-run") if e.kind == "progress"]
+    assert progress[-1].step == 6 and progress[-1].payload["tokens_total"] == 6 * BATCH * SEQ
+    assert sum(t.energy_j for t in ledger.energy_totals("pl-run")) > 0
+    assert callback.session.printed and "pl-run" in out.getvalue()
+
+
+def test_an_exception_is_recorded_flushed_and_ends_the_run_failed(
+    tmp_path: Path, tracker_kwargs: dict[str, Any]
+) -> None:
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        trainer(tmp_path, WattlogCallback("pl-crash", **tracker_kwargs)).fit(TinyLM(crash_at=3), loader())
+    ledger = Ledger(make_engine(tracker_kwargs["db"]))
+    assert ledger.get_run("pl-crash").status == "failed"
+    [event] = [e for e in ledger.events("pl-crash") if e.kind == "exception"]
+    assert event.payload["type"] == "RuntimeError" and event.step == 3
+
+
+def test_tokens_are_counted_from_the_batch() -> None:
+    assert tokens_in(torch.zeros(4, 16)) == 64
+    assert tokens_in({"attention_mask": torch.zeros(2, 3), "input_ids": torch.zeros(4, 16)}) == 64
+    assert tokens_in((torch.zeros(2, 8), torch.zeros(2))) == 16
+    assert tokens_in("text") is None
+
+
+def test_without_lightning_the_import_names_the_extra() -> None:
+    code = (
+        "import sys; sys.modules['lightning'] = None\n"
+        "try:\n    import wattlog.integrations.lightning\n"
+        "except ImportError as e:\n    print(e)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert (
+        done.stdout.strip()
+        == "this wattlog integration needs lightning.pytorch: pip install 'wattlog[lightning]'"
+    )

@@ -1,0 +1,98 @@
+"""A Lightning (2.x) ``Callback`` that measures the run with wattlog::
+
+    from wattlog.integrations.lightning import WattlogCallback
+
+    trainer = L.Trainer(callbacks=[WattlogCallback("my-run", site="jupiter")])
+    trainer.fit(model, data)
+
+Every rank reports its steps to its own tracker; local rank 0 runs the node's agent.
+``wattlog/<source>/energy_j``, ``.../co2_kg``, ``.../water_l`` and
+``wattlog/tokens_per_joule`` are logged with ``pl_module.log_dict`` after each batch,
+so every logger of the Trainer (W&B, MLflow, TensorBoard, CSV) receives them at its
+``log_every_n_steps``. Saved checkpoints are recorded; a fit resumed from one continues
+the ledger run with a restart event; an exception is recorded and flushed
+(``on_exception``). At the end, rank 0 prints the run beside Table 19.
+
+Needs ``pip install 'wattlog[lightning]'``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+
+from wattlog.integrations import require
+from wattlog.integrations.session import TrackerSession
+
+_pl = require("lightning.pytorch", "lightning")
+
+__all__ = ["WattlogCallback", "tokens_in"]
+
+
+def tokens_in(batch: Any) -> float | None:
+    """Tokens of a batch: the element count of its first tensor (input ids), or None if it has none."""
+    if hasattr(batch, "numel"):
+        return float(batch.numel())
+    if isinstance(batch, dict):
+        for key in ("input_ids", *batch):
+            if key in batch and hasattr(batch[key], "numel"):
+                return float(batch[key].numel())
+    if isinstance(batch, list | tuple) and batch:
+        return tokens_in(batch[0])
+    return None
+
+
+class WattlogCallback(_pl.Callback):  # type: ignore[misc, name-defined]
+    """Measure a ``lightning.Trainer`` fit and log its footprint with the model's metrics.
+
+    Args:
+        run: Run name in the ledger (None: $WATTLOG_RUN_ID).
+        count_tokens: Tokens of one batch on this rank (default :func:`tokens_in`; None: not reported).
+        console: Where the footprint table is printed at the end (rank 0).
+        **tracker_kwargs: ``Tracker`` keywords: site, db, model, project, log_every, agent_config, ...
+    """
+
+    def __init__(
+        self,
+        run: str | None = None,
+        *,
+        count_tokens: Callable[[Any], float | None] = tokens_in,
+        console: Console | None = None,
+        **tracker_kwargs: Any,
+    ) -> None:
+        self.session = TrackerSession(run, tracker_kwargs, console=console)
+        self._count_tokens = count_tokens
+
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        """Start this rank's tracker (after a checkpoint restore, so a resume is seen as one)."""
+        if not self.session.active:
+            self.session.start(
+                rank=trainer.global_rank,
+                local_rank=trainer.local_rank,
+                resume_step=trainer.global_step or None,
+            )
+
+    def on_train_batch_end(
+        self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
+        """Report the step, then hand the footprint to the Trainer's loggers."""
+        loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
+        loss = loss.detach() if hasattr(loss, "detach") else loss
+        self.session.step(trainer.global_step, loss=loss, tokens=self._count_tokens(batch))
+        figures = self.session.figures()
+        if figures:
+            pl_module.log_dict(figures, on_step=True, on_epoch=False, prog_bar=False, logger=True)
+
+    def on_save_checkpoint(self, trainer: Any, pl_module: Any, checkpoint: dict[str, Any]) -> None:
+        """Record the checkpoint."""
+        self.session.checkpoint(trainer.global_step)
+
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        """Flush, end the run and print the footprint table (rank 0)."""
+        self.session.end()
+
+    def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+        """Record the exception as an event, flush and end the run failed (or killed on Ctrl-C)."""
+        self.session.fail(exception)
