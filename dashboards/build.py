@@ -25,11 +25,11 @@ from wattlog.dashboards.panels import (
     SELECTOR,
     dashboard,
     datasource_variable,
-    heatmap,
     layout,
     query_variable,
     row,
     stat,
+    state_timeline,
     table,
     target,
     timeseries,
@@ -61,7 +61,7 @@ def _events_annotation() -> dict:
         "datasource": DS,
         "enable": True,
         "hide": False,
-        "iconColor": "red",
+        "iconColor": "purple",
         "expr": f"increase(wattlog_train_events_total{{{SELECTOR}}}[$__interval]) > 0",
         "step": "30s",
         "titleFormat": "{{kind}}",
@@ -71,8 +71,16 @@ def _events_annotation() -> dict:
     }
 
 
+# `up` has no run label (the agent exports it, not the target): keep the targets whose agent reported a
+# selected run in the last hour. `and` matches any number of runs per target, never many-to-many.
+AGENTS_UP = (
+    'max by (instance, host) (up{job="wattlog", host=~"$host", site=~"$site"}) and on (instance) '
+    f"max by (instance) (last_over_time(wattlog_agent_finished{{{SELECTOR}}}[1h]))"
+)
+
+
 def energy_dashboard() -> dict:
-    """Power, energy, CO2 and water of the selected runs, per-GPU power and the sampler's health."""
+    """Power, energy, CO2 and water of the selected runs and the sampler's health."""
     power = f"wattlog_power_watts{{{SELECTOR}}}"
     energy = f"wattlog_energy_joules_total{{{SELECTOR}}}"
     panels = [
@@ -100,50 +108,53 @@ def energy_dashboard() -> dict:
         (row("Energy, carbon and water"), 24, 1),
         (
             stat(
-                "Energy so far (MWh)",
-                [target(f"sum by (source) ({energy}) / 3.6e9", "{{source}}")],
-                "suffix: MWh",
+                "Energy so far",
+                [target(f"sum by (source) ({energy}) / 3600", "{{source}}")],
+                "watth",
                 "IT energy measured since the agents started, per source "
                 "(counter, sampled, estimated, simulated). PUE is not folded in.",
-                decimals=4,
             ),
             6,
             6,
         ),
         (
             stat(
-                "CO2 so far and projected (tCO2eq)",
+                "CO2 so far and projected",
                 [
-                    target(f"sum by (run) (wattlog:run_co2_tonnes{{{RUN_SITE}}})", "{{run}} so far"),
                     target(
-                        f"sum by (run) (wattlog:run_co2_projected_tonnes{{{RUN_SITE}}})",
+                        f"sum by (run, intensity_source) (wattlog:run_co2_tonnes{{{RUN_SITE}}}) * 1e6",
+                        "{{run}} so far ({{intensity_source}})",
+                    ),
+                    target(
+                        f"sum by (run) (wattlog:run_co2_projected_tonnes{{{RUN_SITE}}}) * 1e6",
                         "{{run}} at end",
                         "B",
                     ),
                 ],
-                "suffix: t",
-                "MWh x PUE x carbon intensity of the run's site (recording rules); "
-                "projected = so far / share of planned tokens done (wattlog_run_planned_tokens).",
-                decimals=3,
+                "massg",
+                "CO2eq = MWh x PUE x carbon intensity of the run's site (recording rules); the legend names "
+                "the intensity's source. Projected = so far / share of planned tokens done "
+                "(wattlog_run_planned_tokens).",
             ),
             6,
             6,
         ),
         (
             stat(
-                "Water so far and projected (kL)",
+                "Water so far and projected",
                 [
-                    target(f"sum by (run) (wattlog:run_water_kilolitres{{{RUN_SITE}}})", "{{run}} so far"),
                     target(
-                        f"sum by (run) (wattlog:run_water_projected_kilolitres{{{RUN_SITE}}})",
+                        f"sum by (run) (wattlog:run_water_kilolitres{{{RUN_SITE}}}) * 1000", "{{run}} so far"
+                    ),
+                    target(
+                        f"sum by (run) (wattlog:run_water_projected_kilolitres{{{RUN_SITE}}}) * 1000",
                         "{{run}} at end",
                         "B",
                     ),
                 ],
-                "suffix: kL",
+                "litre",
                 "MWh x PUE x (WUE on-site + off-site), the OLMo 2 paper's convention; "
                 "a site's range is taken at its upper end (sites.rules.yml).",
-                decimals=2,
             ),
             6,
             6,
@@ -162,8 +173,8 @@ def energy_dashboard() -> dict:
         (
             table(
                 "Energy by device and source",
-                [target(f"{energy} / 3.6e6", instant=True, fmt="table")],
-                "kwatth",
+                [target(energy, instant=True, fmt="table")],
+                "joule",
                 "Cumulative energy per device, with the source label of each figure.",
             ),
             12,
@@ -171,30 +182,15 @@ def energy_dashboard() -> dict:
         ),
         (
             timeseries(
-                "Cumulative energy (kWh)",
-                [target(f"sum by (run, source) ({energy}) / 3.6e6", "{{run}} {{source}}")],
-                "kwatth",
+                "Cumulative energy",
+                [target(f"sum by (run, source) ({energy}) / 3600", "{{run}} {{source}}")],
+                "watth",
             ),
             12,
             8,
         ),
-        (row("Per-GPU power"), 24, 1),
-        (
-            heatmap(
-                "Per-GPU power",
-                [
-                    target(
-                        f'wattlog_power_watts{{kind="gpu", {SELECTOR}}}', "{{host}}/{{device}}", fmt="heatmap"
-                    )
-                ],
-                "watt",
-                "One row per GPU, coloured by power: idle or throttled GPUs show as dark stripes.",
-            ),
-            24,
-            9,
-        ),
         (row("Sampler health"), 24, 1),
-        (timeseries("Agents up", [target(f'up{{job="wattlog", {SELECTOR}}}', "{{host}}")], "none"), 6, 7),
+        (timeseries("Agents up", [target(AGENTS_UP, "{{host}} {{instance}}")], "none"), 6, 7),
         (
             timeseries(
                 "Samples per second",
@@ -234,11 +230,95 @@ def energy_dashboard() -> dict:
     )
 
 
+def devices_dashboard() -> dict:
+    """Each GPU's power as a row of its own, the energy's band, gaps, read errors and lost devices."""
+    gpu_power = f'wattlog_power_watts{{kind="gpu", {SELECTOR}}}'
+    panels = [
+        (row("Per-GPU power"), 24, 1),
+        (
+            state_timeline(
+                "Per-GPU power",
+                [target(gpu_power, "{{host}} {{device}}")],
+                "watt",
+                "One row per GPU, coloured by power: idle, throttled or lost GPUs stand out.",
+            ),
+            24,
+            10,
+        ),
+        (row("How sure the energy is"), 24, 1),
+        (
+            timeseries(
+                "Energy and its band",
+                [
+                    target(
+                        f"sum by (run) (wattlog_energy_joules_total{{{SELECTOR}}})", "{{run}} best estimate"
+                    ),
+                    target(
+                        f"sum by (run, bound) (wattlog_energy_uncertainty_joules{{{SELECTOR}}})",
+                        "{{run}} {{bound}}",
+                        "B",
+                    ),
+                ],
+                "joule",
+                "Best estimate with the low and high ends of its band (sensor accuracy, sampling, gaps).",
+            ),
+            12,
+            8,
+        ),
+        (
+            timeseries(
+                "Gaps (seconds not measured)",
+                [target(f"wattlog_gap_seconds_total{{{SELECTOR}}}", "{{host}} {{device}}")],
+                "s",
+                "Seconds inside recorded gaps per device: failed reads, a lost device, late readings. "
+                "Never interpolated over.",
+            ),
+            12,
+            8,
+        ),
+        (
+            timeseries(
+                "Gaps and read errors per minute",
+                [
+                    target(f"60 * rate(wattlog_gaps_total{{{SELECTOR}}}[5m])", "gaps {{host}} {{device}}"),
+                    target(
+                        f"60 * rate(wattlog_sample_errors_total{{{SELECTOR}}}[5m])",
+                        "read errors {{host}}",
+                        "B",
+                    ),
+                ],
+                "none",
+            ),
+            12,
+            8,
+        ),
+        (
+            stat(
+                "Lost devices",
+                [target(f"sum by (host) (wattlog_device_lost{{{SELECTOR}}})", "{{host}}")],
+                "none",
+                "Devices the agent marked lost (fell off the bus, stopped answering), per host.",
+                decimals=0,
+            ),
+            12,
+            8,
+        ),
+    ]
+    return dashboard(
+        "wattlog-devices",
+        "wattlog: devices, gaps and band",
+        layout(panels),
+        variables=_variables(),
+        annotations=[_events_annotation()],
+        description="Per-GPU power, the energy's uncertainty band, recorded gaps and lost devices.",
+    )
+
+
 def training_dashboard() -> dict:
-    """Training health (loss, grad norm, loss scale, throughput) with wattlog's events as annotations."""
+    """Training health (loss, grad norm, loss scale, throughput, MFU) with wattlog's events as annotations."""
 
     def series(metric: str) -> list[dict]:
-        return [target(f"{metric}{{{SELECTOR}}}", "{{run}} {{host}}")]
+        return [target(f"{metric}{{{SELECTOR}}}", "{{run}} {{host}} rank {{rank}}")]
 
     panels = [
         (row("Training health"), 24, 1),
@@ -263,7 +343,8 @@ def training_dashboard() -> dict:
                     )
                 ],
                 "none",
-                "Loss spikes, grad-norm spikes, loss-scale collapses, restarts, health checks.",
+                "Loss spikes, grad-norm spikes, loss-scale collapses, non-finite values, restarts "
+                "(every kind exported at 0 from the start, so the first event counts).",
             ),
             12,
             8,
@@ -275,10 +356,23 @@ def training_dashboard() -> dict:
                 [target(f"sum by (run) (rate(wattlog_train_tokens_total{{{SELECTOR}}}[1m]))", "{{run}}")],
                 "none",
             ),
-            12,
+            8,
             8,
         ),
-        (timeseries("Tokens per joule", [target(TOKENS_PER_JOULE, "{{run}}")], "none"), 12, 8),
+        (timeseries("Tokens per joule", [target(TOKENS_PER_JOULE, "{{run}}")], "none"), 8, 8),
+        (
+            timeseries(
+                "MFU",
+                series("wattlog_train_mfu_ratio"),
+                "percentunit",
+                "Model FLOPs utilisation: achieved training FLOP/s over the devices' peak "
+                "(needs flops_per_token and peak_flops).",
+            ),
+            8,
+            8,
+        ),
+        (row("Agents"), 24, 1),
+        (timeseries("Agents up", [target(AGENTS_UP, "{{host}} {{instance}}")], "none"), 24, 6),
     ]
     return dashboard(
         "wattlog-training",
@@ -291,9 +385,16 @@ def training_dashboard() -> dict:
     )
 
 
+BOARDS = {
+    "wattlog-energy.json": energy_dashboard,
+    "wattlog-devices.json": devices_dashboard,
+    "wattlog-training.json": training_dashboard,
+}
+
+
 def render() -> dict[str, str]:
     """Every generated file, as {path under dashboards/: text}, exactly as written."""
-    boards = {"wattlog-energy.json": energy_dashboard(), "wattlog-training.json": training_dashboard()}
+    boards = {name: build_board() for name, build_board in BOARDS.items()}
     out = {
         f"grafana/{name}": json.dumps(board, indent=2, sort_keys=True) + "\n"
         for name, board in boards.items()

@@ -2,7 +2,9 @@
 
 Plain functions returning plain dicts, so the JSON written to disk is exactly what
 the code says and a diff of the committed files reads like a diff of the code.
-Only current panel types are used (timeseries, stat, heatmap, table); no `graph`.
+Only current panel types are used (timeseries, stat, state-timeline, table); no `graph`.
+Units are Grafana's own scaling ones (`watth`, `joule`, `massg`, `litre`, `watt`), so a
+short run reads "12 Wh" and "4.8 g" rather than "0.0002 MWh" and "0.000 t".
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def timeseries(title: str, targets: list[dict], unit: str, description: str = ""
     panel = _panel("timeseries", title, targets, unit, description)
     panel["fieldConfig"]["defaults"]["custom"] = {"drawStyle": "line", "lineWidth": 1, "fillOpacity": 10}
     panel["options"] = {
-        "legend": {"showLegend": True, "displayMode": "list", "placement": "bottom"},
+        "legend": {"showLegend": True, "displayMode": "list", "placement": "bottom", "calcs": []},
         "tooltip": {"mode": "multi", "sort": "desc"},
     }
     return panel
@@ -83,17 +85,18 @@ def stat(title: str, targets: list[dict], unit: str, description: str = "", deci
     return panel
 
 
-def heatmap(title: str, targets: list[dict], unit: str, description: str = "") -> Panel:
-    """A heatmap whose rows are the series themselves (one per GPU), coloured by value."""
-    panel = _panel("heatmap", title, targets, unit, description)
+def state_timeline(title: str, targets: list[dict], unit: str, description: str = "") -> Panel:
+    """One row per series (e.g. per GPU), coloured by its value over time: idle or lost GPUs stand out."""
+    panel = _panel("state-timeline", title, targets, unit, description)
+    panel["fieldConfig"]["defaults"]["color"] = {"mode": "continuous-BlYlRd"}
+    panel["fieldConfig"]["defaults"]["custom"] = {"fillOpacity": 80, "lineWidth": 0}
     panel["options"] = {
-        "calculate": False,
-        "yAxis": {"axisPlacement": "left"},
-        "rowsFrame": {"layout": "auto"},
-        "color": {"mode": "scheme", "scheme": "Oranges", "fill": "dark-orange", "steps": 64},
-        "cellGap": 1,
-        "tooltip": {"mode": "single", "yHistogram": False},
-        "legend": {"show": True},
+        "showValue": "never",
+        "mergeValues": False,
+        "rowHeight": 0.9,
+        "alignValue": "left",
+        "legend": {"showLegend": True, "displayMode": "list", "placement": "bottom", "calcs": []},
+        "tooltip": {"mode": "single", "sort": "none"},
     }
     return panel
 

@@ -2,13 +2,17 @@
 # Set up everything wattlog needs on a fresh Debian machine, idempotently.
 #   scripts/setup.sh            Python venv (.venv) with wattlog and its extras
 #   scripts/setup.sh --servers  also the Debian packages the tests start for real
-#                               (prometheus, alertmanager, pushgateway, postgresql, chromium)
+#                               (prometheus, alertmanager, pushgateway, postgresql, chromium, node)
+#                               and Grafana's schema types for the dashboard type check
+#                               (npm packages in .grafana-schema/, see tests/dashboards/grafana_types.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV="${VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
-DEBIAN_PACKAGES=(prometheus prometheus-alertmanager prometheus-pushgateway postgresql chromium)
+DEBIAN_PACKAGES=(prometheus prometheus-alertmanager prometheus-pushgateway postgresql chromium nodejs npm)
+GRAFANA_SCHEMA_DIR="${WATTLOG_GRAFANA_SCHEMA_DIR:-.grafana-schema}"
+NPM_PACKAGES=("@grafana/schema@13" "typescript@5")
 
 missing_debian_packages() {
   local pkg
@@ -32,6 +36,15 @@ install_servers() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
 }
 
+install_grafana_schema() {
+  [ -f "$GRAFANA_SCHEMA_DIR/node_modules/@grafana/schema/package.json" ] \
+    && [ -f "$GRAFANA_SCHEMA_DIR/node_modules/typescript/package.json" ] && return 0
+  echo "setup: installing ${NPM_PACKAGES[*]} into $GRAFANA_SCHEMA_DIR (dashboard type check)"
+  mkdir -p "$GRAFANA_SCHEMA_DIR"
+  [ -f "$GRAFANA_SCHEMA_DIR/package.json" ] || echo '{"private": true}' > "$GRAFANA_SCHEMA_DIR/package.json"
+  (cd "$GRAFANA_SCHEMA_DIR" && npm install --no-audit --no-fund --silent "${NPM_PACKAGES[@]}")
+}
+
 install_python() {
   [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
   local stamp="$VENV/.wattlog-installed"
@@ -48,7 +61,7 @@ install_python() {
 }
 
 case "${1:-}" in
-  --servers) install_servers; install_python ;;
+  --servers) install_servers; install_grafana_schema; install_python ;;
   "") install_python ;;
   *) echo "usage: $0 [--servers]" >&2; exit 2 ;;
 esac

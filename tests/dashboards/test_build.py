@@ -79,18 +79,16 @@ def test_energy_dashboard_has_the_panels_users_expect() -> None:
         "Cluster power",
         "Power by node",
         "Power by GPU",
-        "Energy so far (MWh)",
-        "CO2 so far and projected (tCO2eq)",
-        "Water so far and projected (kL)",
+        "Energy so far",
+        "CO2 so far and projected",
+        "Water so far and projected",
         "Tokens per joule",
-        "Per-GPU power",
         "Overruns per minute",
         "Agents up",
     ):
         assert wanted in titles, wanted
-    assert titles["Per-GPU power"]["type"] == "heatmap"
-    assert "/ 3.6e9" in titles["Energy so far (MWh)"]["targets"][0]["expr"]  # J -> MWh
-    assert "by (source)" in titles["Energy so far (MWh)"]["targets"][0]["expr"]  # honesty: source shown
+    assert "/ 3600" in titles["Energy so far"]["targets"][0]["expr"]  # J -> Wh
+    assert "by (source)" in titles["Energy so far"]["targets"][0]["expr"]  # honesty: source shown
     exprs = _exprs(board)
     for metric in (
         "wattlog_energy_joules_total",
@@ -103,10 +101,53 @@ def test_energy_dashboard_has_the_panels_users_expect() -> None:
         assert metric in exprs, metric
 
 
+def test_units_are_scaled_by_grafana_not_fixed_to_mwh_and_tonnes() -> None:
+    # "0.0002 MWh" and "0.000 t" for a short run: Grafana's SI-scaling units read "720 Wh", "239 g".
+    titles = {p["title"]: p for b in BOARDS.values() for p in b["panels"]}
+    unit = {t: p.get("fieldConfig", {}).get("defaults", {}).get("unit") for t, p in titles.items()}
+    assert unit["Energy so far"] == "watth" and unit["Cumulative energy"] == "watth"
+    assert unit["CO2 so far and projected"] == "massg" and unit["Water so far and projected"] == "litre"
+    assert unit["Energy by device and source"] == "joule" and unit["Energy and its band"] == "joule"
+    assert not any(str(u).startswith("suffix:") for u in unit.values())
+
+
+def test_co2_names_its_intensity_source() -> None:
+    co2 = next(p for p in BOARDS["wattlog-energy.json"]["panels"] if p["title"] == "CO2 so far and projected")
+    assert (
+        "intensity_source" in co2["targets"][0]["expr"]
+        and "{{intensity_source}}" in co2["targets"][0]["legendFormat"]
+    )
+
+
+def test_devices_dashboard_has_a_row_per_gpu_the_band_gaps_and_lost_devices() -> None:
+    board = BOARDS["wattlog-devices.json"]
+    titles = {p["title"]: p for p in board["panels"]}
+    per_gpu = titles["Per-GPU power"]
+    # A heatmap on a gauge drew one GPU; a state timeline draws one row per series (per GPU).
+    assert per_gpu["type"] == "state-timeline" and per_gpu["targets"][0].get("format") is None
+    assert "{{device}}" in per_gpu["targets"][0]["legendFormat"]
+    exprs = _exprs(board)
+    for metric in (
+        "wattlog_energy_uncertainty_joules",
+        "wattlog_gap_seconds_total",
+        "wattlog_gaps_total",
+        "wattlog_sample_errors_total",
+        "wattlog_device_lost",
+    ):
+        assert metric in exprs, metric
+
+
 def test_training_dashboard_has_health_panels_and_event_annotations() -> None:
     board = BOARDS["wattlog-training.json"]
     exprs = _exprs(board)
-    for metric in ("wattlog_train_loss", "wattlog_train_grad_norm", "wattlog_train_loss_scale"):
+    for metric in (
+        "wattlog_train_loss",
+        "wattlog_train_grad_norm",
+        "wattlog_train_loss_scale",
+        "wattlog_train_mfu_ratio",
+        "wattlog_train_tokens_total",
+        "up{",
+    ):
         assert metric in exprs
     events = [a for a in board["annotations"]["list"] if a["name"] == "wattlog events"]
     assert events and "wattlog_train_events_total" in events[0]["expr"]
