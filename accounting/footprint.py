@@ -46,12 +46,14 @@ class WaterConvention(StrEnum):
 def energy_label(sources: Iterable[Source | str]) -> str:
     """One label for energy from several sources, e.g. "counter+sampled".
 
+    A label may name who read it in parentheses, e.g. "counter (dcgm-exporter)".
+
     Raises:
         ConfigError: An unknown label, or none at all.
     """
     allowed = {s.value for s in Source} | {PUBLISHED}
     labels = sorted({str(s) for s in sources})
-    bad = [label for label in labels if label not in allowed]
+    bad = [label for label in labels if label.split(" (", 1)[0] not in allowed]
     if bad or not labels:
         given = "+".join(bad) or "(none)"
         raise ConfigError(f"energy source label {given}: use {', '.join(sorted(allowed))}")

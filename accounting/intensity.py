@@ -203,7 +203,7 @@ def _parse_line(text: str) -> tuple[int, float]:
         raise ValueError(f"intensity {raw_value!r} is not a number") from None
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"intensity {raw_value} must be a finite number >= 0")
-    t_s = _timestamp_s(stamp)
+    t_s = timestamp_s(stamp)
     if t_s % HOUR_S:
         raise ValueError(f"timestamp {stamp!r} is not on the hour")
     return int(t_s), value
@@ -211,13 +211,18 @@ def _parse_line(text: str) -> tuple[int, float]:
 
 def _is_timestamp(stamp: str) -> bool:
     try:
-        _timestamp_s(stamp)
+        timestamp_s(stamp)
     except ValueError:
         return False
     return True
 
 
-def _timestamp_s(stamp: str) -> float:
+def timestamp_s(stamp: str) -> float:
+    """Unix seconds of an ISO 8601 time (UTC when it names no zone) or of a number of seconds.
+
+    Raises:
+        ValueError: Neither.
+    """
     try:
         return float(stamp)
     except ValueError:

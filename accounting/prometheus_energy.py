@@ -77,12 +77,14 @@ def energy_from_prometheus(
     selector = _selector(matchers or {})
     window_s = max(1, math.ceil(end_s - start_s))
     by = ", ".join(LABELS)
-    energy = _query(
+    energy = query_vector(
         url, f"sum by ({by}) (increase({ENERGY_METRIC}{selector}[{window_s}s]))", end_s, timeout_s, opener
     )
-    totals = _query(url, f"sum by ({by}) ({ENERGY_METRIC}{selector})", end_s, timeout_s, opener)
+    totals = query_vector(url, f"sum by ({by}) ({ENERGY_METRIC}{selector})", end_s, timeout_s, opener)
     band_selector = _selector({**(matchers or {})}, extra='bound=~"low|high"')
-    bands = _query(url, f"sum by ({by}, bound) ({BAND_METRIC}{band_selector})", end_s, timeout_s, opener)
+    bands = query_vector(
+        url, f"sum by ({by}, bound) ({BAND_METRIC}{band_selector})", end_s, timeout_s, opener
+    )
     total_of = {_key(s["metric"]): float(s["value"][1]) for s in totals}
     ratio: dict[tuple[str, ...], dict[str, float]] = {}
     for sample in bands:
@@ -117,7 +119,14 @@ def _key(metric: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(metric.get(label, "") for label in LABELS)
 
 
-def _query(url: str, promql: str, at_s: float, timeout_s: float, opener: Callable[..., Any]) -> list[dict]:  # type: ignore[type-arg]
+def query_vector(  # type: ignore[type-arg]
+    url: str, promql: str, at_s: float, timeout_s: float, opener: Callable[..., Any]
+) -> list[dict]:
+    """The samples of an instant query evaluated at `at_s` (Unix s).
+
+    Raises:
+        PrometheusError: Unreachable server or an error answer (one line, naming the URL).
+    """
     endpoint = (
         url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode({"query": promql, "time": f"{at_s:.3f}"})
     )

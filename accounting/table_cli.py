@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from wattlog.accounting.dcgm_energy import dcgm_row
 from wattlog.accounting.footprint import WaterConvention
 from wattlog.accounting.intensity import HourlySeries
 from wattlog.accounting.ledger.engine import describe_url, make_engine
@@ -15,7 +16,7 @@ from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import TableFormat, TableRow, footnotes, render, show
 from wattlog.accounting.run_table import TableOptions, project_rows, run_row
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.sites import get_site, site_catalog
 from wattlog.errors import ConfigError
 
 
@@ -47,10 +48,51 @@ def table(
         str | None,
         typer.Option("--prometheus", help="Take energy from this Prometheus (increase over the run)."),
     ] = None,
+    dcgm: Annotated[
+        bool,
+        typer.Option(
+            "--dcgm",
+            help="With --prometheus: GPU energy of --start..--end from dcgm-exporter's "
+            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter (no ledger needed).",
+        ),
+    ] = False,
+    start: Annotated[
+        str | None, typer.Option("--start", help="With --dcgm: start, ISO 8601 (UTC) or Unix seconds.")
+    ] = None,
+    end: Annotated[str | None, typer.Option("--end", help="With --dcgm: end, likewise.")] = None,
+    hosts: Annotated[
+        str, typer.Option("--hosts", help="With --dcgm: SLURM node list (node[01-04]) or host names.")
+    ] = "",
+    gpus: Annotated[
+        str, typer.Option("--gpus", help="With --dcgm: GPU indices or UUIDs, comma-separated.")
+    ] = "",
+    slurm_job: Annotated[
+        str | None,
+        typer.Option("--slurm-job", help="With --dcgm: job id (dcgm-exporter's hpc_job label)."),
+    ] = None,
 ) -> None:
     """Print a Table-19-style footprint of runs: energy, PUE, carbon intensity, tCO2eq, WUE, water."""
     if runs and project:
         raise ConfigError("give run names or --project, not both")
+    if dcgm:
+        if not prometheus or not start or not end or not site:
+            raise ConfigError(
+                "--dcgm needs --prometheus URL, --start, --end and --site (see `wattlog sites`)"
+            )
+        row = dcgm_row(
+            prometheus,
+            start,
+            end,
+            get_site(site, site_catalog(sites_file)),
+            hosts=hosts,
+            gpus=gpus,
+            job=slurm_job,
+            intensity=HourlySeries.from_csv(intensity) if intensity is not None else None,
+            convention=water,
+        )
+        rows = [*(reference_table_rows() if reference else []), row]
+        show(render(rows, fmt, [*footnotes(rows), f"Energy: {prometheus} (dcgm-exporter)."]))
+        return
     options = TableOptions(
         catalog=site_catalog(sites_file),
         site=site,

@@ -1,0 +1,73 @@
+"""dcgm-exporter energy: the query it sends, mJ -> J, its source label and band, SLURM node lists."""
+
+from __future__ import annotations
+
+import io
+import json
+import urllib.parse
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from wattlog.accounting.dcgm_energy import DCGM_SOURCE, dcgm_energy, expand_hostlist
+from wattlog.accounting.footprint import energy_label
+from wattlog.cli import app
+from wattlog.errors import ConfigError
+
+
+def answering(*samples: dict[str, Any]) -> tuple[list[str], Any]:
+    asked: list[str] = []
+
+    def opener(url: str, timeout: float) -> io.BytesIO:
+        asked.append(urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)["query"][0])
+        body = {"status": "success", "data": {"resultType": "vector", "result": list(samples)}}
+        return io.BytesIO(json.dumps(body).encode())
+
+    return asked, opener
+
+
+def test_query_selects_hosts_gpus_and_job_and_converts_millijoules() -> None:
+    sample = {"metric": {"Hostname": "node01", "gpu": "0", "UUID": "GPU-a"}, "value": [0, "3600000"]}
+    asked, opener = answering(sample)
+    [row] = dcgm_energy(
+        "http://p", 0.0, 3600.0, hosts=["node01", "n.2"], gpus=["0", "GPU-b"], job="77", opener=opener
+    )
+    selector = 'Hostname=~"node01|n\\\\.2", gpu=~"0", UUID=~"GPU-b", hpc_job="77"'
+    metric = f"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{selector}}}"
+    assert asked == [f"sum by (Hostname, gpu, UUID) (increase({metric}[3600s])) / 1000"]
+    assert (row.host, row.device, row.kind, row.source, row.energy_j) == (
+        "node01",
+        "GPU-a",
+        "gpu",
+        DCGM_SOURCE,
+        3.6e6,
+    )
+    assert row.low_j == pytest.approx(3.6e6 * 0.905) and row.high_j == pytest.approx(3.6e6 * 1.064)
+
+
+def test_the_source_label_is_a_counter_that_names_its_reader() -> None:
+    assert energy_label([DCGM_SOURCE]) == "counter (dcgm-exporter)"
+    with pytest.raises(ConfigError):
+        energy_label(["guessed (dcgm-exporter)"])
+
+
+def test_slurm_node_lists_expand() -> None:
+    assert expand_hostlist("node[01-03,07],gpu5") == ["node01", "node02", "node03", "node07", "gpu5"]
+    assert expand_hostlist("x[8-10]-ib") == ["x8-ib", "x9-ib", "x10-ib"]
+    for bad in ("node[01-", "node[3-1]", "node[a-b]"):
+        with pytest.raises(ConfigError):
+            expand_hostlist(bad)
+
+
+def test_bad_ranges_and_names_are_refused() -> None:
+    _, opener = answering()
+    with pytest.raises(ConfigError, match="end after"):
+        dcgm_energy("http://p", 10.0, 10.0, opener=opener)
+    with pytest.raises(ConfigError, match="literally"):
+        dcgm_energy("http://p", 0.0, 1.0, hosts=['a"b'], opener=opener)
+
+
+def test_cli_needs_prometheus_range_and_site() -> None:
+    result = CliRunner().invoke(app, ["table", "--dcgm", "--start", "0", "--end", "10"])
+    assert result.exit_code != 0 and "--dcgm needs --prometheus URL" in str(result.exception)
