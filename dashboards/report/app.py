@@ -1,10 +1,12 @@
 """wattlog's carbon report, a Streamlit page: `wattlog report` (or `streamlit run dashboards/report/app.py`).
 
 Reads the ledger named by $WATTLOG_DB (the CLI sets it from --db) through accounting,
-read-only. Pick a run (or open ?run=NAME): headline energy, CO2 and water with the
-energy's source; Table 19 with the run beside the paper's rows (download as CSV,
-Markdown, LaTeX); power and cumulative energy over time with the run's events;
-the energy by device kind and by use; the events.
+read-only. Pick a run: the page's URL follows (?run=NAME), so a reload or a shared
+link shows the same run, and a ?run= the ledger does not hold says so instead of
+showing another. Headline energy, CO2 and water with the energy's source; Table 19
+with the run beside the paper's rows (download as CSV, Markdown, LaTeX; notes folded
+away); power and cumulative energy over time with the run's events (red) and gaps
+(orange); the energy by device kind and by use; the events. Laid out to read at 800 px.
 """
 
 from __future__ import annotations
@@ -17,6 +19,12 @@ from wattlog.accounting.ledger import Ledger, describe_url, make_engine, resolve
 from wattlog.accounting.render import footnotes, format_figure
 from wattlog.dashboards.report.data import RunReport, load_report
 from wattlog.errors import WattlogError
+
+CHART_HEIGHT_PX = 280
+EVENT_COLOUR = "#c0392b"
+GAP_COLOUR = "#f39c12"
+# Device kinds in blues and greens: never the events' red nor the gaps' orange.
+KIND_COLOURS = {"gpu": "#1f77b4", "cpu": "#17becf", "dram": "#2ca02c", "node": "#7f7f7f"}
 
 SOURCE_NOTES = {
     "counter": "differences of hardware energy counters",
@@ -70,9 +78,13 @@ def headline(report: RunReport) -> None:
 def table19(report: RunReport) -> None:
     """The run's row beside the reference rows, with downloads."""
     st.subheader("Table 19: this run beside the OLMo 2 paper's rows")
-    st.dataframe(report.table(), hide_index=True, width="stretch")
-    for note in footnotes(report.rows):
-        st.caption(note)
+    # A static table wraps its cells: every column stays on screen at 800 px (a data grid hid 5 of 9).
+    table = report.table()
+    st.table(table.set_index(table.columns[0]))
+    notes = footnotes(report.rows)
+    with st.expander(f"Notes on these figures ({len(notes)})"):
+        for note in notes:
+            st.caption(note)
     for column, (name, (text, mime)) in zip(st.columns(3), report.downloads().items(), strict=True):
         column.download_button(f"Download {name.rsplit('.', 1)[1].upper()}", text, file_name=name, mime=mime)
 
@@ -85,24 +97,39 @@ def timeline(report: RunReport) -> None:
         return
     rules = (
         alt.Chart(report.events)
-        .mark_rule(color="firebrick", strokeDash=[4, 3])
+        .mark_rule(color=EVENT_COLOUR, strokeDash=[4, 3])
         .encode(x="time:T", tooltip=["time:T", "kind:N", "detail:N"])
     )
+    gaps = (
+        alt.Chart(report.gaps)
+        .mark_rect(color=GAP_COLOUR, opacity=0.35)
+        .encode(x="start:T", x2="end:T", tooltip=["start:T", "end:T", "host:N", "device:N", "reason:N"])
+    )
+    kinds = sorted(set(report.power["kind"]))
+    palette = alt.Scale(domain=kinds, range=[KIND_COLOURS.get(k, "#8c564b") for k in kinds])
     power = (
         alt.Chart(report.power)
         .mark_line(point=True)
         .encode(
-            x=alt.X("time:T", title="time (UTC)"), y=alt.Y("power_w:Q", title="power (W)"), color="kind:N"
+            x=alt.X("time:T", title="time (UTC)"),
+            y=alt.Y("power_w:Q", title="power (W)"),
+            color=alt.Color("kind:N", scale=palette, legend=alt.Legend(orient="bottom")),
         )
     )
     cumulative = (
         alt.Chart(report.cumulative)
-        .mark_area(opacity=0.5)
+        .mark_area(opacity=0.5, color=KIND_COLOURS["gpu"])
         .encode(x=alt.X("time:T", title="time (UTC)"), y=alt.Y("energy_kwh:Q", title="IT energy (kWh)"))
     )
+    st.caption(
+        "Red dashed lines: events (restarts, spikes, alerts). Orange bands: gaps, when a device was "
+        f"not measured ({len(report.gaps)} recorded; never filled in)."
+    )
+    power = (gaps + power + rules).properties(height=CHART_HEIGHT_PX)
+    cumulative = (gaps + cumulative + rules).properties(height=CHART_HEIGHT_PX)
     left, right = st.columns(2)
-    left.altair_chart(power + rules, width="stretch")
-    right.altair_chart(cumulative + rules, width="stretch")
+    left.altair_chart(power, width="stretch")
+    right.altair_chart(cumulative, width="stretch")
 
 
 def breakdown(report: RunReport) -> None:
@@ -119,7 +146,8 @@ def breakdown(report: RunReport) -> None:
             y=alt.Y("kind:N", title="device kind"),
             color="source:N",
             tooltip=["kind", "source", "energy_kwh"],
-        ),
+        )
+        .properties(height=CHART_HEIGHT_PX // 2),
         width="stretch",
     )
     left.caption("By device kind, coloured by source label.")
@@ -130,15 +158,48 @@ def breakdown(report: RunReport) -> None:
             x=alt.X("energy_kwh:Q", title="kWh"),
             y=alt.Y("use:N", title="use", sort=None),
             tooltip=["use", "energy_kwh", alt.Tooltip("share:Q", format=".1%")],
-        ),
+        )
+        .properties(height=CHART_HEIGHT_PX // 2),
         width="stretch",
     )
     right.caption(f"By use (productive, lost work, health checks, idle); energy source: {report.use_source}.")
 
 
+def _url_follows_pick() -> None:
+    if st.session_state.get("run") is not None:
+        st.query_params["run"] = st.session_state["run"]
+
+
+def choose_run(names: list[str], ledger: str) -> str | None:
+    """The run to show: ?run= when the ledger holds it, else the newest; the URL follows every pick.
+
+    An unknown ?run= is said plainly and nothing is shown until a run is picked: showing another
+    run under a shared link would pass one run's figures off as another's.
+    """
+    wanted = st.query_params.get("run")
+    index: int | None = len(names) - 1
+    if wanted is not None and wanted not in names:
+        st.error(
+            f"Run {wanted!r} is not in the ledger {ledger}: pick one of its {len(names)} runs below "
+            "(`wattlog table` lists them)."
+        )
+        index = None
+    elif wanted is not None:
+        index = names.index(wanted)
+    # On the page, not in the sidebar: at 800 px a sidebar would take a third of the width. The pick is
+    # written to the URL before the rerun, so the rerun reads the same run from ?run=.
+    run = st.selectbox(
+        "Run", names, index=index, placeholder="Choose a run", key="run", on_change=_url_follows_pick
+    )
+    st.caption(f"Ledger: {ledger}")
+    if run is not None and st.query_params.get("run") != run:
+        st.query_params["run"] = run
+    return run
+
+
 def main() -> None:
     """Draw the page."""
-    st.set_page_config(page_title="wattlog carbon report", layout="wide")
+    st.set_page_config(page_title="wattlog carbon report", layout="wide", initial_sidebar_state="collapsed")
     url = resolve_url(None)  # $WATTLOG_DB or the default, as every wattlog command; also the cache key
     try:
         ledger = open_ledger(url)
@@ -149,10 +210,9 @@ def main() -> None:
     if not runs:
         st.info(f"No runs in the ledger {describe_url(url)} yet: run `wattlog demo` first.")
         st.stop()
-    names = [r.name for r in runs]
-    wanted = st.query_params.get("run", names[-1])
-    run = st.sidebar.selectbox("Run", names, index=names.index(wanted) if wanted in names else len(names) - 1)
-    st.sidebar.caption(f"Ledger: {describe_url(url)}")
+    run = choose_run([r.name for r in runs], describe_url(url))
+    if run is None:
+        st.stop()
     try:
         report = load_report(ledger, run)
     except WattlogError as error:

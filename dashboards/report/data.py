@@ -8,7 +8,7 @@ health checks, idle) is trainer.split's, which reads only the ledger.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -23,6 +23,8 @@ from wattlog.records import Kind
 if TYPE_CHECKING:
     from wattlog.accounting.footprint import Footprint
     from wattlog.accounting.ledger import Ledger, Run
+
+GAP_COLUMNS = ["start", "end", "host", "device", "reason"]
 
 USE_LABELS = {
     "productive": "productive",
@@ -45,7 +47,8 @@ class RunReport:
         by_kind: Columns kind, source, energy_kwh.
         by_use: Columns use, energy_kwh, share.
         use_source: Source label of the energy split by use.
-        events: Columns time (UTC), kind, category, step, detail.
+        events: Columns time (UTC), kind, category, step, detail (step "" where none: never "None").
+        gaps: Columns start, end (UTC), host, device, reason: stretches not measured.
     """
 
     run: Run
@@ -57,6 +60,7 @@ class RunReport:
     by_use: pd.DataFrame
     use_source: str
     events: pd.DataFrame
+    gaps: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=GAP_COLUMNS))
 
     def table(self) -> pd.DataFrame:
         """Table 19 as shown on the page (formatted like every other wattlog table)."""
@@ -128,11 +132,24 @@ def _events_frame(events: list[Any]) -> pd.DataFrame:
             or payload.get("annotations", {}).get("summary")
             or payload.get("alertname", "")
         )
+        step = "" if e.step is None else str(e.step)
         rows.append(
-            {"time": e.time_s, "kind": e.kind, "category": e.category, "step": e.step, "detail": detail}
+            {"time": e.time_s, "kind": e.kind, "category": e.category, "step": step, "detail": detail or ""}
         )
     frame = pd.DataFrame(rows, columns=["time", "kind", "category", "step", "detail"])
     frame["time"] = _utc(frame["time"])
+    return frame
+
+
+def _gaps_frame(gaps: list[Any]) -> pd.DataFrame:
+    frame = pd.DataFrame(
+        [
+            {"start": g.start_s, "end": g.end_s, "host": g.host, "device": g.device, "reason": g.reason}
+            for g in gaps
+        ],
+        columns=GAP_COLUMNS,
+    )
+    frame["start"], frame["end"] = _utc(frame["start"]), _utc(frame["end"])
     return frame
 
 
@@ -168,4 +185,5 @@ def load_report(ledger: Ledger, run: str, options: TableOptions | None = None) -
         by_use=by_use,
         use_source=split.source,
         events=_events_frame(ledger.events(row.id or 0)),
+        gaps=_gaps_frame(ledger.gaps(row.id or 0)),
     )

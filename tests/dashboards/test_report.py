@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboards.seed import RUN, seed_ledger
+from tests.dashboards.seed import RUN, START_S, seed_ledger
 from wattlog.accounting.ledger import Ledger
 from wattlog.accounting.render import format_figure, to_csv, to_latex, to_markdown
 from wattlog.dashboards.report import data
 from wattlog.dashboards.report.data import load_report
+from wattlog.records import Gap
 
 APP = str(Path(data.__file__).parent / "app.py")
 
@@ -70,7 +71,7 @@ def test_headline_shows_the_ledgers_figures_and_the_source(ledger_url: str, ledg
 
 def test_table19_has_the_run_beside_the_reference_rows(ledger_url: str) -> None:
     app = run_app()
-    table = app.dataframe[0].value
+    table = app.table[0].value.reset_index()  # a static table: every column on screen at 800 px
     models = list(table["Model"])
     assert models[0].startswith("OLMo mini") and "OLMo 2 7B" in models and "OLMo 2 13B" in models
     olmo2 = table[table["Model"] == "OLMo 2 7B"].iloc[0]
@@ -123,3 +124,38 @@ def test_missing_ledger_is_one_error_not_a_traceback(tmp_path: Path, monkeypatch
     monkeypatch.setenv("WATTLOG_DB", f"sqlite:///{tmp_path / 'nope' / 'w.db'}")
     app = run_app()
     assert len(app.error) == 1 and "no ledger at" in app.error[0].value and "nope" in app.error[0].value
+
+
+def test_the_url_names_the_run_both_ways(ledger_url: str, ledger: Ledger) -> None:
+    ledger.start_run("second-run", site="augusta")
+    app = AppTest.from_file(APP, default_timeout=30)
+    app.query_params["run"] = RUN
+    app.run()
+    assert not app.exception and app.title[0].value == f"Carbon report: {RUN}"  # ?run= is read
+    app.selectbox[0].select("second-run").run()
+    assert app.query_params["run"] == "second-run"  # and a pick is written back (reload, shared link)
+    assert app.title[0].value == "Carbon report: second-run"
+
+
+def test_an_unknown_run_in_the_url_is_said_not_replaced_by_the_latest(ledger_url: str) -> None:
+    app = AppTest.from_file(APP, default_timeout=30)
+    app.query_params["run"] = "no-such-run"
+    app.run()
+    assert not app.exception
+    assert len(app.error) == 1 and "'no-such-run' is not in the ledger" in app.error[0].value
+    assert app.selectbox[0].value is None and not app.title  # nothing shown under the wrong name
+    app.selectbox[0].select(RUN).run()
+    assert app.title[0].value == f"Carbon report: {RUN}" and not app.error
+
+
+def test_notes_fold_away_missing_steps_are_blank_and_gaps_are_drawn(ledger_url: str, ledger: Ledger) -> None:
+    gap = Gap("node1", "GPU-03", START_S + 5 * 3600, START_S + 6 * 3600, "device lost")
+    ledger.record_intervals(RUN, [], [gap])
+    report = load_report(ledger, RUN)
+    assert list(report.gaps["device"]) == ["GPU-03"]
+    assert "None" not in report.events.astype(str).to_string()
+    assert report.events.loc[report.events["kind"] == "restart", "step"].iloc[0] == ""
+    app = run_app()
+    [notes] = [e for e in app.expander if e.label.startswith("Notes on these figures")]
+    assert notes.caption and not any(c in notes.caption for c in app.main.caption[:1])
+    assert any("Orange bands: gaps" in c.value and "1 recorded" in c.value for c in app.caption)

@@ -91,6 +91,7 @@ def test_report_page_shows_the_ledgers_headline_numbers(
                 label = metrics.nth(i).locator('[data-testid="stMetricLabel"]').inner_text().strip()
                 shown[label] = metrics.nth(i).locator('[data-testid="stMetricValue"]').inner_text().strip()
             assert shown == expected
+            page.get_by_text("OLMo 2 7B").first.wait_for(timeout=30_000)  # Table 19 drawn
             body = page.locator("body").inner_text()
             assert "Energy source:" in body and "simulated" in body and "OLMo 2 7B" in body
             page.locator('[data-testid="stVegaLiteChart"]').nth(3).wait_for(timeout=30_000)
@@ -104,3 +105,53 @@ def test_report_page_shows_the_ledgers_headline_numbers(
     keep = os.environ.get("WATTLOG_SCREENSHOT_DIR")
     if keep:
         shutil.copy(shot, Path(keep) / "report.png")
+
+
+def test_a_picked_run_survives_a_reload_and_the_page_reads_at_800_px(
+    ledger_url: str, tmp_path: Path, report_url: str
+) -> None:
+    need(CHROMIUM, CHROMIUM)
+    from playwright.sync_api import sync_playwright
+
+    Ledger(make_engine(ledger_url, create=False)).start_run("later-run", site="augusta")  # the newest
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 800, "height": 900})
+            page.goto(report_url, wait_until="domcontentloaded", timeout=30_000)
+            page.get_by_text("Carbon report: later-run").wait_for(timeout=30_000)
+            page.locator('[data-testid="stSelectbox"]').first.click()
+            page.get_by_role("option", name=RUN).click()
+            page.get_by_text(f"Carbon report: {RUN}").wait_for(timeout=30_000)
+            page.wait_for_url(f"**/?run={RUN}", timeout=10_000)  # the pick is in the URL
+            page.reload(wait_until="domcontentloaded")
+            page.get_by_text(f"Carbon report: {RUN}").wait_for(timeout=30_000)  # and a reload keeps it
+            assert "Carbon report: later-run" not in page.locator("body").inner_text()
+
+            # 800 px wide: every Table 19 column on screen, charts tall enough to read.
+            page.locator('[data-testid="stVegaLiteChart"]').nth(3).wait_for(timeout=30_000)
+            table = page.locator('[data-testid="stTable"]').first
+            box = table.bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 800
+            for header in ("Total power (MWh)", "Emissions (tCO2eq)", "Water (kL)", "Energy source"):
+                cell = table.get_by_text(header, exact=True).first
+                cell_box = cell.bounding_box()
+                assert cell_box is not None and cell_box["x"] + cell_box["width"] <= 800, header
+            heights = [
+                page.locator('[data-testid="stVegaLiteChart"]').nth(i).bounding_box()["height"]  # type: ignore[index]
+                for i in range(2)
+            ]
+            assert min(heights) >= 200, heights
+            body = page.locator("body").inner_text()
+            assert "None" not in body
+            height = page.evaluate("document.querySelector('[data-testid=\"stMain\"]')?.scrollHeight || 3000")
+            page.set_viewport_size({"width": 800, "height": int(height) + 100})
+            time.sleep(1.0)  # let the charts finish drawing
+            shot = tmp_path / "report-800px.png"
+            page.screenshot(path=str(shot), full_page=True)
+        finally:
+            browser.close()
+    assert shot.stat().st_size > 30_000
+    keep = os.environ.get("WATTLOG_SCREENSHOT_DIR")
+    if keep:
+        shutil.copy(shot, Path(keep) / "report-800px.png")
