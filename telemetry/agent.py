@@ -87,9 +87,10 @@ class AgentConfig:
     run: str = ""
     """The `run` label on every series ("" for a plain agent measuring no run): runs are told apart by it,
     never by the scrape target's port."""
-    linger_s: float = 0.0
-    """At close, keep serving up to this long until a scrape has seen `wattlog_agent_finished 1`
-    (so Prometheus knows the end was normal); 0 closes at once."""
+    linger_s: float = 30.0
+    """At close, keep serving until the next regular scrape has read `wattlog_agent_finished 1`
+    (so Prometheus knows the end was normal), at most this long; no wait when nothing scrapes
+    regularly; 0 closes at once."""
 
     def __post_init__(self) -> None:
         if not self.period_s > 0:

@@ -65,8 +65,8 @@ def agent(
     run: Annotated[str, typer.Option(help="The `run` label on every series (tells runs apart).")] = "",
     linger_s: Annotated[
         float,
-        typer.Option(help="At the end, keep serving up to this long until a scrape saw the finished mark."),
-    ] = 0.0,
+        typer.Option(help="At the end, serve until the next scrape read the finished mark (at most this)."),
+    ] = 30.0,
 ) -> int:
     """Run the measuring agent (sidecar mode): sample, serve metrics, print what was measured."""
     if seconds is not None and seconds <= 0:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -222,26 +223,42 @@ class AgentStateCollector(Collector):
         # HELP wattlog_agent_finished 1 once the agent has ended normally (its target going down is expected).
         # TYPE wattlog_agent_finished gauge
 
+    It also notes when it is scraped, so that closing can wait for the next regular scrape to read
+    the finished mark (:meth:`wait_scraped`), and not wait at all when nobody scrapes regularly.
+
     Args:
         host: Value of the `host` label.
         run: Value of the `run` label.
+        clock: Monotonic seconds (injected by tests).
     """
 
-    def __init__(self, host: str, run: str = "") -> None:
+    def __init__(self, host: str, run: str = "", clock: Callable[[], float] = time.monotonic) -> None:
         self._labels = [host, run]
+        self._clock = clock
         self._finished = threading.Event()
         self._seen_finished = threading.Event()
+        self._scrapes: list[float] = []
 
     def finish(self) -> None:
         """Mark the normal end; the next scrape reports 1."""
         self._finished.set()
 
     def wait_scraped(self, timeout_s: float) -> bool:
-        """Block until a scrape has read the finished mark, at most `timeout_s`; True if it did."""
-        return self._seen_finished.wait(timeout_s)
+        """Wait until a scrape has read the finished mark; True if one did.
+
+        Waits at most 1.5 of the last interval between scrapes (plus 0.5 s) and at most
+        `timeout_s`; without two scrapes seen yet (nothing scrapes regularly) it does not wait.
+        """
+        if self._seen_finished.is_set():
+            return True
+        if len(self._scrapes) < 2:
+            return False
+        interval_s = self._scrapes[-1] - self._scrapes[-2]
+        return self._seen_finished.wait(min(timeout_s, 1.5 * interval_s + 0.5))
 
     def collect(self) -> Iterator[Metric]:
         """Yield the finished gauge (and note when a scrape saw it set)."""
+        self._scrapes = [*self._scrapes[-1:], self._clock()]
         finished = self._finished.is_set()
         family = GaugeMetricFamily(
             "wattlog_agent_finished",

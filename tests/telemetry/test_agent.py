@@ -230,9 +230,11 @@ def test_run_label_and_finished_mark_reach_a_scrape_before_the_agent_closes(tmp_
     first = urllib.request.urlopen(url, timeout=5).read().decode()
     assert 'wattlog_agent_finished{host="node1",run="run-x"} 0.0' in first
     assert 'run="run-x"' in first.split("wattlog_energy_joules_total{", 1)[1].split("}", 1)[0]
+    time.sleep(0.2)
+    urllib.request.urlopen(url, timeout=5).read()  # scraped every 0.2 s: the agent waits ~one interval
 
     def scrape_while_closing() -> None:
-        time.sleep(0.3)
+        time.sleep(0.2)
         bodies.append(urllib.request.urlopen(url, timeout=5).read().decode())
 
     scraper = threading.Thread(target=scrape_while_closing)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 import urllib.request
 from typing import Any
 
@@ -223,13 +224,26 @@ def test_every_series_carries_the_run_the_agent_exports() -> None:
 
 
 def test_agent_finished_is_zero_until_finish_and_a_scrape_sees_it() -> None:
+    now = [0.0]
     reg = CollectorRegistry()
-    state = AgentStateCollector("node1", "r1")
+    state = AgentStateCollector("node1", "r1", clock=lambda: now[0])
     reg.register(state)
     labels = {"host": "node1", "run": "r1"}
     assert reg.get_sample_value("wattlog_agent_finished", labels) == 0
-    assert not state.wait_scraped(0.0)
     state.finish()
-    assert not state.wait_scraped(0.0)  # not yet scraped
+    assert not state.wait_scraped(5.0)  # one scrape seen: nothing scrapes regularly, no wait
+    now[0] = 5.0
     assert reg.get_sample_value("wattlog_agent_finished", labels) == 1
     assert state.wait_scraped(0.0)
+
+
+def test_closing_waits_about_one_scrape_interval_at_most() -> None:
+    now = [0.0]
+    state = AgentStateCollector("node1", "r1", clock=lambda: now[0])
+    for t in (0.0, 0.01):  # scraped every 10 ms, never after the finish
+        now[0] = t
+        list(state.collect())
+    state.finish()
+    started = time.monotonic()
+    assert not state.wait_scraped(30.0)
+    assert time.monotonic() - started < 5.0  # 1.5 x 10 ms + 0.5 s, not the 30 s bound
