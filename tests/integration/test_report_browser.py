@@ -12,6 +12,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,6 +41,16 @@ def need(path: str, what: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"{what} is missing (CI installs it: the setup is broken)")
     pytest.skip(f"{what} is missing: apt-get install -y chromium")
+
+
+def screenshot(page: Any, path: Path) -> Path:
+    """A full-page screenshot at `path` (also copied to $WATTLOG_SCREENSHOT_DIR when set)."""
+    time.sleep(1.0)  # let the charts finish drawing before the screenshot
+    page.screenshot(path=str(path), full_page=True)
+    keep = os.environ.get("WATTLOG_SCREENSHOT_DIR")
+    if keep:
+        shutil.copy(path, Path(keep) / path.name)
+    return path
 
 
 @pytest.fixture
@@ -96,15 +107,10 @@ def test_report_page_shows_the_ledgers_headline_numbers(
             assert "Energy source:" in body and "simulated" in body and "OLMo 2 7B" in body
             page.locator('[data-testid="stVegaLiteChart"]').nth(3).wait_for(timeout=30_000)
             page.locator('[data-testid="stDownloadButton"]').nth(2).wait_for(timeout=30_000)
-            time.sleep(1.0)  # let the charts finish drawing before the screenshot
-            shot = tmp_path / "report.png"
-            page.screenshot(path=str(shot), full_page=True)
+            shot = screenshot(page, tmp_path / "report.png")
         finally:
             browser.close()
     assert shot.stat().st_size > 50_000
-    keep = os.environ.get("WATTLOG_SCREENSHOT_DIR")
-    if keep:
-        shutil.copy(shot, Path(keep) / "report.png")
 
 
 def test_a_picked_run_survives_a_reload_and_the_page_reads_at_800_px(
@@ -146,12 +152,7 @@ def test_a_picked_run_survives_a_reload_and_the_page_reads_at_800_px(
             assert "None" not in body
             height = page.evaluate("document.querySelector('[data-testid=\"stMain\"]')?.scrollHeight || 3000")
             page.set_viewport_size({"width": 800, "height": int(height) + 100})
-            time.sleep(1.0)  # let the charts finish drawing
-            shot = tmp_path / "report-800px.png"
-            page.screenshot(path=str(shot), full_page=True)
+            shot = screenshot(page, tmp_path / "report-800px.png")
         finally:
             browser.close()
     assert shot.stat().st_size > 30_000
-    keep = os.environ.get("WATTLOG_SCREENSHOT_DIR")
-    if keep:
-        shutil.copy(shot, Path(keep) / "report-800px.png")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -24,3 +26,15 @@ def tracker_kwargs(tmp_path: Path) -> dict[str, Any]:
         "log_every": 2,
         "environ": {},
     }
+
+
+def import_error_without(module: str, blocked: str) -> str:
+    """The ImportError message of importing `module` in a fresh interpreter where `blocked` is missing."""
+    code = (
+        f"import sys; sys.modules[{blocked!r}] = None\n"
+        f"try:\n    import {module}\nexcept ImportError as e:\n    print(e)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    return done.stdout.strip()

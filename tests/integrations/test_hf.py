@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import io
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ pytest.importorskip("transformers", reason="pip install 'wattlog[hf]'")
 
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments  # noqa: E402
 
+from tests.integrations.conftest import import_error_without  # noqa: E402
 from wattlog.accounting.ledger import Ledger, make_engine  # noqa: E402
 from wattlog.integrations.hf import WattlogCallback  # noqa: E402
 
@@ -135,12 +134,5 @@ def test_a_resumed_trainer_continues_its_run_with_a_restart_event(
 
 
 def test_without_transformers_the_import_names_the_extra() -> None:
-    code = (
-        "import sys; sys.modules['transformers'] = None\n"
-        "try:\n    import wattlog.integrations.hf\n"
-        "except ImportError as e:\n    print(e)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
-    assert done.stdout.strip() == "this wattlog integration needs transformers: pip install 'wattlog[hf]'"
+    message = import_error_without("wattlog.integrations.hf", "transformers")
+    assert message == "this wattlog integration needs transformers: pip install 'wattlog[hf]'"

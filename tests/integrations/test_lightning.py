@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import io
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ pytest.importorskip("lightning", reason="pip install 'wattlog[lightning]'")
 import lightning.pytorch as pl  # noqa: E402
 from lightning.pytorch.loggers import CSVLogger  # noqa: E402
 
+from tests.integrations.conftest import import_error_without  # noqa: E402
 from wattlog.accounting.ledger import Ledger, make_engine  # noqa: E402
 from wattlog.integrations.lightning import WattlogCallback, tokens_in  # noqa: E402
 
@@ -105,15 +104,5 @@ def test_tokens_are_counted_from_the_batch() -> None:
 
 
 def test_without_lightning_the_import_names_the_extra() -> None:
-    code = (
-        "import sys; sys.modules['lightning'] = None\n"
-        "try:\n    import wattlog.integrations.lightning\n"
-        "except ImportError as e:\n    print(e)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
-    assert (
-        done.stdout.strip()
-        == "this wattlog integration needs lightning.pytorch: pip install 'wattlog[lightning]'"
-    )
+    message = import_error_without("wattlog.integrations.lightning", "lightning")
+    assert message == "this wattlog integration needs lightning.pytorch: pip install 'wattlog[lightning]'"
