@@ -60,3 +60,24 @@ def _site(name: str) -> Any:
 
 def _intensity(name: str) -> float:
     return float(_site(name).carbon_intensity_kg_per_kwh)
+
+
+def test_every_rank_reports_and_only_the_nodes_local_rank_0_measures(tracker_kwargs: dict[str, Any]) -> None:
+    from wattlog.accounting.ledger import Ledger, make_engine
+    from wattlog.integrations.session import TrackerSession
+
+    first, second = TrackerSession("two-ranks", tracker_kwargs), TrackerSession("two-ranks", tracker_kwargs)
+    first.start(rank=0, local_rank=0)
+    second.start(rank=1, local_rank=1)  # joins the run rank 0 registered; runs no second agent
+    try:
+        for step in range(1, 5):
+            first.step(step, loss=2.0, tokens=100)
+            second.step(step, loss=2.0, tokens=100)
+        assert first.tracker is not None and first.tracker.agent is not None
+        assert second.tracker is not None and second.tracker.agent is None
+        assert second.figures() == {}  # nothing measured twice: the node's energy is rank 0's
+        assert "wattlog/simulated/energy_j" in first.figures()
+    finally:
+        second.end()
+        first.end()
+    assert Ledger(make_engine(tracker_kwargs["db"])).get_run("two-ranks").status == "finished"

@@ -78,8 +78,9 @@ class WattlogCallback(_pl.Callback):  # type: ignore[misc, name-defined]
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
         """Report the step, then hand the footprint to the Trainer's loggers."""
-        loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
-        loss = loss.detach() if hasattr(loss, "detach") else loss
+        loss: Any = outputs.get("loss") if isinstance(outputs, dict) else outputs
+        if hasattr(loss, "detach"):
+            loss = loss.detach()
         self.session.step(trainer.global_step, loss=loss, tokens=self._count_tokens(batch))
         figures = self.session.figures()
         if figures:
