@@ -72,9 +72,10 @@ def _events_annotation() -> dict:
 
 
 # `up` has no run label (the agent exports it, not the target): keep the targets whose agent reported a
-# selected run in the last hour. `and` matches any number of runs per target, never many-to-many.
+# selected run, host and site in the last hour, by the agent's own labels (a target's host label that
+# differs from the agent's cannot empty the panel). `and` matches any number of runs per target.
 AGENTS_UP = (
-    'max by (instance, host) (up{job="wattlog", host=~"$host", site=~"$site"}) and on (instance) '
+    'max by (instance, host) (up{job="wattlog"}) and on (instance) '
     f"max by (instance) (last_over_time(wattlog_agent_finished{{{SELECTOR}}}[1h]))"
 )
 

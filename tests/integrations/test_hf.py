@@ -136,3 +136,13 @@ def test_a_resumed_trainer_continues_its_run_with_a_restart_event(
 def test_without_transformers_the_import_names_the_extra() -> None:
     message = import_error_without("wattlog.integrations.hf", "transformers")
     assert message == "this wattlog integration needs transformers: pip install 'wattlog[hf]'"
+
+
+def test_passed_in_callbacks_instead_of_attached_it_says_what_is_lost(
+    tmp_path: Path, tracker_kwargs: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    reporter = Recorder()
+    trainer = tiny_trainer(tmp_path, reporter, WattlogCallback("hf-late", **tracker_kwargs), steps=2)
+    trainer.train()
+    assert "was not attached" in caplog.text and ".attach(trainer)" in caplog.text
+    assert not any(k.startswith("wattlog/") for logs in reporter.logs for k in logs)  # why attach() exists

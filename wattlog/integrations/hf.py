@@ -21,6 +21,7 @@ Needs ``pip install 'wattlog[hf]'``.
 from __future__ import annotations
 
 import functools
+import logging
 from typing import Any
 
 from rich.console import Console
@@ -29,6 +30,7 @@ from wattlog.integrations import require
 from wattlog.integrations.session import TrackerSession
 
 _transformers = require("transformers", "hf")
+log = logging.getLogger(__name__)
 
 __all__ = ["WattlogCallback"]
 
@@ -56,6 +58,7 @@ class WattlogCallback(_transformers.TrainerCallback):  # type: ignore[misc, name
         self._tokens_per_step = tokens_per_step
         self._tokens_seen = 0
         self._pending: tuple[int, float | None] | None = None
+        self._attached = False
 
     def attach(self, trainer: Any) -> WattlogCallback:
         """Put this callback first in `trainer` (before the reporters) and record exceptions of train()."""
@@ -72,12 +75,18 @@ class WattlogCallback(_transformers.TrainerCallback):  # type: ignore[misc, name
                 raise
 
         trainer.train = measured_train
+        self._attached = True
         return self
 
     # transformers' hooks ------------------------------------------------------
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         """Start this rank's tracker (resuming the run when the Trainer resumed a checkpoint)."""
+        if not self._attached:
+            log.warning(
+                "WattlogCallback was not attached: the reporters run before it and miss its figures, and an "
+                "exception ending train() is not recorded; use WattlogCallback(...).attach(trainer)"
+            )
         if not self.session.active:
             self.session.start(
                 rank=args.process_index,
