@@ -12,14 +12,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from wattlog.accounting.footprint import Energy, Footprint, WaterConvention, footprint_for
+from wattlog.accounting.extrapolate import job_energy
+from wattlog.accounting.footprint import Footprint, WaterConvention, footprint_for
 from wattlog.accounting.intensity import IntensitySource
+from wattlog.accounting.ledger.jobs import JobNodes, job_nodes
 from wattlog.accounting.ledger.models import Role, Run
 from wattlog.accounting.ledger.store import Ledger
-from wattlog.accounting.prometheus_energy import energy_from_prometheus
+from wattlog.accounting.prometheus_energy import PromEnergy, energy_from_prometheus
 from wattlog.accounting.ranges import Quantity, Range
 from wattlog.accounting.render import TableRow
-from wattlog.accounting.run_energy import energy_from_devices, ledger_energy
+from wattlog.accounting.run_energy import ledger_energy
 from wattlog.accounting.sites import Site, get_site
 from wattlog.errors import ConfigError
 
@@ -54,10 +56,13 @@ def run_footprint(ledger: Ledger, run: Run, options: TableOptions) -> Footprint 
         )
     site = get_site(site_name, options.catalog)
     hourly = options.intensity is not None and options.intensity.constant_kg_per_kwh is None
+    nodes = job_nodes(ledger, run.name)
     if options.prometheus_url:
-        energy = _prometheus_energy(run, options)
+        energy = job_energy(_prometheus_rows(run, options, nodes), nodes.node_count)
     else:
         energy = ledger_energy(ledger, run.name, by_hour=hourly)
+        if energy is not None and nodes.node_count > 1:  # K of N nodes measured: N x their mean
+            energy = job_energy(ledger.energy_totals(run.name), nodes.node_count, energy.by_hour_mwh)
     if energy is None:
         return None
     return footprint_for(energy, site, intensity=options.intensity, convention=options.convention)
@@ -69,7 +74,12 @@ def run_row(ledger: Ledger, run: Run, options: TableOptions) -> TableRow:
     found = run_footprint(ledger, run, options)
     if found is None:
         return TableRow(label, None, None, None, None, None, None, "none", notes=("no energy recorded",))
-    return TableRow.from_footprint(label, found, notes=_run_notes(run, options))
+    notes = _run_notes(run, options)
+    nodes = job_nodes(ledger, run.name)
+    if nodes.node_count > 1 or len(nodes.joined) > 1:
+        measured = {t.host for t in ledger.energy_totals(run.name)}
+        notes = (nodes.describe(sorted(measured)), *notes)
+    return TableRow.from_footprint(label, found, notes=notes)
 
 
 def project_rows(ledger: Ledger, project: str, options: TableOptions) -> list[TableRow]:
@@ -136,13 +146,15 @@ def _sum_row(label: str, footprints: Sequence[Footprint | None]) -> TableRow:
     )
 
 
-def _prometheus_energy(run: Run, options: TableOptions) -> Energy | None:
+def _prometheus_rows(run: Run, options: TableOptions, nodes: JobNodes) -> list[PromEnergy]:
+    """The run's devices in Prometheus: by its `run` label when it spans nodes, else by its host."""
     assert options.prometheus_url is not None
     end_s = run.end_s if run.end_s is not None else options.now_s()
-    rows = energy_from_prometheus(
-        options.prometheus_url, run.start_s, end_s, matchers={"host": run.host} if run.host else None
-    )
-    return energy_from_devices(rows)
+    if nodes.node_count > 1 or len(nodes.joined) > 1:
+        matchers: dict[str, str] | None = {"run": run.name}
+    else:
+        matchers = {"host": run.host} if run.host else None
+    return energy_from_prometheus(options.prometheus_url, run.start_s, end_s, matchers=matchers)
 
 
 def _run_notes(run: Run, options: TableOptions) -> tuple[str, ...]:

@@ -25,6 +25,7 @@ class Source(StrEnum):
     SAMPLED = "sampled"  # integrated from power readings
     ESTIMATED = "estimated"  # a model (utilisation x TDP), no sensor at all
     SIMULATED = "simulated"  # the simulated device: never a measurement
+    EXTRAPOLATED = "extrapolated"  # K of N nodes measured, their mean x N (the OLMo 2 paper's method)
 
 
 @dataclass(frozen=True, slots=True)

@@ -182,4 +182,55 @@ class IntensityPoint(SQLModel, table=True):
     source: str = Field(default="", max_length=500)
 
 
-TABLES = (Project, Run, EnergyRecord, EnergyRollup, GapRecord, Event, SiteRecord, IntensityPoint)
+class JobNode(SQLModel, table=True):
+    """One node of a run's job, as its agent or tracker joined: which hosts there are, which measured.
+
+    A run spans nodes; each node writes its own row (keyed by host), so the
+    ledger knows the job's node count even when only K of its N nodes measure
+    energy (``--sample-nodes``) or a node's agent never started.
+    """
+
+    __tablename__ = "job_node"
+
+    run_id: int = Field(foreign_key="run.id", primary_key=True)
+    host: str = Field(primary_key=True, max_length=200)
+    node_index: int = 0
+    node_count: int = 1  # nodes in the job, as this node's scheduler said
+    job_id: str = Field(default="", max_length=200)  # SLURM_JOB_ID (or torchrun's run id)
+    measured: bool = True  # False: this node only reports steps (sampled out)
+    joined_s: float
+
+
+class RankProgress(SQLModel, table=True):
+    """Each rank's cumulative tokens and steps: the one place the job's tokens are counted across ranks.
+
+    Every rank upserts its own row; the job's tokens are the sum over rows
+    (:mod:`wattlog.accounting.job_speed`), never one rank's count.
+    """
+
+    __tablename__ = "rank_progress"
+
+    run_id: int = Field(foreign_key="run.id", primary_key=True)
+    rank: int = Field(primary_key=True)
+    host: str = Field(default="", max_length=200)
+    local_rank: int = 0
+    tokens_total: float = 0.0
+    step: int = 0
+    start_s: float
+    updated_s: float
+    flops_per_token: float | None = None
+    peak_flops: float | None = None  # all ranks together, as the tracker takes it
+
+
+TABLES = (
+    Project,
+    Run,
+    EnergyRecord,
+    EnergyRollup,
+    GapRecord,
+    Event,
+    SiteRecord,
+    IntensityPoint,
+    JobNode,
+    RankProgress,
+)

@@ -206,6 +206,15 @@ class Ledger:
             owner = session.get(Project, run.project_id)
             return owner.name if owner else ""
 
+    def wall_s(self) -> float:
+        """Now, by the ledger's wall clock (Unix seconds)."""
+        return self._clock.wall()
+
+    @classmethod
+    def id_of(cls, session: Session, run: int | str) -> int:
+        """The id of the run with this id or name, inside an open transaction."""
+        return cls._id(session, run)
+
     @classmethod
     def _id(cls, session: Session, run: int | str) -> int:
         found = cls._find(session, run).id
@@ -452,13 +461,6 @@ def _add_to_rollup(session: Session, run_id: int, intervals: Sequence[EnergyInte
         acc[1] += row.low_j
         acc[2] += row.high_j
         acc[3] += 1
-    dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as upsert
-    elif dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert as upsert  # type: ignore[assignment]
-    else:
-        raise LedgerError(f"the ledger supports SQLite and PostgreSQL, not {dialect}")
     values = [
         {
             "run_id": run_id,
@@ -473,13 +475,31 @@ def _add_to_rollup(session: Session, run_id: int, intervals: Sequence[EnergyInte
         }
         for (h, d, k, s), a in sums.items()
     ]
-    statement = upsert(_ROLLUP).values(values)
+    statement = upsert_into(session, _ROLLUP).values(values)
     new = statement.excluded
     statement = statement.on_conflict_do_update(
         index_elements=list(_KEY),
         set_={name: _ROLLUP.c[name] + new[name] for name in ("energy_j", "low_j", "high_j", "records")},
     )
     session.execute(statement)
+
+
+def upsert_into(session: Session, table: Table) -> Any:
+    """An INSERT on `table` that supports ``on_conflict_do_update`` (SQLite and PostgreSQL).
+
+    Raises:
+        LedgerError: Another database.
+    """
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table)
+    if dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert(table)
+    raise LedgerError(f"the ledger supports SQLite and PostgreSQL, not {dialect}")
 
 
 def _energy_row(run_id: int | None, row: EnergyInterval) -> dict[str, Any]:

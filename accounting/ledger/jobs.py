@@ -1,0 +1,170 @@
+"""Runs that span nodes: each node joins the run's job, each rank reports its tokens.
+
+Every node of a job calls :func:`join_run` at start (the run is created by
+whichever node comes first; the others find it), so the ledger knows how many
+nodes the job has and which ones measure energy. Every rank upserts its
+cumulative tokens with :func:`report_rank_progress`; :func:`job_nodes` and
+:func:`rank_tokens` read them back for the tables.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from sqlalchemy import Table, select
+from sqlalchemy.orm import Session
+from sqlmodel import col
+
+from wattlog.accounting.ledger.models import JobNode, RankProgress, Run
+from wattlog.accounting.ledger.store import Ledger, upsert_into
+from wattlog.errors import LedgerError
+from wattlog.telemetry.job import JobIdentity
+
+_JOB_NODE = cast(Table, JobNode.__table__)  # type: ignore[attr-defined]
+_RANK = cast(Table, RankProgress.__table__)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class JobNodes:
+    """The nodes of a run's job as the ledger knows them.
+
+    Attributes:
+        node_count: Nodes in the job (the largest count any node reported; 1 if none joined).
+        joined: Hosts that joined the run, by node index.
+        measuring: Hosts that joined to measure energy (not sampled out).
+    """
+
+    node_count: int
+    joined: tuple[str, ...]
+    measuring: tuple[str, ...]
+
+    def describe(self, measured_hosts: Sequence[str]) -> str:
+        """The table note, e.g. "4 of 16 nodes measured", naming measuring nodes that stored no energy."""
+        text = f"{len(set(measured_hosts))} of {self.node_count} nodes measured"
+        silent = sorted(set(self.measuring) - set(measured_hosts))
+        if silent:
+            shown = ", ".join(silent[:5]) + (f" and {len(silent) - 5} more" if len(silent) > 5 else "")
+            text += f"; no energy from {shown}"
+        return text
+
+
+def join_run(
+    ledger: Ledger,
+    name: str,
+    job: JobIdentity,
+    *,
+    measured: bool = True,
+    project: str = "default",
+    role: str = "final",
+    model: str = "",
+    site: str = "",
+    timeout_s: float = 30.0,
+) -> Run:
+    """Create the run or find it (whichever node comes first creates it), then record this node in it.
+
+    Args:
+        ledger: The shared ledger.
+        name: The run's name (the same on every node, e.g. from $SLURM_JOB_ID).
+        job: This node's place in the job.
+        measured: Whether this node measures energy (False: sampled out, reports steps only).
+        project: Project of a new run.
+        role: Role of a new run.
+        model: Model of a new run.
+        site: Site of a new run.
+        timeout_s: How long to retry when another node is creating the run at the same moment.
+
+    Raises:
+        LedgerError: The run could be neither created nor found.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            run = ledger.get_run(name)
+            break
+        except LedgerError:
+            pass
+        try:
+            run = ledger.start_run(name, project=project, role=role, model=model, site=site, host=job.host)
+            break
+        except LedgerError:  # another node created it between our read and our insert: read again
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    record_node(ledger, cast(int, run.id), job, measured=measured)
+    return run
+
+
+def record_node(ledger: Ledger, run_id: int, job: JobIdentity, *, measured: bool) -> None:
+    """Insert or update this node's row in the run's job."""
+    values = {
+        "run_id": run_id,
+        "host": job.host,
+        "node_index": job.node_index,
+        "node_count": job.node_count,
+        "job_id": job.job_id or "",
+        "measured": measured,
+        "joined_s": ledger.wall_s(),
+    }
+    with ledger.transaction(f"record node {job.host!r}") as session:
+        _upsert(session, _JOB_NODE, values, ("run_id", "host"))
+
+
+def report_rank_progress(
+    ledger: Ledger,
+    run: int | str,
+    *,
+    rank: int,
+    host: str,
+    local_rank: int,
+    tokens_total: float,
+    step: int,
+    start_s: float,
+    flops_per_token: float | None = None,
+    peak_flops: float | None = None,
+) -> None:
+    """Store one rank's cumulative tokens and latest step (an upsert: one row per rank)."""
+    with ledger.transaction(f"record rank {rank} progress") as session:
+        run_id = ledger.id_of(session, run)
+        values = {
+            "run_id": run_id,
+            "rank": rank,
+            "host": host,
+            "local_rank": local_rank,
+            "tokens_total": float(tokens_total),
+            "step": int(step),
+            "start_s": start_s,
+            "updated_s": ledger.wall_s(),
+            "flops_per_token": flops_per_token,
+            "peak_flops": peak_flops,
+        }
+        _upsert(session, _RANK, values, ("run_id", "rank"))
+
+
+def job_nodes(ledger: Ledger, run: int | str) -> JobNodes:
+    """The nodes that joined a run's job (a run no node joined: one node, nothing known)."""
+    with ledger.transaction("read job nodes") as session:
+        run_id = ledger.id_of(session, run)
+        query = select(JobNode).where(col(JobNode.run_id) == run_id).order_by(col(JobNode.node_index))
+        rows = list(session.execute(query).scalars())
+    return JobNodes(
+        node_count=max((r.node_count for r in rows), default=1),
+        joined=tuple(r.host for r in rows),
+        measuring=tuple(r.host for r in rows if r.measured),
+    )
+
+
+def rank_progress(ledger: Ledger, run: int | str) -> list[RankProgress]:
+    """Every rank's latest progress row, by rank."""
+    with ledger.transaction("read rank progress") as session:
+        run_id = ledger.id_of(session, run)
+        query = select(RankProgress).where(col(RankProgress.run_id) == run_id)
+        return list(session.execute(query.order_by(col(RankProgress.rank))).scalars())
+
+
+def _upsert(session: Session, table: Table, values: dict[str, Any], keys: tuple[str, ...]) -> None:
+    statement = upsert_into(session, table).values(values)
+    update = {name: statement.excluded[name] for name in values if name not in keys}
+    session.execute(statement.on_conflict_do_update(index_elements=list(keys), set_=update))
