@@ -1,0 +1,107 @@
+"""`wattlog node`: one node of a multi-node job, measured into the shared ledger.
+
+    srun --ntasks-per-node=1 wattlog node --run job-$SLURM_JOB_ID --listen 0.0.0.0 &
+    wattlog node --run job-1 --db postgresql+psycopg://wattlog@db/wattlog --sample-nodes 4 -- ./train.sh
+
+It joins the run (whichever node starts first creates it), measures the node
+unless ``--sample-nodes`` leaves it out, writes every flush into the ledger,
+serves metrics for Prometheus, and stops when the time is up, the command
+exits (its exit code becomes ours), or on Ctrl-C/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from wattlog.accounting.node import NodeAgent, NodeOptions
+from wattlog.errors import ConfigError
+from wattlog.telemetry.agent import AgentConfig
+from wattlog.telemetry.agent_cli import INTERRUPTED, _run, _stop_on_sigterm, health_line
+
+
+def node(
+    command: Annotated[
+        list[str] | None, typer.Argument(help="Command to run and measure (after --); stop when it exits.")
+    ] = None,
+    run: Annotated[str, typer.Option("--run", help="Run name, the same on every node of the job.")] = "",
+    db: Annotated[
+        str | None, typer.Option("--db", help="Shared ledger URL (default $WATTLOG_DB); secrets from env.")
+    ] = None,
+    sample_nodes: Annotated[
+        int | None,
+        typer.Option(
+            "--sample-nodes",
+            min=1,
+            help="Measure K of the nodes (spread evenly), extrapolate the rest ($WATTLOG_SAMPLE_NODES).",
+        ),
+    ] = None,
+    host: Annotated[
+        str | None, typer.Option("--host", help="This node's name (default: the hostname).")
+    ] = None,
+    listen: Annotated[
+        str, typer.Option("--listen", help="Address the metrics server binds (0.0.0.0 for Prometheus).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Metrics port; 0 picks a free one; -1 serves nothing.")] = 9464,
+    period_ms: Annotated[float, typer.Option(help="Sampling period, milliseconds.")] = 25.0,
+    flush_s: Annotated[float, typer.Option(help="Seconds between flushes to the ledger.")] = 10.0,
+    seconds: Annotated[float | None, typer.Option(help="Stop after this many seconds.")] = None,
+    project: Annotated[str, typer.Option(help="Project of the run (if this node creates it).")] = "default",
+    site: Annotated[str, typer.Option(help="Site of the run (if this node creates it).")] = "",
+    simulate: Annotated[
+        int, typer.Option(min=0, help="Add N simulated GPUs (training-like power, labelled simulated).")
+    ] = 0,
+    simulate_load: Annotated[
+        float, typer.Option(help="Scale of the simulated GPUs' power (unequal nodes in benches).")
+    ] = 1.0,
+) -> int:
+    """Measure this node of a multi-node job into the shared ledger (one per node)."""
+    if seconds is not None and seconds <= 0:
+        raise ConfigError(f"--seconds must be > 0, got {seconds}")
+    options = NodeOptions(
+        run=run,
+        db=db,
+        sample_nodes=sample_nodes,
+        agent=AgentConfig(
+            period_s=period_ms / 1000.0,
+            flush_s=flush_s,
+            host=host or socket.gethostname(),
+            listen_host=listen,
+            port=None if port == -1 else port,
+        ),
+        project=project,
+        site=site,
+        simulate_gpus=simulate,
+        simulate_load=simulate_load,
+    )
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+    node_agent = NodeAgent(options, os.environ)
+    code = 0
+    with _stop_on_sigterm():
+        try:
+            node_agent.start()
+            console.print(f"wattlog node: {node_agent.describe()}", soft_wrap=True)
+            code = _run(command, seconds, console)
+        except KeyboardInterrupt:
+            code = INTERRUPTED
+        finally:
+            node_agent.close()
+    if node_agent.agent is not None:
+        joules = sum(d.energy_j for d in node_agent.agent.snapshot())
+        devices = len(node_agent.agent.devices)
+        host = node_agent.job.host
+        console.print(f"wattlog node: {host}: {joules:.1f} J over {devices} devices in the ledger")
+        stats = node_agent.agent.stats()
+        if stats is not None:
+            console.print(health_line(stats))
+    return code
+
+
+def register(app: typer.Typer) -> None:
+    """Add `wattlog node` to `app` (arguments after `--` are the command to run)."""
+    app.command(context_settings={"allow_interspersed_args": False})(node)
