@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import cast
+
+from prometheus_client import CollectorRegistry
 
 from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.jobs import join_run
@@ -29,6 +31,7 @@ from wattlog.accounting.ledger.sink import LedgerSink
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.errors import ConfigError
 from wattlog.telemetry.agent import Agent, AgentConfig
+from wattlog.telemetry.exporter import EnergyCollector, serve
 from wattlog.telemetry.job import JobIdentity, job_identity, sample_nodes_from
 from wattlog.telemetry.sensors.base import Sensor
 
@@ -86,6 +89,7 @@ class NodeAgent:
         self.agent: Agent | None = None
         self.run_id: int | None = None
         self.ledger: Ledger | None = None
+        self.sinks: list[LedgerSink] = []
         self._sensors = sensors
 
     def start(self) -> NodeAgent:
@@ -108,12 +112,13 @@ class NodeAgent:
         )
         self.run_id = cast(int, run.id)
         if self.measured:
+            self.sinks = [LedgerSink(self.ledger, self.run_id)]
             config = dataclasses.replace(o.agent, host=self.job.host)
             self.agent = Agent(
                 config,
                 sensors=self._sensors,
                 extra_sensors=self._simulated(),
-                sinks=[LedgerSink(self.ledger, self.run_id)],
+                sinks=self.sinks,
             )
             self.agent.start()
         return self
@@ -134,6 +139,29 @@ class NodeAgent:
             self.agent.close()
         if self.ledger is not None:
             self.ledger.engine.dispose()
+
+    def linger(self, seconds: float, port: int | None, sleep: Callable[[float], None] = time.sleep) -> None:
+        """Serve the final energy counters for `seconds` after close(), then stop.
+
+        Prometheus scrapes every few seconds, so the energy between its last
+        scrape and the end of measuring is in the ledger but not in Prometheus.
+        Lingering lets the next scrape read the final counters: the last value
+        Prometheus holds then equals what the ledger stored.
+
+        Args:
+            seconds: How long to serve (at least two scrape intervals).
+            port: The port the agent served on (the same target for Prometheus).
+            sleep: Waits (injected by tests).
+        """
+        if self.agent is None or port is None or seconds <= 0:
+            return
+        registry = CollectorRegistry()
+        registry.register(EnergyCollector(self.agent.snapshot, self.job.host))
+        server = serve(registry, self.options.agent.listen_host, port)
+        try:
+            sleep(seconds)
+        finally:
+            server.close()
 
     def _simulated(self) -> list[Sensor]:
         o = self.options

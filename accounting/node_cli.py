@@ -11,9 +11,11 @@ exits (its exit code becomes ours), or on Ctrl-C/SIGTERM.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
+import urllib.parse
 from typing import Annotated
 
 import typer
@@ -59,6 +61,10 @@ def node(
     simulate_load: Annotated[
         float, typer.Option(help="Scale of the simulated GPUs' power (unequal nodes in benches).")
     ] = 1.0,
+    linger_s: Annotated[
+        float,
+        typer.Option(help="Serve the final counters this long after stopping, for Prometheus's last scrape."),
+    ] = 0.0,
 ) -> int:
     """Measure this node of a multi-node job into the shared ledger (one per node)."""
     if seconds is not None and seconds <= 0:
@@ -82,15 +88,20 @@ def node(
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
     node_agent = NodeAgent(options, os.environ)
     code = 0
+    served_port: int | None = None
     with _stop_on_sigterm():
         try:
             node_agent.start()
             console.print(f"wattlog node: {node_agent.describe()}", soft_wrap=True)
+            url = node_agent.agent.metrics_url if node_agent.agent is not None else None
+            served_port = urllib.parse.urlsplit(url).port if url else None
             code = _run(command, seconds, console)
         except KeyboardInterrupt:
             code = INTERRUPTED
         finally:
             node_agent.close()
+        with contextlib.suppress(KeyboardInterrupt):
+            node_agent.linger(linger_s, served_port)
     if node_agent.agent is not None:
         joules = sum(d.energy_j for d in node_agent.agent.snapshot())
         devices = len(node_agent.agent.devices)
@@ -99,6 +110,8 @@ def node(
         stats = node_agent.agent.stats()
         if stats is not None:
             console.print(health_line(stats))
+        for sink in node_agent.sinks:
+            console.print(f"wattlog node: ledger {sink.describe()}")
     return code
 
 

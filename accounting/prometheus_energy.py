@@ -48,6 +48,7 @@ def energy_from_prometheus(
     end_s: float,
     *,
     matchers: Mapping[str, str] | None = None,
+    since_start: bool = False,
     timeout_s: float = 10.0,
     opener: Callable[..., Any] = urllib.request.urlopen,
 ) -> list[PromEnergy]:
@@ -62,6 +63,9 @@ def energy_from_prometheus(
         start_s: Start of the run, Unix seconds.
         end_s: End of the run, Unix seconds (> start_s).
         matchers: Exact label matchers to restrict the series, e.g. {"host": "node0"}.
+        since_start: Take each counter's last value in the window (`max_over_time`) instead of
+            `increase()`: the energy since each agent started, exact to the last scrape when every
+            agent started inside the window and none restarted (a job's node agents).
         timeout_s: HTTP timeout per request, seconds.
         opener: urlopen-compatible function (injected by tests).
 
@@ -77,8 +81,9 @@ def energy_from_prometheus(
     selector = _selector(matchers or {})
     window_s = max(1, math.ceil(end_s - start_s))
     by = ", ".join(LABELS)
+    over = "max_over_time" if since_start else "increase"
     energy = _query(
-        url, f"sum by ({by}) (increase({ENERGY_METRIC}{selector}[{window_s}s]))", end_s, timeout_s, opener
+        url, f"sum by ({by}) ({over}({ENERGY_METRIC}{selector}[{window_s}s]))", end_s, timeout_s, opener
     )
     totals = _query(url, f"sum by ({by}) ({ENERGY_METRIC}{selector})", end_s, timeout_s, opener)
     band_selector = _selector({**(matchers or {})}, extra='bound=~"low|high"')

@@ -2,13 +2,14 @@
 # Set up everything wattlog needs on a fresh Debian machine, idempotently.
 #   scripts/setup.sh            Python venv (.venv) with wattlog and its extras
 #   scripts/setup.sh --servers  also the Debian packages the tests start for real
-#                               (prometheus, alertmanager, pushgateway, postgresql, chromium)
+#                               (prometheus, alertmanager, pushgateway, postgresql, chromium,
+#                               victoria-metrics)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV="${VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
-DEBIAN_PACKAGES=(prometheus prometheus-alertmanager prometheus-pushgateway postgresql chromium)
+DEBIAN_PACKAGES=(prometheus prometheus-alertmanager prometheus-pushgateway postgresql chromium victoria-metrics)
 
 missing_debian_packages() {
   local pkg
