@@ -85,9 +85,12 @@ def energy_from_prometheus(
     energy = _query(
         url, f"sum by ({by}) ({over}({ENERGY_METRIC}{selector}[{window_s}s]))", end_s, timeout_s, opener
     )
-    totals = _query(url, f"sum by ({by}) ({ENERGY_METRIC}{selector})", end_s, timeout_s, opener)
+    # last_over_time, not the instant value: once a job's agents have exited, their series are stale.
+    last = f"last_over_time({ENERGY_METRIC}{selector}[{window_s}s])"
+    totals = _query(url, f"sum by ({by}) ({last})", end_s, timeout_s, opener)
     band_selector = _selector({**(matchers or {})}, extra='bound=~"low|high"')
-    bands = _query(url, f"sum by ({by}, bound) ({BAND_METRIC}{band_selector})", end_s, timeout_s, opener)
+    band_last = f"last_over_time({BAND_METRIC}{band_selector}[{window_s}s])"
+    bands = _query(url, f"sum by ({by}, bound) ({band_last})", end_s, timeout_s, opener)
     total_of = {_key(s["metric"]): float(s["value"][1]) for s in totals}
     ratio: dict[tuple[str, ...], dict[str, float]] = {}
     for sample in bands:
