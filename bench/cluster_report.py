@@ -240,7 +240,8 @@ def print_report(report: ClusterReport) -> None:
     s = report.scrape
     print(
         f"Prometheus: {s['targets_up']:.0f} targets up, "
-        f"scrape duration p50 {s['scrape_p50_s'] * 1000:.1f} ms max {s['scrape_max_s'] * 1000:.1f} ms, {s['samples_per_scrape']:.0f} samples per round, "
+        f"scrape duration p50 {s['scrape_p50_s'] * 1000:.1f} ms max {s['scrape_max_s'] * 1000:.1f} ms, "
+        f"{s['samples_per_scrape']:.0f} samples per round, "
         f"{s['run_series']:.0f} series of the run, {s['head_series']:.0f} head series"
     )
     if report.flushes:
