@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -267,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scrape-s", type=float, default=5.0)
     parser.add_argument("--start-batch", type=int, default=8)
     parser.add_argument("--sample-nodes", type=int, default=None)
+    parser.add_argument("--keep", action="store_true", help="Keep the node logs and server folders.")
     args = parser.parse_args(argv)
     from tests.integration import servers as srv
     from tests.integration.postgres import running_postgres
@@ -283,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     prepare(config)
     with ExitStack() as stack:
+        if not args.keep:  # registered first, so it runs last, after the servers stopped
+            stack.callback(shutil.rmtree, config.workdir, ignore_errors=True)
         ledger_url = stack.enter_context(running_postgres()).create_database("cluster")
         victoria = srv.start_victoria_metrics(config.workdir / "victoria-metrics")
         stack.callback(victoria.stop)
