@@ -70,14 +70,20 @@ class TrainingState:
             )
 
     def speed(self, figures: SpeedFigures) -> None:
-        """Take the speed callback's latest figures."""
+        """Take the speed callback's latest figures (a job's figures, set by :meth:`job`, stay)."""
         with self._lock:
+            s = self._snapshot
             self._snapshot = replace(
-                self._snapshot,
+                s,
                 tokens_per_s=figures.tokens_per_s,
-                tokens_per_j=figures.tokens_per_j,
-                mfu=figures.mfu,
+                tokens_per_j=figures.tokens_per_j if figures.tokens_per_j is not None else s.tokens_per_j,
+                mfu=figures.mfu if figures.mfu is not None else s.mfu,
             )
+
+    def job(self, tokens_per_j: float | None, mfu: float | None) -> None:
+        """Take the whole job's tokens per joule and MFU (every rank's tokens, every node's energy)."""
+        with self._lock:
+            self._snapshot = replace(self._snapshot, tokens_per_j=tokens_per_j, mfu=mfu)
 
     def event(self, kind: str) -> None:
         """Count one training event (loss_spike, non_finite, restart, ...)."""
@@ -102,7 +108,7 @@ class TrainingCollector(Collector):
         # TYPE wattlog_train_loss_scale gauge
         # HELP wattlog_train_tokens_per_second Tokens per second over the latest flushed steps.
         # TYPE wattlog_train_tokens_per_second gauge
-        # HELP wattlog_train_tokens_per_joule Tokens per joule of measured energy, latest flushed steps.
+        # HELP wattlog_train_tokens_per_joule Tokens per joule (of the whole job when it has several ranks).
         # TYPE wattlog_train_tokens_per_joule gauge
         # HELP wattlog_train_mfu_ratio Model FLOPs utilisation (0..1) over the latest flushed steps.
         # TYPE wattlog_train_mfu_ratio gauge
@@ -134,7 +140,7 @@ class TrainingCollector(Collector):
             ),
             (
                 "wattlog_train_tokens_per_joule",
-                "Tokens per joule of measured energy, latest flushed steps.",
+                "Tokens per joule (of the whole job when it has several ranks).",
                 s.tokens_per_j,
             ),
             (

@@ -23,6 +23,7 @@ from wattlog.records import EnergyInterval, Kind, Source
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True, slots=True)
 class DeviceCounter:
     """One device's cumulative energy as another agent serves it, joules."""

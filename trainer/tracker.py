@@ -33,10 +33,13 @@ from typing import Any
 
 import torch
 
+from wattlog.accounting.job_speed import job_speed
 from wattlog.accounting.ledger import Ledger, LedgerSink, Status, make_engine
+from wattlog.accounting.ledger.jobs import record_node, report_rank_progress
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.telemetry.agent import Agent, AgentConfig
+from wattlog.telemetry.job import job_identity, sample_nodes_from
 from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.types import DeviceEnergy
 from wattlog.trainer.callback import Callback
@@ -84,6 +87,8 @@ class Tracker:
         config: Free-form run configuration stored with the run.
         progress_every_s: Seconds between progress events in the ledger.
         join_timeout_s: How long a non-zero rank waits for rank 0 to register the run.
+        sample_nodes: Measure only this many of the job's nodes (spread evenly; the others report
+            steps only and the run's energy is extrapolated); None = $WATTLOG_SAMPLE_NODES, else all.
         clock: Time source.
         environ: Environment (default: os.environ).
     """
@@ -116,6 +121,7 @@ class Tracker:
         config: Mapping[str, Any] | None = None,
         progress_every_s: float = 30.0,
         join_timeout_s: float = 60.0,
+        sample_nodes: int | None = None,
         clock: Clock | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
@@ -136,7 +142,12 @@ class Tracker:
         self.resume_step = resume_step
         self.rank = _int_env(env, "RANK") if rank is None else rank
         self.local_rank = _int_env(env, "LOCAL_RANK") if local_rank is None else local_rank
-        self.owns_agent = self.local_rank == 0 if agent is None else agent
+        # Where this process sits in a multi-node job (SLURM / torchrun), and whether its node measures.
+        self.job = job_identity(env, host=agent_config.host if agent_config is not None else None)
+        self.sample_nodes = sample_nodes_from(env, sample_nodes)
+        node_measures = self.job.measured(self.sample_nodes)
+        self.owns_agent = (self.local_rank == 0 and node_measures) if agent is None else agent
+        self._flops_per_token, self._peak_flops = flops_per_token, peak_flops
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.health_check, self.device = health_check, device
         self._agent_config = agent_config
@@ -187,7 +198,12 @@ class Tracker:
         if StabilityCallback not in kinds:
             callbacks.append(StabilityCallback())
         for callback in callbacks:
-            if isinstance(callback, SpeedCallback):
+            # With several ranks, one rank's tokens over its node's energy (or over every rank's peak
+            # FLOP/s) is 1/ranks too small: the job's figures come from every rank's tokens in the
+            # ledger (wattlog.accounting.job_speed), exported by rank 0 at each progress record.
+            if isinstance(callback, SpeedCallback) and self.job.world_size > 1:
+                callback.peak_flops = None
+            elif isinstance(callback, SpeedCallback):
                 callback.energy_j = callback.energy_j or self.energy_j
                 callback.on_figures = [*(callback.on_figures or []), self._state.speed]
             if isinstance(callback, StabilityCallback):
@@ -240,6 +256,12 @@ class Tracker:
     def _register(self) -> None:
         assert self.ledger is not None
         self.recorder = RunRecorder(self.ledger, self.run, self.rank, self._join_timeout_s)
+        self._register_run()
+        if self.local_rank == 0 and self.run_id is not None:  # one row per node: nodes in the job
+            record_node(self.ledger, self.run_id, self.job, measured=self.owns_agent)
+
+    def _register_run(self) -> None:
+        assert self.ledger is not None and self.recorder is not None
         self._step, self.lost = self.recorder.register(
             project=self.project,
             role=self.role,
@@ -428,7 +450,7 @@ class Tracker:
         self._record_progress()
 
     def _record_progress(self, force: bool = False) -> None:
-        if self.rank != 0 or self.recorder is None or self._latest is None:
+        if self.recorder is None or self._latest is None:
             return
         now_s = self.clock.monotonic()
         if not force and now_s - self._last_progress_s < self._progress_every_s:
@@ -436,14 +458,23 @@ class Tracker:
         if self._latest.step == self._last_progress_step:
             return
         self._last_progress_s, self._last_progress_step = now_s, self._latest.step
+        tokens_total = self._state.snapshot().tokens_total
+        self._safely("record rank progress", self._report_rank, tokens_total)
+        if self.rank != 0:
+            return
         speed = self.speed
         payload: dict[str, Any] = {
             "attempt": self._attempt,
             "attempt_start_s": self._attempt_start_s,
-            "tokens_total": self._state.snapshot().tokens_total,
+            "tokens_total": tokens_total,
         }
         if speed is not None:
             payload.update(tokens_per_s=speed.tokens_per_s, tokens_per_j=speed.tokens_per_j, mfu=speed.mfu)
+        job = self._safely("read the job's speed", job_speed, self.ledger, self.run_id)
+        if job is not None:  # the whole job's figures replace one rank's (see accounting/job_speed.py)
+            payload.update(job_ranks=job.ranks, job_tokens=job.tokens, job_tokens_per_s=job.tokens_per_s)
+            payload.update(tokens_per_j=job.tokens_per_j, mfu=job.mfu)
+            self._state.job(job.tokens_per_j, job.mfu)
         self._safely(
             "record progress",
             self.recorder.event,
@@ -452,6 +483,21 @@ class Tracker:
             step=self._latest.step,
             category="productive",
             payload=payload,
+        )
+
+    def _report_rank(self, tokens_total: float) -> None:
+        assert self.ledger is not None and self.run_id is not None
+        report_rank_progress(
+            self.ledger,
+            self.run_id,
+            rank=self.rank,
+            host=self.job.host,
+            local_rank=self.local_rank,
+            tokens_total=tokens_total,
+            step=self._latest.step if self._latest is not None else self._step,
+            start_s=self._attempt_start_s or self.clock.wall(),
+            flops_per_token=self._flops_per_token,
+            peak_flops=self._peak_flops,
         )
 
     def _on_detection(self, detection: Detection) -> None:
