@@ -35,7 +35,14 @@ from pathlib import Path
 
 import psutil
 
-from bench.cluster_report import ClusterReport, FlushLine, ledger_figures, print_report, three_ways
+from bench.cluster_report import (
+    ClusterReport,
+    FlushLine,
+    ledger_figures,
+    print_report,
+    store_figures,
+    three_ways,
+)
 from wattlog.accounting.ledger import make_engine
 from wattlog.telemetry.job import compress_nodelist
 
@@ -117,6 +124,7 @@ def run_cluster(
     flushes = [_flush_line(n) for n in nodes if n.url is not None]
     ways = three_ways(config, ledger_url, prometheus, victoria, started_s, ended_s)
     ledger = ledger_figures(config, ledger_url, started_s, ended_s)
+    victoria_figures = store_figures(victoria)
     return ClusterReport(
         config=config,
         failed_starts=failed,
@@ -128,6 +136,7 @@ def run_cluster(
         ledger=ledger,
         ways=ways,
         seconds=ended_s - started_s,
+        victoria=victoria_figures,
     )
 
 
@@ -242,7 +251,7 @@ def _scrape_figures(prometheus: object, config: ClusterConfig) -> dict[str, floa
         "scrape_max_s": one(f"max(scrape_duration_seconds{job})"),
         "samples_per_scrape": one(f"sum(scrape_samples_scraped{job})"),
         "series_per_target": one(f"avg(scrape_series_added{job})"),
-        "head_series": one("prometheus_tsdb_head_series"),
+        "all_series": one('count({__name__=~".+"})'),
         "run_series": one(f'count({{run="{config.run}"}})'),
     }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,10 @@ if TYPE_CHECKING:
     from bench.cluster import ClusterConfig
 
 _SIZE = text("SELECT pg_total_relation_size('energy_record')")  # table, indexes and TOAST
+_OVERLAP = text(
+    "SELECT max(first_s), min(last_s) FROM "
+    "(SELECT min(start_s) AS first_s, max(end_s) AS last_s FROM energy_record GROUP BY host) AS hosts"
+)
 TARGET = 0.001
 """The three totals must agree within 0.1 %."""
 
@@ -44,6 +49,7 @@ class LedgerFigures:
 
     raw_rows: int
     rows_per_s: float
+    steady_rows_per_s: float
     gpu_hours: float
     raw_bytes: int
     hourly_rows: int
@@ -74,6 +80,7 @@ class ClusterReport:
     ledger: LedgerFigures
     ways: Ways
     seconds: float
+    victoria: dict[str, float] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -182,6 +189,17 @@ def _relabel(row: TableRow, label: str) -> TableRow:
     return replace(row, model=label)
 
 
+def store_figures(victoria: Any) -> dict[str, float]:
+    """VictoriaMetrics' own figures: bytes on disk and rows (samples) stored, from its /metrics."""
+    body = urllib.request.urlopen(f"{victoria.url}/metrics", timeout=10).read().decode()
+    sums = {"vm_data_size_bytes": 0.0, "vm_rows_added_to_storage_total": 0.0}
+    for line in body.splitlines():
+        name = line.split("{")[0].split(" ")[0]
+        if name in sums:
+            sums[name] += float(line.rsplit(" ", 1)[1])
+    return {"bytes": sums["vm_data_size_bytes"], "rows": sums["vm_rows_added_to_storage_total"]}
+
+
 def ledger_figures(config: ClusterConfig, ledger_url: str, started_s: float, ended_s: float) -> LedgerFigures:
     """Raw rows, their rate and bytes; then compact every hour and measure again (totals must stay)."""
     engine = make_engine(ledger_url)
@@ -190,6 +208,12 @@ def ledger_figures(config: ClusterConfig, ledger_url: str, started_s: float, end
             raw_rows, first_s, last_s, total_j = connection.execute(
                 text("SELECT count(*), min(start_s), max(end_s), sum(energy_j) FROM energy_record")
             ).one()
+            # The stretch in which every node was measuring (starts are staggered): the steady rate.
+            overlap = connection.execute(_OVERLAP).one()
+            steady_rows = connection.execute(
+                text("SELECT count(*) FROM energy_record WHERE start_s >= :lo AND end_s <= :hi"),
+                {"lo": overlap[0], "hi": overlap[1]},
+            ).scalar_one()
             gpu_hours = connection.execute(
                 text("SELECT coalesce(sum(end_s - start_s), 0) / 3600 FROM energy_record WHERE kind = 'gpu'")
             ).scalar_one()
@@ -208,9 +232,11 @@ def ledger_figures(config: ClusterConfig, ledger_url: str, started_s: float, end
     finally:
         engine.dispose()
     span_s = (last_s - first_s) if raw_rows else 0.0
+    lo, hi = overlap
     return LedgerFigures(
         raw_rows=int(raw_rows),
         rows_per_s=raw_rows / span_s if span_s > 0 else 0.0,
+        steady_rows_per_s=steady_rows / (hi - lo) if hi > lo else 0.0,
         gpu_hours=float(gpu_hours),
         raw_bytes=int(raw_bytes),
         hourly_rows=int(hourly_rows),
@@ -242,7 +268,7 @@ def print_report(report: ClusterReport) -> None:
         f"Prometheus: {s['targets_up']:.0f} targets up, "
         f"scrape duration p50 {s['scrape_p50_s'] * 1000:.1f} ms max {s['scrape_max_s'] * 1000:.1f} ms, "
         f"{s['samples_per_scrape']:.0f} samples per round, "
-        f"{s['run_series']:.0f} series of the run, {s['head_series']:.0f} head series"
+        f"{s['run_series']:.0f} series of the run, {s['all_series']:.0f} series in all"
     )
     if report.flushes:
         p99 = sorted(f.p99_s for f in report.flushes)
@@ -257,7 +283,8 @@ def print_report(report: ClusterReport) -> None:
     raw_per_row = lf.raw_bytes / lf.raw_rows if lf.raw_rows else float("nan")
     hourly_per_row = lf.hourly_bytes / lf.hourly_rows if lf.hourly_rows else float("nan")
     print(
-        f"ledger rows: {lf.raw_rows} raw rows at {lf.rows_per_s:.1f} rows/s; {lf.gpu_hours:.2f} GPU-hours; "
+        f"ledger rows: {lf.raw_rows} raw rows, {lf.steady_rows_per_s:.1f} rows/s while every node ran "
+        f"({lf.rows_per_s:.1f} rows/s over the staggered whole); {lf.gpu_hours:.2f} GPU-hours; "
         f"{lf.raw_bytes / 2**20:.2f} MiB with indexes = "
         f"{lf.raw_bytes / max(lf.gpu_hours, 1e-9) / 1024:.0f} KiB per GPU-hour measured"
     )
@@ -267,6 +294,12 @@ def print_report(report: ClusterReport) -> None:
         f"{hourly_per_row * rows_per_gpu_hour_hourly:.0f} B ({lf.hourly_rows} hourly rows, "
         f"{hourly_per_row:.0f} B/row incl. indexes); totals kept by compaction: {lf.totals_kept}"
     )
+    vm = report.victoria
+    if vm.get("rows"):
+        print(
+            f"VictoriaMetrics: {vm['rows']:.0f} samples stored in {vm['bytes'] / 2**20:.2f} MiB "
+            f"({vm['bytes'] / vm['rows']:.2f} B/sample, parts not yet merged)"
+        )
     notes = [*footnotes(report.ways.rows)]
     show(render(report.ways.rows, TableFormat.MARKDOWN, notes))
     for store, joules in report.ways.joules.items():
