@@ -113,7 +113,7 @@ def run_cluster(
     started_s = time.time()
     nodes = _start_nodes(config, ledger_url)
     failed = [n.host for n in nodes if n.url is None]
-    time.sleep(max(0.0, config.seconds * 0.5))
+    time.sleep(min(config.seconds * 0.5, 3 * config.scrape_s))  # a few scrapes with every node up
     _measure_memory(nodes)
     scrape = _scrape_figures(prometheus, config)
     deadline = time.monotonic() + config.seconds + 6 * config.scrape_s + 120

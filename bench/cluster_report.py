@@ -211,7 +211,7 @@ def ledger_figures(config: ClusterConfig, ledger_url: str, started_s: float, end
             # The stretch in which every node was measuring (starts are staggered): the steady rate.
             overlap = connection.execute(_OVERLAP).one()
             steady_rows = connection.execute(
-                text("SELECT count(*) FROM energy_record WHERE start_s >= :lo AND end_s <= :hi"),
+                text("SELECT count(*) FROM energy_record WHERE start_s >= :lo AND start_s < :hi"),
                 {"lo": overlap[0], "hi": overlap[1]},
             ).scalar_one()
             gpu_hours = connection.execute(
