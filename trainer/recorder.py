@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from wattlog.accounting.ledger import Ledger, Status
+from wattlog.accounting.ledger.jobs import created_by_job
 from wattlog.accounting.split import Use, energy_rows, split_row
 from wattlog.errors import LedgerError
 from wattlog.trainer.restarts import LostWork, lost_work
@@ -50,8 +51,12 @@ class RunRecorder:
         config: Mapping[str, Any],
         resume: bool,
         resume_step: int | None,
+        job_id: str | None = None,
     ) -> tuple[int, LostWork | None]:
         """Create (or resume) the run on rank 0, find it on the others.
+
+        A run that this scheduler job's node agents (`wattlog node`) created first is joined,
+        not refused: `job_id` (e.g. $SLURM_JOB_ID) says it is the same job.
 
         Returns:
             The step training continues from, and the work a resume redoes (None if none).
@@ -68,16 +73,21 @@ class RunRecorder:
                 previous = self.ledger.events(self.run)
             except LedgerError:
                 previous = None  # a first attempt: nothing to resume
-        run = self.ledger.start_run(
-            self.run,
-            project=project,
-            role=role,
-            model=model,
-            site=site,
-            config=dict(config),
-            host=socket.gethostname(),
-            resume=resume,
-        )
+        try:
+            run = self.ledger.start_run(
+                self.run,
+                project=project,
+                role=role,
+                model=model,
+                site=site,
+                config=dict(config),
+                host=socket.gethostname(),
+                resume=resume,
+            )
+        except LedgerError:
+            if resume or not created_by_job(self.ledger, self.run, job_id):
+                raise
+            run = self.ledger.get_run(self.run)
         self.run_id, self.attempt = run.id, run.restarts
         if previous is None:
             return resume_step or 0, None

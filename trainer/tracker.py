@@ -270,6 +270,7 @@ class Tracker:
             config=self._config,
             resume=self.resume,
             resume_step=self.resume_step,
+            job_id=self.job.job_id,
         )
         self.run_id, self._attempt = self.recorder.run_id, self.recorder.attempt
         if self.lost is not None:

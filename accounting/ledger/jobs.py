@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Table, select
+from sqlalchemy import Table, or_, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -164,7 +164,22 @@ def rank_progress(ledger: Ledger, run: int | str) -> list[RankProgress]:
         return list(session.execute(query.order_by(col(RankProgress.rank))).scalars())
 
 
+def created_by_job(ledger: Ledger, run: str, job_id: str | None) -> bool:
+    """Whether the run's nodes joined it from the scheduler job `job_id` (so this job may join it too)."""
+    if not job_id:
+        return False
+    with ledger.transaction("read job nodes") as session:
+        query = (
+            select(JobNode.host)
+            .join(Run, col(Run.id) == col(JobNode.run_id))
+            .where(col(Run.name) == run, col(JobNode.job_id) == job_id)
+        )
+        return session.execute(query.limit(1)).first() is not None
+
+
 def _upsert(session: Session, table: Table, values: dict[str, Any], keys: tuple[str, ...]) -> None:
     statement = upsert_into(session, table).values(values)
     update = {name: statement.excluded[name] for name in values if name not in keys}
+    if "measured" in update:  # a node measures if any of its agents does (sidecar + tracker)
+        update["measured"] = or_(table.c.measured, statement.excluded.measured)
     session.execute(statement.on_conflict_do_update(index_elements=list(keys), set_=update))
