@@ -54,12 +54,20 @@ def run(
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the run of that name (a restart).")
     ] = False,
+    sample_nodes: Annotated[
+        int | None,
+        typer.Option(
+            "--sample-nodes", min=1, help="Measure K of the job's nodes, extrapolate ($WATTLOG_SAMPLE_NODES)."
+        ),
+    ] = None,
 ) -> int:
     """Run COMMAND with an agent sampling the node; record the run and pass the exit code through."""
     from wattlog.trainer.runner import run_command
 
     label = name or time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())
-    return run_command(command or [], run=label, site=site, db=db, port=port, resume=resume)
+    return run_command(
+        command or [], run=label, site=site, db=db, port=port, resume=resume, sample_nodes=sample_nodes
+    )
 
 
 def health_check(

@@ -29,6 +29,7 @@ def run_command(
     port: int = 0,
     resume: bool = False,
     console: Console | None = None,
+    sample_nodes: int | None = None,
 ) -> int:
     """Run `command` under a Tracker; returns its exit code (127 if it does not exist).
 
@@ -40,7 +41,13 @@ def run_command(
         raise ConfigError("give the command to run after --, e.g. wattlog run -- python train.py")
     console = console or Console()
     tracker = Tracker(
-        run, site=site, db=db, resume=resume, gc_every=None, agent_config=AgentConfig(port=port)
+        run,
+        site=site,
+        db=db,
+        resume=resume,
+        gc_every=None,
+        agent_config=AgentConfig(port=port),
+        sample_nodes=sample_nodes,
     )
     tracker.start()
     console.print(f"Run {run}: measuring the node; metrics on {tracker.metrics_url}")

@@ -82,8 +82,8 @@ class Tracker:
         agent: Start the node agent here; None = when this is the node's local rank 0.
         agent_config: Agent settings (default: port 0, i.e. any free port on 127.0.0.1).
         sensors: Sensors for the agent; None discovers the machine's.
-        rank: Global rank; None reads $RANK (0).
-        local_rank: Rank within the node; None reads $LOCAL_RANK (0).
+        rank: Global rank; None reads $RANK, else $SLURM_PROCID (0).
+        local_rank: Rank within the node; None reads $LOCAL_RANK, else $SLURM_LOCALID (0).
         config: Free-form run configuration stored with the run.
         progress_every_s: Seconds between progress events in the ledger.
         join_timeout_s: How long a non-zero rank waits for rank 0 to register the run.
@@ -140,10 +140,10 @@ class Tracker:
             raise ConfigError("progress_every_s must be > 0 and join_timeout_s >= 0")
         self.project, self.role, self.db = project, role, db
         self.resume_step = resume_step
-        self.rank = _int_env(env, "RANK") if rank is None else rank
-        self.local_rank = _int_env(env, "LOCAL_RANK") if local_rank is None else local_rank
         # Where this process sits in a multi-node job (SLURM / torchrun), and whether its node measures.
         self.job = job_identity(env, host=agent_config.host if agent_config is not None else None)
+        self.rank = self.job.rank if rank is None else rank
+        self.local_rank = self.job.local_rank if local_rank is None else local_rank
         self.sample_nodes = sample_nodes_from(env, sample_nodes)
         node_measures = self.job.measured(self.sample_nodes)
         self.owns_agent = (self.local_rank == 0 and node_measures) if agent is None else agent
@@ -610,11 +610,3 @@ class Tracker:
         except Exception as error:
             self._warn_once(f"safely-{what}", f"{what} failed: {error}")
             return None
-
-
-def _int_env(env: Mapping[str, str], name: str) -> int:
-    value = env.get(name, "0")
-    try:
-        return int(value)
-    except ValueError:
-        raise ConfigError(f"${name} must be an integer (the process's rank), got {value!r}") from None
