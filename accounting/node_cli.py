@@ -95,7 +95,8 @@ def node(
             console.print(f"wattlog node: {node_agent.describe()}", soft_wrap=True)
             url = node_agent.agent.metrics_url if node_agent.agent is not None else None
             served_port = urllib.parse.urlsplit(url).port if url else None
-            code = _run(command, seconds, console)
+            if node_agent.measured or command:  # a sampled-out sidecar has nothing to wait for
+                code = _run(command, seconds, console)
         except KeyboardInterrupt:
             code = INTERRUPTED
         finally:
