@@ -16,6 +16,7 @@ import os
 import socket
 import sys
 import urllib.parse
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -61,6 +62,10 @@ def node(
     simulate_load: Annotated[
         float, typer.Option(help="Scale of the simulated GPUs' power (unequal nodes in benches).")
     ] = 1.0,
+    lock_dir: Annotated[
+        Path | None,
+        typer.Option(help="Folder of the node's device locks, shared by its agents (default: temp/wattlog)."),
+    ] = None,
     linger_s: Annotated[
         float,
         typer.Option(help="Serve the final counters this long after stopping, for Prometheus's last scrape."),
@@ -79,6 +84,7 @@ def node(
             host=host or socket.gethostname(),
             listen_host=listen,
             port=None if port == -1 else port,
+            **({"lock_dir": lock_dir} if lock_dir is not None else {}),
         ),
         project=project,
         site=site,

@@ -185,6 +185,7 @@ def _spawn(config: ClusterConfig, ledger_url: str, index: int, nodelist: str) ->
         "--port", "0", "--period-ms", f"{config.period_s * 1000:g}", "--flush-s", f"{config.flush_s:g}",
         "--seconds", f"{config.seconds:g}", "--linger-s", f"{3 * config.scrape_s:g}",
         "--simulate", str(config.gpus), "--simulate-load", f"{config.load(index):.3f}",
+        "--lock-dir", str(config.workdir / "locks"),  # one machine: its CPU is measured by one agent
     ]  # fmt: skip
     if config.sample_nodes is not None:
         args += ["--sample-nodes", str(config.sample_nodes)]
