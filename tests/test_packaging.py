@@ -151,3 +151,14 @@ def test_python_m_wattlog_and_lazy_api(site: Path) -> None:
     )
     assert help_text.returncode == 0, help_text.stderr
     assert "table" in help_text.stdout
+
+
+@pytest.mark.parametrize("args", [["sites"], ["table", "--reference", "--format", "markdown"]])
+def test_installed_commands_find_their_data_files(site: Path, tmp_path: Path, args: list[str]) -> None:
+    """Data files are found through the installed package, never a top-level `accounting`."""
+    env = {**os.environ, "PYTHONPATH": str(site), "WATTLOG_DB": f"sqlite:///{tmp_path / 'w.db'}"}
+    result = subprocess.run(
+        [sys.executable, "-m", "wattlog", *args], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
