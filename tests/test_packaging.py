@@ -155,8 +155,17 @@ def test_python_m_wattlog_and_lazy_api(site: Path) -> None:
 
 @pytest.mark.parametrize("args", [["sites"], ["table", "--reference", "--format", "markdown"]])
 def test_installed_commands_find_their_data_files(site: Path, tmp_path: Path, args: list[str]) -> None:
-    """Data files are found through the installed package, never a top-level `accounting`."""
-    env = {**os.environ, "PYTHONPATH": str(site), "WATTLOG_DB": f"sqlite:///{tmp_path / 'w.db'}"}
+    """Data files are found through the installed package, never a top-level `accounting`.
+
+    Other projects' `trainer`, `telemetry`, `accounting` and `dashboards` (all on PyPI) sit first on
+    the path and refuse to load: wattlog must never reach for them.
+    """
+    shadow = tmp_path / "shadow"
+    for name in ("trainer", "telemetry", "accounting", "dashboards"):
+        (shadow / name).mkdir(parents=True)
+        (shadow / name / "__init__.py").write_text(f"raise ImportError('{name} is another project')\n")
+    path = os.pathsep.join((str(shadow), str(site)))
+    env = {**os.environ, "PYTHONPATH": path, "WATTLOG_DB": f"sqlite:///{tmp_path / 'w.db'}"}
     result = subprocess.run(
         [sys.executable, "-m", "wattlog", *args], capture_output=True, text=True, env=env, cwd=tmp_path
     )
