@@ -17,7 +17,8 @@ SIGTERM on preemption and SIGKILL a grace period later: the child gets
 
 Exit codes follow the shell: the command's own code; 127 when it does not
 exist, 126 when it cannot be executed; 128 + N when it dies of signal N; and
-128 + N when this process was stopped by signal N with no command running.
+128 + N when this process was stopped by signal N (forwarded to the command,
+whatever the command's own exit code then is: it was stopped, not finished).
 """
 
 from __future__ import annotations
@@ -227,8 +228,8 @@ class Supervisor:
         timed_out = self._wait_child(timeout_s)
         code = exit_code_of(self._child.returncode)
         self._child = None
-        if self._received is not None:
-            return self._stopped(code)
+        if self._received is not None:  # whatever the child made of the signal, we were stopped by it
+            return self._stopped(128 + self._received)
         if timed_out:
             return Outcome(code, Ending.FINISHED, message=f"{timeout_s:g} s are up; stopped {program}")
         if code > 128 and code - 128 in _SIGNAL_NUMBERS:

@@ -114,6 +114,8 @@ def _demo(config: DemoConfig, console: Console, supervisor: Supervisor) -> int:
         console.print(f"Stopped by {stopped.signum.name}: training ended at step {tracker.current_step}.")
     t = tracker
     console.print(f"Trained {t.current_step} steps; run {run} {t.status}.")
+    if t.summary is not None:
+        console.print(f"Energy: {t.summary.line()}.")
     if t.ledger is not None:
         print_run_report(t.ledger, run, config.db, console)
     console.print(f"Ledger written to {describe_url(config.db)}")

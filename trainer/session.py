@@ -165,7 +165,7 @@ class SessionSummary:
         if self.measured_j is None:
             return "no agent in this process: the node's agent records the energy"
         verdict = "all recorded" if self.complete else "INCOMPLETE: the rest is not in the ledger"
-        return f"measured {self.measured_j:.1f} J, {self.recorded_j:.1f} J recorded in the ledger ({verdict})"
+        return f"measured {self.measured_j:.3f} J, {self.recorded_j:.3f} J recorded in the ledger ({verdict})"
 
 
 def status_for_error(error: BaseException | None) -> Status:
@@ -368,10 +368,10 @@ class RunSession:
         return sum(powers) if powers else None
 
 
-def _safely(what: str, fn: Any, *args: Any) -> Any:
+def _safely(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Run a step of closing; a failure is one warning, and the later steps still run."""
     try:
-        return fn(*args)
+        return fn(*args, **kwargs)
     except Exception as error:
         log.warning("%s failed: %s", what, error)
         return None

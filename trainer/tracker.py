@@ -45,7 +45,7 @@ from wattlog.trainer.exporter import TrainingCollector, TrainingState
 from wattlog.trainer.metrics import BookkeepingThread, DeviceMetricBuffer, StepRecord
 from wattlog.trainer.recorder import RunRecorder
 from wattlog.trainer.restarts import LostWork
-from wattlog.trainer.session import ENV_RESUME, ENV_RUN_ID, RunSession, status_for_error
+from wattlog.trainer.session import ENV_RESUME, ENV_RUN_ID, RunSession, SessionSummary, status_for_error
 from wattlog.trainer.step_values import StepValues
 from wattlog.trainer.tracker_config import TrackerConfig
 
@@ -194,6 +194,7 @@ class Tracker:
         self._started = False
         self.health: Any = None
         self.status: Status | None = None
+        self.summary: SessionSummary | None = None
         self._attempt_start_s: float | None = None
         self._last_progress_s = -math.inf
         self._last_progress_step: int | None = None
@@ -358,7 +359,7 @@ class Tracker:
                 self._safely(f"{type(callback).__name__}.on_error", callback.on_error, error)
         self._record_progress(force=True)
         self.status = status_for_error(error)
-        self.session.close(self.status)
+        self.summary = self.session.close(self.status)
         for callback in self._callbacks:
             self._safely(f"{type(callback).__name__}.close", callback.close)
 
