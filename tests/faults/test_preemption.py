@@ -142,7 +142,8 @@ def test_sigterm_of_wattlog_agent_around_a_command_stops_the_command_and_exits_1
 
 def test_sigterm_of_wattlog_demo_stops_training_and_closes_the_run_as_preempted(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'l.db'}"
-    args = ["demo", "--seconds", "300", "--model", "gpt-tiny", "--db", db, "--run", "d", "--simulate-gpus", "1"]
+    args = ["demo", "--seconds", "300", "--model", "gpt-tiny", "--db", db, "--run", "d"]
+    args += ["--simulate-gpus", "1"]
     with wattlog(args, tmp_path) as process:
         wait_for_line(process, r"Metrics on")
         time.sleep(2.0)
