@@ -13,7 +13,7 @@ row, and each piece goes to the first use whose windows contain it:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -64,15 +64,16 @@ def windows(events: Iterable[EventInfo]) -> dict[Use, list[Window]]:
     found: dict[Use, list[Window]] = {use: [] for use in Use}
     attempts: dict[Any, Window] = {}
     for event in events:
-        payload = event.payload or {}
+        payload: Mapping[str, Any] = event.payload
         if event.kind in (EventKind.HEALTH_CHECK, EventKind.LOST_WORK):
             window = EventWindow.from_json(payload)
             if window is not None:
                 found[Use(event.kind)].append((window.start_s, window.end_s))
         elif event.kind == EventKind.PROGRESS and "attempt_start_s" in payload:
             progress = Progress.from_json(payload, event.time_s)
-            key = (progress.attempt, progress.attempt_start_s)
-            start, end = attempts.get(key, (key[1], key[1]))
+            first_s = progress.attempt_start_s if progress.attempt_start_s is not None else event.time_s
+            key = (progress.attempt, first_s)
+            start, end = attempts.get(key, (first_s, first_s))
             attempts[key] = (start, max(end, float(event.time_s)))
     found[Use.PRODUCTIVE] = list(attempts.values())
     return found

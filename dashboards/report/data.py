@@ -8,8 +8,9 @@ health checks, idle) is trainer.split's, which reads only the ledger.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -124,7 +125,7 @@ def _events_frame(events: list[EventInfo]) -> pd.DataFrame:
     for e in events:
         if e.kind == EventKind.PROGRESS:
             continue
-        payload = e.payload or {}
+        payload: Mapping[str, Any] = e.payload
         detail = (
             payload.get("message")
             or payload.get("annotations", {}).get("summary")
@@ -156,7 +157,7 @@ def load_report(ledger: Ledger, run: str, options: TableOptions | None = None) -
     split = energy_split(ledger, row.id)
     by_use = pd.DataFrame(
         [
-            {"use": USE_LABELS[str(use)], "energy_kwh": joules / 3.6e6, "share": split.share(use)}
+            {"use": USE_LABELS[use], "energy_kwh": joules / 3.6e6, "share": split.share(use)}
             for use, joules in split.joules.items()
         ]
     )
