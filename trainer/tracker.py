@@ -24,7 +24,6 @@ any training.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -34,10 +33,11 @@ import torch
 from wattlog.accounting.ledger import Ledger, Status
 from wattlog.clock import Clock
 from wattlog.errors import WattlogError
-from wattlog.events import DetectionPayload, EventCategory, EventKind, Progress
+from wattlog.events import EventCategory, EventKind
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.types import DeviceEnergy
+from wattlog.trainer.bookkeeper import Bookkeeper
 from wattlog.trainer.callback import Callback, CallbackContext
 from wattlog.trainer.callbacks import GCCallback, SpeedCallback, SpeedFigures, StabilityCallback
 from wattlog.trainer.detectors import Detection
@@ -45,45 +45,38 @@ from wattlog.trainer.exporter import TrainingCollector, TrainingState
 from wattlog.trainer.metrics import BookkeepingThread, DeviceMetricBuffer, StepRecord
 from wattlog.trainer.recorder import RunRecorder
 from wattlog.trainer.restarts import LostWork
-from wattlog.trainer.session import ENV_RESUME, ENV_RUN_ID, RunSession, SessionSummary, status_for_error
+from wattlog.trainer.session import (
+    ENV_RESUME,
+    ENV_RUN_ID,
+    RunSession,
+    SessionConfig,
+    SessionSummary,
+    status_for_error,
+)
 from wattlog.trainer.step_values import StepValues
 from wattlog.trainer.tracker_config import TrackerConfig
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ENV_RESUME", "ENV_RUN_ID", "Tracker", "TrackerConfig"]
+__all__ = ["ENV_RESUME", "ENV_RUN_ID", "SessionConfig", "Tracker", "TrackerConfig"]
 
 
 class Tracker:
     """Measure a training run, record it in the ledger and export it; use as a context manager.
 
+    The keywords are those of :class:`SessionConfig` (the run: run, site, model, project, role, db,
+    resume, resume_step, agent, agent_config, rank, local_rank, config, join_timeout_s) and of
+    :class:`TrackerConfig` (log_every, gc_every, flops_per_token, peak_flops, health_check, device,
+    progress_every_s), documented there and validated once; unset names and ranks come from the
+    environment ($WATTLOG_RUN_ID, $WATTLOG_RESUME, $RANK, $LOCAL_RANK). :meth:`from_config` takes a
+    built config. The other arguments are what the tracker works with:
+
     Args:
-        run: Run name (unique in the ledger); None takes $WATTLOG_RUN_ID.
-        site: Site from the catalog (`wattlog sites`), or "" to choose at table time.
-        model: What is trained (free text, shown in tables).
-        project: Project the run belongs to.
-        role: final, ablation, baseline, failed or debug.
-        log_every: Steps between moves of metrics to the host.
-        db: Ledger URL; None = $WATTLOG_DB or sqlite:///wattlog.db.
-        resume: Continue the run of that name; None = $WATTLOG_RESUME, or $WATTLOG_RUN_ID set.
-        resume_step: Step the job restarts from (its checkpoint); None = the last checkpoint recorded.
-        gc_every: Explicit GC every this many steps with automatic GC off; None leaves GC alone.
-        flops_per_token: Training FLOPs per token, for MFU.
-        peak_flops: Peak FLOP/s of the devices that train, for MFU.
         watch: Module whose output norm is sampled (final layer), for the activation-growth detector.
-        health_check: Run the device health check before training (recorded; failing raises).
-        device: Device of the health check (cpu, cuda:N).
         callbacks: Extra callbacks (a GC, speed or stability callback given here replaces the default).
             They are used as given: the tracker never changes their fields.
         on_event: Called with every detection and restart (alerting webhooks hook in here).
-        agent: Start the node agent here; None = when this is the node's local rank 0.
-        agent_config: Agent settings (default: port 0, i.e. any free port on 127.0.0.1).
         sensors: Sensors for the agent; None discovers the machine's.
-        rank: Global rank; None reads $RANK (0).
-        local_rank: Rank within the node; None reads $LOCAL_RANK (0).
-        config: Free-form run configuration stored with the run.
-        progress_every_s: Seconds between progress events in the ledger.
-        join_timeout_s: How long a non-zero rank waits for rank 0 to register the run.
         clock: Time source.
         environ: Environment (default: os.environ).
     """
@@ -119,30 +112,10 @@ class Tracker:
         clock: Clock | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        settings = TrackerConfig.from_kwargs(
-            run,
-            environ=environ,
-            site=site,
-            model=model,
-            project=project,
-            role=role,
-            log_every=log_every,
-            db=db,
-            resume=resume,
-            resume_step=resume_step,
-            gc_every=gc_every,
-            flops_per_token=flops_per_token,
-            peak_flops=peak_flops,
-            health_check=health_check,
-            device=device,
-            agent=agent,
-            agent_config=agent_config,
-            rank=rank,
-            local_rank=local_rank,
-            config=dict(config or {}),
-            progress_every_s=progress_every_s,
-            join_timeout_s=join_timeout_s,
-        )
+        given = dict(locals())  # every keyword but the objects below is a config field
+        for name in ("self", "watch", "callbacks", "on_event", "sensors", "clock", "environ"):
+            del given[name]
+        settings = TrackerConfig.from_kwargs(environ=environ, **given)
         self._setup(settings, callbacks, on_event, watch, sensors, clock, environ)
 
     @classmethod
@@ -187,55 +160,60 @@ class Tracker:
         self._buffer = DeviceMetricBuffer(config.log_every)
         self._bookkeeping = BookkeepingThread()
         self._values = StepValues(log)
-        self._hooks = list(on_event)
         self._callbacks = _compose(callbacks, config)
+        self._books = Bookkeeper(
+            self.session,
+            self._callbacks,
+            self._state,
+            list(on_event),
+            lambda: self.speed,
+            config.progress_every_s,
+            self._values.warn_once,
+        )
+        self._safely = self._books.safely
         self._extra: dict[str, torch.Tensor | float] = {}
         self._step = 0
         self._started = False
         self.health: Any = None
         self.status: Status | None = None
         self.summary: SessionSummary | None = None
-        self._attempt_start_s: float | None = None
-        self._last_progress_s = -math.inf
-        self._last_progress_step: int | None = None
-        self._latest: StepRecord | None = None
 
-    # the run's settings, as attributes (kept from the keyword constructor) ----
+    # the run's settings and parts, as the keyword constructor's attributes were
 
     @property
     def run(self) -> str:
         """The run's name."""
-        return self.settings.session.run
+        return self.session.config.run
 
     @property
     def site(self) -> str:
-        """The run's site as given (the catalog's spelling once started)."""
-        return self.settings.session.site
+        """The run's site as given."""
+        return self.session.config.site
 
     @property
     def model(self) -> str:
         """What is trained."""
-        return self.settings.session.model
+        return self.session.config.model
 
     @property
     def resume(self) -> bool:
         """Whether this continues an earlier run of that name."""
-        return self.settings.session.resume
+        return self.session.config.resume
 
     @property
     def rank(self) -> int:
         """Global rank of this process."""
-        return self.settings.session.rank
+        return self.session.config.rank
 
     @property
     def local_rank(self) -> int:
         """Rank within the node."""
-        return self.settings.session.local_rank
+        return self.session.config.local_rank
 
     @property
     def owns_agent(self) -> bool:
         """Whether this process runs the node's agent."""
-        return self.settings.session.owns_agent
+        return self.session.config.owns_agent
 
     @property
     def ledger(self) -> Ledger | None:
@@ -280,7 +258,7 @@ class Tracker:
             clock=self.clock,
             add_metric=self.add_metric,
             energy_j=self.energy_j,
-            detected=self._on_detection,
+            detected=self._books.detected,
             speed=self._state.speed,
             watch=self._watch,
         )
@@ -300,7 +278,7 @@ class Tracker:
         self.session.start()
         self._step = self.session.start_step
         try:
-            self._report_restart()
+            self._books.restarted()
             if self.settings.health_check:
                 self._run_health_check()
         except BaseException:
@@ -314,17 +292,6 @@ class Tracker:
         for callback in self._callbacks:
             self._safely(f"{type(callback).__name__}.pre_train", callback.pre_train, context)
         return self
-
-    def _report_restart(self) -> None:
-        lost = self.session.lost
-        if lost is None:
-            return
-        message = (
-            f"restart {self.session.attempt} of {self.run!r}: {lost.steps_redone} steps redone since the "
-            f"checkpoint at step {lost.from_step} ({self.session.lost_energy_j:.0f} J of lost work)"
-        )
-        log.warning("%s", message)
-        self._emit(Detection(EventKind.RESTART, lost.from_step, float(lost.steps_redone), 0.0, message))
 
     def _run_health_check(self) -> None:
         from wattlog.trainer.health import health_check
@@ -353,11 +320,11 @@ class Tracker:
         last = self._buffer.flush()
         self._bookkeeping.close()
         if last is not None:  # handled here, so a full queue cannot drop the final steps
-            self._safely("final bookkeeping", lambda: self._bookkeep(last.resolve()))
+            self._safely("final bookkeeping", lambda: self._books.handle(last.resolve()))
         if error is not None:
             for callback in self._callbacks:
                 self._safely(f"{type(callback).__name__}.on_error", callback.on_error, error)
-        self._record_progress(force=True)
+        self._books.record_progress(force=True)
         self.status = status_for_error(error)
         self.summary = self.session.close(self.status)
         for callback in self._callbacks:
@@ -406,8 +373,8 @@ class Tracker:
             given = dict(loss=loss, tokens=tokens, grad_norm=grad_norm, loss_scale=loss_scale, **extra)
             metrics.update(self._values.checked(given, self._step))
             now_s = self.clock.wall()
-            if self._attempt_start_s is None:
-                self._attempt_start_s = now_s
+            if self._books.attempt_start_s is None:
+                self._books.attempt_start_s = now_s
             due = self._buffer.add(self._step, now_s, metrics)
             for callback in self._callbacks:
                 callback.post_step(self._step)
@@ -423,56 +390,7 @@ class Tracker:
     def _flush(self) -> None:
         batch = self._buffer.flush()
         if batch is not None:
-            self._bookkeeping.submit(lambda: self._bookkeep(batch.resolve()))
-
-    # the bookkeeping thread ----------------------------------------------
-
-    def _bookkeep(self, records: list[StepRecord]) -> None:
-        self._state.observe(records)
-        self._latest = records[-1]
-        for callback in self._callbacks:
-            self._safely(f"{type(callback).__name__}.log_metrics", callback.log_metrics, records)
-        self._record_progress()
-
-    def _record_progress(self, force: bool = False) -> None:
-        if self.rank != 0 or self.recorder is None or self._latest is None:
-            return
-        now_s = self.clock.monotonic()
-        if not force and now_s - self._last_progress_s < self.settings.progress_every_s:
-            return
-        if self._latest.step == self._last_progress_step:
-            return
-        self._last_progress_s, self._last_progress_step = now_s, self._latest.step
-        speed = self.speed
-        progress = Progress(
-            attempt=self.session.attempt,
-            attempt_start_s=self._attempt_start_s,
-            tokens_total=self._state.snapshot().tokens_total,
-            tokens_per_s=speed.tokens_per_s if speed else None,
-            tokens_per_j=speed.tokens_per_j if speed else None,
-            mfu=speed.mfu if speed else None,
-        )
-        latest = self._latest
-        self._safely("record progress", self.recorder.progress, latest.step, latest.wall_s, progress)
-
-    def _on_detection(self, detection: Detection) -> None:
-        log.warning("%s", detection.message)
-        if self.recorder is not None:
-            payload = DetectionPayload(detection.value, detection.threshold, detection.message, self.rank)
-            self._safely(
-                "record event",
-                self.recorder.event,
-                detection.kind,
-                step=detection.step,
-                category=EventCategory.INSTABILITY,
-                payload=payload.to_json(),
-            )
-        self._emit(detection)
-
-    def _emit(self, detection: Detection) -> None:
-        self._state.event(detection.kind)
-        for hook in self._hooks:
-            self._safely("event hook", hook, detection)
+            self._bookkeeping.submit(lambda: self._books.handle(batch.resolve()))
 
     # other calls -----------------------------------------------------------
 
@@ -494,7 +412,7 @@ class Tracker:
 
     def add_hook(self, hook: Callable[[Detection], None]) -> None:
         """Call `hook` with every later detection and restart."""
-        self._hooks.append(hook)
+        self._books.hooks.append(hook)
 
     def drain(self) -> None:
         """Move buffered steps to the host and wait until bookkeeping has handled them (tests, demo end)."""
@@ -509,7 +427,7 @@ class Tracker:
     @property
     def latest(self) -> StepRecord | None:
         """The newest step record the bookkeeping thread has seen."""
-        return self._latest
+        return self._books.latest
 
     @property
     def speed(self) -> SpeedFigures | None:
@@ -549,13 +467,6 @@ class Tracker:
             if type(callback).__name__ in saved:
                 callback.load_state_dict(saved[type(callback).__name__])
 
-    def _safely(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run a step of bookkeeping or closing: a failure is one warning (once), never an exception."""
-        try:
-            return fn(*args, **kwargs)
-        except Exception as error:
-            self._values.warn_once(f"safely-{what}", f"{what} failed: {error}")
-            return None
 
 
 def _compose(given: Sequence[Callback], config: TrackerConfig) -> list[Callback]:

@@ -61,4 +61,5 @@ class TrackerConfig:
         """Build from the Tracker's keyword arguments, reading unset names and ranks from `environ`."""
         own = {f.name for f in dataclasses.fields(cls)} - {"session"}
         mine = {k: kwargs.pop(k) for k in list(kwargs) if k in own}
+        kwargs["config"] = kwargs.get("config") or {}
         return cls(session=SessionConfig.from_env(run, environ=environ, **kwargs), **mine)
