@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from wattlog.accounting.ledger.models import EnergyRecord, Event, GapRecord, Role, Run, Status
 from wattlog.events import EventCategory, EventKind
+from wattlog.records import Gap
 
 _E = TypeVar("_E", bound=StrEnum)
 
@@ -98,27 +99,17 @@ class EventInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class GapInfo:
-    """One stored gap: a device not measured from start_s to end_s (Unix seconds)."""
+class GapInfo(Gap):
+    """One stored gap (a :class:`~wattlog.records.Gap`) with its id and run."""
 
     id: int
     run_id: int
-    host: str
-    device: str
-    start_s: float
-    end_s: float
-    reason: str
-
-    @property
-    def duration_s(self) -> float:
-        """Length of the gap, seconds."""
-        return self.end_s - self.start_s
 
     @classmethod
     def of(cls, row: GapRecord) -> GapInfo:
         """The read model of a table row read from the database."""
         assert row.id is not None, "a gap read from the ledger has an id"
-        return cls(row.id, row.run_id, row.host, row.device, row.start_s, row.end_s, row.reason)
+        return cls(row.host, row.device, row.start_s, row.end_s, row.reason, id=row.id, run_id=row.run_id)
 
 
 @dataclass(frozen=True, slots=True)
