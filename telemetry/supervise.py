@@ -125,7 +125,6 @@ class Supervisor:
     Args:
         grace_s: Seconds a signalled child has to exit before it is killed.
         popen: Starts the child (injected for tests).
-        on_signal: Called (from the signal handler, keep it short) with each stop signal received.
     """
 
     def __init__(
@@ -133,17 +132,16 @@ class Supervisor:
         *,
         grace_s: float = 10.0,
         popen: Callable[..., subprocess.Popen[bytes]] = subprocess.Popen,
-        on_signal: Callable[[signal.Signals], None] | None = None,
     ) -> None:
         if not grace_s >= 0 or grace_s == float("inf"):
             raise ConfigError(f"grace_s must be a finite number >= 0, got {grace_s}")
         self._grace_s = grace_s
         self._popen = popen
-        self._on_signal = on_signal
         self._received: signal.Signals | None = None
         self._child: subprocess.Popen[bytes] | None = None
         self._previous: dict[signal.Signals, object] = {}
         self._signalled_at: float | None = None
+        self._forwarded = False
 
     @property
     def received(self) -> signal.Signals | None:
@@ -174,8 +172,7 @@ class Supervisor:
         if child is not None and child.poll() is None and not _terminal_sent(received):
             with contextlib.suppress(ProcessLookupError):  # it exited in between
                 child.send_signal(received)
-        if self._on_signal is not None:
-            self._on_signal(received)
+                self._forwarded = True
 
     def check(self) -> None:
         """Raise :class:`StopRequested` if a stop signal came (for loops that stop at a safe point)."""
@@ -223,8 +220,8 @@ class Supervisor:
             return Outcome(
                 NOT_EXECUTABLE, Ending.NOT_STARTED, message=f"cannot run {program}: {error.strerror}"
             )
-        if self._received is not None:  # the signal came while the child was being started
-            self._handle(self._received, None)
+        if self._received is not None and not self._forwarded and not _terminal_sent(self._received):
+            self._child.send_signal(self._received)  # the signal came while the child was being started
         timed_out = self._wait_child(timeout_s)
         code = exit_code_of(self._child.returncode)
         self._child = None

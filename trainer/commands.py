@@ -54,7 +54,12 @@ def run(
         bool, typer.Option("--resume", help="Continue the run of that name (a restart).")
     ] = False,
 ) -> int:
-    """Run COMMAND with an agent sampling the node; record the run and pass the exit code through."""
+    """Run COMMAND with an agent sampling the node and record the run; exit with its code.
+
+    SIGTERM and SIGINT are forwarded to COMMAND; the run is then closed as preempted (exit 143) or
+    killed (130) with its last interval flushed. 127: not found, 126: not executable, 128+N: killed
+    by signal N.
+    """
     from wattlog.trainer.runner import run_command
 
     label = name or time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())

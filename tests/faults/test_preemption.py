@@ -103,14 +103,21 @@ def scraped_energy_j(url: str) -> float:
     )
 
 
-def test_sigterm_of_wattlog_run_flushes_closes_as_preempted_and_exits_143(tmp_path: Path) -> None:
+@pytest.mark.parametrize("whole_group", [False, True], ids=["to-wattlog", "to-the-group"])
+def test_sigterm_of_wattlog_run_flushes_closes_as_preempted_and_exits_143(
+    tmp_path: Path, whole_group: bool
+) -> None:
+    """Kubernetes signals the container's first process; SLURM's scancel signals every process of the step."""
     db = f"sqlite:///{tmp_path / 'l.db'}"
     with wattlog(["run", "--run", "job", "--db", db, "--", "sleep", "60"], tmp_path) as process:
         url = wait_for_line(process, r"metrics on http://").split("metrics on ")[1].strip()
         pids = children(process.pid, "sleep 60")
         time.sleep(1.5)  # well inside the first 10 s flush interval: all of it is the "last interval"
         before_j = scraped_energy_j(url)
-        process.send_signal(signal.SIGTERM)
+        if whole_group:
+            os.killpg(process.pid, signal.SIGTERM)
+        else:
+            process.send_signal(signal.SIGTERM)
         out, _ = process.communicate(timeout=60)
         assert process.returncode == 143, out
         assert_gone(pids, process.pid)
@@ -118,11 +125,14 @@ def test_sigterm_of_wattlog_run_flushes_closes_as_preempted_and_exits_143(tmp_pa
     run = Ledger(make_engine(db)).get_run("job")
     stored_j = sum(t.energy_j for t in Ledger(make_engine(db)).energy_totals("job"))
     measured_j, recorded_j = (float(v) for v in SUMMARY.search(out).groups())  # type: ignore[union-attr]
-    print(f"SIGTERM of wattlog run: scraped {before_j:.3f} J before, agent integrated {measured_j:.3f} J, "
-          f"ledger holds {stored_j:.3f} J, exit {process.returncode}")
+    to = "group" if whole_group else "pid"
+    print(
+        f"SIGTERM of wattlog run (to the {to}): scraped {before_j:.3f} J before, agent integrated "
+        f"{measured_j:.3f} J, ledger holds {stored_j:.3f} J, exit {process.returncode}"
+    )
     assert run.status == "preempted" and run.end_s is not None
     assert before_j > 0 and stored_j >= before_j  # nothing integrated before the signal was lost
-    assert stored_j == pytest.approx(measured_j, rel=1e-6, abs=1e-3)  # printed with 1 decimal
+    assert stored_j == pytest.approx(measured_j, rel=1e-6, abs=1e-3)  # printed with 3 decimals
     assert recorded_j == pytest.approx(measured_j, abs=1e-3)
     assert "all recorded" in out and "preempted (exit code 143)" in out
     kinds = [(e.kind, dict(e.payload)) for e in Ledger(make_engine(db)).events("job")]
