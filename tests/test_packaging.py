@@ -171,3 +171,26 @@ def test_installed_commands_find_their_data_files(site: Path, tmp_path: Path, ar
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_mypy_sees_the_trackers_real_signature(site: Path, tmp_path: Path) -> None:
+    """mypy does not follow setuptools' editable finder: it reads the wheel's layout (MYPYPATH)."""
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text("import wattlog\nreveal_type(wattlog.Tracker)\nreveal_type(wattlog.RunSession)\n")
+    mypy = Path(sys.executable).with_name("mypy")
+    result = subprocess.run(
+        [str(mypy), "--config-file", str(ROOT / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache"),
+         str(snippet)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MYPYPATH": str(site)},
+        cwd=tmp_path,
+    )
+    revealed = [line for line in result.stdout.splitlines() if "Revealed type" in line]
+    assert len(revealed) == 2, result.stdout + result.stderr
+    tracker, session = revealed
+    assert "def (run: str | None =, *, site: str =, model: str =" in tracker
+    assert "callbacks: typing.Sequence[wattlog.trainer.callback.Callback] =" in tracker
+    assert tracker.endswith("-> wattlog.trainer.tracker.Tracker\"")
+    assert "config: wattlog.trainer.session.SessionConfig" in session
+    assert "Any" not in tracker.split("config:")[0]  # every parameter before the free-form config is typed
