@@ -140,7 +140,7 @@ class NodeAgent:
         if self.ledger is not None:
             self.ledger.engine.dispose()
 
-    def linger(self, seconds: float, port: int | None, sleep: Callable[[float], None] = time.sleep) -> None:
+    def linger(self, seconds: float, port: int | None, sleep: Callable[[float], object] = time.sleep) -> None:
         """Serve the final energy counters for `seconds` after close(), then stop.
 
         Prometheus scrapes every few seconds, so the energy between its last
@@ -151,7 +151,7 @@ class NodeAgent:
         Args:
             seconds: How long to serve (at least two scrape intervals).
             port: The port the agent served on (the same target for Prometheus).
-            sleep: Waits (injected by tests).
+            sleep: Waits `seconds` (injected: tests, a signal-aware wait that a stop signal ends).
         """
         if self.agent is None or port is None or seconds <= 0:
             return

@@ -6,12 +6,12 @@
 It joins the run (whichever node starts first creates it), measures the node
 unless ``--sample-nodes`` leaves it out, writes every flush into the ledger,
 serves metrics for Prometheus, and stops when the time is up, the command
-exits (its exit code becomes ours), or on Ctrl-C/SIGTERM.
+exits (its exit code becomes ours), or on Ctrl-C/SIGTERM (forwarded to the
+command by the telemetry supervisor; exit 130/143 as the shell reports them).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import sys
@@ -25,7 +25,8 @@ from rich.console import Console
 from wattlog.accounting.node import NodeAgent, NodeOptions
 from wattlog.errors import ConfigError
 from wattlog.telemetry.agent import AgentConfig
-from wattlog.telemetry.agent_cli import INTERRUPTED, _run, _stop_on_sigterm, health_line
+from wattlog.telemetry.agent_cli import health_line, run_or_wait
+from wattlog.telemetry.supervise import Supervisor, cannot_start
 
 
 def node(
@@ -92,23 +93,27 @@ def node(
         simulate_load=simulate_load,
     )
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+    refused = cannot_start(command[0]) if command else None
+    if refused is not None:
+        Console(stderr=True, highlight=False).print(f"wattlog node: {refused.message}")
+        return refused.exit_code
     node_agent = NodeAgent(options, os.environ)
     code = 0
     served_port: int | None = None
-    with _stop_on_sigterm():
+    # SIGTERM and SIGINT go to the command; this process still flushes its last interval.
+    with Supervisor() as supervisor:
         try:
             node_agent.start()
             console.print(f"wattlog node: {node_agent.describe()}", soft_wrap=True)
             url = node_agent.agent.metrics_url if node_agent.agent is not None else None
             served_port = urllib.parse.urlsplit(url).port if url else None
             if node_agent.measured or command:  # a sampled-out sidecar has nothing to wait for
-                code = _run(command, seconds, console)
-        except KeyboardInterrupt:
-            code = INTERRUPTED
+                code = run_or_wait(supervisor, command, seconds, console, "wattlog node").exit_code
         finally:
             node_agent.close()
-        with contextlib.suppress(KeyboardInterrupt):
-            node_agent.linger(linger_s, served_port)
+    # A fresh supervisor: a stop signal before this point must not cut the final scrape short.
+    with Supervisor() as lingering:
+        node_agent.linger(linger_s, served_port, sleep=lingering.wait)
     if node_agent.agent is not None:
         joules = sum(d.energy_j for d in node_agent.agent.snapshot())
         devices = len(node_agent.agent.devices)

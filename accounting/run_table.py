@@ -16,8 +16,9 @@ from wattlog.accounting.extrapolate import job_energy
 from wattlog.accounting.footprint import Footprint, WaterConvention, footprint_for
 from wattlog.accounting.intensity import IntensitySource
 from wattlog.accounting.ledger.jobs import JobNodes, job_nodes
-from wattlog.accounting.ledger.models import Role, Run
+from wattlog.accounting.ledger.models import Role, Status
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.ledger.views import RunInfo
 from wattlog.accounting.prometheus_energy import PromEnergy, energy_from_prometheus
 from wattlog.accounting.ranges import Quantity, Range
 from wattlog.accounting.render import TableRow
@@ -47,7 +48,7 @@ class TableOptions:
     now_s: Callable[[], float] = field(default=time.time)
 
 
-def run_footprint(ledger: Ledger, run: Run, options: TableOptions) -> Footprint | None:
+def run_footprint(ledger: Ledger, run: RunInfo, options: TableOptions) -> Footprint | None:
     """The footprint of one run, or None if it recorded no energy."""
     site_name = options.site or run.site
     if not site_name:
@@ -68,7 +69,7 @@ def run_footprint(ledger: Ledger, run: Run, options: TableOptions) -> Footprint 
     return footprint_for(energy, site, intensity=options.intensity, convention=options.convention)
 
 
-def run_row(ledger: Ledger, run: Run, options: TableOptions) -> TableRow:
+def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
     """One run's row (its model, or its name when no model was recorded)."""
     label = f"{run.model or run.name} ({run.name}, {run.role})"
     found = run_footprint(ledger, run, options)
@@ -146,7 +147,7 @@ def _sum_row(label: str, footprints: Sequence[Footprint | None]) -> TableRow:
     )
 
 
-def _prometheus_rows(run: Run, options: TableOptions, nodes: JobNodes) -> list[PromEnergy]:
+def _prometheus_rows(run: RunInfo, options: TableOptions, nodes: JobNodes) -> list[PromEnergy]:
     """The run's devices in Prometheus: by its `run` label when it spans nodes, else by its host."""
     assert options.prometheus_url is not None
     end_s = run.end_s if run.end_s is not None else options.now_s()
@@ -157,13 +158,13 @@ def _prometheus_rows(run: Run, options: TableOptions, nodes: JobNodes) -> list[P
     return energy_from_prometheus(options.prometheus_url, run.start_s, end_s, matchers=matchers)
 
 
-def _run_notes(run: Run, options: TableOptions) -> tuple[str, ...]:
+def _run_notes(run: RunInfo, options: TableOptions) -> tuple[str, ...]:
     notes = []
     if options.prometheus_url:
         notes.append(
             f"energy from Prometheus at {options.prometheus_url}: increase() over the run's interval"
         )
-    if run.status != "finished":
+    if run.status != Status.FINISHED:
         notes.append(f"run status {run.status}: figures so far")
     if run.restarts:
         notes.append(f"restarted {run.restarts} time(s); energy of every attempt included")

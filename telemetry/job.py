@@ -134,6 +134,8 @@ def job_identity(environ: Mapping[str, str], host: str | None = None) -> JobIden
     short = name.split(".")[0]
     position = nodes.index(short) if short in nodes else (nodes.index(name) if name in nodes else None)
     fallback = position if position is not None else rank // max(1, local_world_size)
+    if fallback >= node_count:  # a guess from RANK without WORLD_SIZE: the job's shape is unknown
+        fallback = 0
     node_index = _int(environ, "SLURM_NODEID", "GROUP_RANK", default=fallback)
     return JobIdentity(
         host=name,

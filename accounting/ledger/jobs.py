@@ -20,6 +20,7 @@ from sqlmodel import col
 
 from wattlog.accounting.ledger.models import JobNode, RankProgress, Run
 from wattlog.accounting.ledger.store import Ledger, upsert_into
+from wattlog.accounting.ledger.views import RankInfo, RunInfo
 from wattlog.errors import LedgerError
 from wattlog.telemetry.job import JobIdentity
 
@@ -62,7 +63,7 @@ def join_run(
     model: str = "",
     site: str = "",
     timeout_s: float = 30.0,
-) -> Run:
+) -> RunInfo:
     """Create the run or find it (whichever node comes first creates it), then record this node in it.
 
     Args:
@@ -81,11 +82,10 @@ def join_run(
     """
     deadline = time.monotonic() + timeout_s
     while True:
-        try:
-            run = ledger.get_run(name)
+        found = ledger.find_run(name)
+        if found is not None:
+            run = found
             break
-        except LedgerError:
-            pass
         try:
             run = ledger.start_run(name, project=project, role=role, model=model, site=site, host=job.host)
             break
@@ -93,7 +93,7 @@ def join_run(
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
-    record_node(ledger, cast(int, run.id), job, measured=measured)
+    record_node(ledger, run.id, job, measured=measured)
     return run
 
 
@@ -112,33 +112,44 @@ def record_node(ledger: Ledger, run_id: int, job: JobIdentity, *, measured: bool
         _upsert(session, _JOB_NODE, values, ("run_id", "host"))
 
 
-def report_rank_progress(
-    ledger: Ledger,
-    run: int | str,
-    *,
-    rank: int,
-    host: str,
-    local_rank: int,
-    tokens_total: float,
-    step: int,
-    start_s: float,
-    flops_per_token: float | None = None,
-    peak_flops: float | None = None,
-) -> None:
+@dataclass(frozen=True, slots=True)
+class RankReport:
+    """What one rank reports of its progress (stored by :func:`report_rank_progress`).
+
+    Attributes:
+        host: The rank's node.
+        local_rank: Its rank within the node.
+        tokens_total: Tokens it trained on in this attempt, cumulative.
+        step: Its latest step.
+        start_s: Unix time its attempt started.
+        flops_per_token: Training FLOPs per token (for the job's MFU), if known.
+        peak_flops: Peak FLOP/s of all ranks together (for the job's MFU), if known.
+    """
+
+    host: str
+    local_rank: int
+    tokens_total: float
+    step: int
+    start_s: float
+    flops_per_token: float | None = None
+    peak_flops: float | None = None
+
+
+def report_rank_progress(ledger: Ledger, run: int | str, rank: int, report: RankReport) -> None:
     """Store one rank's cumulative tokens and latest step (an upsert: one row per rank)."""
     with ledger.transaction(f"record rank {rank} progress") as session:
         run_id = ledger.id_of(session, run)
         values = {
             "run_id": run_id,
             "rank": rank,
-            "host": host,
-            "local_rank": local_rank,
-            "tokens_total": float(tokens_total),
-            "step": int(step),
-            "start_s": start_s,
+            "host": report.host,
+            "local_rank": report.local_rank,
+            "tokens_total": float(report.tokens_total),
+            "step": int(report.step),
+            "start_s": report.start_s,
             "updated_s": ledger.wall_s(),
-            "flops_per_token": flops_per_token,
-            "peak_flops": peak_flops,
+            "flops_per_token": report.flops_per_token,
+            "peak_flops": report.peak_flops,
         }
         _upsert(session, _RANK, values, ("run_id", "rank"))
 
@@ -156,12 +167,12 @@ def job_nodes(ledger: Ledger, run: int | str) -> JobNodes:
     )
 
 
-def rank_progress(ledger: Ledger, run: int | str) -> list[RankProgress]:
-    """Every rank's latest progress row, by rank."""
+def rank_progress(ledger: Ledger, run: int | str) -> list[RankInfo]:
+    """Every rank's latest progress, by rank."""
     with ledger.transaction("read rank progress") as session:
         run_id = ledger.id_of(session, run)
         query = select(RankProgress).where(col(RankProgress.run_id) == run_id)
-        return list(session.execute(query.order_by(col(RankProgress.rank))).scalars())
+        return [RankInfo.of(row) for row in session.execute(query.order_by(col(RankProgress.rank))).scalars()]
 
 
 def created_by_job(ledger: Ledger, run: str, job_id: str | None) -> bool:

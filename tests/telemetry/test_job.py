@@ -85,6 +85,11 @@ def test_torchrun_identity_without_slurm() -> None:
     assert job_identity({}, host="laptop").node_count == 1
 
 
+def test_a_rank_without_a_world_size_is_one_node_not_an_error() -> None:
+    job = job_identity({"RANK": "3", "LOCAL_RANK": "1"}, host="x")
+    assert (job.rank, job.local_rank, job.node_count, job.node_index) == (3, 1, 1, 0)
+
+
 def test_torchrun_names_win_over_slurm() -> None:
     env = {"SLURM_PROCID": "1", "RANK": "7", "SLURM_NNODES": "2", "SLURM_NODEID": "1"}
     job = job_identity(env, host="x")
