@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from wattlog.accounting.ledger.engine import DEFAULT_URL, ENV_VAR, describe_url, make_engine, resolve_url
-from wattlog.accounting.ledger.models import Resolution, Role, Run, Status
+from wattlog.accounting.ledger.models import Phase, Resolution, Role, Run, Stage, Status
 from wattlog.accounting.ledger.sink import LedgerSink
 from wattlog.accounting.ledger.store import Compaction, EnergyTotal, HourEnergy, Ledger
 
@@ -21,9 +21,11 @@ __all__ = [
     "HourEnergy",
     "Ledger",
     "LedgerSink",
+    "Phase",
     "Resolution",
     "Role",
     "Run",
+    "Stage",
     "Status",
     "describe_url",
     "make_engine",

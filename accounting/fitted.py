@@ -1,0 +1,85 @@
+"""A terminal table that never cuts a figure: a grid when it fits the width, else one block per row.
+
+Rich shrinks a table that is wider than the terminal by wrapping cells, and
+past a point by cropping them ("estim", "(0.318..."). :class:`FittedTable`
+measures the narrowest grid in which no word of any header or cell is broken;
+if the console is narrower it stacks the rows instead ("Header: value" lines,
+one block per row). Notes are printed below as wrapped paragraphs, never as a
+caption that rich may crop. Both layouts keep every character: a test renders
+them at 80 and 60 columns and into a non-terminal file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from rich import box
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.table import Table
+from rich.text import Text
+
+_PADDING = 2  # rich's default cell padding (1 left, 1 right) with SIMPLE_HEAD's borderless columns
+
+
+def _longest_word(text: str) -> int:
+    return max((len(word) for word in text.split()), default=0)
+
+
+@dataclass(frozen=True)
+class FittedTable:
+    """Headers, cells and notes that render as a grid or stacked, whichever fits without cutting.
+
+    Attributes:
+        headers: Column headers.
+        cells: Rows of cell texts, one per header.
+        notes: Footnotes, printed below as paragraphs.
+        right: Indexes of right-aligned (figure) columns.
+        title: Optional title line.
+    """
+
+    headers: Sequence[str]
+    cells: Sequence[Sequence[str]]
+    notes: Sequence[str] = ()
+    right: Collection[int] = field(default_factory=frozenset)
+    title: str = ""
+
+    def min_grid_width(self) -> int:
+        """The narrowest grid in which no word of a header or cell breaks (figures keep their spaces)."""
+        total = 0
+        for i, header in enumerate(self.headers):
+            # A figure ("1,450 - 4,823") may wrap only at its spaces, like any text.
+            widest = max([_longest_word(header), *(_longest_word(row[i]) for row in self.cells)])
+            total += widest + _PADDING
+        return total
+
+    def grid(self) -> Table:
+        """The rows as a rich Table (no caption: notes are printed apart)."""
+        table = Table(box=box.SIMPLE_HEAD, title=self.title or None, title_justify="left")
+        for i, header in enumerate(self.headers):
+            widest = max([_longest_word(header), *(_longest_word(row[i]) for row in self.cells)])
+            table.add_column(
+                header, justify="right" if i in self.right else "left", min_width=widest, overflow="fold"
+            )
+        for row in self.cells:
+            table.add_row(*row)
+        return table
+
+    def stacked(self) -> Iterator[Text]:
+        """One block per row: its first cell in bold, then "Header: value" for every other cell."""
+        if self.title:
+            yield Text(self.title, style="bold")
+        for row in self.cells:
+            yield Text(f"{self.headers[0]}: {row[0]}", style="bold", overflow="fold")
+            for header, cell in zip(self.headers[1:], row[1:], strict=True):
+                yield Text(f"  {header}: {cell}", overflow="fold")
+            yield Text("")
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        """Grid if it fits `options.max_width`, else stacked; then the notes."""
+        if self.min_grid_width() <= options.max_width:
+            yield self.grid()
+        else:
+            yield from self.stacked()
+        for note in self.notes:
+            yield Text(note, overflow="fold")
