@@ -90,7 +90,8 @@ class DeviceCatalog:
             if key.lower() == name.strip().lower():
                 return model, False
         raise ConfigError(
-            f"unknown device model {name!r}: use one of {', '.join(self.models)} (accounting/data/devices.toml)"
+            f"unknown device model {name!r}: use one of {', '.join(self.models)} "
+            "(accounting/data/devices.toml)"
         )
 
 

@@ -161,3 +161,26 @@ def _yaml_number(value: float) -> str:
     """Grams as a plain number (no exponent), 6 significant figures."""
     text = f"{value:.6g}"
     return f"{value:.6f}".rstrip("0").rstrip(".") if "e" in text else text
+
+
+def grids_json(grids: Sequence[object]) -> str:
+    """JSON of titled grids (a project's Tables 1-3): title, headers, cells and notes of each."""
+    return (
+        json.dumps(
+            [
+                {
+                    "title": getattr(g, "title", ""),
+                    "headers": list(getattr(g, "headers", [])),
+                    "rows": [
+                        dict(zip(getattr(g, "headers", []), row, strict=True))
+                        for row in getattr(g, "cells", [])
+                    ],
+                    "notes": list(getattr(g, "notes", [])),
+                }
+                for g in grids
+            ],
+            indent=2,
+            ensure_ascii=False,
+        )
+        + "\n"
+    )

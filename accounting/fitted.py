@@ -19,7 +19,8 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-_PADDING = 2  # rich's default cell padding (1 left, 1 right) with SIMPLE_HEAD's borderless columns
+_PADDING = 2  # rich's default cell padding: 1 left, 1 right
+# SIMPLE_HEAD draws a (blank) character at each edge and between columns: ncols + 1 more.
 
 
 def _longest_word(text: str) -> int:
@@ -51,15 +52,31 @@ class FittedTable:
             # A figure ("1,450 - 4,823") may wrap only at its spaces, like any text.
             widest = max([_longest_word(header), *(_longest_word(row[i]) for row in self.cells)])
             total += widest + _PADDING
-        return total
+        return total + len(self.headers) + 1
 
-    def grid(self) -> Table:
-        """The rows as a rich Table (no caption: notes are printed apart)."""
+    def column_widths(self, max_width: int) -> list[int]:
+        """Each column's width: its whole text if all fit, else its longest word plus a share of the rest.
+
+        Rich's own shrinking squeezes every column alike once a table is too wide and
+        crops what no longer fits, so the widths are fixed here instead.
+        """
+        texts = [[header, *(row[i] for row in self.cells)] for i, header in enumerate(self.headers)]
+        mins = [max(_longest_word(t) for t in column) for column in texts]
+        maxs = [max(len(t) for t in column) for column in texts]
+        room = max_width - (_PADDING + 1) * len(self.headers) - 1
+        if sum(maxs) <= room:
+            return maxs
+        spare = max(room - sum(mins), 0)
+        wants = [hi - lo for lo, hi in zip(mins, maxs, strict=True)]
+        total = sum(wants) or 1
+        return [lo + spare * want // total for lo, want in zip(mins, wants, strict=True)]
+
+    def grid(self, max_width: int = 10_000) -> Table:
+        """The rows as a rich Table at most `max_width` wide (no caption: notes are printed apart)."""
         table = Table(box=box.SIMPLE_HEAD, title=self.title or None, title_justify="left")
-        for i, header in enumerate(self.headers):
-            widest = max([_longest_word(header), *(_longest_word(row[i]) for row in self.cells)])
+        for i, (header, width) in enumerate(zip(self.headers, self.column_widths(max_width), strict=True)):
             table.add_column(
-                header, justify="right" if i in self.right else "left", min_width=widest, overflow="fold"
+                header, justify="right" if i in self.right else "left", width=width, overflow="fold"
             )
         for row in self.cells:
             table.add_row(*row)
@@ -78,7 +95,7 @@ class FittedTable:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         """Grid if it fits `options.max_width`, else stacked; then the notes."""
         if self.min_grid_width() <= options.max_width:
-            yield self.grid()
+            yield self.grid(options.max_width)
         else:
             yield from self.stacked()
         for note in self.notes:

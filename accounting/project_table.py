@@ -159,16 +159,23 @@ class Grid:
 def table1(figures: Sequence[RunFigures], by: str, project: str) -> Grid:
     """The follow-up's Table 1: one row per group (scale group, stage or phase), then the total."""
     key = _KEYS[by]
-    groups: dict[str, list[RunFigures]] = {}
-    for f in sorted(figures, key=lambda f: (f.phase != Phase.DEVELOPMENT.value, key(f))):
-        groups.setdefault(key(f), []).append(f)
+    development = [f for f in figures if f.phase == Phase.DEVELOPMENT.value]
+    final = [f for f in figures if f.phase != Phase.DEVELOPMENT.value]
     label = {"group": "Scale group", "stage": "Stage", "phase": "Phase"}[by]
-    cells = [[name, *_cells(totals(runs))] for name, runs in groups.items()]
     whole = totals(figures)
+    if by == "phase":
+        cells = [[name, *_cells(totals(runs))] for name, runs in (("development", development), ("final", final))]
+    else:
+        groups: dict[str, list[RunFigures]] = {}
+        for f in sorted(development, key=key):
+            groups.setdefault(key(f), []).append(f)
+        cells = [[f"{name} (development)", *_cells(totals(runs))] for name, runs in groups.items()]
+        cells.append(["Development total", *_cells(totals(development))])
+        cells.append(["Final runs (Table 2)", *_cells(totals(final))])
     cells.append([f"Total ({project})", *_cells(whole)])
     notes = [*development_share(figures), *total_lines(whole), *_caveats(figures)]
     return Grid(
-        f"Table 1: {project} by {label.lower()} (development and final runs)",
+        f"Table 1: {project}, development by {label.lower()}, final runs, total",
         [label, *TABLE1_HEADERS],
         cells,
         notes,
@@ -182,14 +189,16 @@ def table2(figures: Sequence[RunFigures], project: str) -> Grid:
     cells = []
     for f in final:
         t = totals([f])
-        cells.append([f.run.model or f.run.name, f.run.name, f.run.stage or "-", *_cells(t)[:2], *_cells(t)[3:]])
+        cells.append(
+            [f.run.model or f.run.name, f.run.name, f.run.stage or "-", *_cells(t)[:2], *_cells(t)[3:]]
+        )
     headers = ["Model", "Run", "Stage", "GPU-hours", "Energy (MWh)", *TABLE1_HEADERS[3:]]
     notes = [] if final else ["no final runs recorded (mark one with --role final or --phase final)"]
     return Grid(f"Table 2: final runs of {project}", headers, cells, notes, frozenset(range(3, 9)))
 
 
 def development_share(figures: Sequence[RunFigures]) -> list[str]:
-    """"Development: 52 % of GPU-hours, 49 % of energy, 49 % of emissions" (of the project total)."""
+    """ "Development: 52 % of GPU-hours, 49 % of energy, 49 % of emissions" (of the project total)."""
     dev = totals([f for f in figures if f.phase == Phase.DEVELOPMENT.value])
     whole = totals(figures)
     parts = []
@@ -324,10 +333,14 @@ def table3(items: Sequence[BreakEven], project: str) -> Grid:
         ]
         for b in items
     ]
-    notes = [
-        f"Break-even: requests whose emissions equal the training of {project} "
-        f"({readable_co2_t(items[0].training_co2_t)}: every run whose stage is not inference)."
-    ] if items else []
+    notes = (
+        [
+            f"Break-even: requests whose emissions equal the training of {project} "
+            f"({readable_co2_t(items[0].training_co2_t)}: every run whose stage is not inference)."
+        ]
+        if items
+        else []
+    )
     return Grid(f"Table 3: inference of {project}", headers, cells, notes, frozenset(range(1, 5)))
 
 

@@ -22,7 +22,6 @@ from typing import cast
 from rich.console import Console, RenderableType
 
 from wattlog.accounting.fitted import FittedTable
-
 from wattlog.accounting.footprint import Footprint, WaterConvention
 from wattlog.accounting.ranges import Quantity, Range, bounds
 from wattlog.accounting.units import sig3
@@ -218,7 +217,7 @@ HEADERS = {
 
 
 def table_cells(rows: Sequence[TableRow]) -> tuple[list[str], list[list[str]]]:
-    """Headers and formatted cells; the GPU and CPU+DRAM columns only if a row has both; extra columns last."""
+    """Headers and cells; GPU and CPU+DRAM columns only if a row has both; extra columns last."""
     split = any(r.gpu_mwh is not None and r.host_mwh is not None for r in rows)
     keys = [k for k in HEADERS if split or k not in ("gpu_mwh", "host_mwh")]
     extra = list(dict.fromkeys(header for r in rows for header, _ in r.extra))
@@ -308,7 +307,9 @@ def render(
     }
     fmt = TableFormat(fmt)
     if fmt not in renderers:
-        raise ConfigError(f"--format {fmt} describes one run: give its name, e.g. wattlog table RUN --format hf")
+        raise ConfigError(
+            f"--format {fmt} describes one run: give its name, e.g. wattlog table RUN --format hf"
+        )
     return renderers[fmt](rows, notes)
 
 

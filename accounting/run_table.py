@@ -127,7 +127,9 @@ def project_rows(ledger: Ledger, project: str, options: TableOptions) -> list[Ta
     runs = ledger.runs(project)
     if not runs:
         raise ConfigError(f"project {project!r} has no runs")
-    prints = {run.name: run_footprint(ledger, run, options) if has_site(run, options) else None for run in runs}
+    prints = {
+        run.name: run_footprint(ledger, run, options) if has_site(run, options) else None for run in runs
+    }
     rows = [run_row(ledger, run, options) for run in runs if run.role == Role.FINAL]
     for role in Role:
         group = [run for run in runs if run.role == role]

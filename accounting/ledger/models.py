@@ -28,7 +28,7 @@ class Role(StrEnum):
 
 
 class Phase(StrEnum):
-    """Development (sweeps, ablations, failed runs) or the final run of a model (Morrison et al., ICLR 2025)."""
+    """Development (sweeps, ablations, failed runs) or a model's final run (Morrison et al., ICLR 2025)."""
 
     DEVELOPMENT = "development"
     FINAL = "final"

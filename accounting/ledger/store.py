@@ -488,7 +488,9 @@ def _member(enum: type[_E], value: _E | str, what: str) -> _E:
         raise ConfigError(f"unknown {what} {value!r}: use {allowed}") from error
 
 
-def _run_labels(phase: Phase | str, stage: Stage | str, scale_group: str, device_model: str) -> dict[str, str]:
+def _run_labels(
+    phase: Phase | str, stage: Stage | str, scale_group: str, device_model: str
+) -> dict[str, str]:
     """The checked phase, stage, scale group and device model of a new run ("" where not given)."""
     if len(scale_group) > 100 or len(device_model) > 100:
         raise ConfigError("scale group and device model must be at most 100 characters")
