@@ -164,7 +164,8 @@ def table1(figures: Sequence[RunFigures], by: str, project: str) -> Grid:
     label = {"group": "Scale group", "stage": "Stage", "phase": "Phase"}[by]
     whole = totals(figures)
     if by == "phase":
-        cells = [[name, *_cells(totals(runs))] for name, runs in (("development", development), ("final", final))]
+        phases = (("development", development), ("final", final))
+        cells = [[name, *_cells(totals(runs))] for name, runs in phases]
     else:
         groups: dict[str, list[RunFigures]] = {}
         for f in sorted(development, key=key):

@@ -100,7 +100,7 @@ def kl_to_l(volume_kl: Q) -> Q:
 # Readable figures: one helper for every place a person reads an amount.
 
 _LADDERS: dict[str, tuple[tuple[str, float], ...]] = {
-    # quantity -> (unit, size in the base unit), smallest first; base units: J, g, L.
+    # quantity -> (unit, size in the base unit), smallest first; base units: J, g, L, W, W/s.
     "energy": (("J", 1.0), ("Wh", 3600.0), ("kWh", 3.6e6), ("MWh", 3.6e9)),
     "mass": (("g", 1.0), ("kg", 1e3), ("t", 1e6)),
     "volume": (("L", 1.0), ("kL", 1e3)),
@@ -126,6 +126,20 @@ def sig3(value: float, digits: int = 3) -> str:
     return f"{rounded:,.{max(places, 0)}f}"
 
 
+_FROM = {"Wh": 0.1}
+"""Units used from a fraction of themselves: Wh from 0.1 Wh (360 J), where joules would read in thousands."""
+
+
+def _unit(value: float, quantity: str) -> tuple[str, float]:
+    ladder = _LADDERS[quantity]
+    unit, size = ladder[0]
+    for candidate, candidate_size in ladder:
+        # 0.9995: 999.96 g reads as 1.00 kg, not "1,000 g".
+        if abs(value) >= candidate_size * _FROM.get(candidate, 1.0) * 0.9995:
+            unit, size = candidate, candidate_size
+    return unit, size
+
+
 def readable(value: float, quantity: str) -> str:
     """An amount in the unit of its magnitude, 3 significant figures: "1.80 kWh", "412 g", "3.20 kL".
 
@@ -135,24 +149,16 @@ def readable(value: float, quantity: str) -> str:
 
     >>> readable(7.2e6, "energy"), readable(950.0, "mass"), readable(1500.0, "volume")
     ('2.00 kWh', '950 g', '1.50 kL')
-    >>> readable(0.0, "energy")
-    '0 J'
+    >>> readable(0.0, "energy"), readable(72.9, "energy"), readable(550.0, "energy")
+    ('0 J', '72.9 J', '0.153 Wh')
     """
-    ladder = _LADDERS[quantity]
-    unit, size = ladder[0]
-    for candidate, candidate_size in ladder:
-        if abs(value) >= candidate_size * 0.9995:  # 999.96 g reads as 1.00 kg, not "1,000 g"
-            unit, size = candidate, candidate_size
+    unit, size = _unit(value, quantity)
     return f"{sig3(value / size)} {unit}"
 
 
 def readable_range(lo: float, hi: float, quantity: str) -> str:
     """A (min, max) amount in one unit chosen by the max: "1.29 - 4.26 kL"; one figure when equal."""
-    ladder = _LADDERS[quantity]
-    unit, size = ladder[0]
-    for candidate, candidate_size in ladder:
-        if abs(hi) >= candidate_size * 0.9995:
-            unit, size = candidate, candidate_size
+    unit, size = _unit(hi, quantity)
     low, high = sig3(lo / size), sig3(hi / size)
     return f"{low} {unit}" if low == high else f"{low} - {high} {unit}"
 

@@ -53,6 +53,14 @@ class DemoConfig:
     """Seed of the corpus, the windows and the weights."""
     flush_s: float = 5.0
     """Seconds between ledger writes of the energy."""
+    phase: str = ""
+    """development or final ("" = from the role)."""
+    stage: str = "pretraining"
+    """What the run does (pretraining, sft, ...)."""
+    scale_group: str = ""
+    """Scale group of the project tables (e.g. "tiny")."""
+    device_model: str = ""
+    """Accelerator model (embodied figures, power limit)."""
 
     def __post_init__(self) -> None:
         """Validate the settings before anything starts."""
@@ -97,6 +105,10 @@ def run_demo(config: DemoConfig, console: Console | None = None) -> str:
         agent_config=AgentConfig(port=config.port, flush_s=flush_s),
         config={"model": config.model, "params": model.num_params(), "batch_size": config.batch_size},
         progress_every_s=min(30.0, flush_s),
+        phase=config.phase,
+        stage=config.stage,
+        scale_group=config.scale_group,
+        device_model=config.device_model,
     )
     with tracker as t:
         assert t.health is not None

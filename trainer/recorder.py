@@ -50,6 +50,7 @@ class RunRecorder:
         config: Mapping[str, Any],
         resume: bool,
         resume_step: int | None,
+        **labels: str,
     ) -> tuple[int, LostWork | None]:
         """Create (or resume) the run on rank 0, find it on the others.
 
@@ -77,6 +78,7 @@ class RunRecorder:
             config=dict(config),
             host=socket.gethostname(),
             resume=resume,
+            **labels,  # phase, stage, scale_group, device_model (Ledger.start_run)
         )
         self.run_id, self.attempt = run.id, run.restarts
         if previous is None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rich.console import Console
 
@@ -29,8 +30,12 @@ def run_command(
     port: int = 0,
     resume: bool = False,
     console: Console | None = None,
+    labels: Mapping[str, Any] | None = None,
 ) -> int:
     """Run `command` under a Tracker; returns its exit code (127 if it does not exist).
+
+    `labels` are more Tracker keywords: project, role, phase, stage, scale_group,
+    device_model, gpu_hours, requests.
 
     Raises:
         ConfigError: No command given, or a bad site.
@@ -40,7 +45,13 @@ def run_command(
         raise ConfigError("give the command to run after --, e.g. wattlog run -- python train.py")
     console = console or Console()
     tracker = Tracker(
-        run, site=site, db=db, resume=resume, gc_every=None, agent_config=AgentConfig(port=port)
+        run,
+        site=site,
+        db=db,
+        resume=resume,
+        gc_every=None,
+        agent_config=AgentConfig(port=port),
+        **dict(labels or {}),
     )
     tracker.start()
     console.print(f"Run {run}: measuring the node; metrics on {tracker.metrics_url}")

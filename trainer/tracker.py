@@ -86,6 +86,12 @@ class Tracker:
         join_timeout_s: How long a non-zero rank waits for rank 0 to register the run.
         clock: Time source.
         environ: Environment (default: os.environ).
+        phase: development or final ("" = from the role: final -> final, else development).
+        stage: pretraining, mid-training, sft, dpo, rl, evaluation, inference or debugging.
+        scale_group: The model scale the run belongs to (e.g. "7B"), Table 1's groups.
+        device_model: Accelerator model (e.g. "H100"): embodied figures and power limit.
+        gpu_hours: GPU-hours to record for the run (None: derived from its GPU rows).
+        requests: Requests served (an inference run), for the break-even with training.
     """
 
     def __init__(
@@ -118,6 +124,12 @@ class Tracker:
         join_timeout_s: float = 60.0,
         clock: Clock | None = None,
         environ: Mapping[str, str] | None = None,
+        phase: str = "",
+        stage: str = "",
+        scale_group: str = "",
+        device_model: str = "",
+        gpu_hours: float | None = None,
+        requests: int | None = None,
     ) -> None:
         env = os.environ if environ is None else environ
         self.run = (run or env.get(ENV_RUN_ID, "")).strip()
@@ -143,6 +155,13 @@ class Tracker:
         self._sensors = sensors
         self._environ = env
         self._config = dict(config or {})
+        self._labels = {
+            "phase": phase,
+            "stage": stage,
+            "scale_group": scale_group,
+            "device_model": device_model,
+        }
+        self._figures = {"gpu_hours": gpu_hours, "requests": requests}
         self._progress_every_s = progress_every_s
         self._join_timeout_s = join_timeout_s
         self._buffer = DeviceMetricBuffer(log_every)
@@ -248,7 +267,10 @@ class Tracker:
             config=self._config,
             resume=self.resume,
             resume_step=self.resume_step,
+            **self._labels,
         )
+        if self.rank == 0 and any(v is not None for v in self._figures.values()):
+            self.ledger.set_run_figures(self.run, **self._figures)
         self.run_id, self._attempt = self.recorder.run_id, self.recorder.attempt
         if self.lost is not None:
             energy = self.recorder.record_lost_work(self.lost)

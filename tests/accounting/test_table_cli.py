@@ -68,7 +68,9 @@ def markdown_rows(text: str) -> list[dict[str, str]]:
     if not lines:
         return []
     headers = [h.strip() for h in lines[0].strip("|").split("|")]
-    return [dict(zip(headers, [c.strip() for c in line.strip("|").split("|")], strict=True)) for line in lines[2:]]
+    return [
+        dict(zip(headers, [c.strip() for c in line.strip("|").split("|")], strict=True)) for line in lines[2:]
+    ]
 
 
 def table(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[dict[str, str]], str]:
