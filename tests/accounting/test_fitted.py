@@ -1,4 +1,4 @@
-"""Nothing is ever cut: Table 19 with a demo's row at 80 and 60 columns, wider, and into a non-terminal file."""
+"""Nothing is ever cut: Table 19 and a demo's row at 80 and 60 columns, wider, and into a non-terminal."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hourly intensity from Electricity Maps' hourly CSV and EIA-930 balance files: each hour keeps its source."""
+"""Hourly intensity from Electricity Maps' hourly CSV and EIA-930 files: each hour keeps its source."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ EIA_HEADER = (
     "Demand Forecast (MW),Demand (MW),Net Generation (MW),Net Generation (MW) (Imputed),"
     "Net Generation (MW) from Coal,Net Generation (MW) from Natural Gas,Net Generation (MW) from Nuclear,"
     "Net Generation (MW) from All Petroleum Products,Net Generation (MW) from Hydropower and Pumped Storage,"
-    "Net Generation (MW) from Solar,Net Generation (MW) from Wind,Net Generation (MW) from Other Fuel Sources,"
+    "Net Generation (MW) from Solar,Net Generation (MW) from Wind,"
+    "Net Generation (MW) from Other Fuel Sources,"
     "Net Generation (MW) from Unknown Fuel Sources"
 )
 EIA_ROWS = [

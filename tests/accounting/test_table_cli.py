@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import socket
 from pathlib import Path
 
