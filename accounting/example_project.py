@@ -63,8 +63,15 @@ def seed_example_project(
         )
         rows = [
             EnergyInterval(
-                f"node{g // 8}", f"GPU-{g}", Kind.GPU, Source.SIMULATED, t, t + spec.hours * HOUR_S,
-                joules, joules * 0.95, joules * 1.05,
+                f"node{g // 8}",
+                f"GPU-{g}",
+                Kind.GPU,
+                Source.SIMULATED,
+                t,
+                t + spec.hours * HOUR_S,
+                joules,
+                joules * 0.95,
+                joules * 1.05,
             )  # fmt: skip
             for g in range(spec.gpus)
             if (joules := spec.power_w * spec.hours * HOUR_S)
