@@ -55,21 +55,24 @@ class FittedTable:
         return total + len(self.headers) + 1
 
     def column_widths(self, max_width: int) -> list[int]:
-        """Each column's width: its whole text if all fit, else its longest word plus a share of the rest.
+        """Each column's width: whole cells first (a range on one line), then whole headers, as room allows.
 
-        Rich's own shrinking squeezes every column alike once a table is too wide and
-        crops what no longer fits, so the widths are fixed here instead.
+        Every column gets at least its longest word. Rich's own shrinking squeezes every
+        column alike once a table is too wide and crops what no longer fits, so the
+        widths are fixed here instead.
         """
         texts = [[header, *(row[i] for row in self.cells)] for i, header in enumerate(self.headers)]
         mins = [max(_longest_word(t) for t in column) for column in texts]
-        maxs = [max(len(t) for t in column) for column in texts]
+        cells = [max([lo, *(len(t) for t in column[1:])]) for lo, column in zip(mins, texts, strict=True)]
+        whole = [max(c, len(column[0])) for c, column in zip(cells, texts, strict=True)]
         room = max_width - (_PADDING + 1) * len(self.headers) - 1
-        if sum(maxs) <= room:
-            return maxs
-        spare = max(room - sum(mins), 0)
-        wants = [hi - lo for lo, hi in zip(mins, maxs, strict=True)]
-        total = sum(wants) or 1
-        return [lo + spare * want // total for lo, want in zip(mins, wants, strict=True)]
+        for low, high in ((cells, whole), (mins, cells)):
+            if sum(low) <= room:
+                spare = min(room - sum(low), sum(high) - sum(low))
+                wants = [h - lo for lo, h in zip(low, high, strict=True)]
+                total = sum(wants) or 1
+                return [lo + spare * want // total for lo, want in zip(low, wants, strict=True)]
+        return mins
 
     def grid(self, max_width: int = 10_000) -> Table:
         """The rows as a rich Table at most `max_width` wide (no caption: notes are printed apart)."""
