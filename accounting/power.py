@@ -9,7 +9,7 @@ finer node series) this module derives:
 - per device sample: power as a % of the device's power limit (min, median, max);
 - the job's power (all devices summed over time) and its dips: maximal stretches
   below ``(1 - threshold)`` x the job's median power, each with its depth
-  (1 - mean power in the dip / median power) and duration;
+  (1 - lowest power in the dip / median power) and duration (see :class:`Dip`);
 - the job's swing (max - min power, W) and steepest ramp (W/s) between
   neighbouring samples.
 
@@ -60,22 +60,30 @@ class Segment:
 class Dip:
     """A stretch of the job's power below the threshold.
 
+    Its samples rarely line up with the stall: the first and last ones are partly
+    inside it. So the depth is taken at its lowest sample, and the duration is the
+    energy it lacked spread at that depth (edge samples count by how far they dip),
+    which is the stall's length whenever one sample falls wholly inside it.
+
     Attributes:
-        start_s: Start, s.
-        end_s: End, s.
-        depth: 1 - mean power in the dip / the job's median power (0..1).
-        mean_w: Mean power in the dip, W.
+        start_s: Start of its first sample, s.
+        end_s: End of its last sample, s.
+        depth: 1 - lowest power in the dip / the job's median power (0..1).
+        min_w: Lowest power in the dip, W.
+        deficit_j: Energy below the median over the dip, J.
     """
 
     start_s: float
     end_s: float
     depth: float
-    mean_w: float
+    min_w: float
+    deficit_j: float
 
     @property
     def duration_s(self) -> float:
-        """Length, s."""
-        return self.end_s - self.start_s
+        """Length at full depth: deficit / (median - lowest power), s."""
+        drop_w = self.min_w / (1 - self.depth) - self.min_w if self.depth < 1 else 0.0
+        return self.deficit_j / drop_w if drop_w > 0 else self.end_s - self.start_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,24 +165,33 @@ def find_dips(series: Sequence[Segment], threshold: float = 0.3) -> tuple[float,
         return 0.0, []
     median = _weighted_median(series)
     cut = median * (1 - threshold)
-    dips: list[Dip] = []
-    run: list[Segment] = []
 
-    def close() -> None:
-        if run:
-            seconds = sum(s.end_s - s.start_s for s in run)
-            mean = sum(s.power_w * (s.end_s - s.start_s) for s in run) / seconds
-            dips.append(Dip(run[0].start_s, run[-1].end_s, 1 - mean / median if median else 0.0, mean))
-            run.clear()
+    def touching(a: Segment, b: Segment) -> bool:
+        return math.isclose(a.end_s, b.start_s)
 
-    for segment in series:
-        if segment.power_w < cut and (not run or math.isclose(run[-1].end_s, segment.start_s)):
-            run.append(segment)
+    def deficit_j(segment: Segment) -> float:
+        return max(median - segment.power_w, 0.0) * (segment.end_s - segment.start_s)
+
+    spans: list[list[int]] = []  # [first, last] indexes of each stretch below the cut
+    for i, segment in enumerate(series):
+        if segment.power_w >= cut:
+            continue
+        if spans and spans[-1][1] == i - 1 and touching(series[i - 1], segment):
+            spans[-1][1] = i
         else:
-            close()
-            if segment.power_w < cut:
-                run.append(segment)
-    close()
+            spans.append([i, i])
+    dips = []
+    for first, last in spans:
+        inside = series[first : last + 1]
+        low = min(s.power_w for s in inside)
+        deficit = sum(deficit_j(s) for s in inside)
+        # The samples either side hold the stall's partial ends (above the cut, below the median).
+        if first > 0 and touching(series[first - 1], series[first]):
+            deficit += deficit_j(series[first - 1])
+        if last + 1 < len(series) and touching(series[last], series[last + 1]):
+            deficit += deficit_j(series[last + 1])
+        depth = 1 - low / median if median else 0.0
+        dips.append(Dip(inside[0].start_s, inside[-1].end_s, depth, low, deficit))
     return median, dips
 
 

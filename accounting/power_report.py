@@ -20,8 +20,9 @@ POWER_NOTES = [
     "Power is each GPU sample's mean power as a % of the device's power limit; the job's power sums every "
     "device (whole-node meters where a host has one).",
     "A dip is a stretch of the job's power more than 30 % below its median (checkpoints, stalls); depth = "
-    "1 - mean power in the dip / median. Swing = max - min of the job's power; ramp = its steepest change "
-    "between neighbouring samples. Features shorter than the resolution (the flush interval) are smeared.",
+    "1 - its lowest power / median; duration = the energy it lacked / (median - lowest power). Swing = "
+    "max - min of the job's power; ramp = its steepest change between neighbouring samples. "
+    "Features shorter than the resolution (the flush interval) are smeared.",
     "Why it matters: synchronised dips across thousands of GPUs are seen by the grid (Morrison et al., "
     "ICLR 2025: H100s swung between about 15 % and 85 % of 700 W).",
 ]

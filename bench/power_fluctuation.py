@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/power_fluctuation.py [--gpus 64] [--seconds 1800] [--period 1]
 
-Writes one run of N synchronised simulated H100s (TrainingTrace: 0.4 s compute at
-650 W, 0.1 s communication at 350 W, a 5 s checkpoint at 100 W every 60 s) into a
+Writes one run of N synchronised simulated H100s (TrainingTrace: steps of 0.47 s, 80 %
+compute at 650 W and 20 % communication at 350 W, a 5 s checkpoint at 100 W every 60 s) into a
 temporary ledger at `--period` s per row, then prints `wattlog table RUN --power`
 and the true figures of the trace beside what was found.
 """
@@ -28,9 +28,10 @@ def main() -> None:
     parser.add_argument("--gpus", type=int, default=64)
     parser.add_argument("--seconds", type=float, default=1800.0)
     parser.add_argument("--period", type=float, default=1.0, help="seconds per ledger row")
+    parser.add_argument("--step", type=float, default=0.47, help="training step length, s")
     args = parser.parse_args()
     trace = TrainingTrace.generate(
-        seed=7, duration_s=args.seconds, step_s=(0.5, 0.5), compute_w=650.0, comm_w=350.0,
+        seed=7, duration_s=args.seconds, step_s=(args.step, args.step), compute_w=650.0, comm_w=350.0,
         comm_fraction=0.2, checkpoint_every_s=60.0, checkpoint_s=5.0, checkpoint_w=CHECKPOINT_W,
         jitter=0.0, power_jitter=0.0,
     )  # fmt: skip

@@ -38,7 +38,7 @@ def sampled(trace: TrainingTrace, period_s: float = 1.0, gpus: int = GPUS) -> li
 @pytest.fixture(scope="module")
 def trace() -> TrainingTrace:
     return TrainingTrace.generate(
-        seed=3, duration_s=DURATION_S, step_s=(0.5, 0.5), compute_w=650.0, comm_w=350.0,
+        seed=3, duration_s=DURATION_S, step_s=(0.47, 0.47), compute_w=650.0, comm_w=350.0,
         comm_fraction=0.2, checkpoint_every_s=60.0, checkpoint_s=5.0, checkpoint_w=CHECKPOINT_W,
         jitter=0.0, power_jitter=0.0,
     )  # fmt: skip
@@ -55,13 +55,14 @@ def test_checkpoint_dips_are_found_with_their_depth_within_5_percent(trace: Trai
     figures = power_fluctuation(sampled(trace), limit_w=700.0)
     assert figures is not None
     assert len(figures.dips) == len(stalls)
-    training_w = GPUS * (0.8 * 650.0 + 0.2 * 350.0)  # steps of 0.4 s compute + 0.1 s comm
+    training_w = GPUS * (0.8 * 650.0 + 0.2 * 350.0)  # 80 % of each step computing, 20 % communicating
     true_depth = 1 - GPUS * CHECKPOINT_W / training_w
+    assert any(start % 1 for start, _ in stalls)  # stalls that do not line up with the 1 s samples
     for dip, (start, end) in zip(figures.dips, stalls, strict=True):
         assert abs(dip.depth - true_depth) <= 0.05 * true_depth
-        assert dip.start_s <= start + 1 and dip.end_s >= end - 1  # located to the sample
-        assert abs(dip.duration_s - (end - start)) <= 1.0
-    assert figures.median_w == pytest.approx(training_w, rel=0.01)
+        assert abs(dip.start_s - start) < 1 and abs(dip.end_s - end) < 1  # located to the sample
+        assert abs(dip.duration_s - (end - start)) <= 0.05 * (end - start)
+    assert figures.median_w == pytest.approx(training_w, rel=0.02)
 
 
 def test_percent_of_limit_swing_and_ramp(trace: TrainingTrace) -> None:
@@ -69,9 +70,9 @@ def test_percent_of_limit_swing_and_ramp(trace: TrainingTrace) -> None:
     assert figures is not None and figures.limit_pct is not None
     low, median, high = figures.limit_pct
     assert low == pytest.approx(100 * CHECKPOINT_W / 700, abs=0.5)  # the stall, 14 % of 700 W
-    assert median == pytest.approx(100 * 590 / 700, abs=1.0)
+    assert median == pytest.approx(100 * 590 / 700, abs=1.5)  # a 1 s sample holds 2 or 3 partial steps
     assert high <= 100 * 650 / 700 + 0.5
-    assert figures.swing_w == pytest.approx(GPUS * (590 - CHECKPOINT_W), rel=0.02)
+    assert figures.swing_w == pytest.approx(GPUS * (590 - CHECKPOINT_W), rel=0.03)
     assert figures.ramp_w_per_s >= GPUS * (590 - CHECKPOINT_W) * 0.5  # within one 1 s sample or two
     assert figures.resolution_s == 1.0
 
