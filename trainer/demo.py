@@ -18,6 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from wattlog.accounting.ledger import describe_url
 from wattlog.accounting.run_report import print_run_report
 from wattlog.accounting.sites import get_site
+from wattlog.accounting.units import readable
 from wattlog.errors import ConfigError
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors import discover
@@ -142,10 +143,10 @@ def _train(
         TextColumn("loss {task.fields[loss]}"),
         TextColumn("{task.fields[tps]} tok/s"),
         TextColumn("{task.fields[watts]} W"),
-        TextColumn("{task.fields[joules]} J"),
+        TextColumn("{task.fields[energy]}"),
         TimeElapsedColumn(),
     )
-    fields: dict[str, Any] = {"step": 0, "loss": "-", "tps": "-", "watts": "-", "joules": "-"}
+    fields: dict[str, Any] = {"step": 0, "loss": "-", "tps": "-", "watts": "-", "energy": "-"}
     model.train()
     end_s = time.monotonic() + seconds
     next_view_s = 0.0
@@ -174,7 +175,7 @@ def _view(t: Tracker) -> dict[str, Any]:
         "loss": f"{latest.values['loss']:.3f}" if latest and "loss" in latest.values else "-",
         "tps": f"{speed.tokens_per_s:,.0f}" if speed else "-",
         "watts": f"{power:.1f}" if power is not None else "-",
-        "joules": f"{energy:,.0f}" if energy is not None else "-",
+        "energy": readable(energy, "energy") if energy is not None else "-",
     }
 
 
