@@ -24,7 +24,7 @@ from rich.console import Console, RenderableType
 from wattlog.accounting.fitted import FittedTable
 from wattlog.accounting.footprint import Footprint, WaterConvention
 from wattlog.accounting.ranges import Quantity, Range, bounds
-from wattlog.accounting.units import sig3
+from wattlog.accounting.units import readable_range, sig3
 from wattlog.errors import ConfigError
 
 MISSING = "-"
@@ -238,6 +238,21 @@ def table_cells(rows: Sequence[TableRow]) -> tuple[list[str], list[list[str]]]:
     return [HEADERS[k] for k in keys] + extra, cells
 
 
+def readable_summary(row: TableRow) -> str:
+    """One line: the row's energy, emissions and water in readable units (J/Wh/kWh/MWh, g/kg/t, L/kL)."""
+    parts = []
+    for column, quantity, scale, what, unit in (
+        ("total_power_mwh", "energy", 3.6e9, "IT energy", ""),
+        ("co2_t", "mass", 1e6, "emissions", " CO2e"),
+        ("water_kl", "volume", 1e3, "water", ""),
+    ):
+        value = row.figure(column)
+        if value is not None:
+            lo, hi = bounds(value)
+            parts.append(f"{what} {readable_range(lo * scale, hi * scale, quantity)}{unit}")
+    return f"{row.model}: " + ", ".join(parts) + f" (energy source: {row.energy_source})"
+
+
 def footnotes(rows: Sequence[TableRow]) -> list[str]:
     """What every table says below it: what is left out, units, water convention(s), row notes."""
     notes = [LEFT_OUT, ENERGY_NOTE]
@@ -247,6 +262,8 @@ def footnotes(rows: Sequence[TableRow]) -> list[str]:
     if any(r.gpu_mwh is not None and r.host_mwh is not None for r in rows):
         notes.append(SPLIT_NOTE)
     notes.extend(f"{r.model}: {note}" for r in rows for note in dict.fromkeys(r.notes))
+    # A run's figures also in units of their size: a small run reads "0.000000142" MWh in the table.
+    notes.extend(readable_summary(r) for r in rows if r.role == "run" and r.total_power_mwh is not None)
     return notes
 
 

@@ -12,13 +12,12 @@ from rich.console import Console
 from rich.table import Table
 
 from wattlog.accounting.ledger import Ledger, describe_url
-from wattlog.accounting.ranges import bounds
 from wattlog.accounting.reference import reference_table_rows
-from wattlog.accounting.render import TableFormat, TableRow, footnotes, render, show
+from wattlog.accounting.render import TableFormat, footnotes, readable_summary, render, show
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
 from wattlog.accounting.split import Use, energy_split
-from wattlog.accounting.units import readable, readable_range
+from wattlog.accounting.units import readable
 
 _LABELS = {
     Use.PRODUCTIVE: "productive training",
@@ -40,21 +39,6 @@ def split_table(ledger: Ledger, run: str) -> Table:
         table.add_row(_LABELS[use], readable(joules, "energy"), f"{split.share(use):.1%}")
     table.add_row("total", readable(split.total_j, "energy"), "100.0%", style="bold")
     return table
-
-
-def readable_summary(row: TableRow) -> str:
-    """One line: the row's energy, emissions and water in readable units (J/Wh/kWh/MWh, g/kg/t, L/kL)."""
-    parts = []
-    for column, quantity, scale, what, unit in (
-        ("total_power_mwh", "energy", 3.6e9, "IT energy", ""),
-        ("co2_t", "mass", 1e6, "emissions", " CO2e"),
-        ("water_kl", "volume", 1e3, "water", ""),
-    ):
-        value = row.figure(column)
-        if value is not None:
-            lo, hi = bounds(value)
-            parts.append(f"{what} {readable_range(lo * scale, hi * scale, quantity)}{unit}")
-    return f"{row.model}: " + ", ".join(parts) + f" (energy source: {row.energy_source})"
 
 
 def print_run_report(ledger: Ledger, run: str, db: str | None, console: Console | None = None) -> None:
