@@ -184,3 +184,16 @@ def grids_json(grids: Sequence[object]) -> str:
         )
         + "\n"
     )
+
+
+def grids_csv(grids: Sequence[object]) -> str:
+    """Several tables in one CSV, long form: table, row (its first cell), column, value (as printed)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["table", "row", "column", "value"])
+    for g in grids:
+        headers = list(getattr(g, "headers", []))
+        for cells in getattr(g, "cells", []):
+            for header, value in zip(headers[1:], cells[1:], strict=True):
+                writer.writerow([getattr(g, "title", ""), cells[0], header, value])
+    return buffer.getvalue()

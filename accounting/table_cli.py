@@ -14,6 +14,7 @@ from rich.text import Text
 from sqlalchemy.engine import make_url
 
 from wattlog.accounting.devices import Overhead
+from wattlog.accounting.exports import grids_csv, grids_json
 from wattlog.accounting.footprint import WaterConvention
 from wattlog.accounting.intensity_files import read_intensity
 from wattlog.accounting.ledger.engine import describe_url, make_engine, resolve_url
@@ -187,20 +188,19 @@ def _show_project(
     ledger: Ledger, project: str, by: str, options: TableOptions, fmt: TableFormat, notes_file: Path | None
 ) -> None:
     grids = project_tables(ledger, project, by, options)
-    if fmt is TableFormat.JSON:
-        from wattlog.accounting.exports import grids_json
-
-        show(grids_json(grids))
+    if fmt in (TableFormat.JSON, TableFormat.CSV):
+        show(grids_json(grids) if fmt is TableFormat.JSON else grids_csv(grids))
+        if fmt is TableFormat.CSV or notes_file is not None:
+            _write_notes([n for g in grids for n in g.notes], notes_file)
         return
     out_fmt = _grid_format(fmt)
     notes: list[str] = []
     parts = []
     for grid in grids:
-        grid_notes = [] if out_fmt is TableFormat.CSV else grid.notes
         notes += grid.notes
-        rendered = render_grid(grid.headers, grid.cells, grid_notes, out_fmt, grid.right)
+        rendered = render_grid(grid.headers, grid.cells, grid.notes, out_fmt, grid.right)
         if isinstance(rendered, str):
-            heading = {TableFormat.MARKDOWN: f"### {grid.title}\n\n", TableFormat.CSV: ""}.get(out_fmt, "")
+            heading = f"### {grid.title}\n\n" if out_fmt is TableFormat.MARKDOWN else ""
             parts.append(heading + rendered)
         else:
             parts.append(Group(Text(grid.title, style="bold"), rendered, Text("")))
@@ -208,7 +208,7 @@ def _show_project(
         show("\n".join(str(p) for p in parts))
     else:
         show(Group(*parts))
-    if out_fmt is TableFormat.CSV or notes_file is not None:
+    if notes_file is not None:
         _write_notes(notes, notes_file)
 
 

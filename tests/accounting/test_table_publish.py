@@ -251,3 +251,14 @@ def test_power_shows_percent_of_limit_dips_swing_and_ramp(
     assert power["Resolution"] == "1.00 s"
     limit = device_catalog().get("H100")[0].power_limit_w
     assert f"power limit {limit:g} W per GPU (H100, recorded device model" in out
+
+
+def test_project_tables_as_one_long_csv(capsys: pytest.CaptureFixture[str], example_db: str) -> None:
+    code, out, err = run_table(
+        capsys, "--project", "example", "--by", "group", "--db", example_db, "--format", "csv"
+    )
+    assert code == 0 and "Embodied (hardware" in err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert {r["table"].split(":")[0] for r in rows} == {"Table 1", "Table 2", "Table 3"}
+    total = {r["column"]: r["value"] for r in rows if r["row"] == "Total (example)"}
+    assert total["Runs"] == str(len(EXAMPLE_RUNS)) and "Embodied (tCO2eq)" in total
