@@ -264,8 +264,8 @@ def _caveats(figures: Sequence[RunFigures], devices: DeviceCatalog | None = None
         model, _ = (devices or device_catalog()).get(device)
         if model.embodied_kg_per_gpu_hour is not None:
             notes.append(
-                f"Embodied per {device} GPU-hour: {model.embodied_kg_per_gpu_hour:.3f} kg CO2e and "
-                f"{model.embodied_l_per_gpu_hour or 0.0:.4f} L ({model.embodied_source()})."
+                f"Embodied per {device} GPU-hour: {sig3(model.embodied_kg_per_gpu_hour)} kg CO2e and "
+                f"{sig3(model.embodied_l_per_gpu_hour or 0.0)} L ({model.embodied_source()})."
             )
         else:
             notes.append(f"No sourced embodied figures for {device}: its embodied columns show -.")

@@ -262,3 +262,11 @@ def test_project_tables_as_one_long_csv(capsys: pytest.CaptureFixture[str], exam
     assert {r["table"].split(":")[0] for r in rows} == {"Table 1", "Table 2", "Table 3"}
     total = {r["column"]: r["value"] for r in rows if r["row"] == "Total (example)"}
     assert total["Runs"] == str(len(EXAMPLE_RUNS)) and "Embodied (tCO2eq)" in total
+
+
+def test_h100_embodied_per_gpu_hour_is_the_papers() -> None:
+    h100, assumed = device_catalog().get("")
+    assert (h100.name, assumed) == ("H100", True)
+    assert h100.embodied_kg_per_gpu_hour == pytest.approx(0.013, abs=0.0005)  # 463 kg / 4 years
+    assert h100.embodied_l_per_gpu_hour == pytest.approx(0.003, abs=0.0001)  # 102.6 L / 4 years
+    assert "arXiv 2503.05804" in h100.embodied_source()
