@@ -81,18 +81,15 @@ class DeviceCatalog:
     def get(self, name: str) -> tuple[DeviceModel, bool]:
         """The model of this name (or the default for ""), and whether it was assumed.
 
-        Raises:
-            ConfigError: A name the catalog does not hold.
+        A name the catalog does not hold is a model without figures: its embodied
+        columns and % of power limit show "-", never another device's numbers.
         """
-        if not name:
+        if not name.strip():
             return self.models[self.default], True
         for key, model in self.models.items():
             if key.lower() == name.strip().lower():
                 return model, False
-        raise ConfigError(
-            f"unknown device model {name!r}: use one of {', '.join(self.models)} "
-            "(accounting/data/devices.toml)"
-        )
+        return DeviceModel(name=name.strip()), False
 
 
 def device_catalog() -> DeviceCatalog:

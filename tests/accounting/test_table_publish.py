@@ -270,3 +270,18 @@ def test_h100_embodied_per_gpu_hour_is_the_papers() -> None:
     assert h100.embodied_kg_per_gpu_hour == pytest.approx(0.013, abs=0.0005)  # 463 kg / 4 years
     assert h100.embodied_l_per_gpu_hour == pytest.approx(0.003, abs=0.0001)  # 102.6 L / 4 years
     assert "arXiv 2503.05804" in h100.embodied_source()
+
+
+def test_an_unknown_device_model_has_no_figures_rather_than_another_devices(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    ledger = Ledger(make_engine(url))
+    run = ledger.start_run("tpu", project="p", site="jupiter", device_model="TPU v5p")
+    row = EnergyInterval("h", "chip-0", Kind.GPU, Source.COUNTER, H0, H0 + 3600, 3.6e8, 3.6e8, 3.6e8)
+    ledger.record_intervals(run.id, [row])  # type: ignore[arg-type]
+    ledger.engine.dispose()
+    code, out, _ = run_table(capsys, "--project", "p", "--by", "phase", "--db", url, "--format", "markdown")
+    assert code == 0
+    assert markdown_tables(out)[0][-1]["Embodied (tCO2eq)"] == "-"
+    assert "No sourced embodied figures for TPU v5p" in out
