@@ -5,8 +5,8 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from wattlog.accounting.exports import TRAINING_TYPES, ModelCardFacts, hf_block
-from wattlog.accounting.ledger.models import Run
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.ledger.views import RunInfo
 from wattlog.accounting.render import TableRow, format_figure
 from wattlog.accounting.run_table import TableOptions
 from wattlog.errors import ConfigError
@@ -19,7 +19,7 @@ def _version() -> str:
         return "dev"
 
 
-def hardware(ledger: Ledger, run: Run) -> str:
+def hardware(ledger: Ledger, run: RunInfo) -> str:
     """E.g. "8 x H100", or the kinds measured ("CPU (estimated)") when the run had no GPUs."""
     _, gpus = ledger.device_seconds(run.name, "gpu")
     if gpus:
@@ -29,7 +29,7 @@ def hardware(ledger: Ledger, run: Run) -> str:
     return ", ".join(kinds) or "not recorded"
 
 
-def model_card_facts(ledger: Ledger, run: Run, row: TableRow, options: TableOptions) -> str:
+def model_card_facts(ledger: Ledger, run: RunInfo, row: TableRow, options: TableOptions) -> str:
     """The co2_eq_emissions YAML block for `run`, whose table row is `row`.
 
     Raises:

@@ -6,8 +6,8 @@ import statistics
 from collections.abc import Sequence
 
 from wattlog.accounting.devices import DeviceCatalog, device_catalog
-from wattlog.accounting.ledger.models import Run
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.ledger.views import RunInfo
 from wattlog.accounting.power import PowerFluctuation, power_fluctuation
 from wattlog.accounting.units import readable, sig3
 
@@ -29,11 +29,11 @@ POWER_NOTES = [
 
 
 def run_power(
-    ledger: Ledger, run: Run, devices: DeviceCatalog | None = None
+    ledger: Ledger, run: RunInfo, devices: DeviceCatalog | None = None
 ) -> tuple[PowerFluctuation | None, list[str]]:
     """The run's power figures and notes (which power limit was used, and whether it was assumed)."""
     model, assumed = (devices or device_catalog()).get(run.device_model)
-    figures = power_fluctuation(ledger.power_rows(run.name), model.power_limit_w)
+    figures = power_fluctuation(ledger.energy_rows(run.name), model.power_limit_w)
     notes = []
     if figures is not None and figures.limit_pct is not None:
         how = "assumed: no device model recorded" if assumed else "recorded device model"
@@ -62,7 +62,7 @@ def power_cells(name: str, figures: PowerFluctuation | None) -> list[str]:
     ]
 
 
-def power_grid(ledger: Ledger, runs: Sequence[Run]) -> tuple[list[str], list[list[str]], list[str]]:
+def power_grid(ledger: Ledger, runs: Sequence[RunInfo]) -> tuple[list[str], list[list[str]], list[str]]:
     """Headers, cells and notes of the power table of `runs`."""
     devices = device_catalog()
     cells, notes = [], list(POWER_NOTES)

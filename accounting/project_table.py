@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 from wattlog.accounting.devices import DeviceCatalog, device_catalog
 from wattlog.accounting.footprint import Footprint
-from wattlog.accounting.ledger.models import Phase, Role, Run, Stage
+from wattlog.accounting.ledger.models import Phase, Role, Stage
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.ledger.views import RunInfo
 from wattlog.accounting.ranges import Quantity, Range, bounds
 from wattlog.accounting.render import format_figure
 from wattlog.accounting.run_table import TableOptions, has_site, run_footprint
@@ -29,7 +30,7 @@ GROUPINGS = ("group", "stage", "phase")
 """What `wattlog table --project P --by` groups Table 1 by."""
 
 
-def run_phase(run: Run) -> str:
+def run_phase(run: RunInfo) -> str:
     """The run's phase: as recorded, else final for the final role and development for every other."""
     if run.phase:
         return run.phase
@@ -52,7 +53,7 @@ class RunFigures:
         device_assumed: Whether the device model was assumed (not recorded).
     """
 
-    run: Run
+    run: RunInfo
     phase: str
     gpu_hours: float
     gpu_hours_recorded: bool
@@ -63,7 +64,7 @@ class RunFigures:
     device_assumed: bool
 
 
-def run_figures(ledger: Ledger, run: Run, options: TableOptions, devices: DeviceCatalog) -> RunFigures:
+def run_figures(ledger: Ledger, run: RunInfo, options: TableOptions, devices: DeviceCatalog) -> RunFigures:
     """GPU-hours, footprint and embodied figures of one run."""
     if run.gpu_hours is not None:
         gpu_hours, recorded = float(run.gpu_hours), True

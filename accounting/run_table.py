@@ -15,8 +15,9 @@ from dataclasses import dataclass, field, replace
 from wattlog.accounting.devices import Overhead
 from wattlog.accounting.footprint import Energy, Footprint, WaterConvention, energy_label, footprint_for
 from wattlog.accounting.intensity import IntensitySource
-from wattlog.accounting.ledger.models import Role, Run
+from wattlog.accounting.ledger.models import Role, Status
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.ledger.views import RunInfo
 from wattlog.accounting.prometheus_energy import energy_from_prometheus
 from wattlog.accounting.ranges import Quantity, Range
 from wattlog.accounting.render import TableRow
@@ -54,12 +55,12 @@ SITELESS_NOTE = "recorded without a site, so no footprint: pass --site NAME (see
 """The note a site-less run's row carries instead of failing the whole table."""
 
 
-def has_site(run: Run, options: TableOptions) -> bool:
+def has_site(run: RunInfo, options: TableOptions) -> bool:
     """Whether a site is known for the run (recorded, or given for every run)."""
     return bool(options.site or run.site)
 
 
-def run_footprint(ledger: Ledger, run: Run, options: TableOptions) -> Footprint | None:
+def run_footprint(ledger: Ledger, run: RunInfo, options: TableOptions) -> Footprint | None:
     """The footprint of one run, or None if it recorded no energy."""
     site_name = options.site or run.site
     if not site_name:
@@ -80,7 +81,7 @@ def run_footprint(ledger: Ledger, run: Run, options: TableOptions) -> Footprint 
     return footprint_for(energy, site, intensity=options.intensity, convention=options.convention)
 
 
-def gpu_only_overhead(ledger: Ledger, run: Run, options: TableOptions) -> bool:
+def gpu_only_overhead(ledger: Ledger, run: RunInfo, options: TableOptions) -> bool:
     """Whether the overhead multiplier applies: one was given and the run measured GPUs and nothing else."""
     if options.overhead is None or options.prometheus_url:
         return False
@@ -105,7 +106,7 @@ def with_overhead(energy: Energy, factor: float) -> Energy:
     )
 
 
-def run_row(ledger: Ledger, run: Run, options: TableOptions) -> TableRow:
+def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
     """One run's row (its model, or its name when no model was recorded)."""
     label = f"{run.model or run.name} ({run.name}, {run.role})"
     if not has_site(run, options):
@@ -188,7 +189,7 @@ def _sum_row(label: str, footprints: Sequence[Footprint | None]) -> TableRow:
     )
 
 
-def _prometheus_energy(run: Run, options: TableOptions) -> Energy | None:
+def _prometheus_energy(run: RunInfo, options: TableOptions) -> Energy | None:
     assert options.prometheus_url is not None
     end_s = run.end_s if run.end_s is not None else options.now_s()
     rows = energy_from_prometheus(
@@ -197,13 +198,13 @@ def _prometheus_energy(run: Run, options: TableOptions) -> Energy | None:
     return energy_from_devices(rows)
 
 
-def _run_notes(run: Run, options: TableOptions) -> tuple[str, ...]:
+def _run_notes(run: RunInfo, options: TableOptions) -> tuple[str, ...]:
     notes = []
     if options.prometheus_url:
         notes.append(
             f"energy from Prometheus at {options.prometheus_url}: increase() over the run's interval"
         )
-    if run.status != "finished":
+    if run.status != Status.FINISHED:
         notes.append(f"run status {run.status}: figures so far")
     if run.restarts:
         notes.append(f"restarted {run.restarts} time(s); energy of every attempt included")

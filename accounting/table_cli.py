@@ -18,8 +18,8 @@ from wattlog.accounting.exports import grids_csv, grids_json
 from wattlog.accounting.footprint import WaterConvention
 from wattlog.accounting.intensity_files import read_intensity
 from wattlog.accounting.ledger.engine import describe_url, make_engine, resolve_url
-from wattlog.accounting.ledger.models import Run
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.ledger.views import RunInfo
 from wattlog.accounting.model_card import model_card_facts
 from wattlog.accounting.power_report import power_grid
 from wattlog.accounting.project_table import GROUPINGS, project_tables
@@ -122,7 +122,7 @@ def table(
         if project and by:
             _show_project(ledger, project, by, options, fmt, notes_file)
             return
-        chosen: list[Run] = []
+        chosen: list[RunInfo] = []
         if project:
             rows += project_rows(ledger, project, options)
             chosen = ledger.runs(project)

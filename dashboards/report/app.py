@@ -13,7 +13,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from wattlog.accounting.ledger import Ledger, Run, describe_url, make_engine, resolve_url
+from wattlog.accounting.ledger import Ledger, RunInfo, describe_url, make_engine, resolve_url
 from wattlog.accounting.power_report import POWER_HEADERS, POWER_NOTES, power_cells, run_power
 from wattlog.accounting.render import footnotes, format_figure
 from wattlog.dashboards.report.data import RunReport, load_report
@@ -137,7 +137,7 @@ def breakdown(report: RunReport) -> None:
     right.caption(f"By use (productive, lost work, health checks, idle); energy source: {report.use_source}.")
 
 
-def power_fluctuation(ledger: Ledger, run: Run) -> None:
+def power_fluctuation(ledger: Ledger, run: RunInfo) -> None:
     """Power as % of the power limit, dips, the job's swing and ramp (as `wattlog table --power`)."""
     st.subheader("Power fluctuation")
     figures, notes = run_power(ledger, run)
