@@ -12,8 +12,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from wattlog.accounting.devices import Overhead
 from wattlog.accounting.extrapolate import job_energy
-from wattlog.accounting.footprint import Footprint, WaterConvention, footprint_for
+from wattlog.accounting.footprint import Energy, Footprint, WaterConvention, energy_label, footprint_for
 from wattlog.accounting.intensity import IntensitySource
 from wattlog.accounting.ledger.jobs import JobNodes, job_nodes
 from wattlog.accounting.ledger.models import Role, Status
@@ -25,6 +26,7 @@ from wattlog.accounting.render import TableRow
 from wattlog.accounting.run_energy import ledger_energy
 from wattlog.accounting.sites import Site, get_site
 from wattlog.errors import ConfigError
+from wattlog.records import Kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +40,8 @@ class TableOptions:
         convention: Water convention.
         prometheus_url: Take energy from this Prometheus instead of the ledger.
         now_s: Wall clock, for the end of runs still running (Prometheus only).
+        overhead: Multiply GPU energy by this for the rest of the server, on runs that measured
+            only GPUs (measured CPU/DRAM energy is preferred where it exists).
     """
 
     catalog: Mapping[str, Site]
@@ -46,6 +50,16 @@ class TableOptions:
     convention: WaterConvention = WaterConvention.PAPER
     prometheus_url: str | None = None
     now_s: Callable[[], float] = field(default=time.time)
+    overhead: Overhead | None = None
+
+
+SITELESS_NOTE = "recorded without a site, so no footprint: pass --site NAME (see `wattlog sites`)"
+"""The note a site-less run's row carries instead of failing the whole table."""
+
+
+def has_site(run: RunInfo, options: TableOptions) -> bool:
+    """Whether a site is known for the run (recorded, or given for every run)."""
+    return bool(options.site or run.site)
 
 
 def run_footprint(ledger: Ledger, run: RunInfo, options: TableOptions) -> Footprint | None:
@@ -66,12 +80,42 @@ def run_footprint(ledger: Ledger, run: RunInfo, options: TableOptions) -> Footpr
             energy = job_energy(ledger.energy_totals(run.name), nodes.node_count, energy.by_hour_mwh)
     if energy is None:
         return None
+    if gpu_only_overhead(ledger, run, options):
+        assert options.overhead is not None
+        energy = with_overhead(energy, options.overhead.factor)
     return footprint_for(energy, site, intensity=options.intensity, convention=options.convention)
+
+
+def gpu_only_overhead(ledger: Ledger, run: RunInfo, options: TableOptions) -> bool:
+    """Whether the overhead multiplier applies: one was given and the run measured GPUs and nothing else."""
+    if options.overhead is None or options.prometheus_url:
+        return False
+    kinds = {total.kind for total in ledger.energy_totals(run.name)}
+    return kinds == {Kind.GPU.value}
+
+
+def with_overhead(energy: Energy, factor: float) -> Energy:
+    """GPU-only energy scaled to the whole server; the added part is labelled estimated and shown apart."""
+    it = float(energy.it_mwh) if not isinstance(energy.it_mwh, Range) else energy.it_mwh.mid
+    band = energy.band_mwh
+    return replace(
+        energy,
+        it_mwh=energy.it_mwh * factor,
+        source=energy_label([*energy.source.split("+"), "estimated"]),
+        band_mwh=None if band is None else Range(band.lo * factor, band.hi * factor),
+        by_hour_mwh=None
+        if energy.by_hour_mwh is None
+        else {hour: mwh * factor for hour, mwh in energy.by_hour_mwh.items()},
+        gpu_mwh=it,
+        host_mwh=it * (factor - 1.0),
+    )
 
 
 def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
     """One run's row (its model, or its name when no model was recorded)."""
     label = f"{run.model or run.name} ({run.name}, {run.role})"
+    if not has_site(run, options):
+        return TableRow(label, None, None, None, None, None, None, "none", notes=(SITELESS_NOTE,))
     found = run_footprint(ledger, run, options)
     if found is None:
         return TableRow(label, None, None, None, None, None, None, "none", notes=("no energy recorded",))
@@ -80,6 +124,11 @@ def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
     if nodes.node_count > 1 or len(nodes.joined) > 1:
         measured = {t.host for t in ledger.energy_totals(run.name)}
         notes = (nodes.describe(sorted(measured)), *notes)
+    if gpu_only_overhead(ledger, run, options):
+        assert options.overhead is not None
+        notes = (*notes, options.overhead.label)
+    elif options.overhead is not None:
+        notes = (*notes, "overhead multiplier not applied: CPU/DRAM (or node) energy was measured")
     return TableRow.from_footprint(label, found, notes=notes)
 
 
@@ -88,7 +137,9 @@ def project_rows(ledger: Ledger, project: str, options: TableOptions) -> list[Ta
     runs = ledger.runs(project)
     if not runs:
         raise ConfigError(f"project {project!r} has no runs")
-    prints = {run.name: run_footprint(ledger, run, options) for run in runs}
+    prints = {
+        run.name: run_footprint(ledger, run, options) if has_site(run, options) else None for run in runs
+    }
     rows = [run_row(ledger, run, options) for run in runs if run.role == Role.FINAL]
     for role in Role:
         group = [run for run in runs if run.role == role]

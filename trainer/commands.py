@@ -12,6 +12,31 @@ from rich.console import Console
 DbOption = Annotated[
     str | None, typer.Option("--db", help="Ledger URL (default $WATTLOG_DB or ./wattlog.db).")
 ]
+PhaseOption = Annotated[
+    str,
+    typer.Option("--phase", help="development or final (default: final for role final, else development)."),
+]
+StageOption = Annotated[
+    str,
+    typer.Option(
+        "--stage", help="pretraining, mid-training, sft, dpo, rl, evaluation, inference or debugging."
+    ),
+]
+GroupOption = Annotated[str, typer.Option("--group", help="Scale group, e.g. 7B (the project tables' rows).")]
+DeviceModelOption = Annotated[
+    str, typer.Option("--device-model", help="Accelerator model, e.g. H100 (embodied figures, power limit).")
+]
+GpuHoursOption = Annotated[
+    float | None,
+    typer.Option("--gpu-hours", min=0, help="GPU-hours of the run (default: derived from its GPU rows)."),
+]
+RequestsOption = Annotated[
+    int | None, typer.Option("--requests", min=0, help="Requests served (an inference run: break-even).")
+]
+HEALTH_SITE = "world"
+"""The site a health-check run is recorded with: the labelled, sourced world average (`wattlog sites`)."""
+RoleOption = Annotated[str, typer.Option("--role", help="final, ablation, baseline, failed or debug.")]
+ProjectOption = Annotated[str, typer.Option("--project", help="Project the run belongs to.")]
 
 
 def demo(
@@ -25,6 +50,10 @@ def demo(
     ] = 0,
     port: Annotated[int, typer.Option("--port", help="Metrics port on 127.0.0.1 (0: any free port).")] = 0,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Sequences per step.")] = 8,
+    phase: PhaseOption = "",
+    stage: StageOption = "pretraining",
+    group: GroupOption = "",
+    device_model: DeviceModelOption = "",
 ) -> int:
     """Train a small GPT for about a minute under the tracker and print its footprint beside Table 19."""
     from wattlog.trainer.demo import DemoConfig, run_demo
@@ -38,6 +67,10 @@ def demo(
         simulate_gpus=simulate_gpus,
         port=port,
         batch_size=batch_size,
+        phase=phase,
+        stage=stage,
+        scale_group=group,
+        device_model=device_model,
     )
     return run_demo(config)
 
@@ -59,6 +92,14 @@ def run(
             "--sample-nodes", min=1, help="Measure K of the job's nodes, extrapolate ($WATTLOG_SAMPLE_NODES)."
         ),
     ] = None,
+    project: ProjectOption = "default",
+    role: RoleOption = "final",
+    phase: PhaseOption = "",
+    stage: StageOption = "",
+    group: GroupOption = "",
+    device_model: DeviceModelOption = "",
+    gpu_hours: GpuHoursOption = None,
+    requests: RequestsOption = None,
 ) -> int:
     """Run COMMAND with an agent sampling the node and record the run; exit with its code.
 
@@ -70,7 +111,23 @@ def run(
 
     label = name or time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())
     return run_command(
-        command or [], run=label, site=site, db=db, port=port, resume=resume, sample_nodes=sample_nodes
+        command or [],
+        run=label,
+        site=site,
+        db=db,
+        port=port,
+        resume=resume,
+        sample_nodes=sample_nodes,
+        labels={
+            "project": project,
+            "role": role,
+            "phase": phase,
+            "stage": stage,
+            "scale_group": group,
+            "device_model": device_model,
+            "gpu_hours": gpu_hours,
+            "requests": requests,
+        },
     )
 
 
@@ -91,7 +148,7 @@ def health_check(
     ] = 0.8,
 ) -> int:
     """Multiply, compare and time on each device, check NVML; exit 1 if any device is unhealthy."""
-    from wattlog.accounting.ledger import Ledger, Role, describe_url, make_engine
+    from wattlog.accounting.ledger import Ledger, Role, Stage, Status, describe_url, make_engine
     from wattlog.events import EventCategory, EventKind
     from wattlog.trainer.health import compare_peers, default_devices, exit_code
     from wattlog.trainer.health import health_check as check
@@ -105,7 +162,15 @@ def health_check(
     try:
         ledger = Ledger(engine)
         if ledger.find_run(label) is None:
-            ledger.start_run(label, project="health", role=Role.DEBUG, host=socket.gethostname())
+            # With a site (the world average, labelled as such) so `wattlog table` can show it.
+            ledger.start_run(
+                label,
+                project="health",
+                role=Role.DEBUG,
+                host=socket.gethostname(),
+                site=HEALTH_SITE,
+                stage=Stage.DEBUGGING,
+            )
         for result in results:
             ledger.record_event(
                 label,
@@ -114,6 +179,7 @@ def health_check(
                 category=EventCategory.HEALTH_CHECK,
                 payload=result.payload(),
             )
+        ledger.end_run(label, Status.FINISHED)
     finally:
         engine.dispose()
     console.print(f"Recorded in run {label} of {describe_url(db)}")

@@ -21,6 +21,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from wattlog.accounting.ledger import describe_url
 from wattlog.accounting.run_report import print_run_report
 from wattlog.accounting.sites import get_site
+from wattlog.accounting.units import readable
 from wattlog.errors import ConfigError
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors import discover
@@ -57,6 +58,14 @@ class DemoConfig:
     """Seed of the corpus, the windows and the weights."""
     flush_s: float = 5.0
     """Seconds between ledger writes of the energy."""
+    phase: str = ""
+    """development or final ("" = from the role)."""
+    stage: str = "pretraining"
+    """What the run does (pretraining, sft, ...)."""
+    scale_group: str = ""
+    """Scale group of the project tables (e.g. "tiny")."""
+    device_model: str = ""
+    """Accelerator model (embodied figures, power limit)."""
 
     def __post_init__(self) -> None:
         """Validate the settings before anything starts."""
@@ -105,6 +114,10 @@ def _demo(config: DemoConfig, console: Console, supervisor: Supervisor) -> int:
         agent_config=AgentConfig(port=config.port, flush_s=flush_s),
         config={"model": config.model, "params": model.num_params(), "batch_size": config.batch_size},
         progress_every_s=min(30.0, flush_s),
+        phase=config.phase,
+        stage=config.stage,
+        scale_group=config.scale_group,
+        device_model=config.device_model,
     )
     code = 0
     try:
@@ -161,10 +174,10 @@ def _train(
         TextColumn("loss {task.fields[loss]}"),
         TextColumn("{task.fields[tps]} tok/s"),
         TextColumn("{task.fields[watts]} W"),
-        TextColumn("{task.fields[joules]} J"),
+        TextColumn("{task.fields[energy]}"),
         TimeElapsedColumn(),
     )
-    fields: dict[str, Any] = {"step": 0, "loss": "-", "tps": "-", "watts": "-", "joules": "-"}
+    fields: dict[str, Any] = {"step": 0, "loss": "-", "tps": "-", "watts": "-", "energy": "-"}
     model.train()
     end_s = time.monotonic() + seconds
     next_view_s = 0.0
@@ -194,7 +207,7 @@ def _view(t: Tracker) -> dict[str, Any]:
         "loss": f"{latest.values['loss']:.3f}" if latest and "loss" in latest.values else "-",
         "tps": f"{speed.tokens_per_s:,.0f}" if speed else "-",
         "watts": f"{power:.1f}" if power is not None else "-",
-        "joules": f"{energy:,.0f}" if energy is not None else "-",
+        "energy": readable(energy, "energy") if energy is not None else "-",
     }
 
 

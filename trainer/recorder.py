@@ -56,6 +56,7 @@ class RunRecorder:
         resume: bool,
         resume_step: int | None,
         job_id: str | None = None,
+        **labels: str,
     ) -> tuple[int, LostWork | None]:
         """Create (or resume) the run on rank 0, find it on the others.
 
@@ -84,6 +85,7 @@ class RunRecorder:
                 config=dict(config),
                 host=socket.gethostname(),
                 resume=resume,
+                **labels,  # phase, stage, scale_group, device_model (Ledger.start_run)
             )
         except LedgerError:
             if resume or not created_by_job(self.ledger, self.run, job_id):

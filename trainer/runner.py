@@ -7,7 +7,8 @@ still flushes its last interval, is recorded as ``preempted`` and exits 143.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rich.console import Console
 
@@ -29,8 +30,12 @@ def run_command(
     agent_config: AgentConfig | None = None,
     console: Console | None = None,
     sample_nodes: int | None = None,
+    labels: Mapping[str, Any] | None = None,
 ) -> int:
     """Run `command` in a run session; returns its exit code by shell convention.
+
+    `labels` are more SessionConfig fields: project, role, phase, stage, scale_group,
+    device_model, gpu_hours, requests.
 
     Raises:
         ConfigError: No command given, or a bad site.
@@ -49,6 +54,7 @@ def run_command(
         resume=resume,
         agent_config=agent_config or AgentConfig(port=port),
         sample_nodes=sample_nodes,
+        **dict(labels or {}),
     )
     session = RunSession(config)
     # Signals are taken over before the session starts: a SIGTERM during start-up still closes the run.

@@ -22,6 +22,7 @@ whether every joule measured reached the ledger.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import socket
@@ -94,6 +95,18 @@ class SessionConfig:
     """Free-form run configuration stored with the run."""
     join_timeout_s: float = 60.0
     """How long a non-zero rank waits for rank 0 to register the run, seconds."""
+    phase: str = ""
+    """development or final ("" = from the role: final -> final, else development)."""
+    stage: str = ""
+    """pretraining, mid-training, sft, dpo, rl, evaluation, inference or debugging ("" = none)."""
+    scale_group: str = ""
+    """The model scale the run belongs to (e.g. "7B"): the project tables' groups."""
+    device_model: str = ""
+    """Accelerator model (e.g. "H100"): embodied figures and power limit."""
+    gpu_hours: float | None = None
+    """GPU-hours to record for the run (None: derived from its GPU rows)."""
+    requests: int | None = None
+    """Requests served (an inference run), for the break-even with training."""
 
     def __post_init__(self) -> None:
         """Validate the settings."""
@@ -108,9 +121,23 @@ class SessionConfig:
             raise ConfigError(f"ranks must be >= 0, got rank {self.rank}, local rank {self.local_rank}")
         if self.resume_step is not None and self.resume_step < 0:
             raise ConfigError(f"resume_step must be >= 0, got {self.resume_step}")
+        if self.gpu_hours is not None and not (math.isfinite(self.gpu_hours) and self.gpu_hours >= 0):
+            raise ConfigError(f"GPU-hours must be a finite number >= 0, got {self.gpu_hours}")
+        if self.requests is not None and self.requests < 0:
+            raise ConfigError(f"requests must be >= 0, got {self.requests}")
         if self.sample_nodes is not None and self.sample_nodes < 1:
             raise ConfigError(f"sample_nodes must be >= 1 (or None: every node), got {self.sample_nodes}")
         self.config = dict(self.config)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The run's labels as Ledger.start_run takes them (phase, stage, scale_group, device_model)."""
+        return {
+            "phase": self.phase,
+            "stage": self.stage,
+            "scale_group": self.scale_group,
+            "device_model": self.device_model,
+        }
 
     @property
     def node_measured(self) -> bool:
@@ -324,9 +351,12 @@ class RunSession:
                 resume=cfg.resume,
                 resume_step=cfg.resume_step,
                 job_id=cfg.job.job_id if cfg.job is not None else None,
+                **cfg.labels,
             )
             if cfg.job is not None and cfg.local_rank == 0:  # one row per node: the job's nodes
                 self.recorder.record_node(cfg.job, measured=cfg.owns_agent)
+            if cfg.rank == 0 and (cfg.gpu_hours is not None or cfg.requests is not None):
+                self.ledger.set_run_figures(cfg.run, gpu_hours=cfg.gpu_hours, requests=cfg.requests)
             if self.lost is not None:
                 self.lost_energy_j = self.recorder.record_lost_work(self.lost)
             if cfg.owns_agent:

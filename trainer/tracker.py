@@ -65,11 +65,12 @@ class Tracker:
     """Measure a training run, record it in the ledger and export it; use as a context manager.
 
     The keywords are those of :class:`SessionConfig` (the run: run, site, model, project, role, db,
-    resume, resume_step, agent, agent_config, rank, local_rank, sample_nodes, config, join_timeout_s)
-    and of :class:`TrackerConfig` (log_every, gc_every, flops_per_token, peak_flops, health_check,
-    device, progress_every_s), documented there and validated once; unset names, ranks and the job
-    identity come from the environment ($WATTLOG_RUN_ID, $WATTLOG_RESUME, $RANK else $SLURM_PROCID,
-    $LOCAL_RANK else $SLURM_LOCALID, $WATTLOG_SAMPLE_NODES, SLURM's and torchrun's job variables).
+    resume, resume_step, agent, agent_config, rank, local_rank, sample_nodes, config, join_timeout_s,
+    phase, stage, scale_group, device_model, gpu_hours, requests) and of :class:`TrackerConfig`
+    (log_every, gc_every, flops_per_token, peak_flops, health_check, device, progress_every_s),
+    documented there and validated once; unset names, ranks and the job identity come from the
+    environment ($WATTLOG_RUN_ID, $WATTLOG_RESUME, $RANK else $SLURM_PROCID, $LOCAL_RANK else
+    $SLURM_LOCALID, $WATTLOG_SAMPLE_NODES, SLURM's and torchrun's job variables).
     :meth:`from_config` takes a built config. The other arguments are what the tracker works with:
 
     Args:
@@ -113,6 +114,12 @@ class Tracker:
         sample_nodes: int | None = None,
         clock: Clock | None = None,
         environ: Mapping[str, str] | None = None,
+        phase: str = "",
+        stage: str = "",
+        scale_group: str = "",
+        device_model: str = "",
+        gpu_hours: float | None = None,
+        requests: int | None = None,
     ) -> None:
         given = dict(locals())  # every keyword but the objects below is a config field
         for name in ("self", "watch", "callbacks", "on_event", "sensors", "clock", "environ"):

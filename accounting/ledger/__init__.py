@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from wattlog.accounting.ledger.engine import DEFAULT_URL, ENV_VAR, describe_url, make_engine, resolve_url
-from wattlog.accounting.ledger.models import Resolution, Role, Status
+from wattlog.accounting.ledger.models import Phase, Resolution, Role, Stage, Status
 from wattlog.accounting.ledger.sink import LedgerSink
 from wattlog.accounting.ledger.store import Compaction, EnergyTotal, HourEnergy, Ledger
 from wattlog.accounting.ledger.views import EnergyRow, EventInfo, GapInfo, RankInfo, RunInfo
@@ -24,6 +24,7 @@ __all__ = [
     "HourEnergy",
     "Ledger",
     "LedgerSink",
+    "Phase",
     "Resolution",
     "Role",
     "RunInfo",
@@ -31,6 +32,7 @@ __all__ = [
     "GapInfo",
     "EnergyRow",
     "RankInfo",
+    "Stage",
     "Status",
     "describe_url",
     "make_engine",

@@ -14,7 +14,17 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from wattlog.accounting.ledger.models import EnergyRecord, Event, GapRecord, RankProgress, Role, Run, Status
+from wattlog.accounting.ledger.models import (
+    EnergyRecord,
+    Event,
+    GapRecord,
+    Phase,
+    RankProgress,
+    Role,
+    Run,
+    Stage,
+    Status,
+)
 from wattlog.events import EventCategory, EventKind
 from wattlog.records import Gap
 
@@ -36,6 +46,12 @@ class RunInfo:
         status: running, finished, failed, killed or preempted.
         restarts: Attempts after the first.
         config: The run's free-form configuration (read-only).
+        phase: development or final ("" = from the role: final -> final, else development).
+        stage: pretraining, mid-training, sft, dpo, rl, evaluation, inference, debugging or "".
+        scale_group: The run's group in the project's development table (e.g. "7B"), or "".
+        device_model: The device model (e.g. "H100") for embodied figures and power limit, or "".
+        gpu_hours: GPU-hours as given (None = derived from the GPU rows' time).
+        requests: Requests served, for an inference run (None where not recorded).
     """
 
     id: int
@@ -50,6 +66,12 @@ class RunInfo:
     status: Status | str
     restarts: int
     config: MappingProxyType[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    phase: Phase | str = ""
+    stage: Stage | str = ""
+    scale_group: str = ""
+    device_model: str = ""
+    gpu_hours: float | None = None
+    requests: int | None = None
 
     @classmethod
     def of(cls, row: Run) -> RunInfo:
@@ -68,6 +90,12 @@ class RunInfo:
             status=_member(Status, row.status),
             restarts=row.restarts,
             config=MappingProxyType(dict(row.config or {})),
+            phase=_member(Phase, row.phase) if row.phase else "",
+            stage=_member(Stage, row.stage) if row.stage else "",
+            scale_group=row.scale_group,
+            device_model=row.device_model,
+            gpu_hours=row.gpu_hours,
+            requests=row.requests,
         )
 
 

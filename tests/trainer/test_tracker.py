@@ -221,6 +221,22 @@ def test_malformed_rank_variable_is_a_config_error() -> None:
         Tracker("x", environ={"RANK": "zero"})
 
 
+def test_tracker_records_stage_group_device_and_figures(db_url: str, sim: dict[str, Any]) -> None:
+    with Tracker(
+        "sft-run", db=db_url, role="ablation", stage="sft", scale_group="7B", device_model="H100",
+        gpu_hours=3.5, requests=None, **sim,
+    ) as tracker:  # fmt: skip
+        _train(tracker, _small_gpt(), 2)
+    run = Ledger(make_engine(db_url)).get_run("sft-run")
+    assert (run.stage, run.scale_group, run.device_model, run.gpu_hours) == ("sft", "7B", "H100", 3.5)
+    assert run.phase == ""  # from the role at table time: development
+
+
+def test_tracker_with_an_unknown_stage_fails_before_training(db_url: str, sim: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match="unknown stage 'finetune'"):
+        Tracker("bad-stage", db=db_url, stage="finetune", **sim).start()
+
+
 def _config_fields(callback: Any) -> dict[str, Any]:
     """A callback's public fields (its config), with lists copied."""
     return {

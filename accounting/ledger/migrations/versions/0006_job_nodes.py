@@ -1,7 +1,7 @@
 """Multi-node jobs: the nodes of each run's job (measured or sampled out) and each rank's tokens.
 
 Revision ID: 0006
-Revises: 0002
+Revises: 0005 (re-chained after 0005_run_phase_stage at the merge)
 Create Date: 2026-12-03 06:50:00
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0006"
-down_revision = "0002"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 
