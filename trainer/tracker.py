@@ -268,7 +268,7 @@ class Tracker:
             sinks=[LedgerSink(self.ledger, self.run_id)] if self.run_id is not None else [],
             environ=self._environ,
         )
-        self.agent.registry.register(TrainingCollector(self._state, self.run, self.rank))
+        self.agent.registry.register(TrainingCollector(self._state, self.run, self.rank, self._bookkeeping))
         self.agent.start()
         for note in self.agent.notes:
             log.info("%s", note)
