@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from wattlog.accounting.ledger_cli import register as register_ledger
 from wattlog.accounting.ranges import format_quantity
 from wattlog.accounting.render import TableFormat, render_grid, show
 from wattlog.accounting.sites import SITE_FIELDS, Site, site_catalog
@@ -31,6 +32,7 @@ def register(app: typer.Typer) -> None:
     """Add the accounting commands to the root app."""
     app.command("sites")(sites)
     register_table(app)
+    register_ledger(app)
 
 
 def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RICH) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from wattlog.accounting.footprint import Energy, Footprint, WaterConvention, footprint_for
+from wattlog.accounting.gaps import run_gaps, with_gaps
 from wattlog.accounting.intensity import IntensitySource
 from wattlog.accounting.ledger.models import Role, Run
 from wattlog.accounting.ledger.store import Ledger
@@ -69,7 +70,8 @@ def run_row(ledger: Ledger, run: Run, options: TableOptions) -> TableRow:
     found = run_footprint(ledger, run, options)
     if found is None:
         return TableRow(label, None, None, None, None, None, None, "none", notes=("no energy recorded",))
-    return TableRow.from_footprint(label, found, notes=_run_notes(run, options))
+    row = TableRow.from_footprint(label, found, notes=_run_notes(run, options))
+    return with_gaps(row, run_gaps(ledger, run.id or 0))
 
 
 def project_rows(ledger: Ledger, project: str, options: TableOptions) -> list[TableRow]:

@@ -16,7 +16,9 @@ from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import TableFormat, TableRow, footnotes, render, show
 from wattlog.accounting.run_table import TableOptions, project_rows, run_row
 from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.verify import check_ledger
 from wattlog.errors import ConfigError
+from wattlog.numbers import check_number
 
 
 def table(
@@ -64,6 +66,7 @@ def table(
         engine = make_engine(db, create=False)
         try:
             ledger = Ledger(engine)
+            check_ledger(ledger, describe_url(db))  # never print figures read from impossible rows
             if project:
                 rows += project_rows(ledger, project, options)
             else:
@@ -86,9 +89,12 @@ def compact(
     ] = None,
 ) -> None:
     """Fold the ledger's old flush rows into hourly buckets (totals and hour-by-hour energy kept exactly)."""
+    check_number("--older-than-days", older_than_days, low=0, high=100 * 365, hint="e.g. 7")
     engine = make_engine(db, create=False)
     try:
-        done = Ledger(engine).compact_hourly(older_than_days * 86_400)
+        ledger = Ledger(engine)
+        check_ledger(ledger, describe_url(db))  # folding impossible rows into buckets would hide them
+        done = ledger.compact_hourly(older_than_days * 86_400)
     finally:
         engine.dispose()
     print(f"ledger {describe_url(db)}: {done.raw_rows} raw rows folded into {done.hourly_rows} hourly rows")

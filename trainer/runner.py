@@ -14,6 +14,9 @@ from wattlog.trainer.tracker import Tracker
 
 COMMAND_NOT_FOUND = 127
 """Exit code of a command that does not exist, as the shell gives it."""
+INCOMPLETE = 75
+"""Exit code of a run whose command succeeded but whose energy rows are not all in the ledger
+(EX_TEMPFAIL: `wattlog replay` completes it once the ledger is back)."""
 
 
 class CommandFailed(WattlogError):
@@ -58,10 +61,36 @@ def run_command(
     if code != 0 and error is None:
         error = CommandFailed(f"{command[0]} exited with code {code}")
     tracker.close(error)
-    console.print(f"Run {run} {tracker.status} (exit code {code}).")
+    missing = tracker.unwritten_rows
+    console.print(f"Run {run} {tracker.status}{', INCOMPLETE' if missing else ''} (exit code {code}).")
     if tracker.ledger is not None:
-        print_run_report(tracker.ledger, run, db, console)
+        try:
+            print_run_report(tracker.ledger, run, db, console)
+        except WattlogError as failed:
+            _stderr().print(f"cannot show the figures of {run}: {failed}", highlight=False, soft_wrap=True)
+    if report_incomplete(tracker, run, console):
+        return code or INCOMPLETE
     return code
+
+
+def report_incomplete(tracker: Tracker, run: str, console: Console) -> bool:
+    """Say, under the figures and in one line on stderr, that the run's rows are not all in the ledger.
+
+    Returns:
+        Whether the run is incomplete (the command must then exit non-zero).
+    """
+    missing = tracker.unwritten_rows
+    if not missing:
+        return False
+    console.print(f"[bold red]INCOMPLETE:[/] the figures of {run} above lack {missing} energy rows.")
+    _stderr().print(
+        f"wattlog: run {run} is incomplete: {missing} energy rows are not in the ledger; they are spooled "
+        "(`wattlog replay` stores them once the ledger is reachable) or lost (counted in the spool's gaps)",
+        highlight=False,
+        soft_wrap=True,
+        markup=False,
+    )
+    return True
 
 
 def _stderr() -> Console:

@@ -33,7 +33,8 @@ from typing import Any
 
 import torch
 
-from wattlog.accounting.ledger import Ledger, LedgerSink, Status, make_engine
+from wattlog.accounting.ledger import Ledger, LedgerSink, Status, describe_url, make_engine
+from wattlog.accounting.ledger.spool import Spool, default_folder
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.telemetry.agent import Agent, AgentConfig
@@ -265,7 +266,7 @@ class Tracker:
         self.agent = Agent(
             config,
             sensors=self._sensors,
-            sinks=[LedgerSink(self.ledger, self.run_id)] if self.run_id is not None else [],
+            sinks=[self._ledger_sink()] if self.run_id is not None else [],
             environ=self._environ,
         )
         self.agent.registry.register(TrainingCollector(self._state, self.run, self.rank, self._bookkeeping))
@@ -273,6 +274,17 @@ class Tracker:
         for note in self.agent.notes:
             log.info("%s", note)
         self._joined.start(self.agent.held_elsewhere)
+
+    def _ledger_sink(self) -> LedgerSink:
+        """The agent's sink: the ledger, with a spool for the rows it cannot take while down."""
+        assert self.ledger is not None and self.run_id is not None
+        spool = Spool(default_folder(self._environ), describe_url(self.db), self.run_id)
+        return LedgerSink(self.ledger, self.run_id, spool)
+
+    @property
+    def unwritten_rows(self) -> int:
+        """Energy rows this run measured that are not in the ledger (spooled or lost); 0 when complete."""
+        return self.agent.unwritten_rows if self.agent is not None else 0
 
     def _run_health_check(self) -> None:
         from wattlog.trainer.health import health_check
