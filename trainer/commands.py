@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import socket
 import time
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+
+from wattlog.numbers import check_number, check_port
 
 DbOption = Annotated[
     str | None, typer.Option("--db", help="Ledger URL (default $WATTLOG_DB or ./wattlog.db).")
@@ -54,12 +57,30 @@ def run(
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the run of that name (a restart).")
     ] = False,
+    flush_s: Annotated[
+        float, typer.Option("--flush-s", help="Seconds between writes of energy rows to the ledger.")
+    ] = 10.0,
+    lock_dir: Annotated[
+        Path | None,
+        typer.Option("--lock-dir", help="Folder of the node's device locks (default $WATTLOG_LOCK_DIR)."),
+    ] = None,
 ) -> int:
     """Run COMMAND with an agent sampling the node; record the run and pass the exit code through."""
     from wattlog.trainer.runner import run_command
 
+    check_number("--flush-s", flush_s, low=0.025, high=86400, hint="the default is 10")
+    check_port("--port", port)
     label = name or time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())
-    return run_command(command or [], run=label, site=site, db=db, port=port, resume=resume)
+    return run_command(
+        command or [],
+        run=label,
+        site=site,
+        db=db,
+        port=port,
+        resume=resume,
+        flush_s=flush_s,
+        lock_dir=lock_dir,
+    )
 
 
 def health_check(

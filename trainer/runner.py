@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from collections.abc import Sequence
+from pathlib import Path
 
 from rich.console import Console
 
@@ -32,6 +34,8 @@ def run_command(
     port: int = 0,
     resume: bool = False,
     console: Console | None = None,
+    flush_s: float = 10.0,
+    lock_dir: Path | None = None,
 ) -> int:
     """Run `command` under a Tracker; returns its exit code (127 if it does not exist).
 
@@ -42,9 +46,10 @@ def run_command(
     if not command:
         raise ConfigError("give the command to run after --, e.g. wattlog run -- python train.py")
     console = console or Console()
-    tracker = Tracker(
-        run, site=site, db=db, resume=resume, gc_every=None, agent_config=AgentConfig(port=port)
-    )
+    agent_config = AgentConfig(port=port, flush_s=flush_s)
+    if lock_dir is not None:
+        agent_config = dataclasses.replace(agent_config, lock_dir=lock_dir)
+    tracker = Tracker(run, site=site, db=db, resume=resume, gc_every=None, agent_config=agent_config)
     tracker.start()
     console.print(f"Run {run}: measuring the node; metrics on {tracker.metrics_url}")
     error: BaseException | None = None

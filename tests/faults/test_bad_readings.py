@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import pytest
 from prometheus_client import CollectorRegistry
 
-from wattlog.accounting.ledger import Ledger, LedgerSink, make_engine
+from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.clock import FakeClock
 from wattlog.errors import ConfigError
 from wattlog.records import EnergyInterval, Gap, Kind, Source
@@ -107,7 +107,8 @@ class RefusingSink:
 class TwoDevices:
     def __init__(self) -> None:
         self.infos = [
-            DeviceInfo(uuid, uuid, Kind.GPU, Source.SAMPLED, has_counter=False) for uuid in ("GPU-ok", "GPU-x")
+            DeviceInfo(uuid, uuid, Kind.GPU, Source.SAMPLED, has_counter=False)
+            for uuid in ("GPU-ok", "GPU-x")
         ]
 
     def devices(self) -> list[DeviceInfo]:
