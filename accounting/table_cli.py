@@ -82,7 +82,7 @@ def table(
 
 def compact(
     older_than_days: Annotated[
-        float, typer.Option("--older-than-days", min=0, help="Fold rows of hours older than this.")
+        float, typer.Option("--older-than-days", help="Fold rows of hours older than this.")
     ] = 7.0,
     db: Annotated[
         str | None, typer.Option("--db", help="Ledger URL (default $WATTLOG_DB or ./wattlog.db).")

@@ -29,10 +29,11 @@ def impossible_rows(ledger: Ledger, where: str) -> list[str]:
     try:
         with ledger.engine.connect() as connection:
             if connection.dialect.name == "sqlite":
-                result = [row[0] for row in connection.execute(text("PRAGMA quick_check"))]
+                result = [row[0] for row in connection.execute(text("PRAGMA quick_check(1)"))]
                 if result != ["ok"]:
+                    first = (str(result[0]).strip().splitlines() or ["?"])[0]
                     raise LedgerError(
-                        f"ledger {where} is damaged (SQLite quick_check: {result[0]}): restore it from a "
+                        f"ledger {where} is damaged (SQLite quick_check: {first}): restore it from a "
                         "backup, or `sqlite3 FILE .recover` into a new file and pass that as --db"
                     )
             for table, what in (

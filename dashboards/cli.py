@@ -68,7 +68,9 @@ def serve(
 
     from wattlog.accounting.ledger import Ledger, describe_url, make_engine
     from wattlog.dashboards.webhooks import AlertRecorder, Auth, WebhookReceiver
+    from wattlog.numbers import check_port
 
+    check_port("--port", port)
     auth = Auth.from_env()
     ledger = Ledger(make_engine(db))
     with WebhookReceiver(AlertRecorder(ledger), auth, host=host, port=port) as receiver:

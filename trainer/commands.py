@@ -105,6 +105,9 @@ def health_check(
     from wattlog.trainer.health import compare_peers, default_devices, exit_code
     from wattlog.trainer.health import health_check as check
 
+    if size is not None:
+        check_number("--size", size, low=1, high=65_536, hint="e.g. 512 on a CPU, 8192 on a GPU")
+    check_number("--min-fraction", min_fraction, low=0, high=1, low_open=True, hint="e.g. 0.8")
     results = compare_peers([check(d, size=size) for d in device or default_devices()], min_fraction)
     console = Console(highlight=False)
     for result in results:

@@ -19,6 +19,7 @@ from wattlog.accounting.ledger import describe_url
 from wattlog.accounting.run_report import print_run_report
 from wattlog.accounting.sites import get_site
 from wattlog.errors import ConfigError
+from wattlog.numbers import check_number, check_port
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors import discover
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
@@ -56,8 +57,9 @@ class DemoConfig:
 
     def __post_init__(self) -> None:
         """Validate the settings before anything starts."""
-        if not self.seconds > 0:
-            raise ConfigError(f"--seconds must be > 0, got {self.seconds}")
+        # a demo is about a minute: a day is far beyond any sensible value, inf or NaN never one
+        check_number("--seconds", self.seconds, low=0, high=86_400, low_open=True, hint="e.g. 60")
+        check_port("--port", self.port)
         if self.simulate_gpus < 0:
             raise ConfigError(f"--simulate-gpus must be >= 0, got {self.simulate_gpus}")
         if self.batch_size < 1:
