@@ -33,7 +33,7 @@ from wattlog.numbers import check_number, check_port
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.sampler import SamplerStats
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
-from wattlog.telemetry.sinks import JsonlSink
+from wattlog.telemetry.sinks import INCOMPLETE_EXIT, JsonlSink
 from wattlog.telemetry.types import DeviceEnergy
 
 COMMAND_NOT_FOUND = 127
@@ -104,6 +104,12 @@ def agent(
     stats = runner.stats()
     if stats is not None:
         console.print(health_line(stats))
+    if runner.unwritten_rows:
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            f"wattlog agent: incomplete: {runner.unwritten_rows} energy rows could not be written",
+            markup=False,
+        )
+        return code or INCOMPLETE_EXIT
     return code
 
 

@@ -17,6 +17,10 @@ from wattlog.records import EnergyInterval, Gap
 
 logger = logging.getLogger(__name__)
 
+INCOMPLETE_EXIT = 75
+"""Exit code of a command whose work succeeded but whose energy rows are not all stored
+(EX_TEMPFAIL: spooled rows are stored by `wattlog replay` once the ledger is back)."""
+
 
 class IntervalSink(Protocol):
     """Receives each flush interval's energy rows and the gaps recorded in it.

@@ -12,13 +12,13 @@ from rich.console import Console
 from wattlog.accounting.run_report import print_run_report
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.telemetry.agent import AgentConfig
+from wattlog.telemetry.sinks import INCOMPLETE_EXIT
 from wattlog.trainer.tracker import Tracker
 
 COMMAND_NOT_FOUND = 127
 """Exit code of a command that does not exist, as the shell gives it."""
-INCOMPLETE = 75
-"""Exit code of a run whose command succeeded but whose energy rows are not all in the ledger
-(EX_TEMPFAIL: `wattlog replay` completes it once the ledger is back)."""
+INCOMPLETE = INCOMPLETE_EXIT
+"""Exit code of a run whose command succeeded but whose energy rows are not all in the ledger."""
 
 
 class CommandFailed(WattlogError):

@@ -110,3 +110,13 @@ def test_spool_on_a_full_disk_fails_loudly(tmp_path: Path, monkeypatch: pytest.M
         sink.write([EnergyInterval("n", "gpu0", Kind.GPU, Source.COUNTER, 1.0, 2.0, 5.0, 5.0, 5.0)], [])
     monkeypatch.setattr(os, "fsync", real_fsync)
     assert spool.rows == 1 and len(spool.path.read_text().splitlines()) == 2  # header + the first row only
+
+
+def test_the_agent_says_when_its_file_sink_could_not_store_everything(tmp_path: Path, capsys) -> None:
+    from wattlog.cli import main
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    code = main(["agent", "--seconds", "0.3", "--port", "-1", "--jsonl", str(blocker / "rows.jsonl")])
+    err = [line for line in capsys.readouterr().err.splitlines() if "incomplete" in line]
+    assert code == 75 and len(err) == 1 and "energy rows could not be written" in err[0]
