@@ -18,7 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from wattlog.accounting.ledger import describe_url
 from wattlog.accounting.run_report import print_run_report
 from wattlog.accounting.sites import get_site
-from wattlog.errors import ConfigError
+from wattlog.errors import ConfigError, LedgerError
 from wattlog.numbers import check_number, check_port
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors import discover
@@ -114,6 +114,12 @@ def run_demo(config: DemoConfig, console: Console | None = None) -> str:
     console.print(f"Trained {t.current_step} steps; run {run} {t.status}.")
     print_run_report(t.ledger, run, config.db, console)  # type: ignore[arg-type]
     console.print(f"Ledger written to {describe_url(config.db)}")
+    if t.unwritten_rows:  # the figures above lack rows: say so, and fail (one line, exit 2)
+        console.print(f"[bold red]INCOMPLETE:[/] the figures of {run} lack {t.unwritten_rows} energy rows.")
+        raise LedgerError(
+            f"run {run} is incomplete: {t.unwritten_rows} energy rows are not in the ledger; "
+            "`wattlog replay` stores the spooled ones once it is reachable"
+        )
     return run
 
 
