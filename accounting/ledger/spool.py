@@ -44,7 +44,7 @@ DEFAULT_MAX_BYTES = 64 * 2**20
 """About 250,000 rows: a day of 8 devices at 10 s flushes, ten times over."""
 _CHUNK = 5000  # rows per replay transaction
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-LOSS_REASON = "spool full: energy of this stretch lost (not in the ledger)"
+LOSS_REASON = "spool full (bound {bound} bytes): energy of this stretch lost, {rows} rows, {joules:.1f} J"
 
 
 def default_folder(environ: Mapping[str, str] | None = None) -> Path:
@@ -112,6 +112,7 @@ class Spool:
         self.lost_rows = 0
         self.lost_j = 0.0
         self._lost: dict[tuple[str, str, str], Gap] = {}  # (run, host, device) -> merged span
+        self._lost_by_device: dict[tuple[str, str, str], tuple[int, float]] = {}  # -> (rows, joules)
         self._file: IO[str] | None = None
         self._size = 0
 
@@ -204,6 +205,10 @@ class Spool:
             )
         self.lost_rows += len(intervals)
         self.lost_j += sum(r.energy_j for r in intervals)
+        for r in intervals:
+            key = (json.dumps(run), r.host, r.device)
+            rows, joules = self._lost_by_device.get(key, (0, 0.0))
+            self._lost_by_device[key] = (rows + 1, joules + r.energy_j)
         spans = [(r.host, r.device, r.start_s, r.end_s) for r in intervals]
         spans += [(g.host, g.device, g.start_s, g.end_s) for g in gaps]
         for host, device, start_s, end_s in spans:
@@ -211,7 +216,9 @@ class Spool:
             old = self._lost.get(key)
             if old is not None:
                 start_s, end_s = min(start_s, old.start_s), max(end_s, old.end_s)
-            self._lost[key] = Gap(host, device, start_s, end_s, LOSS_REASON)
+            rows, joules = self._lost_by_device.get(key, (0, 0.0))
+            reason = LOSS_REASON.format(bound=self.max_bytes, rows=rows, joules=joules)
+            self._lost[key] = Gap(host, device, start_s, end_s, reason)
 
 
 def replay_folder(ledger: Ledger, folder: Path, where: str, *, skip: Path | None = None) -> Replayed:

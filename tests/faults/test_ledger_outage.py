@@ -146,7 +146,9 @@ def test_a_full_spool_records_its_loss_as_gaps_and_counts_it(tmp_path) -> None:
     sink.ledger = ledger
     sink.write([], [])
     [gap] = ledger.gaps(run.id)
-    assert gap.reason == LOSS_REASON and (gap.start_s, gap.end_s) == (6 - spool.lost_rows, 6)
+    lost = spool.lost_rows
+    assert gap.reason == LOSS_REASON.format(bound=600, rows=lost, joules=10.0 * lost)
+    assert (gap.start_s, gap.end_s) == (6 - lost, 6)
     assert total_j(ledger, run.id) == 10.0 * (6 - spool.lost_rows)
 
 
