@@ -102,7 +102,9 @@ def send(
     from wattlog.accounting.ledger import Ledger, make_engine
     from wattlog.dashboards.notify import Notifier, events_to_send
     from wattlog.errors import ConfigError
+    from wattlog.numbers import check_number
 
+    check_number("--attempts", attempts, low=1, high=100, hint="e.g. 4")
     if not url:
         raise ConfigError("give --url or set WATTLOG_NOTIFY_URL")
     notifier = Notifier(

@@ -29,7 +29,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from wattlog.numbers import check_number, check_port
+from wattlog.numbers import MAX_SIMULATED_GPUS, check_number, check_port
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.sampler import SamplerStats
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
@@ -73,6 +73,7 @@ def agent(
     check_number("--period-ms", period_ms, low=0, high=60_000, low_open=True, hint="the default is 25")
     check_number("--flush-s", flush_s, low=period_ms / 1000.0, high=86400, hint="the default is 10")
     check_port("--port", port, allow_none=-1)
+    check_number("--simulate", simulate, low=0, high=MAX_SIMULATED_GPUS)
     config = AgentConfig(
         period_s=period_ms / 1000.0,
         flush_s=flush_s,

@@ -18,8 +18,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from wattlog.accounting.ledger import describe_url
 from wattlog.accounting.run_report import print_run_report
 from wattlog.accounting.sites import get_site
-from wattlog.errors import ConfigError, LedgerError
-from wattlog.numbers import check_number, check_port
+from wattlog.errors import LedgerError
+from wattlog.numbers import MAX_SIMULATED_GPUS, check_number, check_port
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors import discover
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
@@ -60,10 +60,8 @@ class DemoConfig:
         # a demo is about a minute: a day is far beyond any sensible value, inf or NaN never one
         check_number("--seconds", self.seconds, low=0, high=86_400, low_open=True, hint="e.g. 60")
         check_port("--port", self.port)
-        if self.simulate_gpus < 0:
-            raise ConfigError(f"--simulate-gpus must be >= 0, got {self.simulate_gpus}")
-        if self.batch_size < 1:
-            raise ConfigError(f"--batch-size must be >= 1, got {self.batch_size}")
+        check_number("--simulate-gpus", self.simulate_gpus, low=0, high=MAX_SIMULATED_GPUS)
+        check_number("--batch-size", self.batch_size, low=1, high=65_536)
         preset(self.model)
         get_site(self.site)
 

@@ -12,6 +12,9 @@ import math
 
 from wattlog.errors import ConfigError
 
+MAX_SIMULATED_GPUS = 1024
+"""More simulated GPUs than a large node has is a typo, not a test (each is sampled every tick)."""
+
 
 def check_number(
     name: str,
@@ -43,7 +46,8 @@ def check_number(
         lo = "" if low is None else f"{'>' if low_open else '>='} {low:g}"
         hi = "" if high is None else f"<= {high:g}"
         bounds = " and ".join(part for part in (lo, hi) if part)
-        raise ConfigError(f"{name} must be {bounds}, got {value:g}{suffix}")
+        shown = f"{value:g}" if isinstance(value, float) else str(value)
+        raise ConfigError(f"{name} must be {bounds}, got {shown}{suffix}")
     return value
 
 

@@ -41,6 +41,10 @@ def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
         (["health-check", "--size", "-5"], "--size must be >= 1"),
         (["health-check", "--min-fraction", "nan"], "--min-fraction must be a finite number"),
         (["webhook", "serve", "--port", "99999"], "--port must be >= 0 and <= 65535"),
+        (["agent", "--simulate", "99999999", "--seconds", "1", "--port", "-1"], "--simulate must be"),
+        (["sensors", "--simulate", "5000"], "--simulate must be >= 0 and <= 1024"),
+        (["demo", "--batch-size", "10000000"], "--batch-size must be >= 1 and <= 65536"),
+        (["webhook", "send", "--run", "x", "--attempts", "0", "--url", "http://127.0.0.1:9"], "--attempts"),
     ],
 )
 def test_a_bad_number_is_one_line_and_exit_2(
