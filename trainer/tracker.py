@@ -168,6 +168,7 @@ class Tracker:
         self._last_progress_step: int | None = None
         self._latest: StepRecord | None = None
         self._joined = JoinedAgents(self.clock)
+        self._sink: LedgerSink | None = None
 
     # composition ---------------------------------------------------------
 
@@ -279,7 +280,8 @@ class Tracker:
         """The agent's sink: the ledger, with a spool for the rows it cannot take while down."""
         assert self.ledger is not None and self.run_id is not None
         spool = Spool(default_folder(self._environ), describe_url(self.db), self.run_id)
-        return LedgerSink(self.ledger, self.run_id, spool)
+        self._sink = LedgerSink(self.ledger, self.run_id, spool)
+        return self._sink
 
     @property
     def unwritten_rows(self) -> int:
@@ -335,9 +337,20 @@ class Tracker:
         else:
             self.status = Status.FAILED if error is not None else Status.FINISHED
         if self.recorder is not None:
-            self._safely("end_run", self.recorder.end, self.status)
+            self._safely("end_run", self._end_run, self.status)
         for callback in self._callbacks:
             self._safely(f"{type(callback).__name__}.close", callback.close)
+
+    def _end_run(self, status: Status) -> None:
+        """End the run; if the ledger is down, the end goes to the spool (`wattlog replay` applies it)."""
+        assert self.recorder is not None
+        try:
+            self.recorder.end(status)
+        except WattlogError:
+            spool = self._sink.spool if self._sink is not None else None
+            if spool is not None and self.rank == 0 and self.run_id is not None:
+                spool.append_end(self.run_id, status.value, self.clock.wall())
+            raise
 
     def __enter__(self) -> Tracker:
         return self if self._started else self.start()

@@ -88,7 +88,7 @@ class LedgerSink:
         """Replay the own spool, and once per sink the spools dead processes left; raises LedgerError."""
         if self.spool is None:
             return
-        if self.spool.rows or self.spool.lost_gaps:
+        if self.spool.rows or self.spool.ends or self.spool.lost_gaps:
             written = self.spool.replay(self.ledger)
             self.rows_written += written
             log.warning("the ledger is back: %d spooled energy rows of run %s replayed", written, self.run)

@@ -60,6 +60,7 @@ def default_folder(environ: Mapping[str, str] | None = None) -> Path:
 class _Batch:
     intervals: list[EnergyInterval] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
+    end: tuple[str, float] | None = None  # (status, end_s) of a run whose end the ledger missed
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +110,7 @@ class Spool:
         name = _UNSAFE.sub("_", f"{socket.gethostname()}-{os.getpid()}-{run}")
         self.path = self.folder / f"{name}.jsonl"
         self.rows = 0
+        self.ends = 0
         self.lost_rows = 0
         self.lost_j = 0.0
         self._lost: dict[tuple[str, str, str], Gap] = {}  # (run, host, device) -> merged span
@@ -146,6 +148,19 @@ class Spool:
         self._size += len(data)
         self.rows += len(intervals)
 
+    def append_end(self, run: int | str, status: str, end_s: float) -> None:
+        """Spool the end of a run the ledger could not record; replay ends the run with it.
+
+        Raises:
+            OSError: The file cannot be written.
+        """
+        handle = self._open()
+        handle.write(json.dumps({"run": run, "type": "end", "status": status, "end_s": end_s}) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+        self._size = handle.tell()
+        self.ends += 1
+
     def replay(self, ledger: Ledger) -> int:
         """Write what this spool holds (and the record of any loss) to the ledger; empty it on success.
 
@@ -156,13 +171,13 @@ class Spool:
             LedgerError: The ledger is still unavailable (the file is kept for the next try).
         """
         written = 0
-        if self.rows and self._file is not None:
+        if (self.rows or self.ends) and self._file is not None:
             batches, _ = _read(self.path)
             written = _write(ledger, batches)
             self._file.truncate(0)
             self._file.seek(0)
             self._write_header(self._file)
-            self.rows = 0
+            self.rows = self.ends = 0
         for (run, host, device), gap in list(self._lost.items()):
             ledger.record_intervals(_run_key(run), [], [gap])
             del self._lost[(run, host, device)]
@@ -172,7 +187,7 @@ class Spool:
         """Release the file; an empty one is removed, one with rows stays for `wattlog replay`."""
         if self._file is None:
             return
-        if not self.rows:
+        if not (self.rows or self.ends):
             with contextlib.suppress(OSError):
                 self.path.unlink()
         self._file.close()
@@ -302,6 +317,8 @@ def _read(path: Path) -> tuple[dict[str, _Batch], int]:
                 if kind == "interval":
                     item["kind"], item["source"] = Kind(item["kind"]), Source(item["source"])
                     batch.intervals.append(EnergyInterval(**item))
+                elif kind == "end":
+                    batch.end = (str(item["status"]), float(item["end_s"]))
                 else:
                     batch.gaps.append(Gap(**item))
             except (ValueError, KeyError, TypeError):
@@ -322,4 +339,6 @@ def _write(ledger: Ledger, batches: Mapping[str, _Batch]) -> int:
         for i in range(0, max(len(batch.intervals), 1), _CHUNK):
             gaps = batch.gaps if i == 0 else []
             written += ledger.record_intervals(key, batch.intervals[i : i + _CHUNK], gaps)
+        if batch.end is not None:
+            ledger.end_run(key, batch.end[0], end_s=batch.end[1])
     return written

@@ -167,13 +167,15 @@ class Ledger:
             session.flush()
             return run
 
-    def end_run(self, run: int | str, status: Status | str = Status.FINISHED) -> Run:
-        """Mark a run ended now with `status`."""
+    def end_run(
+        self, run: int | str, status: Status | str = Status.FINISHED, *, end_s: float | None = None
+    ) -> Run:
+        """Mark a run ended with `status`, now or at `end_s` (Unix seconds; a replayed end)."""
         status = _member(Status, status, "status")
         with self.transaction(f"end run {run!r}") as session:
             row = self._find(session, run)
             row.status = status.value
-            row.end_s = self._clock.wall()
+            row.end_s = self._clock.wall() if end_s is None else end_s
             return row
 
     def get_run(self, run: int | str) -> Run:

@@ -86,6 +86,8 @@ def test_ledger_disk_full_to_the_end_says_incomplete_and_replay_restores_every_r
     for device, spans in after.items():
         assert holes(spans) == 0, device  # every flush interval of the run is there, once
         assert spans[-1][1] - spans[0][0] >= 2.5  # through the end of the run
+    run = Ledger(make_engine(url)).get_run("full")
+    assert run.status == "finished" and run.end_s is not None  # the end the full disk refused, replayed
 
 
 def test_spool_on_a_full_disk_fails_loudly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
