@@ -23,8 +23,8 @@ from enum import StrEnum
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ranges import Range
 from wattlog.accounting.render import TableRow
-from wattlog.accounting.split import energy_rows
 from wattlog.accounting.units import j_to_mwh
+from wattlog.events import EventKind
 
 
 class GapReason(StrEnum):
@@ -117,11 +117,11 @@ class GapSummary:
 
 def run_gaps(ledger: Ledger, run: int | str) -> GapSummary:
     """The gaps of a run, recorded and derived (downtime between attempts), and the band widening."""
-    run_id = ledger.get_run(run).id or 0
+    run_id = ledger.get_run(run).id
     gaps = [
         RunGap(g.device, g.host, g.start_s, g.end_s, classify(g.reason), g.reason) for g in ledger.gaps(run)
     ]
-    restarts = [e.time_s for e in ledger.events(run_id) if e.kind == "restart"]
+    restarts = [e.time_s for e in ledger.events(run_id) if e.kind == EventKind.RESTART]
     if not restarts and all(g.reason in IN_BAND for g in gaps):
         return GapSummary(tuple(sorted(gaps, key=lambda g: (g.start_s, g.device))), 0.0)
     rows = _rows(ledger, run_id)  # read only when needed: a long run has many
@@ -138,12 +138,12 @@ def with_gaps(row: TableRow, summary: GapSummary) -> TableRow:
     band = row.energy_band_mwh
     if band is not None and summary.widen_j:
         band = Range(band.lo, band.hi + j_to_mwh(summary.widen_j))
-    return replace(row, energy_band_mwh=band, notes=(*row.notes, f"gaps: {summary.line()}"))
+    return replace(row, energy_band_mwh=band).with_notes(f"gaps: {summary.line()}")
 
 
 def _rows(ledger: Ledger, run_id: int) -> list[tuple[str, float, float, float]]:
     """(device, start, end, joules) of every energy row of the run."""
-    return [(r.device, r.start_s, r.end_s, r.energy_j) for r in energy_rows(ledger, run_id)]
+    return [(r.device, r.start_s, r.end_s, r.energy_j) for r in ledger.energy_rows(run_id)]
 
 
 def _downtime(restarts: Sequence[float], rows: Sequence[tuple[str, float, float, float]]) -> list[RunGap]:

@@ -27,6 +27,7 @@ from wattlog.dashboards.panels import (
     datasource_variable,
     heatmap,
     layout,
+    power_fluctuation_panels,
     query_variable,
     row,
     stat,
@@ -222,6 +223,7 @@ def energy_dashboard() -> dict:
             6,
             7,
         ),
+        *power_fluctuation_panels(SELECTOR),
     ]
     return dashboard(
         "wattlog-energy",

@@ -52,9 +52,15 @@ LOCK_DIR_ENV = "WATTLOG_LOCK_DIR"
 
 
 def default_lock_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """$WATTLOG_LOCK_DIR, else <tmp>/wattlog: the folder every agent of the node must share."""
+    """$WATTLOG_LOCK_DIR, else <tmp>/wattlog-locks: the folder every agent of the node must share.
+
+    Not <tmp>/wattlog: a folder named like the package in the current directory
+    would shadow it for `python -m wattlog` run from <tmp>.
+    """
     env = os.environ if environ is None else environ
-    return Path(env[LOCK_DIR_ENV]) if env.get(LOCK_DIR_ENV) else Path(tempfile.gettempdir()) / "wattlog"
+    if env.get(LOCK_DIR_ENV):
+        return Path(env[LOCK_DIR_ENV])
+    return Path(tempfile.gettempdir()) / "wattlog-locks"
 
 
 @dataclass

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Protocol
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from wattlog.events import EventKind
+
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
@@ -68,7 +70,7 @@ class TrainingState:
             # one NaN would make the counter NaN for good: a count that is no count is an event instead
             valid = [float(n) for n in counts if math.isfinite(n) and n >= 0]
             if len(valid) < len(counts):
-                self._events["invalid_tokens"] += len(counts) - len(valid)
+                self._events[EventKind.INVALID_TOKENS] += len(counts) - len(valid)
             tokens = s.tokens_total + sum(valid)
             latest: dict[str, float] = {}
             for record in records:

@@ -27,6 +27,26 @@ class Role(StrEnum):
     DEBUG = "debug"
 
 
+class Phase(StrEnum):
+    """Development (sweeps, ablations, failed runs) or a model's final run (Morrison et al., ICLR 2025)."""
+
+    DEVELOPMENT = "development"
+    FINAL = "final"
+
+
+class Stage(StrEnum):
+    """What a run did: the stages the Olmo 3 follow-up (arXiv 2605.01158) reports apart."""
+
+    PRETRAINING = "pretraining"
+    MID_TRAINING = "mid-training"
+    SFT = "sft"
+    DPO = "dpo"
+    RL = "rl"
+    EVALUATION = "evaluation"
+    INFERENCE = "inference"
+    DEBUGGING = "debugging"
+
+
 class Status(StrEnum):
     """Where a run stands."""
 
@@ -34,6 +54,8 @@ class Status(StrEnum):
     FINISHED = "finished"
     FAILED = "failed"
     KILLED = "killed"
+    PREEMPTED = "preempted"
+    """Stopped by SIGTERM (what SLURM and Kubernetes send on preemption); a resume continues it."""
 
 
 class Resolution(StrEnum):
@@ -68,6 +90,12 @@ class RunBase(SQLModel):
     model: str = Field(default="", max_length=200)
     site: str = Field(default="", max_length=200)
     host: str = Field(default="", max_length=200)
+    phase: str = Field(default="", max_length=20)  # "" = from role: final -> final, else development
+    stage: str = Field(default="", max_length=20)
+    scale_group: str = Field(default="", max_length=100)  # e.g. "1B", "7B": Table 1's groups
+    device_model: str = Field(default="", max_length=100)  # e.g. "H100": embodied figures, power limit
+    gpu_hours: float | None = None  # as given; None = derived from the GPU rows' time
+    requests: int | None = None  # requests served, for an inference run
 
 
 class Run(RunBase, table=True):

@@ -48,12 +48,15 @@ LOSS_REASON = "spool full (bound {bound} bytes): energy of this stretch lost, {r
 
 
 def default_folder(environ: Mapping[str, str] | None = None) -> Path:
-    """$WATTLOG_SPOOL_DIR, else $XDG_STATE_HOME/wattlog/spool, else ~/.local/state/wattlog/spool."""
+    """$WATTLOG_SPOOL_DIR, else $XDG_STATE_HOME/wattlog-spool, else ~/.local/state/wattlog-spool.
+
+    Never a folder named `wattlog`: run from its parent, it would shadow the package.
+    """
     env = os.environ if environ is None else environ
     if env.get(ENV_VAR):
         return Path(env[ENV_VAR])
     state = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "wattlog" / "spool"
+    return Path(state) / "wattlog-spool"
 
 
 @dataclass
@@ -110,6 +113,7 @@ class Spool:
         name = _UNSAFE.sub("_", f"{socket.gethostname()}-{os.getpid()}-{run}")
         self.path = self.folder / f"{name}.jsonl"
         self.rows = 0
+        self.joules = 0.0
         self.ends = 0
         self.lost_rows = 0
         self.lost_j = 0.0
@@ -147,6 +151,7 @@ class Spool:
             raise
         self._size += len(data)
         self.rows += len(intervals)
+        self.joules += sum(r.energy_j for r in intervals)
 
     def append_end(self, run: int | str, status: str, end_s: float) -> None:
         """Spool the end of a run the ledger could not record; replay ends the run with it.
@@ -178,6 +183,7 @@ class Spool:
             self._file.seek(0)
             self._write_header(self._file)
             self.rows = self.ends = 0
+            self.joules = 0.0
         for (run, host, device), gap in list(self._lost.items()):
             ledger.record_intervals(_run_key(run), [], [gap])
             del self._lost[(run, host, device)]

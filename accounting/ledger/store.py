@@ -28,19 +28,23 @@ from wattlog.accounting.ledger.models import (
     EnergyRollup,
     Event,
     GapRecord,
+    Phase,
     Project,
     Resolution,
     Role,
     Run,
+    Stage,
     Status,
     hour_of,
 )
+from wattlog.accounting.ledger.views import EnergyRow, EventInfo, GapInfo, RunInfo
 from wattlog.clock import Clock, SystemClock
-from wattlog.errors import ConfigError, LedgerError
+from wattlog.errors import ConfigError, LedgerError, RunNotFound
+from wattlog.events import EventCategory, EventKind, Restart
 from wattlog.records import EnergyInterval, Gap
 
 logger = logging.getLogger(__name__)
-_E = TypeVar("_E", Role, Status)
+_E = TypeVar("_E", Role, Status, Phase, Stage)
 _ENERGY = cast(Table, EnergyRecord.__table__)  # type: ignore[attr-defined]
 _ROLLUP = cast(Table, EnergyRollup.__table__)  # type: ignore[attr-defined]
 _KEY = ("run_id", "host", "device", "kind", "source")
@@ -121,16 +125,25 @@ class Ledger:
         config: dict[str, Any] | None = None,
         host: str = "",
         resume: bool = False,
-    ) -> Run:
+        phase: Phase | str = "",
+        stage: Stage | str = "",
+        scale_group: str = "",
+        device_model: str = "",
+    ) -> RunInfo:
         """Create a run, or with `resume` continue the run of that name (same id, a restart event).
 
+        `phase` ("" = from the role: final -> final, else development), `stage` and
+        `scale_group` place the run in the project's development tables; `device_model`
+        (e.g. "H100") selects its embodied figures and power limit.
+
         Raises:
-            ConfigError: Empty name or unknown role.
+            ConfigError: Empty name or unknown role, phase or stage.
             LedgerError: The name exists and `resume` is False, or the database fails.
         """
         if not name.strip():
             raise ConfigError("a run needs a name: pass --name")
         role = _member(Role, role, "role")
+        labels = _run_labels(phase, stage, scale_group, device_model)
         now_s = self._clock.wall()
         with self.transaction(f"start run {name!r}") as session:
             run = session.execute(select(Run).where(col(Run.name) == name)).scalars().first()
@@ -146,12 +159,13 @@ class Ledger:
                     Event(
                         run_id=cast(int, run.id),
                         time_s=now_s,
-                        kind="restart",
-                        category="downtime",
-                        payload={"restarts": run.restarts},
+                        kind=EventKind.RESTART,
+                        category=EventCategory.DOWNTIME,
+                        payload=Restart(run.restarts).to_json(),
                     )
                 )
-                return run
+                session.flush()
+                return RunInfo.of(run)
             owner = _project(session, project, now_s)
             run = Run(
                 name=name,
@@ -162,32 +176,50 @@ class Ledger:
                 host=host,
                 start_s=now_s,
                 config=dict(config or {}),
+                **labels,
             )
             session.add(run)
             session.flush()
-            return run
+            return RunInfo.of(run)
 
     def end_run(
         self, run: int | str, status: Status | str = Status.FINISHED, *, end_s: float | None = None
-    ) -> Run:
-        """Mark a run ended with `status`, now or at `end_s` (Unix seconds; a replayed end)."""
+    ) -> RunInfo:
+        """Mark a run ended with `status`, now or at `end_s` (Unix seconds; a replayed end).
+
+        Raises:
+            RunNotFound: No such run.
+        """
         status = _member(Status, status, "status")
         with self.transaction(f"end run {run!r}") as session:
             row = self._find(session, run)
             row.status = status.value
             row.end_s = self._clock.wall() if end_s is None else end_s
-            return row
+            session.flush()
+            return RunInfo.of(row)
 
-    def get_run(self, run: int | str) -> Run:
+    def get_run(self, run: int | str) -> RunInfo:
         """The run with this id or name.
 
         Raises:
-            LedgerError: No such run.
+            RunNotFound: No such run.
+            LedgerError: The database fails.
         """
         with self.transaction(f"read run {run!r}") as session:
-            return self._find(session, run)
+            return RunInfo.of(self._find(session, run))
 
-    def runs(self, project: str | None = None) -> list[Run]:
+    def find_run(self, run: int | str) -> RunInfo | None:
+        """The run with this id or name, or None when the ledger has none.
+
+        Raises:
+            LedgerError: The database fails (an outage is not an absent run).
+        """
+        try:
+            return self.get_run(run)
+        except RunNotFound:
+            return None
+
+    def runs(self, project: str | None = None) -> list[RunInfo]:
         """Runs, oldest first, of one project or of all."""
         with self.transaction("list runs") as session:
             query = select(Run).order_by(col(Run.start_s), col(Run.id))
@@ -196,9 +228,9 @@ class Ledger:
                 if owner is None:
                     raise LedgerError(f"project {project!r} does not exist: see `wattlog table` for runs")
                 query = query.where(col(Run.project_id) == owner.id)
-            return list(session.execute(query).scalars())
+            return [RunInfo.of(row) for row in session.execute(query).scalars()]
 
-    def project_of(self, run: Run) -> str:
+    def project_of(self, run: RunInfo) -> str:
         """The name of the project a run belongs to."""
         with self.transaction("read project") as session:
             owner = session.get(Project, run.project_id)
@@ -220,8 +252,44 @@ class Ledger:
         if row is None and key.isdigit() and not isinstance(run, int):
             row = session.get(Run, int(key))
         if row is None:
-            raise LedgerError(f"run {key!r} does not exist: `wattlog table` lists the runs in the ledger")
+            raise RunNotFound(run)
         return row
+
+    def set_run_figures(
+        self, run: int | str, *, gpu_hours: float | None = None, requests: int | None = None
+    ) -> RunInfo:
+        """Record a run's GPU-hours (when not derived from its rows) or requests served (inference).
+
+        Raises:
+            ConfigError: A negative or non-finite figure.
+        """
+        if gpu_hours is not None and not (math.isfinite(gpu_hours) and gpu_hours >= 0):
+            raise ConfigError(f"GPU-hours must be a finite number >= 0, got {gpu_hours}")
+        if requests is not None and requests < 0:
+            raise ConfigError(f"requests must be >= 0, got {requests}")
+        with self.transaction(f"set figures of run {run!r}") as session:
+            row = self._find(session, run)
+            if gpu_hours is not None:
+                row.gpu_hours = gpu_hours
+            if requests is not None:
+                row.requests = requests
+            session.flush()
+            return RunInfo.of(row)
+
+    def device_seconds(self, run: int | str, kind: str) -> tuple[float, int]:
+        """Device-seconds of a run's rows of one kind (e.g. "gpu") and how many devices recorded any.
+
+        GPU-hours = device-seconds / 3600. Hourly rows count from their first row's
+        start to their last row's end (compaction keeps those ends).
+        """
+        e = _ENERGY.c
+        with self.transaction("read device time") as session:
+            run_id = self._id(session, run)
+            query = select(func.sum(e.end_s - e.start_s), func.count(func.distinct(e.device))).where(
+                (e.run_id == run_id) & (e.kind == kind)
+            )
+            seconds, devices = session.execute(query).one()
+            return float(seconds or 0.0), int(devices or 0)
 
     # energy ----------------------------------------------------------------
 
@@ -280,7 +348,7 @@ class Ledger:
         step: int | None = None,
         category: str = "",
         payload: dict[str, Any] | None = None,
-    ) -> Event:
+    ) -> EventInfo:
         """Store an event (restart, health_check, alert, loss_spike, ...) of a run."""
         if not kind:
             raise ConfigError("an event needs a kind (restart, health_check, alert, loss_spike, ...)")
@@ -294,22 +362,36 @@ class Ledger:
                 payload=dict(payload or {}),
             )
             session.add(event)
-            return event
+            session.flush()
+            return EventInfo.of(event)
 
-    def events(self, run: int | str) -> list[Event]:
+    def events(self, run: int | str) -> list[EventInfo]:
         """A run's events in time order."""
         with self.transaction("read events") as session:
             run_id = self._id(session, run)
             query = select(Event).where(col(Event.run_id) == run_id)
             query = query.order_by(col(Event.time_s), col(Event.id))
-            return list(session.execute(query).scalars())
+            return [EventInfo.of(row) for row in session.execute(query).scalars()]
 
-    def gaps(self, run: int | str) -> list[GapRecord]:
+    def gaps(self, run: int | str) -> list[GapInfo]:
         """A run's recorded gaps in time order."""
         with self.transaction("read gaps") as session:
             run_id = self._id(session, run)
             query = select(GapRecord).where(col(GapRecord.run_id) == run_id).order_by(col(GapRecord.start_s))
-            return list(session.execute(query).scalars())
+            return [GapInfo.of(row) for row in session.execute(query).scalars()]
+
+    def energy_rows(self, run: int | str, kinds: Sequence[str] | None = None) -> list[EnergyRow]:
+        """A run's energy rows as stored (raw and hourly), of `kinds` (default all), in time order.
+
+        Of one kind (e.g. "gpu") they are the power series of its devices.
+        """
+        with self.transaction("read energy rows") as session:
+            run_id = self._id(session, run)
+            query = select(EnergyRecord).where(col(EnergyRecord.run_id) == run_id)
+            if kinds is not None:
+                query = query.where(col(EnergyRecord.kind).in_(list(kinds)))
+            query = query.order_by(col(EnergyRecord.start_s), col(EnergyRecord.id))
+            return [EnergyRow.of(row) for row in session.execute(query).scalars()]
 
     def energy_totals(self, run: int | str) -> list[EnergyTotal]:
         """A run's IT energy per (host, device, kind, source), from the rollup kept with every write."""
@@ -493,6 +575,20 @@ def _member(enum: type[_E], value: _E | str, what: str) -> _E:
     except ValueError as error:
         allowed = "|".join(member.value for member in enum)
         raise ConfigError(f"unknown {what} {value!r}: use {allowed}") from error
+
+
+def _run_labels(
+    phase: Phase | str, stage: Stage | str, scale_group: str, device_model: str
+) -> dict[str, str]:
+    """The checked phase, stage, scale group and device model of a new run ("" where not given)."""
+    if len(scale_group) > 100 or len(device_model) > 100:
+        raise ConfigError("scale group and device model must be at most 100 characters")
+    return {
+        "phase": _member(Phase, phase, "phase").value if phase else "",
+        "stage": _member(Stage, str(stage).lower(), "stage").value if stage else "",
+        "scale_group": scale_group.strip(),
+        "device_model": device_model.strip(),
+    }
 
 
 def _check_interval(row: EnergyInterval) -> None:

@@ -4,7 +4,7 @@ Reads the ledger named by $WATTLOG_DB (the CLI sets it from --db) through accoun
 read-only. Pick a run (or open ?run=NAME): headline energy, CO2 and water with the
 energy's source; Table 19 with the run beside the paper's rows (download as CSV,
 Markdown, LaTeX); power and cumulative energy over time with the run's events;
-the energy by device kind and by use; the events.
+the energy by device kind and by use; power fluctuation; the events.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from wattlog.accounting.ledger import Ledger, describe_url, make_engine, resolve_url
+from wattlog.accounting.ledger import Ledger, RunInfo, describe_url, make_engine, resolve_url
+from wattlog.accounting.power_report import POWER_HEADERS, POWER_NOTES, power_cells, run_power
 from wattlog.accounting.render import footnotes, format_figure
 from wattlog.dashboards.report.data import RunReport, load_report
 from wattlog.errors import WattlogError
@@ -136,6 +137,16 @@ def breakdown(report: RunReport) -> None:
     right.caption(f"By use (productive, lost work, health checks, idle); energy source: {report.use_source}.")
 
 
+def power_fluctuation(ledger: Ledger, run: RunInfo) -> None:
+    """Power as % of the power limit, dips, the job's swing and ramp (as `wattlog table --power`)."""
+    st.subheader("Power fluctuation")
+    figures, notes = run_power(ledger, run)
+    cells = power_cells(run.name, figures)
+    st.dataframe(pd.DataFrame([dict(zip(POWER_HEADERS[1:], cells[1:], strict=True))]), hide_index=True)
+    for note in [*POWER_NOTES, *notes]:
+        st.caption(note)
+
+
 def main() -> None:
     """Draw the page."""
     st.set_page_config(page_title="wattlog carbon report", layout="wide")
@@ -169,6 +180,7 @@ def main() -> None:
     table19(report)
     timeline(report)
     breakdown(report)
+    power_fluctuation(ledger, report.run)
     st.subheader("Events")
     st.dataframe(report.events, hide_index=True, width="stretch")
 

@@ -123,3 +123,14 @@ def test_missing_ledger_is_one_error_not_a_traceback(tmp_path: Path, monkeypatch
     monkeypatch.setenv("WATTLOG_DB", f"sqlite:///{tmp_path / 'nope' / 'w.db'}")
     app = run_app()
     assert len(app.error) == 1 and "no ledger at" in app.error[0].value and "nope" in app.error[0].value
+
+
+def test_power_fluctuation_section(ledger_url: str) -> None:
+    app = run_app()
+    assert "Power fluctuation" in [s.value for s in app.subheader]
+    table = next(d.value for d in app.dataframe if "Dips" in d.value.columns)
+    low, median, high = table.iloc[0]["% of power limit (min / median / max)"].split(" / ")
+    assert float(low.split()[0]) == pytest.approx(100 * 600 / 700, abs=0.5)  # 650 W - 50 W of a 700 W H100
+    assert float(high.split()[0]) == pytest.approx(100 * 700 / 700, abs=0.5)
+    assert table.iloc[0]["Dips"] == "0"  # hourly rows around 650 W: no checkpoint dip to see
+    assert any("assumed: no device model recorded" in c.value for c in app.caption)

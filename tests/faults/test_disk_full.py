@@ -21,7 +21,6 @@ import pytest
 
 from wattlog.accounting.ledger import Ledger, LedgerSink, make_engine
 from wattlog.accounting.ledger.spool import Spool
-from wattlog.accounting.split import energy_rows
 from wattlog.errors import LedgerError
 from wattlog.records import EnergyInterval, Kind, Source
 
@@ -47,7 +46,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 def rows_by_device(url: str, run: str) -> dict[str, list[tuple[float, float]]]:
     ledger = Ledger(make_engine(url))
     found: dict[str, list[tuple[float, float]]] = {}
-    for row in energy_rows(ledger, ledger.get_run(run).id or 0):
+    for row in ledger.energy_rows(ledger.get_run(run).id):
         found.setdefault(row.device, []).append((row.start_s, row.end_s))
     return {device: sorted(spans) for device, spans in found.items()}
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from wattlog.accounting.ledger.spool import default_folder as default_spool_folder
 from wattlog.telemetry.agent import AgentConfig, default_lock_dir
 
 HOLDER = """
@@ -49,3 +50,14 @@ def test_an_agent_holding_the_environment_folder_does_not_stop_one_with_its_own(
         holder.wait()
     assert "is measured by agent pid" in busy.stdout  # the environment's folder: the holder is seen
     assert own.returncode == 0 and "is measured by" not in own.stdout and "estimate:cpu" in own.stdout
+
+
+def test_default_folders_are_not_named_like_the_package(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # a folder `wattlog` in the current directory shadows the package for `python -m wattlog` run from there
+    monkeypatch.delenv("WATTLOG_LOCK_DIR")
+    monkeypatch.delenv("WATTLOG_SPOOL_DIR")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    assert default_lock_dir().name == "wattlog-locks"
+    assert default_spool_folder() == tmp_path / "wattlog-spool"

@@ -19,7 +19,6 @@ import pytest
 
 from wattlog.accounting.gaps import GapReason, run_gaps
 from wattlog.accounting.ledger import Ledger, make_engine
-from wattlog.accounting.split import energy_rows
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors.estimate import CPU_UUID, DRAM_UUID, EstimateSensor
 
@@ -44,11 +43,11 @@ def test_the_second_run_keeps_the_shared_devices_energy_when_the_holder_ends_fir
     second.close()
 
     ledger = Ledger(make_engine(db))
-    holder = [r for r in energy_rows(ledger, ledger.get_run("first").id or 0)]
+    holder = [r for r in ledger.energy_rows(ledger.get_run("first").id)]
     joined = {t.device: t for t in ledger.energy_totals("second")}
     assert sorted(joined) == sorted([CPU_UUID, DRAM_UUID])
     for device, total in joined.items():
-        [row] = [r for r in energy_rows(ledger, ledger.get_run("second").id or 0) if r.device == device]
+        [row] = [r for r in ledger.energy_rows(ledger.get_run("second").id) if r.device == device]
         # the holder's rows over the second run's time, pro rata at the edges, through its last flush
         expected = sum(
             r.energy_j * (min(r.end_s, row.end_s) - max(r.start_s, row.start_s)) / (r.end_s - r.start_s)
