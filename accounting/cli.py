@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from wattlog.accounting.ledger_cli import register as register_ledger
 from wattlog.accounting.node_cli import register as register_node
 from wattlog.accounting.ranges import format_quantity
 from wattlog.accounting.render import TableFormat, render_grid, show
@@ -33,6 +34,7 @@ def register(app: typer.Typer) -> None:
     app.command("sites")(sites)
     register_table(app)
     register_node(app)
+    register_ledger(app)
 
 
 def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RICH) -> None:

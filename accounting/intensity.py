@@ -120,6 +120,8 @@ class HourlySeries:
             lines = path.read_text(encoding="utf-8").splitlines()
         except OSError as error:
             raise ConfigError(f"cannot read intensity series {path}: {error.strerror or error}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"{path} is not a text file; {_EXPECTED}") from None
         values: dict[int, float] = {}
         data_lines = [(n, line.strip()) for n, line in enumerate(lines, start=1) if line.strip()]
         data_lines = [(n, text) for n, text in data_lines if not text.startswith("#")]

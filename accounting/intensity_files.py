@@ -57,6 +57,10 @@ def _rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
         text = path.read_text(encoding="utf-8-sig")
     except OSError as error:
         raise ConfigError(f"cannot read intensity series {path}: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(
+            f"{path} is not a text file; expected CSV (timestamp,kg_co2_per_kwh), Electricity Maps or EIA-930"
+        ) from None
     reader = csv.DictReader(line for line in text.splitlines() if line.strip())
     rows = list(reader)
     return list(reader.fieldnames or []), rows

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from wattlog.accounting.devices import Overhead
 from wattlog.accounting.extrapolate import job_energy
 from wattlog.accounting.footprint import Energy, Footprint, WaterConvention, energy_label, footprint_for
+from wattlog.accounting.gaps import run_gaps, with_gaps
 from wattlog.accounting.intensity import IntensitySource
 from wattlog.accounting.ledger.jobs import JobNodes, job_nodes
 from wattlog.accounting.ledger.models import Role, Status
@@ -129,7 +130,8 @@ def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
         notes = (*notes, options.overhead.label)
     elif options.overhead is not None:
         notes = (*notes, "overhead multiplier not applied: CPU/DRAM (or node) energy was measured")
-    return TableRow.from_footprint(label, found, notes=notes)
+    row = TableRow.from_footprint(label, found, notes=notes)
+    return with_gaps(row, run_gaps(ledger, run.id))
 
 
 def project_rows(ledger: Ledger, project: str, options: TableOptions) -> list[TableRow]:

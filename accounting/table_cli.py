@@ -27,7 +27,9 @@ from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import TableFormat, TableRow, footnotes, render, render_grid, show
 from wattlog.accounting.run_table import TableOptions, project_rows, run_row
 from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.verify import check_ledger
 from wattlog.errors import ConfigError
+from wattlog.numbers import check_number
 
 DbOption = Annotated[
     str | None, typer.Option("--db", help="Ledger URL (default $WATTLOG_DB or ./wattlog.db).")
@@ -119,6 +121,7 @@ def table(
     engine = make_engine(db, create=False)
     try:
         ledger = Ledger(engine)
+        check_ledger(ledger, describe_url(db))  # never print figures read from impossible rows
         if project and by:
             _show_project(ledger, project, by, options, fmt, notes_file)
             return
@@ -214,14 +217,17 @@ def _show_project(
 
 def compact(
     older_than_days: Annotated[
-        float, typer.Option("--older-than-days", min=0, help="Fold rows of hours older than this.")
+        float, typer.Option("--older-than-days", help="Fold rows of hours older than this.")
     ] = 7.0,
     db: DbOption = None,
 ) -> None:
     """Fold the ledger's old flush rows into hourly buckets (totals and hour-by-hour energy kept exactly)."""
+    check_number("--older-than-days", older_than_days, low=0, high=100 * 365, hint="e.g. 7")
     engine = make_engine(db, create=False)
     try:
-        done = Ledger(engine).compact_hourly(older_than_days * 86_400)
+        ledger = Ledger(engine)
+        check_ledger(ledger, describe_url(db))  # folding impossible rows into buckets would hide them
+        done = ledger.compact_hourly(older_than_days * 86_400)
     finally:
         engine.dispose()
     print(f"ledger {describe_url(db)}: {done.raw_rows} raw rows folded into {done.hourly_rows} hourly rows")

@@ -70,7 +70,9 @@ def serve(
 
     from wattlog.accounting.ledger import Ledger, describe_url, make_engine
     from wattlog.dashboards.webhooks import AlertRecorder, Auth, WebhookReceiver
+    from wattlog.numbers import check_port
 
+    check_port("--port", port)
     auth = Auth.from_env()
     ledger = Ledger(make_engine(db))
     with WebhookReceiver(AlertRecorder(ledger), auth, host=host, port=port) as receiver:
@@ -102,7 +104,9 @@ def send(
     from wattlog.accounting.ledger import Ledger, make_engine
     from wattlog.dashboards.notify import Notifier, events_to_send
     from wattlog.errors import ConfigError
+    from wattlog.numbers import check_number
 
+    check_number("--attempts", attempts, low=1, high=100, hint="e.g. 4")
     if not url:
         raise ConfigError("give --url or set WATTLOG_NOTIFY_URL")
     notifier = Notifier(

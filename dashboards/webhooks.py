@@ -28,11 +28,12 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
 from wattlog.errors import ConfigError, LedgerError, RunNotFound
 from wattlog.events import EventCategory, EventKind
+from wattlog.serving import BoundedHTTPServer
 
 if TYPE_CHECKING:
     from wattlog.accounting.ledger import Ledger
@@ -241,7 +242,7 @@ class WebhookReceiver:
     ) -> None:
         self._recorder, self._auth, self._max = recorder, auth, max_body_bytes
         self._address = (host, port)
-        self._server: ThreadingHTTPServer | None = None
+        self._server: BoundedHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -301,7 +302,8 @@ class WebhookReceiver:
                 log.debug("webhook %s %s", self.client_address[0], format % args)
 
         try:
-            self._server = ThreadingHTTPServer(self._address, Handler)
+            # a backlog of 128 and bounded workers: a burst of posts is queued or answered 503, never reset
+            self._server = BoundedHTTPServer(self._address, Handler)
         except OSError as error:
             raise ConfigError(
                 f"cannot listen on {self._address[0]}:{self._address[1]}: {error.strerror}; "

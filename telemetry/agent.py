@@ -30,6 +30,7 @@ from prometheus_client import CollectorRegistry
 
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, WattlogError
+from wattlog.numbers import check_number
 from wattlog.records import EnergyInterval, Gap, Source
 from wattlog.telemetry.devicelock import DeviceLocks
 from wattlog.telemetry.exporter import EnergyCollector, MetricsServer, SamplerCollector, push, serve
@@ -38,7 +39,7 @@ from wattlog.telemetry.sampler import Sampler, SamplerStats
 from wattlog.telemetry.selection import job_selection
 from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.sensors.discovery import discover
-from wattlog.telemetry.sinks import IntervalSink
+from wattlog.telemetry.sinks import IntervalSink, SinkCollector, SinkStats, write_or_reject
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, Reading
 
 logger = logging.getLogger(__name__)
@@ -47,8 +48,19 @@ logger = logging.getLogger(__name__)
 _MAX_PENDING_ROWS = 100_000
 
 
-def _default_lock_dir() -> Path:
-    return Path(tempfile.gettempdir()) / "wattlog"
+LOCK_DIR_ENV = "WATTLOG_LOCK_DIR"
+
+
+def default_lock_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """$WATTLOG_LOCK_DIR, else <tmp>/wattlog-locks: the folder every agent of the node must share.
+
+    Not <tmp>/wattlog: a folder named like the package in the current directory
+    would shadow it for `python -m wattlog` run from <tmp>.
+    """
+    env = os.environ if environ is None else environ
+    if env.get(LOCK_DIR_ENV):
+        return Path(env[LOCK_DIR_ENV])
+    return Path(tempfile.gettempdir()) / "wattlog-locks"
 
 
 @dataclass
@@ -75,14 +87,12 @@ class AgentConfig:
     """Push metrics to this Pushgateway at each flush and at close (short jobs)."""
     push_job: str = "wattlog"
     """The `job` label of pushed metrics (grouped by instance=host)."""
-    lock_dir: Path = field(default_factory=_default_lock_dir)
-    """Folder of the per-device lock files, shared by every agent of the node."""
+    lock_dir: Path = field(default_factory=default_lock_dir)
+    """Folder of the per-device lock files, shared by every agent of the node ($WATTLOG_LOCK_DIR)."""
 
     def __post_init__(self) -> None:
-        if not self.period_s > 0:
-            raise ConfigError(f"period_s must be > 0, got {self.period_s}; the default is 0.025 (25 ms)")
-        if not self.flush_s >= self.period_s:
-            raise ConfigError(f"flush_s ({self.flush_s}) must be >= period_s ({self.period_s}); try 10")
+        check_number("period_s", self.period_s, low=0, high=3600, low_open=True, hint="the default is 0.025")
+        check_number("flush_s", self.flush_s, low=self.period_s, high=86400, hint="try 10")
         if self.port is not None and not 0 <= self.port <= 65535:
             raise ConfigError(f"port must be in 0..65535 (0 = any free port), got {self.port}")
         if self.pushgateway_url is not None and not self.pushgateway_url.startswith(("http://", "https://")):
@@ -160,7 +170,9 @@ class Agent:
         self._flush_lock = threading.Lock()
         self._stop_flush = threading.Event()
         self._flush_thread: threading.Thread | None = None
-        self._collectors: list[EnergyCollector | SamplerCollector] = []
+        self._collectors: list[EnergyCollector | SamplerCollector | SinkCollector] = []
+        self.sink_stats = SinkStats()
+        """Rows the sinks took, refused as invalid, or dropped, and their failures (exported as counters)."""
 
     @property
     def metrics_url(self) -> str | None:
@@ -204,6 +216,7 @@ class Agent:
         self._collectors = [
             EnergyCollector(self.snapshot, cfg.host),
             SamplerCollector(self._sampler.stats, cfg.host),
+            SinkCollector(self.sink_stats, cfg.host),
         ]
         for collector in self._collectors:
             self.registry.register(collector)
@@ -236,15 +249,15 @@ class Agent:
                 pending_rows.extend(intervals)
                 pending_gaps.extend(gaps)
                 try:
-                    sink.write(pending_rows, pending_gaps)
+                    write_or_reject(sink, pending_rows, pending_gaps, self.sink_stats)
                 except Exception:  # a broken sink must not stop measuring: retried next flush
+                    self.sink_stats.failures += 1
                     logger.exception(
                         "sink %s failed; its %d rows are kept for the next flush",
                         type(sink).__name__,
                         len(pending_rows),
                     )
-                    _bound(pending_rows)
-                    _bound(pending_gaps)
+                    self.sink_stats.dropped_rows += _bound(pending_rows) + _bound(pending_gaps)
                 else:
                     self._pending[i] = ([], [])
             if self.config.pushgateway_url is not None:
@@ -257,6 +270,12 @@ class Agent:
                     )
                 except WattlogError as error:
                     logger.warning("%s", error)
+
+    @property
+    def unwritten_rows(self) -> int:
+        """Energy rows not stored by every sink: kept for retry, spooled, or lost (0 when all landed)."""
+        kept = sum(len(rows) for rows, _ in self._pending)
+        return kept + sum(int(getattr(sink, "unwritten_rows", 0)) for sink in self._sinks)
 
     def close(self) -> None:
         """Stop sampling, flush the last interval to the sinks, release the locks, stop serving.
@@ -350,8 +369,10 @@ class Agent:
             self._server = None
 
 
-def _bound(rows: list) -> None:  # type: ignore[type-arg]
-    if len(rows) > _MAX_PENDING_ROWS:
-        dropped = len(rows) - _MAX_PENDING_ROWS
-        del rows[:dropped]
-        logger.error("a sink kept failing: dropped its %d oldest rows", dropped)
+def _bound(rows: list) -> int:  # type: ignore[type-arg]
+    if len(rows) <= _MAX_PENDING_ROWS:
+        return 0
+    dropped = len(rows) - _MAX_PENDING_ROWS
+    del rows[:dropped]
+    logger.error("a sink kept failing: dropped its %d oldest rows", dropped)
+    return dropped

@@ -21,11 +21,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from wattlog.errors import ConfigError
+from wattlog.numbers import MAX_SIMULATED_GPUS, check_number, check_port
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.sampler import SamplerStats
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
-from wattlog.telemetry.sinks import JsonlSink
+from wattlog.telemetry.sinks import INCOMPLETE_EXIT, JsonlSink
 from wattlog.telemetry.supervise import Ending, Outcome, Supervisor, cannot_start
 from wattlog.telemetry.types import DeviceEnergy
 
@@ -52,16 +52,25 @@ def agent(
     jsonl: Annotated[
         Path | None, typer.Option(help="Append each flush's energy rows and gaps to this JSON Lines file.")
     ] = None,
+    lock_dir: Annotated[
+        Path | None,
+        typer.Option(help="Folder of the device locks every agent of the node shares ($WATTLOG_LOCK_DIR)."),
+    ] = None,
 ) -> int:
     """Run the measuring agent (sidecar mode): sample, serve metrics, print what was measured."""
-    if seconds is not None and seconds <= 0:
-        raise ConfigError(f"--seconds must be > 0, got {seconds}")
+    if seconds is not None:
+        check_number("--seconds", seconds, low=0, high=10 * 365 * 86400, low_open=True)
+    check_number("--period-ms", period_ms, low=0, high=60_000, low_open=True, hint="the default is 25")
+    check_number("--flush-s", flush_s, low=period_ms / 1000.0, high=86400, hint="the default is 10")
+    check_port("--port", port, allow_none=-1)
+    check_number("--simulate", simulate, low=0, high=MAX_SIMULATED_GPUS)
     config = AgentConfig(
         period_s=period_ms / 1000.0,
         flush_s=flush_s,
         port=None if port == -1 else port,
         whole_node=whole_node,
         pushgateway_url=push,
+        **({"lock_dir": lock_dir} if lock_dir is not None else {}),
     )
     extra = [SimulatedSensor(simulated_gpus(simulate, t0_s=time.monotonic()))] if simulate else []
     # A pipe or a log file gets a wide table; a terminal gets its own width.
@@ -85,6 +94,12 @@ def agent(
         stats = runner.stats()
         if stats is not None:
             console.print(health_line(stats))
+    if runner.unwritten_rows:
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            f"wattlog agent: incomplete: {runner.unwritten_rows} energy rows could not be written",
+            markup=False,
+        )
+        return outcome.exit_code or INCOMPLETE_EXIT
     return outcome.exit_code
 
 

@@ -23,7 +23,7 @@ from typing import Protocol
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, DeviceLost
 from wattlog.telemetry.sensors.base import Sensor
-from wattlog.telemetry.types import DeviceInfo, Reading
+from wattlog.telemetry.types import DeviceInfo, Reading, reading_problem
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +131,11 @@ class Sampler:
         for sensor, device in tuple(self._devices):  # a copy: a lost device is removed mid-loop
             self._reads += 1
             try:
-                self._sink.add(sensor.read(device, now_s))
+                reading = sensor.read(device, now_s)
+                problem = reading_problem(reading)
+                if problem is not None:  # NaN or negative: a failed read (a gap), never energy
+                    raise ValueError(problem)
+                self._sink.add(reading)
             except DeviceLost as e:
                 self._errors += 1
                 self._devices.remove((sensor, device))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from wattlog.records import Kind, Source
@@ -81,3 +82,15 @@ class DeviceEnergy:
     lost: bool = False
     notes: tuple[str, ...] = ()
 
+
+
+def reading_problem(reading: Reading) -> str | None:
+    """Why a reading cannot be energy (a non-finite or negative power or counter), None if it can.
+
+    Such a reading is a failed read: integrating one NaN would make the
+    device's energy NaN for good, and a negative one would subtract energy.
+    """
+    for name, value in (("power", reading.power_w), ("energy counter", reading.energy_mj)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            return f"invalid {name} reading {value!r} (not a finite number >= 0)"
+    return None

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import socket
 import time
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+
+from wattlog.numbers import check_number, check_port
 
 DbOption = Annotated[
     str | None, typer.Option("--db", help="Ledger URL (default $WATTLOG_DB or ./wattlog.db).")
@@ -100,15 +103,24 @@ def run(
     device_model: DeviceModelOption = "",
     gpu_hours: GpuHoursOption = None,
     requests: RequestsOption = None,
+    flush_s: Annotated[
+        float, typer.Option("--flush-s", help="Seconds between writes of energy rows to the ledger.")
+    ] = 10.0,
+    lock_dir: Annotated[
+        Path | None,
+        typer.Option("--lock-dir", help="Folder of the node's device locks (default $WATTLOG_LOCK_DIR)."),
+    ] = None,
 ) -> int:
     """Run COMMAND with an agent sampling the node and record the run; exit with its code.
 
     SIGTERM and SIGINT are forwarded to COMMAND; the run is then closed as preempted (exit 143) or
     killed (130) with its last interval flushed. 127: not found, 126: not executable, 128+N: killed
-    by signal N.
+    by signal N; 75: not every row reached the ledger (kept in the spool for `wattlog replay`).
     """
     from wattlog.trainer.runner import run_command
 
+    check_number("--flush-s", flush_s, low=0.025, high=86400, hint="the default is 10")
+    check_port("--port", port)
     label = name or time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())
     return run_command(
         command or [],
@@ -118,6 +130,8 @@ def run(
         port=port,
         resume=resume,
         sample_nodes=sample_nodes,
+        flush_s=flush_s,
+        lock_dir=lock_dir,
         labels={
             "project": project,
             "role": role,
@@ -153,6 +167,9 @@ def health_check(
     from wattlog.trainer.health import compare_peers, default_devices, exit_code
     from wattlog.trainer.health import health_check as check
 
+    if size is not None:
+        check_number("--size", size, low=1, high=65_536, hint="e.g. 512 on a CPU, 8192 on a GPU")
+    check_number("--min-fraction", min_fraction, low=0, high=1, low_open=True, hint="e.g. 0.8")
     results = compare_peers([check(d, size=size) for d in device or default_devices()], min_fraction)
     console = Console(highlight=False)
     for result in results:

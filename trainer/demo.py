@@ -22,7 +22,8 @@ from wattlog.accounting.ledger import describe_url
 from wattlog.accounting.run_report import print_run_report
 from wattlog.accounting.sites import get_site
 from wattlog.accounting.units import readable
-from wattlog.errors import ConfigError
+from wattlog.errors import LedgerError
+from wattlog.numbers import MAX_SIMULATED_GPUS, check_number, check_port
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors import discover
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
@@ -69,12 +70,11 @@ class DemoConfig:
 
     def __post_init__(self) -> None:
         """Validate the settings before anything starts."""
-        if not self.seconds > 0:
-            raise ConfigError(f"--seconds must be > 0, got {self.seconds}")
-        if self.simulate_gpus < 0:
-            raise ConfigError(f"--simulate-gpus must be >= 0, got {self.simulate_gpus}")
-        if self.batch_size < 1:
-            raise ConfigError(f"--batch-size must be >= 1, got {self.batch_size}")
+        # a demo is about a minute: a day is far beyond any sensible value, inf or NaN never one
+        check_number("--seconds", self.seconds, low=0, high=86_400, low_open=True, hint="e.g. 60")
+        check_port("--port", self.port)
+        check_number("--simulate-gpus", self.simulate_gpus, low=0, high=MAX_SIMULATED_GPUS)
+        check_number("--batch-size", self.batch_size, low=1, high=65_536)
         preset(self.model)
         get_site(self.site)
 
@@ -132,6 +132,13 @@ def _demo(config: DemoConfig, console: Console, supervisor: Supervisor) -> int:
     if t.ledger is not None:
         print_run_report(t.ledger, run, config.db, console)
     console.print(f"Ledger written to {describe_url(config.db)}")
+    if t.unwritten_rows:  # the figures above lack rows: say so, and fail
+        console.print(f"[bold red]INCOMPLETE:[/] the figures of {run} lack {t.unwritten_rows} energy rows.")
+        if code == 0:  # a stop by signal keeps its 128 + N; the line above says what is missing
+            raise LedgerError(
+                f"run {run} is incomplete: {t.unwritten_rows} energy rows are not in the ledger; "
+                "`wattlog replay` stores the spooled ones once it is reachable"
+            )
     return code
 
 

@@ -6,20 +6,30 @@ of it and never touch the device or the training thread.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from wattlog.events import EventKind
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
     from wattlog.trainer.callbacks.speed import SpeedFigures
     from wattlog.trainer.metrics import StepRecord
+
+
+class BookkeepingHealth(Protocol):
+    """What the bookkeeping thread counts (trainer.metrics.BookkeepingThread)."""
+
+    dropped: int
+    failed: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +66,12 @@ class TrainingState:
             return
         with self._lock:
             s = self._snapshot
-            tokens = s.tokens_total + sum(r.values.get("tokens", 0.0) for r in records)
+            counts = [r.values["tokens"] for r in records if "tokens" in r.values]
+            # one NaN would make the counter NaN for good: a count that is no count is an event instead
+            valid = [float(n) for n in counts if math.isfinite(n) and n >= 0]
+            if len(valid) < len(counts):
+                self._events[EventKind.INVALID_TOKENS] += len(counts) - len(valid)
+            tokens = s.tokens_total + sum(valid)
             latest: dict[str, float] = {}
             for record in records:
                 latest.update(record.values)
@@ -114,11 +129,24 @@ class TrainingCollector(Collector):
         # TYPE wattlog_train_mfu_ratio gauge
         # HELP wattlog_train_events_total Training events by kind (loss_spike, non_finite, restart, ...).
         # TYPE wattlog_train_events_total counter
+        # HELP wattlog_bookkeeping_dropped_total Metric batches dropped (behind).
+        # TYPE wattlog_bookkeeping_dropped_total counter
+        # HELP wattlog_bookkeeping_failures_total Bookkeeping operations that raised.
+        # TYPE wattlog_bookkeeping_failures_total counter
+
+    Args:
+        state: The figures the bookkeeping thread keeps.
+        run: The run label.
+        rank: The rank label.
+        bookkeeping: The bookkeeping thread, whose drops and failures are exported (None: not exported).
     """
 
-    def __init__(self, state: TrainingState, run: str, rank: int = 0) -> None:
+    def __init__(
+        self, state: TrainingState, run: str, rank: int = 0, bookkeeping: BookkeepingHealth | None = None
+    ) -> None:
         self._state = state
         self._labels = [run, str(rank)]
+        self._bookkeeping = bookkeeping
 
     def collect(self) -> Iterator[Metric]:
         """Yield fresh families from the latest snapshot."""
@@ -162,3 +190,12 @@ class TrainingCollector(Collector):
         for kind, count in s.events:
             events.add_metric([*self._labels, kind], count)
         yield events
+        if self._bookkeeping is not None:
+            health = self._bookkeeping
+            for name, doc, value in (
+                ("wattlog_bookkeeping_dropped", "Metric batches dropped (behind).", health.dropped),
+                ("wattlog_bookkeeping_failures", "Bookkeeping operations that raised.", health.failed),
+            ):
+                family = CounterMetricFamily(name, doc, labels=["run", "rank"])
+                family.add_metric(self._labels, float(value))
+                yield family

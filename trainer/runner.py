@@ -8,15 +8,20 @@ still flushes its last interval, is recorded as ``preempted`` and exits 143.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from wattlog.accounting.run_report import print_run_report
-from wattlog.errors import ConfigError
+from wattlog.errors import ConfigError, WattlogError
 from wattlog.telemetry.agent import AgentConfig
+from wattlog.telemetry.sinks import INCOMPLETE_EXIT
 from wattlog.telemetry.supervise import Ending, Supervisor
 from wattlog.trainer.session import RunSession, SessionConfig, status_for_outcome
+
+INCOMPLETE = INCOMPLETE_EXIT
+"""Exit code of a run whose command succeeded but whose energy rows are not all in the ledger."""
 
 
 def run_command(
@@ -30,21 +35,28 @@ def run_command(
     agent_config: AgentConfig | None = None,
     console: Console | None = None,
     sample_nodes: int | None = None,
+    flush_s: float = 10.0,
+    lock_dir: Path | None = None,
     labels: Mapping[str, Any] | None = None,
 ) -> int:
     """Run `command` in a run session; returns its exit code by shell convention.
 
     `labels` are more SessionConfig fields: project, role, phase, stage, scale_group,
-    device_model, gpu_hours, requests.
+    device_model, gpu_hours, requests. `agent_config`, if given, replaces `port`,
+    `flush_s` and `lock_dir`. A command that succeeded but whose energy rows are not
+    all in the ledger exits INCOMPLETE (75).
 
     Raises:
         ConfigError: No command given, or a bad site.
-        LedgerError: The ledger cannot be opened.
+        LedgerError: The ledger cannot be opened or the run cannot be registered.
     """
     if not command:
         raise ConfigError("give the command to run after --, e.g. wattlog run -- python train.py")
     console = console or Console()
     stderr = Console(stderr=True, highlight=False)
+    if agent_config is None:
+        locks = {"lock_dir": lock_dir} if lock_dir is not None else {}
+        agent_config = AgentConfig(port=port, flush_s=flush_s, **locks)
     # Ranks and the job's identity (SLURM / torchrun) from the environment: a node sampled out by
     # --sample-nodes still joins the job's run and reports, it only starts no agent.
     config = SessionConfig.from_env(
@@ -52,7 +64,7 @@ def run_command(
         site=site,
         db=db,
         resume=resume,
-        agent_config=agent_config or AgentConfig(port=port),
+        agent_config=agent_config,
         sample_nodes=sample_nodes,
         **dict(labels or {}),
     )
@@ -69,5 +81,29 @@ def run_command(
         summary = session.close(status_for_outcome(outcome), stopped=outcome)
         console.print(f"Run {run} {summary.status} (exit code {outcome.exit_code}); {summary.line()}.")
         if session.ledger is not None:
-            print_run_report(session.ledger, run, db, console)
+            try:
+                print_run_report(session.ledger, run, db, console)
+            except WattlogError as failed:  # the ledger may be down: the line below still says so
+                stderr.print(f"cannot show the figures of {run}: {failed}", soft_wrap=True, markup=False)
+        if report_incomplete(session.unwritten_rows, run, console):
+            return outcome.exit_code or INCOMPLETE
     return outcome.exit_code
+
+
+def report_incomplete(missing: int, run: str, console: Console) -> bool:
+    """Say, under the figures and in one line on stderr, that `missing` rows of the run are not in the ledger.
+
+    Returns:
+        Whether the run is incomplete (the command must then exit non-zero).
+    """
+    if not missing:
+        return False
+    console.print(f"[bold red]INCOMPLETE:[/] the figures of {run} above lack {missing} energy rows.")
+    Console(stderr=True).print(
+        f"wattlog: run {run} is incomplete: {missing} energy rows are not in the ledger; they are spooled "
+        "(`wattlog replay` stores them once the ledger is reachable) or lost (counted in the spool's gaps)",
+        highlight=False,
+        soft_wrap=True,
+        markup=False,
+    )
+    return True

@@ -32,7 +32,8 @@ from typing import Any
 
 from prometheus_client.registry import Collector
 
-from wattlog.accounting.ledger import Ledger, LedgerSink, Status, make_engine
+from wattlog.accounting.ledger import Ledger, LedgerSink, Status, describe_url, make_engine
+from wattlog.accounting.ledger.spool import Spool, default_folder
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.events import EventKind, Stopped
@@ -200,25 +201,36 @@ class SessionSummary:
     Attributes:
         status: The run's final status.
         measured_j: Joules this session's agent integrated (None without an agent).
-        recorded_j: Joules of those the ledger accepted.
+        recorded_j: Joules of those in the ledger (rows still in the spool or lost not counted).
+        unwritten_rows: Energy rows not in the ledger: kept for retry, spooled (`wattlog replay`) or lost.
     """
 
     status: Status
     measured_j: float | None
     recorded_j: float
+    unwritten_rows: int = 0
 
     @property
     def complete(self) -> bool:
-        """Whether every joule measured reached the ledger (to rounding)."""
+        """Whether every joule measured reached the ledger (to rounding) and no row waits in the spool."""
         if self.measured_j is None:
-            return True
-        return abs(self.measured_j - self.recorded_j) <= 1e-9 * max(1.0, abs(self.measured_j))
+            return self.unwritten_rows == 0
+        same = abs(self.measured_j - self.recorded_j) <= 1e-9 * max(1.0, abs(self.measured_j))
+        return same and self.unwritten_rows == 0
 
     def line(self) -> str:
         """One line for the user: the energy measured and how much of it is in the ledger."""
         if self.measured_j is None:
             return "no agent in this process: the node's agent records the energy"
-        verdict = "all recorded" if self.complete else "INCOMPLETE: the rest is not in the ledger"
+        if self.complete:
+            verdict = "all recorded"
+        elif self.unwritten_rows:
+            verdict = (
+                f"INCOMPLETE: {self.unwritten_rows} energy rows are not in the ledger, "
+                "spooled for `wattlog replay` or lost"
+            )
+        else:
+            verdict = "INCOMPLETE: the rest is not in the ledger"
         return f"measured {self.measured_j:.3f} J, {self.recorded_j:.3f} J recorded in the ledger ({verdict})"
 
 
@@ -245,15 +257,36 @@ def status_for_outcome(outcome: Outcome) -> Status:
 
 
 class _CountingSink:
-    """The ledger sink, counting the joules it accepted (the summary compares them to the agent's)."""
+    """The ledger sink, counting the joules the ledger holds (the summary compares them to the agent's).
+
+    A write that succeeds may have gone to the spool (ledger down): those joules,
+    and the ones the spool's bound dropped, are not counted until a replay stores them.
+    """
 
     def __init__(self, sink: LedgerSink) -> None:
         self._sink = sink
-        self.recorded_j = 0.0
+        self._accepted_j = 0.0
+
+    @property
+    def spool(self) -> Spool | None:
+        """Where the rows the ledger could not take wait."""
+        return self._sink.spool
+
+    @property
+    def recorded_j(self) -> float:
+        """Joules accepted by the sink less those still in its spool or lost past its bound."""
+        spool = self._sink.spool
+        waiting_j = spool.joules + spool.lost_j if spool is not None else 0.0
+        return self._accepted_j - waiting_j
+
+    @property
+    def unwritten_rows(self) -> int:
+        """Energy rows spooled or lost (the agent adds the ones it keeps for retry)."""
+        return self._sink.unwritten_rows
 
     def write(self, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
         self._sink.write(intervals, gaps)
-        self.recorded_j += sum(row.energy_j for row in intervals)
+        self._accepted_j += sum(row.energy_j for row in intervals)
 
     def close(self) -> None:
         self._sink.close()
@@ -369,7 +402,7 @@ class RunSession:
 
     def _start_agent(self) -> None:
         assert self.ledger is not None and self.run_id is not None
-        self._sink = _CountingSink(LedgerSink(self.ledger, self.run_id))
+        self._sink = _CountingSink(self._ledger_sink())
         self.agent = Agent(
             self.config.agent_config or AgentConfig(port=0),
             sensors=self._sensors,
@@ -382,6 +415,28 @@ class RunSession:
         for note in self.agent.notes:
             log.info("%s", note)
         self._joined.start(self.agent.held_elsewhere)
+
+    def _ledger_sink(self) -> LedgerSink:
+        """The agent's sink: the ledger, with a spool for the rows it cannot take while down."""
+        assert self.ledger is not None and self.run_id is not None
+        spool = Spool(default_folder(self._environ), describe_url(self.config.db), self.run_id)
+        return LedgerSink(self.ledger, self.run_id, spool)
+
+    @property
+    def unwritten_rows(self) -> int:
+        """Energy rows this run measured that are not in the ledger (kept, spooled or lost); 0 if none."""
+        return self.agent.unwritten_rows if self.agent is not None else 0
+
+    def _end_run(self, status: Status) -> None:
+        """End the run; if the ledger is down, the end goes to the spool (`wattlog replay` applies it)."""
+        assert self.recorder is not None
+        try:
+            self.recorder.end(status)
+        except WattlogError:
+            spool = self._sink.spool if self._sink is not None else None
+            if spool is not None and self.config.rank == 0 and self.run_id is not None:
+                spool.append_end(self.run_id, status.value, self.clock.wall())
+            raise
 
     def _abort(self) -> None:
         """Undo a failed start: stop the agent and mark the run failed."""
@@ -409,9 +464,10 @@ class RunSession:
             payload = Stopped(stopped.received.name, stopped.exit_code).to_json()
             _safely("record the stop", self.recorder.event, EventKind.STOPPED, payload=payload)
         if self.recorder is not None:
-            _safely("end_run", self.recorder.end, status)
+            _safely("end_run", self._end_run, status)
         measured = sum(d.energy_j for d in self.agent.snapshot()) if self.agent is not None else None
-        return SessionSummary(status, measured, self._sink.recorded_j if self._sink is not None else 0.0)
+        recorded = self._sink.recorded_j if self._sink is not None else 0.0
+        return SessionSummary(status, measured, recorded, self.unwritten_rows)
 
     # what the agent measures ----------------------------------------------
 

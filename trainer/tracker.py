@@ -157,17 +157,17 @@ class Tracker:
         self.settings = config
         self._state = TrainingState()
         s = config.session
+        self._bookkeeping = BookkeepingThread()
         self.session = RunSession(
             s,
             sensors=sensors,
-            collectors=[TrainingCollector(self._state, s.run, s.rank)],
+            collectors=[TrainingCollector(self._state, s.run, s.rank, self._bookkeeping)],
             clock=clock,
             environ=environ,
         )
         self.clock: Clock = self.session.clock
         self._watch = watch
         self._buffer = DeviceMetricBuffer(config.log_every)
-        self._bookkeeping = BookkeepingThread()
         self._values = StepValues(log)
         self._callbacks = _compose(callbacks, config)
         self._books = Bookkeeper(
@@ -306,6 +306,11 @@ class Tracker:
         for callback in self._callbacks:
             self._safely(f"{type(callback).__name__}.pre_train", callback.pre_train, context)
         return self
+
+    @property
+    def unwritten_rows(self) -> int:
+        """Energy rows this run measured that are not in the ledger (spooled or lost); 0 when complete."""
+        return self.session.unwritten_rows
 
     def _run_health_check(self) -> None:
         from wattlog.trainer.health import health_check

@@ -50,7 +50,33 @@ if TYPE_CHECKING:
     from wattlog.trainer.session import RunSession, SessionConfig
     from wattlog.trainer.tracker import Tracker, TrackerConfig
 
+
+class _ErrorsWhenUnconfigured(logging.Handler):
+    """Shows wattlog's errors on stderr while the application has configured no logging at all.
+
+    A library must not configure logging (no basicConfig here), but a user who
+    configured nothing must still learn that data was lost: Python's own
+    last-resort handler is silenced by the NullHandlers below, so this one
+    stands in for it, for ERROR and above, until the root logger gets a handler.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.setFormatter(logging.Formatter("wattlog %(levelname)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if logging.getLogger().handlers:
+            return  # the application configured logging: it decides what is shown
+        import sys
+
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:
+            self.handleError(record)
+
+
 logging.getLogger(__name__).addHandler(logging.NullHandler())
+logging.getLogger(__name__).addHandler(_ErrorsWhenUnconfigured())
 
 _HOMES = {
     "Agent": "wattlog.telemetry.agent",

@@ -39,6 +39,8 @@ class EventKind(StrEnum):
     ACTIVATION_GROWTH = "activation_growth"
     STOPPED = "stopped"
     """The run was stopped by a signal (payload: :class:`Stopped`)."""
+    INVALID_TOKENS = "invalid_tokens"
+    """A step reported a token count that is no count (NaN, infinite or negative): skipped, counted."""
 
 
 INSTABILITIES = frozenset(

@@ -166,11 +166,7 @@ class Ledger:
                 )
                 session.flush()
                 return RunInfo.of(run)
-            owner = session.execute(select(Project).where(col(Project.name) == project)).scalars().first()
-            if owner is None:
-                owner = Project(name=project, created_s=now_s)
-                session.add(owner)
-                session.flush()
+            owner = _project(session, project, now_s)
             run = Run(
                 name=name,
                 project_id=cast(int, owner.id),
@@ -186,8 +182,10 @@ class Ledger:
             session.flush()
             return RunInfo.of(run)
 
-    def end_run(self, run: int | str, status: Status | str = Status.FINISHED) -> RunInfo:
-        """Mark a run ended now with `status`.
+    def end_run(
+        self, run: int | str, status: Status | str = Status.FINISHED, *, end_s: float | None = None
+    ) -> RunInfo:
+        """Mark a run ended with `status`, now or at `end_s` (Unix seconds; a replayed end).
 
         Raises:
             RunNotFound: No such run.
@@ -196,7 +194,7 @@ class Ledger:
         with self.transaction(f"end run {run!r}") as session:
             row = self._find(session, run)
             row.status = status.value
-            row.end_s = self._clock.wall()
+            row.end_s = self._clock.wall() if end_s is None else end_s
             session.flush()
             return RunInfo.of(row)
 
@@ -307,10 +305,15 @@ class Ledger:
     def record_intervals(
         self, run: int | str, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap] = ()
     ) -> int:
-        """Store one flush interval's energy rows and gaps in one transaction.
+        """Store one flush interval's energy rows and gaps in one transaction, each at most once.
+
+        A row is keyed by (run, host, device, source, start): a row or gap the
+        ledger already holds (a retry whose first commit landed, a spool
+        replayed twice) is skipped, so writing the same rows again never
+        counts them twice.
 
         Returns:
-            The number of energy rows written.
+            The number of energy rows written (rows already there not counted).
 
         Raises:
             ConfigError: A row is inconsistent (end before start, negative or non-finite energy).
@@ -323,6 +326,8 @@ class Ledger:
                 raise ConfigError(f"gap of {gap.device} ends before it starts ({gap.start_s} > {gap.end_s})")
         with self.transaction(f"record {len(intervals)} energy rows") as session:
             run_id = self._id(session, run)
+            intervals = _new_intervals(session, run_id, intervals)
+            gaps = _new_gaps(session, run_id, gaps)
             if intervals:
                 session.execute(insert(_ENERGY), [_energy_row(run_id, row) for row in intervals])
                 _add_to_rollup(session, run_id, intervals)
@@ -336,7 +341,7 @@ class Ledger:
                             "device": g.device,
                             "start_s": g.start_s,
                             "end_s": g.end_s,
-                            "reason": g.reason,
+                            "reason": g.reason[:500],
                         }
                         for g in gaps
                     ],
@@ -512,6 +517,65 @@ class Ledger:
             session.execute(delete(_ENERGY).where(old))
         logger.info("compacted %d raw rows into %d hourly rows", raw_rows, len(rows))
         return Compaction(raw_rows=raw_rows, hourly_rows=len(rows), before_hour=before_hour)
+
+
+def _project(session: Session, name: str, now_s: float) -> Project:
+    """The project of this name, created if missing; safe when many runs start at once."""
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as upsert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as upsert  # type: ignore[assignment]
+    table = cast(Table, Project.__table__)  # type: ignore[attr-defined]
+    statement = upsert(table).values(name=name, created_s=now_s)
+    session.execute(statement.on_conflict_do_nothing(index_elements=["name"]))
+    return session.execute(select(Project).where(col(Project.name) == name)).scalars().one()
+
+
+def _new_intervals(
+    session: Session, run_id: int, intervals: Sequence[EnergyInterval]
+) -> list[EnergyInterval]:
+    """The rows of `intervals` the run does not hold yet (by interval key), each once."""
+    if not intervals:
+        return []
+    e = _ENERGY.c
+    hours = {hour_of(row.start_s) for row in intervals}
+    held = {
+        tuple(key)
+        for key in session.execute(
+            select(e.host, e.device, e.source, e.start_s).where(
+                (e.run_id == run_id)
+                & (e.resolution == Resolution.RAW.value)
+                & e.hour.between(min(hours), max(hours))
+            )
+        )
+    }
+    fresh = []
+    for row in intervals:
+        key = (row.host, row.device, str(row.source), row.start_s)
+        if key not in held:
+            held.add(key)
+            fresh.append(row)
+    return fresh
+
+
+def _new_gaps(session: Session, run_id: int, gaps: Sequence[Gap]) -> list[Gap]:
+    """The gaps the run does not hold yet (same host, device, start and reason), each once."""
+    if not gaps:
+        return []
+    g = cast(Table, GapRecord.__table__).c  # type: ignore[attr-defined]
+    lo, hi = min(gap.start_s for gap in gaps), max(gap.start_s for gap in gaps)
+    query = select(g.host, g.device, g.start_s, g.reason).where(
+        (g.run_id == run_id) & g.start_s.between(lo, hi)
+    )
+    held = {tuple(key) for key in session.execute(query)}
+    fresh = []
+    for gap in gaps:
+        key = (gap.host, gap.device, gap.start_s, gap.reason[:500])
+        if key not in held:
+            held.add(key)
+            fresh.append(gap)
+    return fresh
 
 
 def _member(enum: type[_E], value: _E | str, what: str) -> _E:

@@ -272,9 +272,9 @@ def test_rollup_matches_the_records_and_survives_rebuild(ledger: Ledger) -> None
             run.id,
             [
                 interval("gpu0", 3600.0 * 1000 + 10 * i, 1.5 + i),
-                interval("gpu0", 3600.0 * 1000 + 10 * i, 0.5),
+                interval("gpu0", 3600.0 * 1000 + 10 * i + 5, 0.5),
             ],
-        )  # same key twice
+        )  # same rollup key twice in one write (two intervals of one device)
         ledger.record_intervals(other.id, [interval("gpu9", 3600.0 * 1000 + 10 * i, 7.0)])
     with Session(ledger.engine) as session:
         truth = session.execute(

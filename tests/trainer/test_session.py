@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from wattlog.accounting.ledger import Ledger, Status, make_engine
-from wattlog.errors import ConfigError
+from wattlog.errors import ConfigError, LedgerError
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 from wattlog.trainer.session import RunSession, SessionConfig
@@ -51,6 +52,24 @@ def test_a_session_records_every_joule_its_agent_measured(tmp_path: Path) -> Non
     assert summary.complete and summary.measured_j == pytest.approx(stored) and summary.recorded_j == stored
     assert Ledger(make_engine(db)).get_run("s").status == "preempted"
     assert session.close(Status.FINISHED).measured_j is None  # a second close does nothing
+
+
+def test_a_session_whose_rows_went_to_the_spool_says_incomplete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    config = SessionConfig("s", db=db, agent_config=AgentConfig(port=None, flush_s=0.05, lock_dir=tmp_path))
+    session = RunSession(config, sensors=[SimulatedSensor(simulated_gpus(1))]).start()
+
+    def down(*args: object, **kwargs: object) -> int:
+        raise LedgerError("could not record rows, nothing was written: connection refused")
+
+    monkeypatch.setattr(Ledger, "record_intervals", down)  # down to the end: the rows are spooled
+    time.sleep(0.3)  # a few flushes of measured energy
+    summary = session.close(Status.FINISHED)
+    assert summary.unwritten_rows > 0 and session.unwritten_rows == summary.unwritten_rows
+    assert not summary.complete and summary.measured_j is not None and summary.recorded_j < summary.measured_j
+    assert "INCOMPLETE" in summary.line() and "wattlog replay" in summary.line()
 
 
 def test_session_config_is_validated_once_and_reads_the_environment() -> None:
