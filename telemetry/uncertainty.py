@@ -47,6 +47,7 @@ run is caught by the first test, or only late by the second.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -77,6 +78,9 @@ class BandInputs:
         cv: Coefficient of variation of the published power values (0 if unknown).
         publications: Distinct published values seen.
         phase_lock: Whether a phase lock is suspected.
+        alias_rel: Bound on aliasing when the published values repeat (None: they do not).
+        counter_true: The counter disagreed with the samples beyond sampling error, so it
+            integrates more than the observed windows: its figure gets no partial-observation term.
     """
 
     energy_j: float
@@ -88,6 +92,8 @@ class BandInputs:
     cv: float = 0.0
     publications: int = 0
     phase_lock: bool = False
+    alias_rel: float | None = None
+    counter_true: bool = False
 
 
 @dataclass
@@ -116,6 +122,8 @@ class BandModel:
     """Partial-observation term never below this."""
     correlated_publications: int = 10
     """Publications that err together (n is divided by this)."""
+    lock_rel: float = 0.05
+    """A repetition whose aliasing bound exceeds this is flagged as a phase lock."""
     estimated_rel: float = 0.5
     """Band of estimated sources, +-."""
     calibrations: Mapping[str, Calibration] = field(default_factory=dict)
@@ -145,12 +153,17 @@ class BandModel:
             return x.energy_j * (1 - self.estimated_rel), x.energy_j * (1 + self.estimated_rel) + gap_j
         lo_f, hi_f = self._calibration(device)
         f = self.fraction_seen(device)
+        trusted = x.from_counter and (self.counter_integrates_true or x.counter_true)
         po = 0.0
-        if f < 1 and not (x.from_counter and self.counter_integrates_true):
+        if f < 1 and trusted:
+            po = 0.0 if self.counter_integrates_true else self.floor_rel
+        elif f < 1 and x.alias_rel is not None:  # a repetition: a systematic error, bounded from the samples
+            po = max(self.floor_rel, x.alias_rel)
+        elif f < 1:
             po = self.sampling_rel(x.cv, x.publications)
         low = x.energy_j * lo_f * (1 - po)
         high = x.energy_j * hi_f * (1 + po)
-        if x.phase_lock and f < 1:
+        if x.phase_lock and f < 1 and not trusted and x.alias_rel is None:
             seen_j = x.sampled_j if x.sampled_j is not None else x.energy_j
             low = min(low, f * seen_j * lo_f)
             high = max(high, f * seen_j * hi_f + (1 - f) * x.p_max_w * x.measured_s)
@@ -232,6 +245,106 @@ def detect_periodic_lock(
             period_s = (times_s[-1] - times_s[-1 - m * ((n - 1) // m)]) / ((n - 1) // m)
             return PhaseLock(period_s, score, "published power repeats exactly")
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class Repetition:
+    """Published values that repeat exactly: the load's period is commensurate with the sensor's.
+
+    Repetition alone is harmless when the phases it shows cover the load's step
+    (a 230 ms step seen at 23 phases 10 ms apart), and harmful when few phases of
+    a load whose power differs there are seen (a 200 ms step seen at 2). The
+    difference is bounded from the samples, not guessed (see :func:`analyse_repetition`).
+
+    Attributes:
+        lag: Publications after which the pattern repeats (m).
+        load_period_s: The load's period as the phase ordering reveals it (m x P / k).
+        phases: Distinct phases of the load the sensor sees (m).
+        steps_per_pattern: Load periods inside one pattern (k).
+        alias_rel: Bound on the relative error of the readings' mean, from the samples.
+        score: How exactly the pattern repeats (1 = exactly).
+    """
+
+    lag: int
+    load_period_s: float
+    phases: int
+    steps_per_pattern: int
+    alias_rel: float
+    score: float
+
+    def note(self) -> str:
+        """The plain-language caveat a DeviceEnergy carries for a repetition that is not a lock."""
+        return (
+            f"published power repeats every {self.lag} publications (load period ~"
+            f"{self.load_period_s * 1e3:.0f} ms seen at {self.phases} phases): aliasing bounded by "
+            f"+-{self.alias_rel:.1%} from the samples"
+        )
+
+
+def analyse_repetition(
+    times_s: Sequence[float],
+    values_w: Sequence[float],
+    *,
+    publication_period_s: float = 0.1,
+    observed_fraction: float = 0.25,
+    max_lag: int = 40,
+    min_score: float = 0.97,
+    min_cv: float = 0.03,
+) -> Repetition | None:
+    """How far an exactly repeating series of published values may mislead, from the values alone.
+
+    `values_w` are consecutive publications (one per publication period P). If they
+    repeat after m values (the smallest lag scoring >= `min_score`, as in
+    :func:`detect_periodic_lock`), the pattern spans m x P = k load periods and the
+    m values are the load seen at m phases spaced evenly over its period. k is
+    found by ordering the pattern's mean values by phase for each candidate k
+    coprime with m: the true order is the smoothest (least circular variation V),
+    and ties go to the smallest k (the widest bound). The readings' mean then
+    errs by at most (V / 2) x max(1 - k x f, 0) / m, with f = w / P the observed
+    fraction: the Koksma bound for an even grid of m windows of width w on a load
+    of variation V (each level change misplaced by at most one grid gap less the
+    window). V is what the samples show: a spike no window ever sees is not in it.
+    Relative to the mean of the values, that is `alias_rel`.
+
+    Returns:
+        The repetition, or None when the values do not repeat (or barely vary).
+    """
+    n = len(values_w)
+    if n < 60:
+        return None
+    mean = sum(values_w) / n
+    var = sum((v - mean) ** 2 for v in values_w) / n
+    if mean <= 0 or math.sqrt(var) / mean < min_cv:
+        return None
+    for m in range(1, min(max_lag, n // 4) + 1):
+        d2 = sum((values_w[i] - values_w[i - m]) ** 2 for i in range(m, n)) / (n - m)
+        score = 1 - d2 / (2 * var)
+        if score < min_score:
+            continue
+        pattern = [statistics.fmean(values_w[j::m]) for j in range(m)]
+        k, variation = _smoothest_order(pattern)
+        alias_w = variation / 2 * max(1.0 - k * observed_fraction, 0.0) / m
+        period_s = m * publication_period_s / k
+        return Repetition(m, period_s, m, k, alias_w / statistics.fmean(pattern), score)
+    return None
+
+
+def _smoothest_order(pattern: Sequence[float]) -> tuple[int, float]:
+    """(k, V): the steps per pattern whose phase order is smoothest, and that order's circular variation."""
+    m = len(pattern)
+    best: tuple[float, int] | None = None
+    for k in range(1, m + 1):
+        if math.gcd(k, m) != 1:
+            continue
+        # publication j sits at phase (j x k mod m) / m of the load period
+        ordered = [0.0] * m
+        for j, value in enumerate(pattern):
+            ordered[(j * k) % m] = value
+        variation = sum(abs(ordered[i] - ordered[i - 1]) for i in range(m))
+        if best is None or variation < best[0] * (1 - 1e-6) - 1e-9:
+            best = (variation, k)
+    assert best is not None
+    return best[1], best[0]
 
 
 def counter_disagreement(counter_j: float, sampled_j: float, expected_rel: float) -> float | None:

@@ -122,5 +122,5 @@ def test_a_lock_at_four_periods_is_caught_from_the_published_values_alone() -> N
     e, true_j = run(
         TrainingTrace.phase_locked(0.4, comm_fraction=0.3), SensorModel.h100().with_counter("observed")
     )
-    assert any("published power repeats exactly" in n and "~400 ms" in n for n in e.notes)
+    assert any("published power repeats at 4 phases" in n and "~400 ms" in n for n in e.notes)
     assert e.low_j <= true_j <= e.high_j
