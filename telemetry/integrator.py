@@ -23,6 +23,7 @@ reported (and used to detect phase lock, see telemetry.uncertainty).
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 import threading
@@ -46,6 +47,7 @@ _PUBLICATIONS_KEPT = 256  # recent distinct published values per device, for loc
 _CHECK_EVERY_PUBLICATIONS = 100
 _MIN_COMPARE_S = 10.0  # counter vs sampled compared only after this much common time
 _INTERVALS_KEPT = 64  # recent times between the driver's publications, for its publication period
+_UPDATES_KEPT = 256  # recent counter updates (time, running joules, power then), to resolve window edges
 _GAP_PUBLICATIONS = 2.5  # driver-timed power: a stretch this many publication periods long is a gap
 
 
@@ -114,6 +116,7 @@ class _Device:
     repeats: int = 0
     intervals_s: deque[float] = field(default_factory=lambda: deque(maxlen=_INTERVALS_KEPT))
     limit_w: float | None = None
+    updates: deque[tuple[float, float, float]] = field(default_factory=lambda: deque(maxlen=_UPDATES_KEPT))
     p_max_seen_w: float = 0.0
     failure_reason: str | None = None
     first_failure_t: float | None = None
@@ -230,7 +233,11 @@ class Integrator:
             if step_mj is not None:
                 d.both_counter_j += step_mj / 1e3
                 d.both_counter_s += dt
+            else:
+                d.updates.clear()  # a reset or a wrap: no edge is resolved across it
         d.last_counter_mj, d.last_counter_t = energy_mj, counter_t
+        if power_w is not None:
+            d.updates.append((counter_t, d.counter_j, power_w))
 
     def _power(self, d: _Device, power_w: float, power_t: float, t: float, *, driver_timed: bool) -> None:
         if d.last_power_t is None:
@@ -348,6 +355,31 @@ class Integrator:
                     )
                 )
         return out
+
+    def uses_counter(self, device_uuid: str) -> bool:
+        """Whether the device's energy comes from its hardware counter."""
+        with self._lock:
+            d = self._devices.get(device_uuid)
+            return d is not None and d.uses_counter
+
+    def energy_at(self, device_uuid: str, t_s: float) -> float | None:
+        """A counter device's running energy at `t_s` (calibrated joules), once the update after `t_s` is in.
+
+        The counter's difference over the update (u_a, u_b] that contains `t_s` is
+        split by the power published at u_a and at u_b: a load that changed level
+        once inside it changed where the counter's mean says, so the part before
+        `t_s` follows exactly (and a load that did not change splits linearly).
+        The result always adds up to the counter's own difference. None while no
+        update after `t_s` has been read (or for a device without a counter).
+        """
+        with self._lock:
+            d = self._devices.get(device_uuid)
+            if d is None or not d.updates or d.updates[-1][0] <= t_s or d.updates[0][0] > t_s:
+                return None
+            updates = d.updates
+            i = max(bisect.bisect_right(updates, t_s, key=lambda u: u[0]) - 1, 0)
+            (u_a, e_a, p_a), (u_b, e_b, p_b) = updates[i], updates[i + 1]
+            return self._band.calibrated_j(d.info, e_a + _split(u_a, u_b, e_b - e_a, p_a, p_b, t_s))
 
     def finish(self, t_s: float) -> None:
         """Extend every live device's energy to `t_s` from its latest power (the final edge, at close)."""
@@ -564,6 +596,26 @@ class Integrator:
                     d.repetition = repetition  # the widest bound seen stays
                 d.counter_true = d.counter_true or disagrees
                 d.lock = d.lock or found
+
+
+def _split(u_a: float, u_b: float, delta_j: float, p_a: float, p_b: float, t_s: float) -> float:
+    """Energy of (u_a, t_s] of `delta_j` over (u_a, u_b]: one level change p_a -> p_b, placed by the mean."""
+    span_s = u_b - u_a
+    if span_s <= 0:
+        return 0.0
+    if abs(p_a - p_b) <= 1e-6 * max(abs(p_a), abs(p_b), 1.0):
+        return delta_j * (t_s - u_a) / span_s
+    # p_a until tau, p_b after: p_a (tau - u_a) + p_b (u_b - tau) = delta_j
+    tau = (delta_j - p_b * u_b + p_a * u_a) / (p_a - p_b)
+    tau = min(max(tau, u_a), u_b)
+
+    def model_j(t: float) -> float:
+        return p_a * (min(t, tau) - u_a) + p_b * max(t - tau, 0.0)
+
+    whole_j = model_j(u_b)
+    if whole_j <= 0:
+        return delta_j * (t_s - u_a) / span_s
+    return delta_j * model_j(t_s) / whole_j  # scaled to the counter's own difference
 
 
 def _compare(d: _Device) -> tuple[float, float] | None:

@@ -105,6 +105,7 @@ class Sampler:
         self._devices: list[tuple[Sensor, DeviceInfo]] = []
         self._last_warning_s: dict[str, float] = {}
         self._lock = threading.Lock()
+        self._tick_lock = threading.Lock()  # the loop and an edge reading (start, close) never interleave
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._ticks = 0
@@ -123,9 +124,18 @@ class Sampler:
         """The sampling period, seconds."""
         return self._period_s
 
-    def tick(self, now_s: float | None = None) -> None:
-        """Read every live device once, stamping readings with `now_s` (default: clock now)."""
-        now_s = self._clock.monotonic() if now_s is None else now_s
+    def tick(self, now_s: float | None = None) -> float:
+        """Read every live device once, stamping readings with `now_s` (default: clock now); returns it.
+
+        Safe beside the background loop: an edge reading (the agent's start and close) waits for
+        the loop's tick in flight, never interleaves with it.
+        """
+        with self._tick_lock:
+            now_s = self._clock.monotonic() if now_s is None else now_s
+            self._tick(now_s)
+            return now_s
+
+    def _tick(self, now_s: float) -> None:
         if self._undiscovered:
             self._discover(now_s)
         for sensor, device in tuple(self._devices):  # a copy: a lost device is removed mid-loop

@@ -286,7 +286,8 @@ class NvmlSensor:
         if t_s < state.slow_due_s:
             return Reading(uuid, t_s, energy_mj, power_w, energy_t_s=energy_t, power_t_s=power_t)
         # Slow metrics: their own deadline grid, skipping ahead after a stall (never a burst).
-        state.slow_due_s = max(state.slow_due_s + self._slow_period_s, t_s)
+        due_s = state.slow_due_s + self._slow_period_s
+        state.slow_due_s = due_s if due_s > t_s else t_s + self._slow_period_s
         self._wall_offset_s = self._clock.wall() - self._clock.monotonic()  # follows NTP slew
         return Reading(
             uuid,
@@ -339,7 +340,9 @@ class NvmlSensor:
         t = stamp_us / 1e6 - self._wall_offset_s
         if not t_s - _STAMP_MAX_AGE_S <= t <= t_s + _STAMP_MAX_AHEAD_S:
             if not state.bad_stamps:
-                log.info("NVML field timestamps are %.3f s off this clock: integrating on read times", t - t_s)
+                log.info(
+                    "NVML field timestamps are %.3f s off this clock: integrating on read times", t - t_s
+                )
             state.bad_stamps = True
             return None
         t = min(t, t_s)  # a driver a little ahead of us: now
