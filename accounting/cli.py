@@ -12,6 +12,7 @@ from wattlog.accounting.ranges import format_quantity
 from wattlog.accounting.render import TableFormat, render_grid, show
 from wattlog.accounting.sites import SITE_FIELDS, Site, site_catalog
 from wattlog.accounting.table_cli import register as register_table
+from wattlog.accounting.windows_cli import register as register_windows
 
 SitesFileOption = Annotated[
     Path | None,
@@ -31,6 +32,7 @@ def register(app: typer.Typer) -> None:
     """Add the accounting commands to the root app."""
     app.command("sites")(sites)
     register_table(app)
+    register_windows(app)
 
 
 def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RICH) -> None:

@@ -21,7 +21,7 @@ from wattlog.errors import LedgerError
 ENV_VAR = "WATTLOG_DB"
 DEFAULT_URL = "sqlite:///wattlog.db"
 MIGRATIONS = Path(__file__).with_name("migrations")
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0004"
 """The newest migration (a test keeps it in step with migrations/versions); a ledger already
 there skips importing Alembic, which keeps read-only commands quick."""
 

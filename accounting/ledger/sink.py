@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.ledger.windows import record_windows
 from wattlog.errors import LedgerError
-from wattlog.records import EnergyInterval, Gap
+from wattlog.records import EnergyInterval, Gap, WindowEnergy
 
 
 class LedgerSink:
@@ -32,6 +33,12 @@ class LedgerSink:
             raise LedgerError("LedgerSink is closed: open a new one to keep writing")
         if intervals or gaps:
             self.rows_written += self.ledger.record_intervals(self.run, intervals, gaps)
+
+    def write_windows(self, windows: Sequence[WindowEnergy]) -> None:
+        """Store the windows closed since the last flush (a :class:`wattlog.telemetry.sinks.WindowSink`)."""
+        if self._closed:
+            raise LedgerError("LedgerSink is closed: open a new one to keep writing")
+        record_windows(self.ledger, self.run, windows)
 
     def close(self) -> None:
         """Stop accepting rows (the engine belongs to the caller and stays open)."""
