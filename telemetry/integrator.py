@@ -46,6 +46,7 @@ from wattlog.telemetry.uncertainty import (
 _PUBLICATIONS_KEPT = 256  # recent distinct published values per device, for lock detection (>= 25 s)
 _CHECK_EVERY_PUBLICATIONS = 100
 _MIN_COMPARE_S = 10.0  # counter vs sampled compared only after this much common time
+_TRUST_COMPARE_S = 60.0  # span before a counter/samples difference proves a true-power counter
 _INTERVALS_KEPT = 64  # recent times between the driver's publications, for its publication period
 _UPDATES_KEPT = 256  # recent counter updates (time, running joules, power then), to resolve window edges
 _GAP_PUBLICATIONS = 2.5  # driver-timed power: a stretch this many publication periods long is a gap
@@ -125,6 +126,7 @@ class _Device:
     pub_n: int = 0
     pub_mean: float = 0.0
     pub_m2: float = 0.0
+    pub_d2: float = 0.0  # sum of squared differences of successive publications
     recent: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=_PUBLICATIONS_KEPT))
     checked_at_pub: int = 0
     checked_at_both_s: float = 0.0
@@ -145,9 +147,15 @@ class _Device:
         return statistics.median(self.intervals_s) if len(self.intervals_s) >= 5 else None
 
     def cv(self) -> float:
+        """Variation of the power from one publication to the next, relative to the mean.
+
+        The von Neumann estimate, sqrt(mean squared successive difference / 2): what a
+        window of 25 ms in 100 ms can miss is the power's variation within ~100 ms,
+        not the slow swings (checkpoint stalls) that publications every 100 ms follow.
+        """
         if self.pub_n < 2 or self.pub_mean <= 0:
             return 0.0
-        return math.sqrt(self.pub_m2 / (self.pub_n - 1)) / self.pub_mean
+        return math.sqrt(self.pub_d2 / (2 * (self.pub_n - 1))) / self.pub_mean
 
 
 class Integrator:
@@ -458,6 +466,8 @@ class Integrator:
         )
         if same and not driver_timed:
             return  # without the driver's times, an equal value is taken for the same publication
+        if d.recent:
+            d.pub_d2 += (power_w - d.recent[-1][1]) ** 2
         d.recent.append((t, power_w))
         d.pub_n += 1
         delta = power_w - d.pub_mean
@@ -553,7 +563,7 @@ class Integrator:
         band = self._band
         with self._lock:
             todo = [
-                (d, list(d.recent), _compare(d), d.cv(), d.pub_n, d.publication_period_s())
+                (d, list(d.recent), _compare(d), d.cv(), d.pub_n, d.publication_period_s(), d.repetition)
                 for d in self._devices.values()
                 if band.fraction_seen(d.info) < 1
                 and (
@@ -561,7 +571,7 @@ class Integrator:
                     or _both_s(d) - d.checked_at_both_s >= _MIN_COMPARE_S
                 )
             ]
-        for d, recent, compared, cv, pub_n, period_s in todo:
+        for d, recent, compared, cv, pub_n, period_s, seen in todo:
             repetition = analyse_repetition(
                 [t for t, _ in recent],
                 [p for _, p in recent],
@@ -578,12 +588,14 @@ class Integrator:
                 )
             disagrees = False
             if compared is not None and compared[1] >= _MIN_COMPARE_S:
-                expected = max(
-                    band.sampling_rel(cv, pub_n), repetition.alias_rel if repetition else 0.0, 0.02
-                )
+                # a disagreement within what a repetition seen so far may cause is no lock
+                aliasing = max((r.alias_rel for r in (repetition, seen) if r is not None), default=0.0)
+                expected = max(band.sampling_rel(cv, pub_n), aliasing, 0.02)
+                # a counter summing only the observed windows equals the samples: one that
+                # differs by more integrates true power, so aliasing does not touch its figure
+                disagrees = compared[1] >= _TRUST_COMPARE_S and abs(compared[0]) > band.counter_evidence_rel
                 rel = counter_disagreement(1.0, 1.0 + compared[0], expected)
                 if rel is not None:
-                    disagrees = True
                     # a locked window sees one phase: the load's period is then the publication period
                     found = found or PhaseLock(
                         period_s or band.publication_period_s, abs(rel), f"sampled {rel:+.0%} vs counter"

@@ -18,30 +18,41 @@ True energy is bracketed by three independent effects, composed in this order:
 3. Gaps: each unmeasured second adds [0, P_max] with P_max the power limit (or
    the highest power seen).
 
-A load whose period locks to the publication period is seen at the same phase
-every time and misread by tens of percent. When that is suspected, the band also
-covers the only thing the readings still prove: the observed quarter is true
-power, the unobserved rest lies in [0, P_max]. Estimated sources (no sensor) get
-+-50 %: a utilisation x TDP model is routinely off by tens of percent.
+2b. When the published values repeat exactly (the load's period is commensurate
+   with the sensor's), partial observation is no longer a random error that
+   averages out but a fixed one, bounded from the samples (analyse_repetition):
+   the phases seen, their spread, the observed window. Repetition that covers
+   the step with many phases (230 ms steps seen at 23 phases, 1.3 s at 13) is
+   harmless: its small bound replaces the sampling term, nothing is flagged.
+   Few phases of a load whose power differs there (200 ms steps seen at 2) is a
+   harmful lock: flagged when the bound exceeds `lock_rel` (5 %), and the band
+   carries the bound.
+
+Estimated sources (no sensor) get +-50 %: a utilisation x TDP model is
+routinely off by tens of percent.
 
 Phase lock is suspected from the agent's own readings in two ways:
 
-- The published values repeat exactly (detect_periodic_lock). A load whose
-  period is not locked is seen at a drifting phase, so the values published at
-  its edges differ every time; training steps also jitter. A locked load shows
-  the same few values forever. Runs of identical 25 ms samples are collapsed
-  first (one value per publication), so the test does not depend on how the
-  sampler's grid meets the sensor's.
-- Counter and sampled energy disagree over the same spans by more than the
-  sampling error (counter_disagreement). A load locked at exactly the
+- The published values repeat exactly at few phases (analyse_repetition). A load
+  whose period is not commensurate is seen at a drifting phase, so the values
+  published at its edges differ every time; training steps also jitter. With the
+  driver's timestamps every publication is taken once (without them, runs of
+  identical 25 ms samples are collapsed to one value).
+- Counter and sampled energy disagree by more than the sampling error and any
+  repetition's bound (counter_disagreement). A load locked at exactly the
   publication period publishes a constant, which looks like a steady load; if
   the counter integrates true power it still sees the truth, and the two part.
-  If the counter only integrates the observed windows too, nothing the sensor
-  offers can reveal that lock (bench.accuracy prints it as a control).
+  A counter that sums only the observed windows equals the samples, so one that
+  differs by more than `counter_evidence_rel` over a minute integrates true
+  power: its figure is then trusted (no partial-observation term). If the
+  counter only integrates the observed windows too, nothing the sensor offers
+  can reveal a lock at one phase (bench.accuracy prints it as a control).
 
-The flag is sticky (a lock found once widens the device's whole band) and the
-counter comparison is cumulative, so a lock that starts late in a long steady
-run is caught by the first test, or only late by the second.
+A lock flagged without a bound (only from the counter, with an untrusted
+figure) keeps the old floor: the observed quarter is true power, the unobserved
+rest lies in [0, P_max]. The flag is sticky, and so is the widest repetition
+bound seen; detection runs at every snapshot and flush (as the live agent asks),
+once 100 new publications or 10 s of counter comparison have come in.
 """
 
 from __future__ import annotations
@@ -122,6 +133,9 @@ class BandModel:
     """Partial-observation term never below this."""
     correlated_publications: int = 10
     """Publications that err together (n is divided by this)."""
+    counter_evidence_rel: float = 0.01
+    """Counter and samples differing by more than this over 60 s or more: the counter integrates
+    true power (one summing the observed windows equals the samples), so its figure is trusted."""
     lock_rel: float = 0.05
     """A repetition whose aliasing bound exceeds this is flagged as a phase lock."""
     estimated_rel: float = 0.5
@@ -201,52 +215,6 @@ class PhaseLock:
         )
 
 
-def detect_periodic_lock(
-    times_s: Sequence[float],
-    values_w: Sequence[float],
-    *,
-    max_lag: int = 30,
-    min_score: float = 0.97,
-    min_cv: float = 0.03,
-) -> PhaseLock | None:
-    """A lock seen in the published values alone: an exactly repeating pattern.
-
-    `values_w` are distinct consecutive published values (runs of identical 25 ms
-    samples collapsed to one), at `times_s`. A load not locked to the sensor is
-    seen at a drifting phase, so the values it publishes never repeat exactly;
-    a locked one repeats the same few values forever. The score at lag m is
-    1 - mean((x_i - x_{i-m})^2) / (2 var x), ~1 for an exact repeat, near the
-    autocorrelation otherwise; the smallest lag scoring >= `min_score` wins.
-    A series with almost no variation (cv < `min_cv`) proves nothing: a steady
-    load and a load locked at one value (period = the publication period) look
-    the same here, which is why the counter comparison exists.
-
-    Args:
-        times_s: Time of each value.
-        values_w: Collapsed published values.
-        max_lag: Longest pattern tried, in values.
-        min_score: Score that counts as an exact repeat.
-        min_cv: Smallest variation worth testing.
-
-    Returns:
-        The suspected lock, or None.
-    """
-    n = len(values_w)
-    if n < 60:
-        return None
-    mean = sum(values_w) / n
-    var = sum((v - mean) ** 2 for v in values_w) / n
-    if mean <= 0 or math.sqrt(var) / mean < min_cv:
-        return None
-    for m in range(1, min(max_lag, n // 4) + 1):
-        d2 = sum((values_w[i] - values_w[i - m]) ** 2 for i in range(m, n)) / (n - m)
-        score = 1 - d2 / (2 * var)
-        if score >= min_score:
-            period_s = (times_s[-1] - times_s[-1 - m * ((n - 1) // m)]) / ((n - 1) // m)
-            return PhaseLock(period_s, score, "published power repeats exactly")
-    return None
-
-
 @dataclass(frozen=True, slots=True)
 class Repetition:
     """Published values that repeat exactly: the load's period is commensurate with the sensor's.
@@ -293,9 +261,11 @@ def analyse_repetition(
 ) -> Repetition | None:
     """How far an exactly repeating series of published values may mislead, from the values alone.
 
-    `values_w` are consecutive publications (one per publication period P). If they
-    repeat after m values (the smallest lag scoring >= `min_score`, as in
-    :func:`detect_periodic_lock`), the pattern spans m x P = k load periods and the
+    `values_w` are consecutive publications (one per publication period P). They
+    repeat after m values when the score 1 - mean((x_i - x_{i-m})^2) / (2 var x)
+    reaches `min_score` (~1 for an exact repeat, near the autocorrelation
+    otherwise; the smallest such lag wins; a series varying less than `min_cv`
+    proves nothing). The pattern then spans m x P = k load periods and the
     m values are the load seen at m phases spaced evenly over its period. k is
     found by ordering the pattern's mean values by phase for each candidate k
     coprime with m: the true order is the smoothest (least circular variation V),
