@@ -52,6 +52,9 @@ _SUCCESS = 0
 _NO_DRIVER = (9, 12)
 _FI_DEV_POWER_INSTANT = 186  # needs nvidia-ml-py >= 11.525.112 and a driver >= 525
 _FI_DEV_TOTAL_ENERGY_CONSUMPTION = 83  # mJ since the driver loaded, as nvmlDeviceGetTotalEnergyConsumption
+# pynvml's structures decode bytes in a Python-level __getattribute__ (~1.5 us an access); the
+# numeric fields of a field value need none of it, and this path runs 40 times a second per GPU.
+_get = object.__getattribute__
 # A field timestamp older than this, or ahead of the read by more than that, is on another clock.
 _STAMP_MAX_AGE_S = 5.0
 _STAMP_MAX_AHEAD_S = 0.5
@@ -89,6 +92,8 @@ class _GpuState:
     stamps: list[tuple[int, float | None]] = field(default_factory=lambda: [(0, None), (0, None)])
     slow_due_s: float = -math.inf
     bad_stamps: bool = False
+    last_stamps: tuple[int, int] = (0, 0)  # raw stamps of the last publication of (186, 83)
+    last_fields: tuple[float | None, float | None, float | None, float | None] = (None, None, None, None)
     unsupported: set[str] = field(default_factory=set)
     lost: str = ""  # the reason, once lost
 
@@ -310,20 +315,28 @@ class NvmlSensor:
             values = self._nvml.nvmlDeviceGetFieldValues(state.handle, state.fields)
         except self._nvml.NVMLError as e:
             raise _translate(e, uuid, "power and energy fields") from e
+        if len(values) == 2:  # the usual case: 3 reads in 4 repeat the last publication of both
+            power, energy = values[0], values[1]
+            stamps = (_get(power, "timestamp"), _get(energy, "timestamp"))
+            if stamps == state.last_stamps and not (_get(power, "nvmlReturn") or _get(energy, "nvmlReturn")):
+                return state.last_fields
         energy_mj = energy_t = power_w = power_t = None
         for value in values:
-            field_id = int(value.fieldId)
-            code = int(value.nvmlReturn)
+            field_id = int(_get(value, "fieldId"))
+            code = int(_get(value, "nvmlReturn"))
             if code != _SUCCESS:
                 self._field_failed(uuid, state, field_id, code)
                 continue
-            stamp_us = int(value.timestamp)
+            stamp_us = int(_get(value, "timestamp"))
             if field_id == _FI_DEV_POWER_INSTANT:
                 power_w = _number(value) / 1e3
                 power_t = self._driver_time(state, 0, stamp_us, t_s)
             else:
                 energy_mj = _number(value)
                 energy_t = self._driver_time(state, 1, stamp_us, t_s)
+        if len(values) == 2 and power_t is not None and energy_t is not None:
+            state.last_stamps = (_get(values[0], "timestamp"), _get(values[1], "timestamp"))
+            state.last_fields = (energy_mj, energy_t, power_w, power_t)
         return energy_mj, energy_t, power_w, power_t
 
     def _driver_time(self, state: _GpuState, slot: int, stamp_us: int, t_s: float) -> float | None:
@@ -382,8 +395,8 @@ class NvmlSensor:
 
 def _number(value: Any) -> float:
     """The number in an nvmlFieldValue_t, whatever its value type."""
-    member = _VALUE_MEMBERS.get(int(value.valueType), "ullVal")
-    return float(getattr(value.value, member))
+    member = _VALUE_MEMBERS.get(int(_get(value, "valueType")), "ullVal")
+    return float(_get(_get(value, "value"), member))
 
 
 def _text(value: str | bytes) -> str:
