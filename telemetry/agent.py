@@ -215,7 +215,7 @@ class Agent:
             self._integrator = Integrator(devices, host=cfg.host, clock=self._clock, period_s=cfg.period_s)
             self._sampler = Sampler(self._sensors, self._integrator, period_s=cfg.period_s, clock=self._clock)
             self._windows = Windows(self._integrator, self._clock, cfg.host)
-            self._sampler.tick()  # the first reading: energy counts from here
+            self._sampler.edge()  # the first reading: energy counts from here
         except BaseException:
             self._shutdown()
             raise
@@ -316,7 +316,7 @@ class Agent:
         self._running = False
         assert self._sampler is not None and self._integrator is not None
         self._sampler.stop()
-        self._integrator.finish(self._sampler.tick())
+        self._integrator.finish(self._sampler.edge())
         self._stop_flush.set()
         if self._flush_thread is not None:
             self._flush_thread.join()

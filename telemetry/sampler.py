@@ -128,15 +128,25 @@ class Sampler:
     def tick(self, now_s: float | None = None) -> float:
         """Read every live device once, stamping readings with `now_s` (default: clock now); returns it.
 
-        Safe beside the background loop: an edge reading (the agent's start and close) waits for
-        the loop's tick in flight, never interleaves with it.
+        Safe beside the background loop: it waits for the loop's tick in flight, never
+        interleaves with it.
         """
         with self._tick_lock:
             now_s = self._clock.monotonic() if now_s is None else now_s
             self._tick(now_s)
             return now_s
 
-    def _tick(self, now_s: float, lateness_s: float | None = None) -> None:
+    def edge(self) -> float:
+        """Read every live device now, outside the tick grid (the agent's start and close); the time.
+
+        Counted as reads, not as ticks, so the achieved period stays the loop's.
+        """
+        with self._tick_lock:
+            now_s = self._clock.monotonic()
+            self._tick(now_s, counted=False)
+            return now_s
+
+    def _tick(self, now_s: float, lateness_s: float | None = None, *, counted: bool = True) -> None:
         if self._undiscovered:
             self._discover(now_s)
         for sensor, device in tuple(self._devices):  # a copy: a lost device is removed mid-loop
@@ -152,6 +162,8 @@ class Sampler:
                 self._errors += 1
                 self._warn(device.uuid, now_s, e)
                 self._sink.record_failure(device.uuid, now_s, f"{type(e).__name__}: {e}", False)
+        if not counted:
+            return
         with self._lock:  # one lock per tick for every health figure
             self._ticks += 1
             if self._first_tick_s is None:
