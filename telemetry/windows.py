@@ -164,9 +164,9 @@ class Windows:
             return False
         rows = []
         for row in window.devices:
-            edges = window._edges.get(row.device)
-            if edges is not None and edges[0] is not None and edges[1] is not None:
-                exact_j = edges[1] - edges[0]
+            start_j, end_j = window._edges.get(row.device, (None, None))
+            if start_j is not None and end_j is not None:
+                exact_j = end_j - start_j
                 shift = exact_j - row.energy_j  # the band moves with the figure; its width stays
                 row = replace(row, energy_j=exact_j, low_j=row.low_j + shift, high_j=row.high_j + shift)
             rows.append(row)
