@@ -329,9 +329,9 @@ class Integrator:
 
         Exact to the last counter update (or publication) before `t_s`; the stretch
         from there to `t_s` is taken from the latest power reading, and bounded by
-        [0, P_max] in the window's band. Take a fresh reading first (the agent does).
+        [0, P_max] in the window's band. Cheap: called on the training thread, it runs no
+        lock detection (the band uses what the last flush found).
         """
-        self._refresh_locks()
         with self._lock:
             return {
                 d.info.uuid: self._mark(d, t_s)
