@@ -443,8 +443,8 @@ class Integrator:
         """Integrate power over one step: the new published value over its own period, else a trapezoid."""
         assert d.last_power_w is not None and d.last_power_t is not None
         max_gap_s = self._max_gap_s
-        if driver_timed:  # publications come every ~100 ms whatever our period
-            max_gap_s = max(max_gap_s, _GAP_PUBLICATIONS * (d.publication_period_s() or dt))
+        if driver_timed:  # publications come every ~100 ms (the estimate: 1 s) whatever our period
+            max_gap_s = max(max_gap_s, _GAP_PUBLICATIONS * statistics.median(d.intervals_s))
         if dt > max_gap_s:
             if not d.uses_counter:  # a counter bridges the stretch; power alone does not
                 reason = d.failure_reason or f"no readings for {dt:.3f} s (> {max_gap_s:.3f} s)"
