@@ -17,6 +17,9 @@ phases alternate A-B, B-A so a change in the machine's load hits both):
   ratio (target: sampler <= 1.5 x the bare loop).
 - With --torch: the sampler again beside a torch matmul loop (1 intra-op
   thread) on the main thread, for rate and lateness under load.
+- With --breakdown: the sampler thread's CPU as the hot path's parts are added
+  one by one (no device; the stand-in calls alone; the backend's parsing; the
+  integrator; the estimate), to show where a core's fraction goes.
 
 Memory flatness is then checked on a FakeClock: a simulated hour of 8 GPUs at
 40 Hz, flushed every 10 s.
@@ -35,12 +38,14 @@ from collections.abc import Callable
 from bench.standin_nvml import StandInNvml
 from wattlog.clock import FakeClock, SystemClock
 from wattlog.telemetry.integrator import Integrator
-from wattlog.telemetry.sampler import Sampler
+from wattlog.telemetry.sampler import ReadingSink, Sampler
+from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.sensors.estimate import EstimateSensor
 from wattlog.telemetry.sensors.fake_pynvml import FakeNvml
 from wattlog.telemetry.sensors.nvml import NvmlSensor
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 from wattlog.telemetry.sensors.traces import ConstantTrace
+from wattlog.telemetry.types import DeviceInfo, Reading
 
 PERIOD_S = 0.025
 GPUS = 8
@@ -106,6 +111,65 @@ def sampler_phase(seconds: float, load: Callable[[float], object] | None = None)
     }
 
 
+class _NullSink:
+    """Takes readings and drops them (the breakdown's "no integrator" step)."""
+
+    def add(self, reading: Reading) -> None:
+        """Drop it."""
+
+    def record_failure(self, device_uuid: str, t_s: float, reason: str, lost: bool) -> None:
+        """Drop it."""
+
+
+class _CallsOnly:
+    """One stand-in field call per GPU per tick and a prebuilt reading: the NVML calls alone."""
+
+    def __init__(self, nvml: StandInNvml, devices: list[DeviceInfo]) -> None:
+        self._nvml, self._devices, self._reading = nvml, devices, Reading("-", 0.0)
+
+    def devices(self) -> list[DeviceInfo]:
+        """The GPUs."""
+        return self._devices
+
+    def read(self, device: DeviceInfo, t_s: float) -> Reading:
+        """One call, no parsing."""
+        self._nvml.nvmlDeviceGetFieldValues(device.index or 0, [186, 83])
+        return self._reading
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def breakdown(seconds: float) -> list[tuple[str, float]]:
+    """Sampler thread CPU (% of a core) as the hot path's parts are added one by one."""
+    clock = SystemClock()
+    nvml = StandInNvml(GPUS)
+    gpus = NvmlSensor(nvml, clock=clock)
+    devices = gpus.devices()
+    estimate = EstimateSensor()
+
+    def cpu(sensors: list[Sensor], sink: ReadingSink) -> float:
+        sampler = Sampler(sensors, sink, period_s=PERIOD_S, clock=clock)
+        start_s = time.monotonic()
+        sampler.start()
+        time.sleep(seconds)
+        sampler.stop()
+        return 100 * sampler.stats().thread_cpu_s / (time.monotonic() - start_s)
+
+    everything = [*devices, *estimate.devices()]
+    return [
+        ("bare 40 Hz loop", bare_loop(seconds)),
+        ("Sampler, no device", cpu([], _NullSink())),
+        ("+ 8 stand-in field calls", cpu([_CallsOnly(nvml, devices)], _NullSink())),
+        ("+ the NVIDIA backend's parsing", cpu([gpus], _NullSink())),
+        ("+ the Integrator", cpu([gpus], Integrator(devices, host="b", clock=clock, period_s=PERIOD_S))),
+        (
+            "+ the CPU/DRAM estimate",
+            cpu([gpus, estimate], Integrator(everything, host="b", clock=clock, period_s=PERIOD_S)),
+        ),
+    ]
+
+
 def nvml_calls_exact(seconds: float = 60.0) -> dict[str, float]:
     """Calls per GPU per second by function, 8 simulated GPUs at 25 ms on a FakeClock (exact counts)."""
     clock = FakeClock()
@@ -156,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="bare/sampler pairs, alternating (default 3)")
     parser.add_argument("--torch", action="store_true", help="add a phase beside a torch matmul loop")
     parser.add_argument("--hours", type=float, default=0.25, help="simulated hours of the memory check")
+    parser.add_argument("--breakdown", action="store_true", help="add the hot path's cost part by part")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
     exact = nvml_calls_exact()
@@ -194,6 +259,10 @@ def main(argv: list[str] | None = None) -> int:
             f"beside torch matmul: sampler {r['cpu_pct']:.3f} % of a core, {r['rate_hz']:.3f} Hz, "
             f"p99 lateness {r['late_p99_ms']:.2f} ms, {r['overruns']:.0f} overruns"
         )
+    if args.breakdown:
+        print("sampler thread CPU as the hot path's parts are added (% of a core):")
+        for name, pct in breakdown(args.seconds):
+            print(f"  {name:32} {pct:.3f}")
     print(f"Python blocks held over {args.hours:g} simulated h (FakeClock): {memory_over_hours(args.hours)}")
     print(f"load average after {'/'.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
