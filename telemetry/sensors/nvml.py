@@ -318,7 +318,8 @@ class NvmlSensor:
         if len(values) == 2:  # the usual case: 3 reads in 4 repeat the last publication of both
             power, energy = values[0], values[1]
             stamps = (_get(power, "timestamp"), _get(energy, "timestamp"))
-            if stamps == state.last_stamps and not (_get(power, "nvmlReturn") or _get(energy, "nvmlReturn")):
+            repeated = stamps == state.last_stamps and stamps[0] > 0 and stamps[1] > 0
+            if repeated and not (_get(power, "nvmlReturn") or _get(energy, "nvmlReturn")):
                 return state.last_fields
         energy_mj = energy_t = power_w = power_t = None
         for value in values:
