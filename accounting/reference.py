@@ -84,7 +84,7 @@ class ReferenceRow:
 
 def reference_rows() -> list[ReferenceRow]:
     """Every published row: Table 19's five, then OPT-175B."""
-    text = resources.files("accounting").joinpath("data/reference.toml").read_text(encoding="utf-8")
+    text = resources.files("wattlog.accounting").joinpath("data/reference.toml").read_text(encoding="utf-8")
     return [_row(raw) for raw in tomllib.loads(text)["rows"]]
 
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field, replace
 
 from wattlog.accounting.footprint import Energy, Footprint, WaterConvention, footprint_for
 from wattlog.accounting.intensity import IntensitySource
-from wattlog.accounting.ledger.models import Role, Run
+from wattlog.accounting.ledger.models import Role, Status
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.ledger.views import RunInfo
 from wattlog.accounting.prometheus_energy import energy_from_prometheus
 from wattlog.accounting.ranges import Quantity, Range
 from wattlog.accounting.render import TableRow
@@ -45,7 +46,7 @@ class TableOptions:
     now_s: Callable[[], float] = field(default=time.time)
 
 
-def run_footprint(ledger: Ledger, run: Run, options: TableOptions) -> Footprint | None:
+def run_footprint(ledger: Ledger, run: RunInfo, options: TableOptions) -> Footprint | None:
     """The footprint of one run, or None if it recorded no energy."""
     site_name = options.site or run.site
     if not site_name:
@@ -63,7 +64,7 @@ def run_footprint(ledger: Ledger, run: Run, options: TableOptions) -> Footprint 
     return footprint_for(energy, site, intensity=options.intensity, convention=options.convention)
 
 
-def run_row(ledger: Ledger, run: Run, options: TableOptions) -> TableRow:
+def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
     """One run's row (its model, or its name when no model was recorded)."""
     label = f"{run.model or run.name} ({run.name}, {run.role})"
     found = run_footprint(ledger, run, options)
@@ -136,7 +137,7 @@ def _sum_row(label: str, footprints: Sequence[Footprint | None]) -> TableRow:
     )
 
 
-def _prometheus_energy(run: Run, options: TableOptions) -> Energy | None:
+def _prometheus_energy(run: RunInfo, options: TableOptions) -> Energy | None:
     assert options.prometheus_url is not None
     end_s = run.end_s if run.end_s is not None else options.now_s()
     rows = energy_from_prometheus(
@@ -145,13 +146,13 @@ def _prometheus_energy(run: Run, options: TableOptions) -> Energy | None:
     return energy_from_devices(rows)
 
 
-def _run_notes(run: Run, options: TableOptions) -> tuple[str, ...]:
+def _run_notes(run: RunInfo, options: TableOptions) -> tuple[str, ...]:
     notes = []
     if options.prometheus_url:
         notes.append(
             f"energy from Prometheus at {options.prometheus_url}: increase() over the run's interval"
         )
-    if run.status != "finished":
+    if run.status != Status.FINISHED:
         notes.append(f"run status {run.status}: figures so far")
     if run.restarts:
         notes.append(f"restarted {run.restarts} time(s); energy of every attempt included")

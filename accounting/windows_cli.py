@@ -9,17 +9,17 @@ from typing import Annotated
 import typer
 
 from wattlog.accounting.ledger.engine import describe_url, make_engine
-from wattlog.accounting.ledger.models import WindowRecord
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.windows import windows as ledger_windows
 from wattlog.accounting.render import TableFormat, render_grid, show
+from wattlog.records import WindowEnergy
 
 _HEADERS = ["Window", "Inside", "Start (UTC)", "Seconds", "Devices", "Energy Wh", "Band Wh", "Sources"]
 
 
-def window_cells(rows: list[WindowRecord]) -> list[list[str]]:
+def window_cells(rows: list[WindowEnergy]) -> list[list[str]]:
     """One line per window (its devices summed, never averaged): name, parent, start, length, energy, band."""
-    groups: dict[tuple[str, str, float, float], list[WindowRecord]] = defaultdict(list)
+    groups: dict[tuple[str, str, float, float], list[WindowEnergy]] = defaultdict(list)
     for r in rows:
         groups[(r.name, r.parent, r.start_s, r.end_s)].append(r)
     cells = []
@@ -34,7 +34,7 @@ def window_cells(rows: list[WindowRecord]) -> list[list[str]]:
                 str(len(group)),
                 f"{sum(r.energy_j for r in group) / wh:.4f}",
                 f"{sum(r.low_j for r in group) / wh:.4f}-{sum(r.high_j for r in group) / wh:.4f}",
-                ", ".join(sorted({r.source for r in group})),
+                ", ".join(sorted({str(r.source) for r in group})),
             ]
         )
     return cells

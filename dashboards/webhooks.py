@@ -31,7 +31,8 @@ from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
-from wattlog.errors import ConfigError, LedgerError
+from wattlog.errors import ConfigError, LedgerError, RunNotFound
+from wattlog.events import EventCategory, EventKind
 
 if TYPE_CHECKING:
     from wattlog.accounting.ledger import Ledger
@@ -42,7 +43,7 @@ TOKEN_ENV = "WATTLOG_WEBHOOK_TOKEN"
 SECRET_ENV = "WATTLOG_WEBHOOK_SECRET"
 SIGNATURE_HEADER = "X-Wattlog-Signature"
 MAX_BODY_BYTES = 1 << 20
-EVENT_KIND = "alert"
+EVENT_KIND = EventKind.ALERT
 
 
 class PayloadError(ValueError):
@@ -195,12 +196,10 @@ class AlertRecorder:
                 if alert.run not in seen:
                     try:
                         events = self._ledger.events(alert.run)
-                    except LedgerError as error:
-                        if "does not exist" in str(error):
-                            raise PayloadError(
-                                422, f"alert {alert.name!r} names unknown run {alert.run!r}: nothing recorded"
-                            ) from error
-                        raise
+                    except RunNotFound as error:
+                        raise PayloadError(
+                            422, f"alert {alert.name!r} names unknown run {alert.run!r}: nothing recorded"
+                        ) from error
                     seen[alert.run] = {
                         e.payload.get("idempotency_key", "") for e in events if e.kind == EVENT_KIND
                     }
@@ -210,7 +209,11 @@ class AlertRecorder:
                     duplicates += 1
                     continue
                 self._ledger.record_event(
-                    alert.run, EVENT_KIND, time_s=alert.time_s, category="alert", payload=alert.payload
+                    alert.run,
+                    EVENT_KIND,
+                    time_s=alert.time_s,
+                    category=EventCategory.ALERT,
+                    payload=alert.payload,
                 )
                 seen[alert.run].add(alert.key)
                 recorded += 1

@@ -12,17 +12,9 @@ notes) and the sampler's health.
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 from typing import Annotated
 
 import typer
@@ -34,10 +26,8 @@ from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.sampler import SamplerStats
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 from wattlog.telemetry.sinks import JsonlSink
+from wattlog.telemetry.supervise import Ending, Supervisor, cannot_start
 from wattlog.telemetry.types import DeviceEnergy
-
-COMMAND_NOT_FOUND = 127
-INTERRUPTED = 130
 
 
 def agent(
@@ -76,83 +66,33 @@ def agent(
     extra = [SimulatedSensor(simulated_gpus(simulate, t0_s=time.monotonic()))] if simulate else []
     # A pipe or a log file gets a wide table; a terminal gets its own width.
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
-    if command and not _runnable(command[0]):
-        Console(stderr=True, highlight=False).print(f"wattlog agent: command not found: {command[0]}")
-        return COMMAND_NOT_FOUND
+    refused = cannot_start(command[0]) if command else None
+    if refused is not None:
+        Console(stderr=True, highlight=False).print(f"wattlog agent: {refused.message}")
+        return refused.exit_code
     runner = Agent(config, extra_sensors=extra, sinks=[JsonlSink(jsonl)] if jsonl is not None else [])
-    code = 0
-    with _stop_on_sigterm():
+    # SIGTERM and SIGINT go to the command; this process still flushes and reports.
+    with Supervisor() as supervisor:
         try:
             runner.start()
             console.print(f"wattlog agent: metrics at {runner.metrics_url or '(not served)'}")
             for note in runner.notes:
                 console.print(f"  note: {note}")
-            code = _run(command, seconds, console)
-        except KeyboardInterrupt:
-            code = INTERRUPTED
+            if command:
+                outcome = supervisor.run(command, timeout_s=seconds)
+            else:
+                if seconds is None:
+                    console.print("sampling until Ctrl-C")
+                outcome = supervisor.wait(seconds)
+            if outcome.message and outcome.ending is not Ending.FAILED:
+                console.print(f"wattlog agent: {outcome.message}")
         finally:
             runner.close()
-    console.print(devices_table(runner.snapshot()))
-    stats = runner.stats()
-    if stats is not None:
-        console.print(health_line(stats))
-    return code
-
-
-def _run(command: list[str] | None, seconds: float | None, console: Console) -> int:
-    """Wait for the command, the time limit, or Ctrl-C (KeyboardInterrupt propagates)."""
-    if not command:
-        if seconds is None:
-            console.print("sampling until Ctrl-C")
-            threading.Event().wait()  # interrupted by KeyboardInterrupt
-        else:
-            time.sleep(seconds)
-        return 0
-    try:
-        child = subprocess.Popen(command)
-    except (FileNotFoundError, PermissionError) as error:
-        console.print(f"wattlog agent: cannot run {command[0]!r}: {error.strerror}")
-        return COMMAND_NOT_FOUND
-    try:
-        child.wait(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        console.print(f"wattlog agent: {seconds:g} s are up; stopping {command[0]}")
-        child.terminate()
-    except KeyboardInterrupt:
-        child.terminate()  # the child got the terminal's SIGINT too; this covers SIGTERM
-        raise
-    finally:
-        try:
-            child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-    rc = child.returncode
-    return 128 - rc if rc < 0 else rc  # killed by signal N: 128 + N, as shells report it
-
-
-def _runnable(program: str) -> bool:
-    """Whether `program` names an executable (a path, or a name found on PATH)."""
-    if os.sep in program:
-        return os.access(program, os.X_OK) and not os.path.isdir(program)
-    return shutil.which(program) is not None
-
-
-@contextmanager
-def _stop_on_sigterm() -> Iterator[None]:
-    """Turn SIGTERM into KeyboardInterrupt so a terminated sidecar still flushes and reports."""
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        console.print(devices_table(runner.snapshot()))
+        stats = runner.stats()
+        if stats is not None:
+            console.print(health_line(stats))
+    return outcome.exit_code
 
 
 def devices_table(rows: list[DeviceEnergy]) -> Table:

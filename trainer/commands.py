@@ -39,8 +39,7 @@ def demo(
         port=port,
         batch_size=batch_size,
     )
-    run_demo(config)
-    return 0
+    return run_demo(config)
 
 
 def run(
@@ -55,7 +54,12 @@ def run(
         bool, typer.Option("--resume", help="Continue the run of that name (a restart).")
     ] = False,
 ) -> int:
-    """Run COMMAND with an agent sampling the node; record the run and pass the exit code through."""
+    """Run COMMAND with an agent sampling the node and record the run; exit with its code.
+
+    SIGTERM and SIGINT are forwarded to COMMAND; the run is then closed as preempted (exit 143) or
+    killed (130) with its last interval flushed. 127: not found, 126: not executable, 128+N: killed
+    by signal N.
+    """
     from wattlog.trainer.runner import run_command
 
     label = name or time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())
@@ -80,7 +84,7 @@ def health_check(
 ) -> int:
     """Multiply, compare and time on each device, check NVML; exit 1 if any device is unhealthy."""
     from wattlog.accounting.ledger import Ledger, Role, describe_url, make_engine
-    from wattlog.errors import LedgerError
+    from wattlog.events import EventCategory, EventKind
     from wattlog.trainer.health import compare_peers, default_devices, exit_code
     from wattlog.trainer.health import health_check as check
 
@@ -92,13 +96,15 @@ def health_check(
     engine = make_engine(db)
     try:
         ledger = Ledger(engine)
-        try:
-            ledger.get_run(label)
-        except LedgerError:
+        if ledger.find_run(label) is None:
             ledger.start_run(label, project="health", role=Role.DEBUG, host=socket.gethostname())
         for result in results:
             ledger.record_event(
-                label, "health_check", time_s=result.end_s, category="health_check", payload=result.payload()
+                label,
+                EventKind.HEALTH_CHECK,
+                time_s=result.end_s,
+                category=EventCategory.HEALTH_CHECK,
+                payload=result.payload(),
             )
     finally:
         engine.dispose()

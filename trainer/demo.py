@@ -2,6 +2,9 @@
 
 On a machine without GPUs or RAPL the node's energy is the labelled CPU/DRAM
 estimate; ``--simulate-gpus N`` adds simulated GPUs (labelled simulated).
+SIGTERM (preemption) or SIGINT stops training at the next step: the run is
+closed as preempted (or killed) with its last interval flushed, the report is
+printed, and the exit code is 128 + the signal's number.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from wattlog.errors import ConfigError
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors import discover
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+from wattlog.telemetry.supervise import StopRequested, Supervisor
 from wattlog.trainer.callbacks import SpeedCallback
 from wattlog.trainer.example import GPT, ByteTokenizer, batches, generate_corpus, preset
 from wattlog.trainer.tracker import Tracker
@@ -66,9 +70,13 @@ class DemoConfig:
         get_site(self.site)
 
 
-def run_demo(config: DemoConfig, console: Console | None = None) -> str:
-    """Train, print the footprint; returns the run name."""
-    console = console or Console()
+def run_demo(config: DemoConfig, console: Console | None = None) -> int:
+    """Train, print the footprint; returns the exit code (0, or 128 + N when stopped by signal N)."""
+    with Supervisor() as supervisor:
+        return _demo(config, console or Console(), supervisor)
+
+
+def _demo(config: DemoConfig, console: Console, supervisor: Supervisor) -> int:
     torch.manual_seed(config.seed)
     model_config = preset(config.model)
     run = config.run or time.strftime("demo-%Y%m%d-%H%M%S", time.gmtime())
@@ -98,6 +106,32 @@ def run_demo(config: DemoConfig, console: Console | None = None) -> str:
         config={"model": config.model, "params": model.num_params(), "batch_size": config.batch_size},
         progress_every_s=min(30.0, flush_s),
     )
+    code = 0
+    try:
+        _track(tracker, model, optimizer, warmup, data, config, console, supervisor)
+    except StopRequested as stopped:
+        code = 128 + stopped.signum
+        console.print(f"Stopped by {stopped.signum.name}: training ended at step {tracker.current_step}.")
+    t = tracker
+    console.print(f"Trained {t.current_step} steps; run {run} {t.status}.")
+    if t.summary is not None:
+        console.print(f"Energy: {t.summary.line()}.")
+    if t.ledger is not None:
+        print_run_report(t.ledger, run, config.db, console)
+    console.print(f"Ledger written to {describe_url(config.db)}")
+    return code
+
+
+def _track(
+    tracker: Tracker,
+    model: GPT,
+    optimizer: torch.optim.Optimizer,
+    warmup: torch.optim.lr_scheduler.LRScheduler,
+    data: object,
+    config: DemoConfig,
+    console: Console,
+    supervisor: Supervisor,
+) -> None:
     with tracker as t:
         assert t.health is not None
         # No published peak for this CPU: MFU is measured against the health check's matmul throughput.
@@ -107,12 +141,8 @@ def run_demo(config: DemoConfig, console: Console | None = None) -> str:
         console.print(f"Model {config.model}: {params_m:.2f} M parameters; measuring {devices}")
         console.print(f"Health check: {t.health.summary()}")
         console.print(f"Metrics on [bold]{t.metrics_url}[/] (Prometheus can scrape it while the demo runs)")
-        _train(t, model, optimizer, warmup, data, config.seconds, console)
+        _train(t, model, optimizer, warmup, data, config.seconds, console, supervisor)
         t.drain()
-    console.print(f"Trained {t.current_step} steps; run {run} {t.status}.")
-    print_run_report(t.ledger, run, config.db, console)  # type: ignore[arg-type]
-    console.print(f"Ledger written to {describe_url(config.db)}")
-    return run
 
 
 def _train(
@@ -123,6 +153,7 @@ def _train(
     data: object,
     seconds: float,
     console: Console,
+    supervisor: Supervisor,
 ) -> None:
     columns = (
         TextColumn("[bold]step {task.fields[step]}"),
@@ -140,6 +171,7 @@ def _train(
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("train", total=seconds, **fields)
         while (now_s := time.monotonic()) < end_s:
+            supervisor.check()  # a stop signal ends training here, between two steps
             x, y = next(data)  # type: ignore[call-overload]
             _, loss = model(x, y)
             optimizer.zero_grad(set_to_none=True)

@@ -1,23 +1,21 @@
-"""`wattlog run -- COMMAND`: run any command with an agent sampling the node, then show its footprint."""
+"""`wattlog run -- COMMAND`: run any command in a measured run session, then show its footprint.
+
+Torch-free: a run session (ledger, agent) around the telemetry supervisor,
+which forwards SIGTERM and SIGINT to the command. A preempted job (SIGTERM)
+still flushes its last interval, is recorded as ``preempted`` and exits 143.
+"""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Sequence
 
 from rich.console import Console
 
 from wattlog.accounting.run_report import print_run_report
-from wattlog.errors import ConfigError, WattlogError
+from wattlog.errors import ConfigError
 from wattlog.telemetry.agent import AgentConfig
-from wattlog.trainer.tracker import Tracker
-
-COMMAND_NOT_FOUND = 127
-"""Exit code of a command that does not exist, as the shell gives it."""
-
-
-class CommandFailed(WattlogError):
-    """The command exited non-zero (the run is recorded as failed)."""
+from wattlog.telemetry.supervise import Ending, Supervisor
+from wattlog.trainer.session import RunSession, SessionConfig, status_for_outcome
 
 
 def run_command(
@@ -28,9 +26,10 @@ def run_command(
     db: str | None = None,
     port: int = 0,
     resume: bool = False,
+    agent_config: AgentConfig | None = None,
     console: Console | None = None,
 ) -> int:
-    """Run `command` under a Tracker; returns its exit code (127 if it does not exist).
+    """Run `command` in a run session; returns its exit code by shell convention.
 
     Raises:
         ConfigError: No command given, or a bad site.
@@ -39,30 +38,22 @@ def run_command(
     if not command:
         raise ConfigError("give the command to run after --, e.g. wattlog run -- python train.py")
     console = console or Console()
-    tracker = Tracker(
-        run, site=site, db=db, resume=resume, gc_every=None, agent_config=AgentConfig(port=port)
+    stderr = Console(stderr=True, highlight=False)
+    config = SessionConfig(
+        run, site=site, db=db, resume=resume, agent_config=agent_config or AgentConfig(port=port)
     )
-    tracker.start()
-    console.print(f"Run {run}: measuring the node; metrics on {tracker.metrics_url}")
-    error: BaseException | None = None
-    try:
-        code = subprocess.call(list(command))
-    except FileNotFoundError:
-        code = COMMAND_NOT_FOUND
-        _stderr().print(f"[bold red]error:[/] command not found: {command[0]}", highlight=False)
-    except PermissionError:
-        code = 126
-        _stderr().print(f"[bold red]error:[/] command not executable: {command[0]}", highlight=False)
-    except KeyboardInterrupt as interrupted:
-        code, error = 130, interrupted
-    if code != 0 and error is None:
-        error = CommandFailed(f"{command[0]} exited with code {code}")
-    tracker.close(error)
-    console.print(f"Run {run} {tracker.status} (exit code {code}).")
-    if tracker.ledger is not None:
-        print_run_report(tracker.ledger, run, db, console)
-    return code
-
-
-def _stderr() -> Console:
-    return Console(stderr=True)
+    session = RunSession(config)
+    # Signals are taken over before the session starts: a SIGTERM during start-up still closes the run.
+    with Supervisor() as supervisor:
+        session.start()
+        console.print(f"Run {run}: measuring the node; metrics on {session.metrics_url}")
+        outcome = supervisor.run(command)
+        if outcome.ending is Ending.NOT_STARTED:
+            stderr.print(f"[bold red]error:[/] {outcome.message}")
+        elif outcome.ending is Ending.STOPPED:
+            stderr.print(f"wattlog run: {outcome.message}: stopping the run and flushing its energy")
+        summary = session.close(status_for_outcome(outcome), stopped=outcome)
+        console.print(f"Run {run} {summary.status} (exit code {outcome.exit_code}); {summary.line()}.")
+        if session.ledger is not None:
+            print_run_report(session.ledger, run, db, console)
+    return outcome.exit_code

@@ -34,6 +34,8 @@ class Status(StrEnum):
     FINISHED = "finished"
     FAILED = "failed"
     KILLED = "killed"
+    PREEMPTED = "preempted"
+    """Stopped by SIGTERM (what SLURM and Kubernetes send on preemption); a resume continues it."""
 
 
 class Resolution(StrEnum):

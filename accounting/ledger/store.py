@@ -35,8 +35,10 @@ from wattlog.accounting.ledger.models import (
     Status,
     hour_of,
 )
+from wattlog.accounting.ledger.views import EnergyRow, EventInfo, GapInfo, RunInfo
 from wattlog.clock import Clock, SystemClock
-from wattlog.errors import ConfigError, LedgerError
+from wattlog.errors import ConfigError, LedgerError, RunNotFound
+from wattlog.events import EventCategory, EventKind, Restart
 from wattlog.records import EnergyInterval, Gap
 
 logger = logging.getLogger(__name__)
@@ -121,7 +123,7 @@ class Ledger:
         config: dict[str, Any] | None = None,
         host: str = "",
         resume: bool = False,
-    ) -> Run:
+    ) -> RunInfo:
         """Create a run, or with `resume` continue the run of that name (same id, a restart event).
 
         Raises:
@@ -146,12 +148,13 @@ class Ledger:
                     Event(
                         run_id=cast(int, run.id),
                         time_s=now_s,
-                        kind="restart",
-                        category="downtime",
-                        payload={"restarts": run.restarts},
+                        kind=EventKind.RESTART,
+                        category=EventCategory.DOWNTIME,
+                        payload=Restart(run.restarts).to_json(),
                     )
                 )
-                return run
+                session.flush()
+                return RunInfo.of(run)
             owner = session.execute(select(Project).where(col(Project.name) == project)).scalars().first()
             if owner is None:
                 owner = Project(name=project, created_s=now_s)
@@ -169,27 +172,44 @@ class Ledger:
             )
             session.add(run)
             session.flush()
-            return run
+            return RunInfo.of(run)
 
-    def end_run(self, run: int | str, status: Status | str = Status.FINISHED) -> Run:
-        """Mark a run ended now with `status`."""
+    def end_run(self, run: int | str, status: Status | str = Status.FINISHED) -> RunInfo:
+        """Mark a run ended now with `status`.
+
+        Raises:
+            RunNotFound: No such run.
+        """
         status = _member(Status, status, "status")
         with self.transaction(f"end run {run!r}") as session:
             row = self._find(session, run)
             row.status = status.value
             row.end_s = self._clock.wall()
-            return row
+            session.flush()
+            return RunInfo.of(row)
 
-    def get_run(self, run: int | str) -> Run:
+    def get_run(self, run: int | str) -> RunInfo:
         """The run with this id or name.
 
         Raises:
-            LedgerError: No such run.
+            RunNotFound: No such run.
+            LedgerError: The database fails.
         """
         with self.transaction(f"read run {run!r}") as session:
-            return self._find(session, run)
+            return RunInfo.of(self._find(session, run))
 
-    def runs(self, project: str | None = None) -> list[Run]:
+    def find_run(self, run: int | str) -> RunInfo | None:
+        """The run with this id or name, or None when the ledger has none.
+
+        Raises:
+            LedgerError: The database fails (an outage is not an absent run).
+        """
+        try:
+            return self.get_run(run)
+        except RunNotFound:
+            return None
+
+    def runs(self, project: str | None = None) -> list[RunInfo]:
         """Runs, oldest first, of one project or of all."""
         with self.transaction("list runs") as session:
             query = select(Run).order_by(col(Run.start_s), col(Run.id))
@@ -198,9 +218,9 @@ class Ledger:
                 if owner is None:
                     raise LedgerError(f"project {project!r} does not exist: see `wattlog table` for runs")
                 query = query.where(col(Run.project_id) == owner.id)
-            return list(session.execute(query).scalars())
+            return [RunInfo.of(row) for row in session.execute(query).scalars()]
 
-    def project_of(self, run: Run) -> str:
+    def project_of(self, run: RunInfo) -> str:
         """The name of the project a run belongs to."""
         with self.transaction("read project") as session:
             owner = session.get(Project, run.project_id)
@@ -231,7 +251,7 @@ class Ledger:
         if row is None and key.isdigit() and not isinstance(run, int):
             row = session.get(Run, int(key))
         if row is None:
-            raise LedgerError(f"run {key!r} does not exist: `wattlog table` lists the runs in the ledger")
+            raise RunNotFound(run)
         return row
 
     # energy ----------------------------------------------------------------
@@ -284,7 +304,7 @@ class Ledger:
         step: int | None = None,
         category: str = "",
         payload: dict[str, Any] | None = None,
-    ) -> Event:
+    ) -> EventInfo:
         """Store an event (restart, health_check, alert, loss_spike, ...) of a run."""
         if not kind:
             raise ConfigError("an event needs a kind (restart, health_check, alert, loss_spike, ...)")
@@ -298,22 +318,31 @@ class Ledger:
                 payload=dict(payload or {}),
             )
             session.add(event)
-            return event
+            session.flush()
+            return EventInfo.of(event)
 
-    def events(self, run: int | str) -> list[Event]:
+    def events(self, run: int | str) -> list[EventInfo]:
         """A run's events in time order."""
         with self.transaction("read events") as session:
             run_id = self._id(session, run)
             query = select(Event).where(col(Event.run_id) == run_id)
             query = query.order_by(col(Event.time_s), col(Event.id))
-            return list(session.execute(query).scalars())
+            return [EventInfo.of(row) for row in session.execute(query).scalars()]
 
-    def gaps(self, run: int | str) -> list[GapRecord]:
+    def gaps(self, run: int | str) -> list[GapInfo]:
         """A run's recorded gaps in time order."""
         with self.transaction("read gaps") as session:
             run_id = self._id(session, run)
             query = select(GapRecord).where(col(GapRecord.run_id) == run_id).order_by(col(GapRecord.start_s))
-            return list(session.execute(query).scalars())
+            return [GapInfo.of(row) for row in session.execute(query).scalars()]
+
+    def energy_rows(self, run: int | str) -> list[EnergyRow]:
+        """A run's energy rows as stored (raw and hourly), in time order."""
+        with self.transaction("read energy rows") as session:
+            run_id = self._id(session, run)
+            query = select(EnergyRecord).where(col(EnergyRecord.run_id) == run_id)
+            query = query.order_by(col(EnergyRecord.start_s), col(EnergyRecord.id))
+            return [EnergyRow.of(row) for row in session.execute(query).scalars()]
 
     def energy_totals(self, run: int | str) -> list[EnergyTotal]:
         """A run's IT energy per (host, device, kind, source), from the rollup kept with every write."""

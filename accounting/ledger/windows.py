@@ -11,8 +11,9 @@ from sqlmodel import col
 
 from wattlog.accounting.ledger.models import WindowRecord
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.ledger.views import member_or_text
 from wattlog.errors import ConfigError
-from wattlog.records import WindowEnergy
+from wattlog.records import Kind, Source, WindowEnergy
 
 
 def record_windows(ledger: Ledger, run: int | str, windows: Sequence[WindowEnergy]) -> int:
@@ -20,7 +21,8 @@ def record_windows(ledger: Ledger, run: int | str, windows: Sequence[WindowEnerg
 
     Raises:
         ConfigError: A row ends before it starts or has a non-finite energy.
-        LedgerError: The run does not exist or the database fails (nothing written).
+        RunNotFound: No such run (nothing written).
+        LedgerError: The database fails (nothing written).
     """
     for w in windows:
         if not w.end_s >= w.start_s or not all(math.isfinite(x) for x in (w.energy_j, w.low_j, w.high_j)):
@@ -36,11 +38,30 @@ def record_windows(ledger: Ledger, run: int | str, windows: Sequence[WindowEnerg
     return len(windows)
 
 
-def windows(ledger: Ledger, run: int | str) -> list[WindowRecord]:
-    """A run's window rows in start order (one per window and device)."""
+def windows(ledger: Ledger, run: int | str) -> list[WindowEnergy]:
+    """A run's window rows in start order (one per window and device), as frozen read models.
+
+    Raises:
+        RunNotFound: No such run.
+    """
     with ledger.transaction("read windows") as session:
         run_id = ledger.run_id(session, run)
         query = select(WindowRecord).where(col(WindowRecord.run_id) == run_id)
-        return list(
-            session.execute(query.order_by(col(WindowRecord.start_s), col(WindowRecord.id))).scalars()
-        )
+        rows = session.execute(query.order_by(col(WindowRecord.start_s), col(WindowRecord.id))).scalars()
+        return [_read(row) for row in rows]
+
+
+def _read(row: WindowRecord) -> WindowEnergy:
+    return WindowEnergy(
+        host=row.host,
+        device=row.device,
+        kind=member_or_text(Kind, row.kind),  # type: ignore[arg-type]
+        source=member_or_text(Source, row.source),  # type: ignore[arg-type]
+        name=row.name,
+        parent=row.parent,
+        start_s=row.start_s,
+        end_s=row.end_s,
+        energy_j=row.energy_j,
+        low_j=row.low_j,
+        high_j=row.high_j,
+    )

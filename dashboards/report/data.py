@@ -8,6 +8,7 @@ health checks, idle) is trainer.split's, which reads only the ledger.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,18 +18,20 @@ from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import TableRow, table_cells, to_csv, to_latex, to_markdown
 from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
 from wattlog.accounting.sites import site_catalog
-from wattlog.accounting.split import energy_rows, energy_split
+from wattlog.accounting.split import Use, energy_split
+from wattlog.events import EventKind
 from wattlog.records import Kind
 
 if TYPE_CHECKING:
     from wattlog.accounting.footprint import Footprint
-    from wattlog.accounting.ledger import Ledger, Run
+    from wattlog.accounting.ledger import Ledger
+    from wattlog.accounting.ledger.views import EnergyRow, EventInfo, RunInfo
 
 USE_LABELS = {
-    "productive": "productive",
-    "lost_work": "lost work",
-    "health_check": "health checks",
-    "idle": "idle",
+    Use.PRODUCTIVE: "productive",
+    Use.LOST_WORK: "lost work",
+    Use.HEALTH_CHECK: "health checks",
+    Use.IDLE: "idle",
 }
 
 
@@ -48,7 +51,7 @@ class RunReport:
         events: Columns time (UTC), kind, category, step, detail.
     """
 
-    run: Run
+    run: RunInfo
     footprint: Footprint | None
     rows: list[TableRow]
     power: pd.DataFrame
@@ -77,7 +80,7 @@ def _utc(seconds: pd.Series) -> pd.Series:
     return pd.to_datetime(seconds, unit="s", utc=True)
 
 
-def _energy_frames(records: list[Any]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def _energy_frames(records: list[EnergyRow]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Power per kind, cumulative IT energy and energy per kind from the ledger's energy rows."""
     if not records:
         empty = pd.DataFrame
@@ -116,13 +119,13 @@ def _energy_frames(records: list[Any]) -> tuple[pd.DataFrame, pd.DataFrame, pd.D
     return by_interval[["time", "kind", "power_w"]], cumulative, kinds
 
 
-def _events_frame(events: list[Any]) -> pd.DataFrame:
+def _events_frame(events: list[EventInfo]) -> pd.DataFrame:
     """The run's events, less the per-flush `progress` bookkeeping (one per flush would drown the rest)."""
     rows = []
     for e in events:
-        if e.kind == "progress":
+        if e.kind == EventKind.PROGRESS:
             continue
-        payload = e.payload or {}
+        payload: Mapping[str, Any] = e.payload
         detail = (
             payload.get("message")
             or payload.get("annotations", {}).get("summary")
@@ -150,11 +153,11 @@ def load_report(ledger: Ledger, run: str, options: TableOptions | None = None) -
     """
     options = options or TableOptions(catalog=site_catalog())
     row = ledger.get_run(run)
-    power, cumulative, by_kind = _energy_frames(list(energy_rows(ledger, row.id or 0)))
-    split = energy_split(ledger, row.id or 0)
+    power, cumulative, by_kind = _energy_frames(ledger.energy_rows(row.id))
+    split = energy_split(ledger, row.id)
     by_use = pd.DataFrame(
         [
-            {"use": USE_LABELS[str(use)], "energy_kwh": joules / 3.6e6, "share": split.share(use)}
+            {"use": USE_LABELS[use], "energy_kwh": joules / 3.6e6, "share": split.share(use)}
             for use, joules in split.joules.items()
         ]
     )
@@ -167,5 +170,5 @@ def load_report(ledger: Ledger, run: str, options: TableOptions | None = None) -
         by_kind=by_kind,
         by_use=by_use,
         use_source=split.source,
-        events=_events_frame(ledger.events(row.id or 0)),
+        events=_events_frame(ledger.events(row.id)),
     )
