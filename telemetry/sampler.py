@@ -227,22 +227,25 @@ class Sampler:
 
     def _loop(self, end_s: float) -> None:
         cpu0_s = time.thread_time()
-        clock, period_s, stopped = self._clock, self._period_s, self._stop.is_set
-        t0_s = clock.monotonic()
+        period_s, stopped = self._period_s, self._stop.is_set
+        monotonic, sleep = self._clock.monotonic, self._clock.sleep
+        t0_s = now_s = monotonic()
         k = 0
         while not stopped():
             deadline_s = t0_s + k * period_s
             if deadline_s >= end_s:
                 break
             # Sleep in slices of at most a period so stop() is noticed promptly.
-            while (now_s := clock.monotonic()) < deadline_s and not stopped():
-                clock.sleep(min(deadline_s - now_s, period_s))
+            while now_s < deadline_s and not stopped():
+                sleep(min(deadline_s - now_s, period_s))
+                now_s = monotonic()
             if stopped():
                 break
             with self._tick_lock:  # the tick reads at the time its lateness is measured from
                 self._tick(now_s, lateness_s=now_s - deadline_s)
             k += 1
-            behind = (clock.monotonic() - t0_s) / period_s
+            now_s = monotonic()  # also the next deadline's first check
+            behind = (now_s - t0_s) / period_s
             if behind > k + 1:  # more than a period late: skip to the next future deadline
                 skipped = math.floor(behind) + 1 - k
                 with self._lock:
