@@ -14,6 +14,7 @@ from wattlog.accounting.ranges import format_quantity
 from wattlog.accounting.render import TableFormat, render_grid, show
 from wattlog.accounting.sites import SITE_FIELDS, Site, site_catalog
 from wattlog.accounting.table_cli import register as register_table
+from wattlog.accounting.windows_cli import register as register_windows
 
 SitesFileOption = Annotated[
     Path | None,
@@ -35,6 +36,7 @@ def register(app: typer.Typer) -> None:
     register_table(app)
     register_node(app)
     register_ledger(app)
+    register_windows(app)
 
 
 def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RICH) -> None:

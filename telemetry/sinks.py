@@ -8,12 +8,12 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, Protocol, runtime_checkable
 
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
-from wattlog.records import EnergyInterval, Gap
+from wattlog.records import EnergyInterval, Gap, WindowEnergy
 
 logger = logging.getLogger(__name__)
 
@@ -39,11 +39,21 @@ class IntervalSink(Protocol):
         ...
 
 
+@runtime_checkable
+class WindowSink(Protocol):
+    """A sink that also stores measurement windows (`with agent.window("eval"):`), at each flush."""
+
+    def write_windows(self, windows: Sequence[WindowEnergy]) -> None:
+        """Store the rows of the windows closed since the last flush (one per window and device)."""
+        ...
+
+
 class JsonlSink:
     """Appends each flush's rows to a JSON Lines file (for `wattlog agent --jsonl`, no database needed).
 
-    One object per line: ``{"type": "interval", ...EnergyInterval fields}`` or
-    ``{"type": "gap", ...Gap fields}``; every interval carries its source label.
+    One object per line: ``{"type": "interval", ...EnergyInterval fields}``,
+    ``{"type": "gap", ...Gap fields}`` or ``{"type": "window", ...WindowEnergy fields}``;
+    every interval and window carries its source label.
     Each write is flushed and fsynced, so a killed run keeps every finished interval.
 
     Args:
@@ -56,14 +66,21 @@ class JsonlSink:
 
     def write(self, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
         """Append the rows and make them durable."""
+        lines = [json.dumps({"type": "interval", **asdict(row)}) for row in intervals]
+        lines += [json.dumps({"type": "gap", **asdict(gap)}) for gap in gaps]
+        self._append(lines)
+
+    def _append(self, lines: list[str]) -> None:
         if self._file is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = self.path.open("a", encoding="utf-8")
-        lines = [json.dumps({"type": "interval", **asdict(row)}) for row in intervals]
-        lines += [json.dumps({"type": "gap", **asdict(gap)}) for gap in gaps]
         self._file.write("".join(line + "\n" for line in lines))
         self._file.flush()
         os.fsync(self._file.fileno())
+
+    def write_windows(self, windows: Sequence[WindowEnergy]) -> None:
+        """Append the window rows (``{"type": "window", ...}``) and make them durable."""
+        self._append([json.dumps({"type": "window", **asdict(row)}) for row in windows])
 
     def close(self) -> None:
         """Close the file (idempotent)."""

@@ -18,8 +18,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"wattlog": "wattlog", "telemetry": "wattlog.telemetry", "accounting": "wattlog.accounting",
-           "trainer": "wattlog.trainer", "dashboards": "wattlog.dashboards"}
+FOLDERS = {
+    "wattlog": "wattlog",
+    "telemetry": "wattlog.telemetry",
+    "accounting": "wattlog.accounting",
+    "trainer": "wattlog.trainer",
+    "dashboards": "wattlog.dashboards",
+}
 
 
 @pytest.fixture(scope="module")

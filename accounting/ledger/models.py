@@ -250,6 +250,27 @@ class RankProgress(SQLModel, table=True):
     peak_flops: float | None = None  # all ranks together, as the tracker takes it
 
 
+class WindowRecord(SQLModel, table=True):
+    """IT energy of one device over one named window of a run (`with agent.window("eval"):`)."""
+
+    __tablename__ = "energy_window"
+    __table_args__ = (Index("ix_window_run", "run_id", "start_s"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="run.id")
+    name: str = Field(max_length=200)
+    parent: str = Field(default="", max_length=200)
+    host: str = Field(max_length=200)
+    device: str = Field(max_length=200)
+    kind: str = Field(max_length=20)
+    source: str = Field(max_length=20)
+    start_s: float
+    end_s: float
+    energy_j: float
+    low_j: float
+    high_j: float
+
+
 TABLES = (
     Project,
     Run,
@@ -261,4 +282,5 @@ TABLES = (
     IntensityPoint,
     JobNode,
     RankProgress,
+    WindowRecord,
 )

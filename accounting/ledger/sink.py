@@ -9,8 +9,9 @@ from collections.abc import Sequence
 
 from wattlog.accounting.ledger.spool import Spool, replay_folder
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.ledger.windows import record_windows
 from wattlog.errors import LedgerError
-from wattlog.records import EnergyInterval, Gap
+from wattlog.records import EnergyInterval, Gap, WindowEnergy
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,12 @@ class LedgerSink:
             f"{self.rows_written} rows in {len(times)} flushes, "
             f"latency p50 {ms(0.5)} ms p99 {ms(0.99)} ms max {times[-1] * 1000:.1f} ms"
         )
+
+    def write_windows(self, windows: Sequence[WindowEnergy]) -> None:
+        """Store the windows closed since the last flush (a :class:`wattlog.telemetry.sinks.WindowSink`)."""
+        if self._closed:
+            raise LedgerError("LedgerSink is closed: open a new one to keep writing")
+        record_windows(self.ledger, self.run, windows)
 
     def close(self) -> None:
         """Replay what is spooled (a last try), release the spool; the engine stays the caller's."""

@@ -251,6 +251,15 @@ class Ledger:
         assert found is not None  # rows read back from the database have ids
         return found
 
+    @classmethod
+    def run_id(cls, session: Session, run: int | str) -> int:
+        """The id of run `run` (id or name) inside a transaction, for modules that add tables.
+
+        Raises:
+            LedgerError: No such run.
+        """
+        return cls._id(session, run)
+
     @staticmethod
     def _find(session: Session, run: int | str) -> Run:
         """The run with this id (an int) or name (a str; a str of digits may also be an id)."""

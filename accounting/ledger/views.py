@@ -81,17 +81,17 @@ class RunInfo:
             id=row.id,
             name=row.name,
             project_id=row.project_id,
-            role=_member(Role, row.role),
+            role=member_or_text(Role, row.role),
             model=row.model,
             site=row.site,
             host=row.host,
             start_s=row.start_s,
             end_s=row.end_s,
-            status=_member(Status, row.status),
+            status=member_or_text(Status, row.status),
             restarts=row.restarts,
             config=MappingProxyType(dict(row.config or {})),
-            phase=_member(Phase, row.phase) if row.phase else "",
-            stage=_member(Stage, row.stage) if row.stage else "",
+            phase=member_or_text(Phase, row.phase) if row.phase else "",
+            stage=member_or_text(Stage, row.stage) if row.stage else "",
             scale_group=row.scale_group,
             device_model=row.device_model,
             gpu_hours=row.gpu_hours,
@@ -119,9 +119,9 @@ class EventInfo:
             id=row.id,
             run_id=row.run_id,
             time_s=row.time_s,
-            kind=_member(EventKind, row.kind),
+            kind=member_or_text(EventKind, row.kind),
             step=row.step,
-            category=_member(EventCategory, row.category),
+            category=member_or_text(EventCategory, row.category),
             payload=MappingProxyType(dict(row.payload or {})),
         )
 
@@ -206,7 +206,8 @@ class RankInfo:
         )
 
 
-def _member(enum: type[_E], value: str) -> _E | str:
+def member_or_text(enum: type[_E], value: str) -> _E | str:
+    """The StrEnum member for a stored string, or the string itself when the enum does not know it."""
     try:
         return enum(value)
     except ValueError:
