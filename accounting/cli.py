@@ -8,10 +8,13 @@ from typing import Annotated
 
 import typer
 
+from wattlog.accounting.ledger_cli import register as register_ledger
+from wattlog.accounting.node_cli import register as register_node
 from wattlog.accounting.ranges import format_quantity
 from wattlog.accounting.render import TableFormat, render_grid, show
 from wattlog.accounting.sites import SITE_FIELDS, Site, site_catalog
 from wattlog.accounting.table_cli import register as register_table
+from wattlog.accounting.windows_cli import register as register_windows
 
 SitesFileOption = Annotated[
     Path | None,
@@ -31,6 +34,9 @@ def register(app: typer.Typer) -> None:
     """Add the accounting commands to the root app."""
     app.command("sites")(sites)
     register_table(app)
+    register_node(app)
+    register_ledger(app)
+    register_windows(app)
 
 
 def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RICH) -> None:

@@ -13,7 +13,6 @@ counters.
 from __future__ import annotations
 
 import math
-import re
 import urllib.request
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -26,6 +25,7 @@ from wattlog.accounting.run_energy import energy_from_devices
 from wattlog.accounting.sites import Site
 from wattlog.errors import ConfigError
 from wattlog.records import Kind
+from wattlog.telemetry.job import expand_nodelist
 from wattlog.telemetry.uncertainty import BandModel
 
 DCGM_ENERGY_METRIC = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
@@ -98,30 +98,6 @@ def dcgm_energy(
     return sorted(rows, key=lambda r: (r.host, r.device))
 
 
-def expand_hostlist(text: str) -> list[str]:
-    """Host names of a SLURM node list, e.g. ``node[01-03,07],gpu5`` (as $SLURM_JOB_NODELIST writes it).
-
-    Raises:
-        ConfigError: Unbalanced brackets or a bad range.
-    """
-    hosts: list[str] = []
-    for part in re.findall(r"[^,\[]+(?:\[[^\]]*\])?[^,]*", text.strip()):
-        match = re.fullmatch(r"([^\[\]]*)\[([^\]]+)\]([^\[\]]*)", part)
-        if match is None:
-            if "[" in part or "]" in part:
-                raise ConfigError(f"bad SLURM node list {text!r}: unbalanced brackets")
-            hosts.append(part)
-            continue
-        prefix, ranges, suffix = match.groups()
-        for item in ranges.split(","):
-            lo, _, hi = item.partition("-")
-            if not lo.isdigit() or (hi and (not hi.isdigit() or int(hi) < int(lo))):
-                raise ConfigError(f"bad SLURM node list {text!r}: {item!r} is not N or N-M")
-            width = len(lo)
-            hosts += [f"{prefix}{n:0{width}d}{suffix}" for n in range(int(lo), int(hi or lo) + 1)]
-    return hosts
-
-
 def _literal(value: str) -> str:
     if not value or any(c in value for c in '"\\{}\n'):
         raise ConfigError(f"{value!r} cannot be matched literally in PromQL: give a plain name")
@@ -170,7 +146,7 @@ def dcgm_row(
         raise ConfigError(f"{error}: give --start and --end as ISO 8601 or Unix seconds") from None
     chosen = [g.strip() for g in gpus.split(",") if g.strip()]
     rows = dcgm_energy(
-        url, start_s, end_s, hosts=expand_hostlist(hosts) if hosts else (), gpus=chosen, job=job
+        url, start_s, end_s, hosts=expand_nodelist(hosts) if hosts else (), gpus=chosen, job=job
     )
     energy = energy_from_devices(rows)
     if energy is None:

@@ -81,16 +81,32 @@ class ConstantIntensity:
 
 
 @dataclass(frozen=True, slots=True)
+class HourProvenance:
+    """Where one hour's intensity comes from.
+
+    Attributes:
+        source: The provider and its data source, e.g. "Electricity Maps (ENTSOE)".
+        estimated: Whether the provider marked the hour estimated (or imputed).
+    """
+
+    source: str
+    estimated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class HourlySeries:
     """Intensity per hour, from a file; asking for an hour it lacks is an error, never a default.
 
     Attributes:
         kg_per_kwh_by_hour: Hour start (Unix s, UTC) -> kg CO2e per kWh.
         origin: The file it was read from (shown in tables).
+        provenance: Hour start -> where that hour's value comes from and whether the provider
+            marked it estimated (files that say so: Electricity Maps, EIA-930).
     """
 
     kg_per_kwh_by_hour: Mapping[int, float] = field(default_factory=dict)
     origin: str = ""
+    provenance: Mapping[int, HourProvenance] = field(default_factory=dict)
 
     @classmethod
     def from_csv(cls, path: Path | str) -> HourlySeries:
@@ -104,6 +120,8 @@ class HourlySeries:
             lines = path.read_text(encoding="utf-8").splitlines()
         except OSError as error:
             raise ConfigError(f"cannot read intensity series {path}: {error.strerror or error}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"{path} is not a text file; {_EXPECTED}") from None
         values: dict[int, float] = {}
         data_lines = [(n, line.strip()) for n, line in enumerate(lines, start=1) if line.strip()]
         data_lines = [(n, text) for n, text in data_lines if not text.startswith("#")]

@@ -48,6 +48,7 @@ def energy_from_prometheus(
     end_s: float,
     *,
     matchers: Mapping[str, str] | None = None,
+    since_start: bool = False,
     timeout_s: float = 10.0,
     opener: Callable[..., Any] = urllib.request.urlopen,
 ) -> list[PromEnergy]:
@@ -62,6 +63,9 @@ def energy_from_prometheus(
         start_s: Start of the run, Unix seconds.
         end_s: End of the run, Unix seconds (> start_s).
         matchers: Exact label matchers to restrict the series, e.g. {"host": "node0"}.
+        since_start: Take each counter's last value in the window (`max_over_time`) instead of
+            `increase()`: the energy since each agent started, exact to the last scrape when every
+            agent started inside the window and none restarted (a job's node agents).
         timeout_s: HTTP timeout per request, seconds.
         opener: urlopen-compatible function (injected by tests).
 
@@ -77,14 +81,16 @@ def energy_from_prometheus(
     selector = _selector(matchers or {})
     window_s = max(1, math.ceil(end_s - start_s))
     by = ", ".join(LABELS)
+    over = "max_over_time" if since_start else "increase"
     energy = query_vector(
-        url, f"sum by ({by}) (increase({ENERGY_METRIC}{selector}[{window_s}s]))", end_s, timeout_s, opener
+        url, f"sum by ({by}) ({over}({ENERGY_METRIC}{selector}[{window_s}s]))", end_s, timeout_s, opener
     )
-    totals = query_vector(url, f"sum by ({by}) ({ENERGY_METRIC}{selector})", end_s, timeout_s, opener)
+    # last_over_time, not the instant value: once a job's agents have exited, their series are stale.
+    last = f"last_over_time({ENERGY_METRIC}{selector}[{window_s}s])"
+    totals = query_vector(url, f"sum by ({by}) ({last})", end_s, timeout_s, opener)
     band_selector = _selector({**(matchers or {})}, extra='bound=~"low|high"')
-    bands = query_vector(
-        url, f"sum by ({by}, bound) ({BAND_METRIC}{band_selector})", end_s, timeout_s, opener
-    )
+    band_last = f"last_over_time({BAND_METRIC}{band_selector}[{window_s}s])"
+    bands = query_vector(url, f"sum by ({by}, bound) ({band_last})", end_s, timeout_s, opener)
     total_of = {_key(s["metric"]): float(s["value"][1]) for s in totals}
     ratio: dict[tuple[str, ...], dict[str, float]] = {}
     for sample in bands:

@@ -5,7 +5,7 @@ or a published one from :mod:`wattlog.accounting.reference`). Columns follow the
 paper's Table 19 (model, total power MWh, PUE, carbon intensity, emissions
 tCO2eq, WUE, water kL), then the energy's source label and uncertainty band,
 then GPU and CPU+DRAM energy apart when a row measured both. Figures are
-rounded as the paper prints them; a range prints "105-347". Every table ends
+rounded as the paper prints them; a range prints "105 - 347". Every table ends
 with footnotes saying what it leaves out and which water convention it used.
 """
 
@@ -14,28 +14,32 @@ from __future__ import annotations
 import csv
 import html
 import io
-import re
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import cast
 
-from rich import box
-from rich.console import Console
-from rich.table import Table
+from rich.console import Console, RenderableType
 
+from wattlog.accounting.fitted import FittedTable
 from wattlog.accounting.footprint import Footprint, WaterConvention
 from wattlog.accounting.ranges import Quantity, Range, bounds
+from wattlog.accounting.units import readable_range, sig3
+from wattlog.errors import ConfigError
 
 MISSING = "-"
 """What a cell shows where the source gives no figure."""
+RANGE_SEP = " - "
+"""Between the ends of a range, as the paper prints them ("1.29 - 4.26")."""
 
 LEFT_OUT = (
-    "Left out: embodied emissions of the hardware, and inference. "
-    "As in the OLMo 2 paper, these figures are lower bounds."
+    "Left out: embodied emissions and water of the hardware (`wattlog table --project P` shows them "
+    "apart, never folded into this table), and inference. As in the OLMo 2 paper, these figures are "
+    "lower bounds."
 )
 ENERGY_NOTE = (
     "Total power is IT energy, labelled by source (counter, sampled, estimated, simulated, or published "
-    "by the row's source); facility energy = IT energy x PUE. Ranges are min-max."
+    "by the row's source); facility energy = IT energy x PUE. Ranges are min - max."
 )
 SPLIT_NOTE = (
     "GPU and CPU+DRAM energy are shown apart where both were measured: GPUs alone miss part of a node's draw."
@@ -50,6 +54,8 @@ class TableFormat(StrEnum):
     LATEX = "latex"
     CSV = "csv"
     HTML = "html"
+    JSON = "json"
+    HF = "hf"
 
 
 FIGURE_COLUMNS = (
@@ -66,14 +72,17 @@ _AMOUNT_COLUMNS = ("total_power_mwh", "co2_t", "water_kl")
 
 
 def format_figure(column: str, value: Quantity | None) -> str:
-    """One cell, rounded as the OLMo 2 paper prints that column; a range as "lo-hi", nothing as "-".
+    """One cell, rounded as the OLMo 2 paper prints that column; a range as "lo - hi", nothing as "-".
 
-    Energy, tonnes and kilolitres print whole from 10 up (3 significant digits
-    below, for small runs); PUE with up to 2 decimals (1.2, 1.12); intensity
-    with 3 (0.332); WUE with 2 (3.10).
+    Energy, tonnes and kilolitres print whole from 10 up, with thousands
+    separators ("1,022"), and to 3 significant figures below, positional, never in
+    scientific notation ("0.000000138"); PUE with up to 2 decimals (1.2, 1.12);
+    intensity with 3 (0.332); WUE with 2 (3.10).
 
-    >>> format_figure("water_kl", Range(105.006, 346.764))
-    '105-347'
+    >>> format_figure("water_kl", Range(1450.2, 4823.0))
+    '1,450 - 4,823'
+    >>> format_figure("total_power_mwh", 1.38e-07)
+    '0.000000138'
     >>> format_figure("wue_l_per_kwh", 3.1)
     '3.10'
     >>> format_figure("pue", 1.2)
@@ -83,8 +92,8 @@ def format_figure(column: str, value: Quantity | None) -> str:
         return MISSING
     lo, hi = bounds(value)
     if column in _AMOUNT_COLUMNS:
-        spec = ".0f" if abs(hi) >= 10 else ".3g"  # both ends of a range rounded alike
-        texts = [format(lo, spec), format(hi, spec)]
+        big = abs(hi) >= 10  # both ends of a range rounded alike
+        texts = [format(x, ",.0f") if big else sig3(x) for x in (lo, hi)]
     elif column == "pue":
         texts = [format(x, ".2f").rstrip("0").rstrip(".") for x in (lo, hi)]
     elif column == "carbon_intensity_kg_per_kwh":
@@ -93,7 +102,7 @@ def format_figure(column: str, value: Quantity | None) -> str:
         texts = [format(lo, ".2f"), format(hi, ".2f")]
     else:
         raise ValueError(f"not a figure column: {column}")
-    return texts[0] if texts[0] == texts[1] else f"{texts[0]}-{texts[1]}"
+    return texts[0] if texts[0] == texts[1] else f"{texts[0]}{RANGE_SEP}{texts[1]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +124,14 @@ class TableRow:
         host_mwh: CPU+DRAM energy, where measured apart.
         convention: Water convention behind water_kl.
         notes: Footnotes about this row.
+        printed: Column -> text exactly as a publication prints it; shown instead of the
+            formatted figure (a published row is reproduced cell for cell).
+        extra: (header, text) cells of extra columns; another module adds a column this way
+            (a row without it shows "-").
+        sources: Column -> where that figure comes from (JSON export; energy defaults to energy_source).
+        energy_basis: What the energy figure covers: "it" (IT/GPU energy, PUE not applied) or
+            "facility" (PUE included); "" if unknown.
+        role: What the row is: "published", "run", "subtotal" or "total" (exports use it).
     """
 
     model: str
@@ -131,6 +148,29 @@ class TableRow:
     host_mwh: float | None = None
     convention: WaterConvention | None = None
     notes: tuple[str, ...] = ()
+    printed: Mapping[str, str] = field(default_factory=dict)
+    extra: tuple[tuple[str, str], ...] = ()
+    sources: Mapping[str, str] = field(default_factory=dict)
+    energy_basis: str = "it"
+    role: str = "run"
+
+    def with_notes(self, *notes: str) -> TableRow:
+        """A copy with `notes` added."""
+        return replace(self, notes=(*self.notes, *notes))
+
+    def with_extra(self, header: str, text: str) -> TableRow:
+        """A copy with one more extra-column cell."""
+        return replace(self, extra=(*self.extra, (header, text)))
+
+    def figure(self, column: str) -> Quantity | None:
+        """The value of a figure column (FIGURE_COLUMNS), None where not given."""
+        return cast("Quantity | None", getattr(self, column))
+
+    def cell(self, column: str) -> str:
+        """A figure column's text: the printed text if the row has one, else the formatted value."""
+        if column in self.printed:
+            return self.printed[column]
+        return format_figure(column, self.figure(column))
 
     @classmethod
     def from_footprint(cls, model: str, footprint: Footprint, notes: Sequence[str] = ()) -> TableRow:
@@ -150,6 +190,14 @@ class TableRow:
             host_mwh=footprint.host_mwh,
             convention=footprint.convention,
             notes=(*footprint.notes, *notes),
+            sources={
+                "total_power_mwh": footprint.energy_source,
+                "pue": f"site {footprint.site} (wattlog sites)",
+                "carbon_intensity_kg_per_kwh": footprint.intensity_label,
+                "co2_t": "energy x PUE x carbon intensity",
+                "wue_l_per_kwh": f"site {footprint.site} (wattlog sites)",
+                "water_kl": footprint.convention.description,
+            },
         )
 
 
@@ -169,27 +217,40 @@ HEADERS = {
 
 
 def table_cells(rows: Sequence[TableRow]) -> tuple[list[str], list[list[str]]]:
-    """Headers and formatted cells; the GPU and CPU+DRAM columns only if a row has both."""
+    """Headers and cells; GPU and CPU+DRAM columns only if a row has both; extra columns last."""
     split = any(r.gpu_mwh is not None and r.host_mwh is not None for r in rows)
     keys = [k for k in HEADERS if split or k not in ("gpu_mwh", "host_mwh")]
+    extra = list(dict.fromkeys(header for r in rows for header, _ in r.extra))
     cells = []
     for r in rows:
-        intensity = format_figure("carbon_intensity_kg_per_kwh", r.carbon_intensity_kg_per_kwh)
-        by_key = {
-            "model": r.model,
-            "total_power_mwh": format_figure("total_power_mwh", r.total_power_mwh),
-            "pue": format_figure("pue", r.pue),
-            "carbon_intensity_kg_per_kwh": f"{intensity} (hourly mean)" if r.hourly_intensity else intensity,
-            "co2_t": format_figure("co2_t", r.co2_t),
-            "wue_l_per_kwh": format_figure("wue_l_per_kwh", r.wue_l_per_kwh),
-            "water_kl": format_figure("water_kl", r.water_kl),
-            "energy_source": r.energy_source,
-            "energy_band_mwh": format_figure("total_power_mwh", r.energy_band_mwh),
-            "gpu_mwh": format_figure("total_power_mwh", r.gpu_mwh),
-            "host_mwh": format_figure("total_power_mwh", r.host_mwh),
-        }
-        cells.append([by_key[k] for k in keys])
-    return [HEADERS[k] for k in keys], cells
+        by_key = {column: r.cell(column) for column in FIGURE_COLUMNS}
+        if r.hourly_intensity:
+            by_key["carbon_intensity_kg_per_kwh"] += " (hourly mean)"
+        by_key.update(
+            model=r.model,
+            energy_source=r.energy_source,
+            energy_band_mwh=format_figure("total_power_mwh", r.energy_band_mwh),
+            gpu_mwh=format_figure("total_power_mwh", r.gpu_mwh),
+            host_mwh=format_figure("total_power_mwh", r.host_mwh),
+        )
+        texts = dict(r.extra)
+        cells.append([by_key[k] for k in keys] + [texts.get(h, MISSING) for h in extra])
+    return [HEADERS[k] for k in keys] + extra, cells
+
+
+def readable_summary(row: TableRow) -> str:
+    """One line: the row's energy, emissions and water in readable units (J/Wh/kWh/MWh, g/kg/t, L/kL)."""
+    parts = []
+    for column, quantity, scale, what, unit in (
+        ("total_power_mwh", "energy", 3.6e9, "IT energy", ""),
+        ("co2_t", "mass", 1e6, "emissions", " CO2e"),
+        ("water_kl", "volume", 1e3, "water", ""),
+    ):
+        value = row.figure(column)
+        if value is not None:
+            lo, hi = bounds(value)
+            parts.append(f"{what} {readable_range(lo * scale, hi * scale, quantity)}{unit}")
+    return f"{row.model}: " + ", ".join(parts) + f" (energy source: {row.energy_source})"
 
 
 def footnotes(rows: Sequence[TableRow]) -> list[str]:
@@ -201,11 +262,13 @@ def footnotes(rows: Sequence[TableRow]) -> list[str]:
     if any(r.gpu_mwh is not None and r.host_mwh is not None for r in rows):
         notes.append(SPLIT_NOTE)
     notes.extend(f"{r.model}: {note}" for r in rows for note in dict.fromkeys(r.notes))
+    # A run's figures also in units of their size: a small run reads "0.000000142" MWh in the table.
+    notes.extend(readable_summary(r) for r in rows if r.role == "run" and r.total_power_mwh is not None)
     return notes
 
 
-def to_rich(rows: Sequence[TableRow], notes: Sequence[str] | None = None) -> Table:
-    """A rich Table for the terminal."""
+def to_rich(rows: Sequence[TableRow], notes: Sequence[str] | None = None) -> FittedTable:
+    """A table for the terminal: a grid if it fits, else stacked; nothing is ever cut."""
     headers, cells, right = _cells_right(rows)
     return rich_grid(headers, cells, _notes(rows, notes), right)
 
@@ -223,8 +286,18 @@ def to_latex(rows: Sequence[TableRow], notes: Sequence[str] | None = None) -> st
 
 
 def to_csv(rows: Sequence[TableRow], notes: Sequence[str] | None = None) -> str:
-    """CSV with a header row; missing figures are empty; footnotes follow as "# " lines."""
-    return csv_grid(*table_cells(rows), _notes(rows, notes))
+    """CSV of numbers: a range as min and max columns; no notes (they go to a separate file)."""
+    from wattlog.accounting.exports import rows_csv
+
+    del notes
+    return rows_csv(rows)
+
+
+def to_json(rows: Sequence[TableRow], notes: Sequence[str] | None = None) -> str:
+    """JSON of every figure with its source and band, and the notes."""
+    from wattlog.accounting.exports import rows_json
+
+    return rows_json(rows, _notes(rows, notes))
 
 
 def to_html(rows: Sequence[TableRow], notes: Sequence[str] | None = None) -> str:
@@ -235,24 +308,34 @@ def to_html(rows: Sequence[TableRow], notes: Sequence[str] | None = None) -> str
 
 def render(
     rows: Sequence[TableRow], fmt: TableFormat | str, notes: Sequence[str] | None = None
-) -> Table | str:
-    """Render rows in `fmt` (rich|markdown|latex|csv|html); rich gives a Table, the others text."""
-    renderers: dict[TableFormat, Callable[[Sequence[TableRow], Sequence[str] | None], Table | str]] = {
+) -> RenderableType:
+    """Render rows in `fmt` (rich|markdown|latex|csv|html|json); rich gives a renderable, the others text.
+
+    Raises:
+        ConfigError: `fmt` is hf, which describes one run (see wattlog.accounting.exports.hf_block).
+    """
+    renderers: dict[TableFormat, Callable[[Sequence[TableRow], Sequence[str] | None], RenderableType]] = {
         TableFormat.RICH: to_rich,
         TableFormat.MARKDOWN: to_markdown,
         TableFormat.LATEX: to_latex,
         TableFormat.CSV: to_csv,
         TableFormat.HTML: to_html,
+        TableFormat.JSON: to_json,
     }
-    return renderers[TableFormat(fmt)](rows, notes)
+    fmt = TableFormat(fmt)
+    if fmt not in renderers:
+        raise ConfigError(
+            f"--format {fmt} describes one run: give its name, e.g. wattlog table RUN --format hf"
+        )
+    return renderers[fmt](rows, notes)
 
 
-def show(rendered: Table | str, console: Console | None = None) -> None:
-    """Print what :func:`render` or a ``*_grid`` function returned to stdout."""
-    if isinstance(rendered, Table):
-        (console or Console()).print(rendered)
-    else:
+def show(rendered: RenderableType, console: Console | None = None) -> None:
+    """Print what :func:`render` or a ``*_grid`` function returned to stdout; text is printed as is."""
+    if isinstance(rendered, str):
         print(rendered, end="" if rendered.endswith("\n") else "\n")
+    else:
+        (console or Console()).print(rendered)
 
 
 def _cells_right(rows: Sequence[TableRow]) -> tuple[list[str], list[list[str]], set[int]]:
@@ -268,28 +351,11 @@ def _notes(rows: Sequence[TableRow], notes: Sequence[str] | None) -> list[str]:
 # Grid renderers: headers + cells + footnotes, shared by Table 19 and `wattlog sites`.
 
 
-_RANGE_DASH = re.compile(r"(?<=\d)-(?=\d)")  # "105-347", not the exponent's "e-08"
-
-
 def rich_grid(
     headers: Sequence[str], cells: Sequence[Sequence[str]], notes: Sequence[str], right: Collection[int] = ()
-) -> Table:
-    """A rich Table; columns whose index is in `right` are right-aligned."""
-    # SIMPLE_HEAD: no vertical rules, so Table 19's nine columns fit a 100-column terminal.
-    table = Table(caption="\n".join(notes), caption_justify="left", box=box.SIMPLE_HEAD)
-    # A range may break after its dash ("7.79e-08 -" / "2.57e-07") but a number never breaks inside:
-    # each figure column is at least as wide as its widest number. Text columns fold.
-    cells = [[_RANGE_DASH.sub(" - ", c) if i in right else c for i, c in enumerate(row)] for row in cells]
-    for i, header in enumerate(headers):
-        if i in right:
-            widest = max((len(word) for row in cells for word in row[i].split()), default=0)
-            table.add_column(header, justify="right", min_width=widest)
-        else:
-            widest = max((len(row[i]) for row in cells), default=0)
-            table.add_column(header, justify="left", overflow="fold", min_width=min(widest, 12))
-    for row in cells:
-        table.add_row(*row)
-    return table
+) -> FittedTable:
+    """A terminal table that never cuts a figure; columns whose index is in `right` are right-aligned."""
+    return FittedTable(headers, cells, notes, frozenset(right))
 
 
 def markdown_grid(
@@ -344,13 +410,13 @@ def latex_grid(
     return "\n".join(out) + "\n"
 
 
-def csv_grid(headers: Sequence[str], cells: Sequence[Sequence[str]], notes: Sequence[str]) -> str:
-    """CSV; a missing figure is an empty field; footnotes as trailing "# " lines (pandas: comment="#")."""
+def csv_grid(headers: Sequence[str], cells: Sequence[Sequence[str]], notes: Sequence[str] = ()) -> str:
+    """CSV of text cells; a missing figure is an empty field. Notes are not written: a CSV holds data only."""
+    del notes
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(headers)
     writer.writerows([("" if c == MISSING else c) for c in row] for row in cells)
-    buffer.writelines(f"# {n}\n" for n in notes)
     return buffer.getvalue()
 
 
@@ -380,11 +446,13 @@ def render_grid(
     notes: Sequence[str],
     fmt: TableFormat | str,
     right: Collection[int] = (),
-) -> Table | str:
+) -> RenderableType:
     """Render any grid of text cells in `fmt` (used by `wattlog sites`)."""
     fmt = TableFormat(fmt)
     if fmt is TableFormat.CSV:
         return csv_grid(headers, cells, notes)
+    if fmt in (TableFormat.JSON, TableFormat.HF):
+        raise ConfigError(f"--format {fmt} is for `wattlog table`; use rich, markdown, latex, csv or html")
     if fmt is TableFormat.RICH:
         return rich_grid(headers, cells, notes, right)
     grids = {TableFormat.MARKDOWN: markdown_grid, TableFormat.LATEX: latex_grid, TableFormat.HTML: html_grid}

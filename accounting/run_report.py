@@ -1,4 +1,10 @@
-"""What `wattlog demo` and `wattlog run` print at the end: the run beside Table 19, and its split."""
+"""What `wattlog demo` and `wattlog run` print at the end: the run beside Table 19, and its split.
+
+The Table-19 layout keeps the paper's MWh, tonnes and kilolitres; a small run
+then reads "0.0000138", so the run's figures follow in readable units (Wh and
+g for a one-minute demo). The run's own row is printed last, after the
+published rows, so it is on screen when the command ends.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +13,11 @@ from rich.table import Table
 
 from wattlog.accounting.ledger import Ledger, describe_url
 from wattlog.accounting.reference import reference_table_rows
-from wattlog.accounting.render import TableFormat, footnotes, render, show
+from wattlog.accounting.render import TableFormat, footnotes, readable_summary, render, show
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
 from wattlog.accounting.split import Use, energy_split
+from wattlog.accounting.units import readable
 
 _LABELS = {
     Use.PRODUCTIVE: "productive training",
@@ -21,26 +28,26 @@ _LABELS = {
 
 
 def split_table(ledger: Ledger, run: str) -> Table:
-    """The run's energy by use, joules and share, with the energy's source label."""
+    """The run's energy by use, in readable units and as a share, with the energy's source label."""
     split = energy_split(ledger, run)
     table = Table(title=f"Where the energy of {run} went (source: {split.source})")
-    table.add_column("Use")
-    table.add_column("Energy (J)", justify="right")
-    table.add_column("Energy (Wh)", justify="right")
-    table.add_column("Share", justify="right")
+    table.add_column("Use", overflow="fold")
+    table.add_column("Energy", justify="right", no_wrap=True)
+    table.add_column("Share", justify="right", no_wrap=True)
     for use in Use:
         joules = split.joules[use]
-        table.add_row(_LABELS[use], f"{joules:,.1f}", f"{joules / 3600:.4f}", f"{split.share(use):.1%}")
-    table.add_row("total", f"{split.total_j:,.1f}", f"{split.total_j / 3600:.4f}", "100.0%", style="bold")
+        table.add_row(_LABELS[use], readable(joules, "energy"), f"{split.share(use):.1%}")
+    table.add_row("total", readable(split.total_j, "energy"), "100.0%", style="bold")
     return table
 
 
 def print_run_report(ledger: Ledger, run: str, db: str | None, console: Console | None = None) -> None:
-    """Print the run's Table-19 row beside the published rows, its energy split and the ledger's place."""
+    """Print the published rows, then the run's row; its figures in readable units; its energy split."""
     console = console or Console()
     row = run_row(ledger, ledger.get_run(run), TableOptions(catalog=site_catalog()))
     rows = [*reference_table_rows(table19_only=True), row]
     show(render(rows, TableFormat.RICH, footnotes(rows)), console)
-    console.print(f"Energy source of {run}: [bold]{row.energy_source}[/] (every figure carries its label).")
     console.print(split_table(ledger, run))
     console.print(f"Ledger: {describe_url(db)}  (`wattlog table {run} --db ...` prints this row again)")
+    # Last, so the run's own figures are what the terminal shows when the command ends.
+    console.print(readable_summary(row), highlight=False, markup=False)

@@ -12,16 +12,22 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from wattlog.accounting.footprint import Energy, Footprint, WaterConvention, footprint_for
+from wattlog.accounting.devices import Overhead
+from wattlog.accounting.extrapolate import job_energy
+from wattlog.accounting.footprint import Energy, Footprint, WaterConvention, energy_label, footprint_for
+from wattlog.accounting.gaps import run_gaps, with_gaps
 from wattlog.accounting.intensity import IntensitySource
-from wattlog.accounting.ledger.models import Role, Run
+from wattlog.accounting.ledger.jobs import JobNodes, job_nodes
+from wattlog.accounting.ledger.models import Role, Status
 from wattlog.accounting.ledger.store import Ledger
-from wattlog.accounting.prometheus_energy import energy_from_prometheus
+from wattlog.accounting.ledger.views import RunInfo
+from wattlog.accounting.prometheus_energy import PromEnergy, energy_from_prometheus
 from wattlog.accounting.ranges import Quantity, Range
 from wattlog.accounting.render import TableRow
-from wattlog.accounting.run_energy import energy_from_devices, ledger_energy
+from wattlog.accounting.run_energy import ledger_energy
 from wattlog.accounting.sites import Site, get_site
 from wattlog.errors import ConfigError
+from wattlog.records import Kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +41,8 @@ class TableOptions:
         convention: Water convention.
         prometheus_url: Take energy from this Prometheus instead of the ledger.
         now_s: Wall clock, for the end of runs still running (Prometheus only).
+        overhead: Multiply GPU energy by this for the rest of the server, on runs that measured
+            only GPUs (measured CPU/DRAM energy is preferred where it exists).
     """
 
     catalog: Mapping[str, Site]
@@ -43,9 +51,19 @@ class TableOptions:
     convention: WaterConvention = WaterConvention.PAPER
     prometheus_url: str | None = None
     now_s: Callable[[], float] = field(default=time.time)
+    overhead: Overhead | None = None
 
 
-def run_footprint(ledger: Ledger, run: Run, options: TableOptions) -> Footprint | None:
+SITELESS_NOTE = "recorded without a site, so no footprint: pass --site NAME (see `wattlog sites`)"
+"""The note a site-less run's row carries instead of failing the whole table."""
+
+
+def has_site(run: RunInfo, options: TableOptions) -> bool:
+    """Whether a site is known for the run (recorded, or given for every run)."""
+    return bool(options.site or run.site)
+
+
+def run_footprint(ledger: Ledger, run: RunInfo, options: TableOptions) -> Footprint | None:
     """The footprint of one run, or None if it recorded no energy."""
     site_name = options.site or run.site
     if not site_name:
@@ -54,22 +72,66 @@ def run_footprint(ledger: Ledger, run: Run, options: TableOptions) -> Footprint 
         )
     site = get_site(site_name, options.catalog)
     hourly = options.intensity is not None and options.intensity.constant_kg_per_kwh is None
+    nodes = job_nodes(ledger, run.name)
     if options.prometheus_url:
-        energy = _prometheus_energy(run, options)
+        energy = job_energy(_prometheus_rows(run, options, nodes), nodes.node_count)
     else:
         energy = ledger_energy(ledger, run.name, by_hour=hourly)
+        if energy is not None and nodes.node_count > 1:  # K of N nodes measured: N x their mean
+            energy = job_energy(ledger.energy_totals(run.name), nodes.node_count, energy.by_hour_mwh)
     if energy is None:
         return None
+    if gpu_only_overhead(ledger, run, options):
+        assert options.overhead is not None
+        energy = with_overhead(energy, options.overhead.factor)
     return footprint_for(energy, site, intensity=options.intensity, convention=options.convention)
 
 
-def run_row(ledger: Ledger, run: Run, options: TableOptions) -> TableRow:
+def gpu_only_overhead(ledger: Ledger, run: RunInfo, options: TableOptions) -> bool:
+    """Whether the overhead multiplier applies: one was given and the run measured GPUs and nothing else."""
+    if options.overhead is None or options.prometheus_url:
+        return False
+    kinds = {total.kind for total in ledger.energy_totals(run.name)}
+    return kinds == {Kind.GPU.value}
+
+
+def with_overhead(energy: Energy, factor: float) -> Energy:
+    """GPU-only energy scaled to the whole server; the added part is labelled estimated and shown apart."""
+    it = float(energy.it_mwh) if not isinstance(energy.it_mwh, Range) else energy.it_mwh.mid
+    band = energy.band_mwh
+    return replace(
+        energy,
+        it_mwh=energy.it_mwh * factor,
+        source=energy_label([*energy.source.split("+"), "estimated"]),
+        band_mwh=None if band is None else Range(band.lo * factor, band.hi * factor),
+        by_hour_mwh=None
+        if energy.by_hour_mwh is None
+        else {hour: mwh * factor for hour, mwh in energy.by_hour_mwh.items()},
+        gpu_mwh=it,
+        host_mwh=it * (factor - 1.0),
+    )
+
+
+def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
     """One run's row (its model, or its name when no model was recorded)."""
     label = f"{run.model or run.name} ({run.name}, {run.role})"
+    if not has_site(run, options):
+        return TableRow(label, None, None, None, None, None, None, "none", notes=(SITELESS_NOTE,))
     found = run_footprint(ledger, run, options)
     if found is None:
         return TableRow(label, None, None, None, None, None, None, "none", notes=("no energy recorded",))
-    return TableRow.from_footprint(label, found, notes=_run_notes(run, options))
+    notes = _run_notes(run, options)
+    nodes = job_nodes(ledger, run.name)
+    if nodes.node_count > 1 or len(nodes.joined) > 1:
+        measured = {t.host for t in ledger.energy_totals(run.name)}
+        notes = (nodes.describe(sorted(measured)), *notes)
+    if gpu_only_overhead(ledger, run, options):
+        assert options.overhead is not None
+        notes = (*notes, options.overhead.label)
+    elif options.overhead is not None:
+        notes = (*notes, "overhead multiplier not applied: CPU/DRAM (or node) energy was measured")
+    row = TableRow.from_footprint(label, found, notes=notes)
+    return with_gaps(row, run_gaps(ledger, run.id))
 
 
 def project_rows(ledger: Ledger, project: str, options: TableOptions) -> list[TableRow]:
@@ -77,7 +139,9 @@ def project_rows(ledger: Ledger, project: str, options: TableOptions) -> list[Ta
     runs = ledger.runs(project)
     if not runs:
         raise ConfigError(f"project {project!r} has no runs")
-    prints = {run.name: run_footprint(ledger, run, options) for run in runs}
+    prints = {
+        run.name: run_footprint(ledger, run, options) if has_site(run, options) else None for run in runs
+    }
     rows = [run_row(ledger, run, options) for run in runs if run.role == Role.FINAL]
     for role in Role:
         group = [run for run in runs if run.role == role]
@@ -136,22 +200,24 @@ def _sum_row(label: str, footprints: Sequence[Footprint | None]) -> TableRow:
     )
 
 
-def _prometheus_energy(run: Run, options: TableOptions) -> Energy | None:
+def _prometheus_rows(run: RunInfo, options: TableOptions, nodes: JobNodes) -> list[PromEnergy]:
+    """The run's devices in Prometheus: by its `run` label when it spans nodes, else by its host."""
     assert options.prometheus_url is not None
     end_s = run.end_s if run.end_s is not None else options.now_s()
-    rows = energy_from_prometheus(
-        options.prometheus_url, run.start_s, end_s, matchers={"host": run.host} if run.host else None
-    )
-    return energy_from_devices(rows)
+    if nodes.node_count > 1 or len(nodes.joined) > 1:
+        matchers: dict[str, str] | None = {"run": run.name}
+    else:
+        matchers = {"host": run.host} if run.host else None
+    return energy_from_prometheus(options.prometheus_url, run.start_s, end_s, matchers=matchers)
 
 
-def _run_notes(run: Run, options: TableOptions) -> tuple[str, ...]:
+def _run_notes(run: RunInfo, options: TableOptions) -> tuple[str, ...]:
     notes = []
     if options.prometheus_url:
         notes.append(
             f"energy from Prometheus at {options.prometheus_url}: increase() over the run's interval"
         )
-    if run.status != "finished":
+    if run.status != Status.FINISHED:
         notes.append(f"run status {run.status}: figures so far")
     if run.restarts:
         notes.append(f"restarted {run.restarts} time(s); energy of every attempt included")

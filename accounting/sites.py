@@ -82,7 +82,7 @@ class Site:
 
 def builtin_sites() -> dict[str, Site]:
     """The built-in catalog, read from the package's sites.toml."""
-    text = resources.files("accounting").joinpath("data/sites.toml").read_text(encoding="utf-8")
+    text = resources.files("wattlog.accounting").joinpath("data/sites.toml").read_text(encoding="utf-8")
     return _sites_from_text(text, "built-in sites.toml", default_source=None)
 
 

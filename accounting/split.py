@@ -13,18 +13,16 @@ row, and each piece goes to the first use whose windows contain it:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-from sqlmodel import col
-
 from wattlog.accounting.footprint import energy_label
 from wattlog.accounting.ledger import Ledger
-from wattlog.accounting.ledger.models import EnergyRecord
+from wattlog.accounting.ledger.views import EventInfo
+from wattlog.events import EventKind, Progress
+from wattlog.events import Window as EventWindow
 
 Window = tuple[float, float]
 
@@ -32,8 +30,8 @@ Window = tuple[float, float]
 class Use(StrEnum):
     """What energy was spent on, in order of precedence."""
 
-    HEALTH_CHECK = "health_check"
-    LOST_WORK = "lost_work"
+    HEALTH_CHECK = EventKind.HEALTH_CHECK.value
+    LOST_WORK = EventKind.LOST_WORK.value
     PRODUCTIVE = "productive"
     IDLE = "idle"
 
@@ -61,17 +59,21 @@ class EnergySplit:
         return self.joules[use] / total if total > 0 else 0.0
 
 
-def windows(events: Iterable[Any]) -> dict[Use, list[Window]]:
+def windows(events: Iterable[EventInfo]) -> dict[Use, list[Window]]:
     """The windows of each use from a run's ledger events."""
     found: dict[Use, list[Window]] = {use: [] for use in Use}
     attempts: dict[Any, Window] = {}
     for event in events:
-        payload = event.payload or {}
-        if event.kind in (Use.HEALTH_CHECK, Use.LOST_WORK) and "start_s" in payload and "end_s" in payload:
-            found[Use(event.kind)].append((float(payload["start_s"]), float(payload["end_s"])))
-        elif event.kind == "progress" and "attempt_start_s" in payload:
-            key = (payload.get("attempt"), float(payload["attempt_start_s"]))
-            start, end = attempts.get(key, (key[1], key[1]))
+        payload: Mapping[str, Any] = event.payload
+        if event.kind in (EventKind.HEALTH_CHECK, EventKind.LOST_WORK):
+            window = EventWindow.from_json(payload)
+            if window is not None:
+                found[Use(event.kind)].append((window.start_s, window.end_s))
+        elif event.kind == EventKind.PROGRESS and "attempt_start_s" in payload:
+            progress = Progress.from_json(payload, event.time_s)
+            first_s = progress.attempt_start_s if progress.attempt_start_s is not None else event.time_s
+            key = (progress.attempt, first_s)
+            start, end = attempts.get(key, (first_s, first_s))
             attempts[key] = (start, max(end, float(event.time_s)))
     found[Use.PRODUCTIVE] = list(attempts.values())
     return found
@@ -103,17 +105,11 @@ def _use_at(t_s: float, by_use: dict[Use, list[Window]]) -> Use:
     return Use.IDLE
 
 
-def energy_rows(ledger: Ledger, run_id: int) -> Sequence[EnergyRecord]:
-    """A run's energy rows as stored (raw and hourly)."""
-    with Session(ledger.engine) as session:
-        return list(session.execute(select(EnergyRecord).where(col(EnergyRecord.run_id) == run_id)).scalars())
-
-
 def energy_split(ledger: Ledger, run: int | str) -> EnergySplit:
     """Split a run's recorded energy by use (see the module docstring)."""
-    run_row = ledger.get_run(run)
-    by_use = windows(ledger.events(run_row.id or 0))
-    rows = energy_rows(ledger, run_row.id or 0)
+    run_id = ledger.get_run(run).id
+    by_use = windows(ledger.events(run_id))
+    rows = ledger.energy_rows(run_id)
     totals = dict.fromkeys(Use, 0.0)
     for row in rows:
         for use, joules in split_row(row.start_s, row.end_s, row.energy_j, by_use).items():

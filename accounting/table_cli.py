@@ -1,23 +1,40 @@
 """The ledger's commands: `wattlog table` (Table 19 of the OLMo 2 paper for recorded runs, projects
-and published models) and `wattlog compact` (fold old rows into hourly buckets)."""
+and published models; a project's development as the follow-up's Tables 1-3; power fluctuation;
+CSV, JSON and model-card exports) and `wattlog compact` (fold old rows into hourly buckets)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Group
+from rich.text import Text
+from sqlalchemy.engine import make_url
 
 from wattlog.accounting.dcgm_energy import dcgm_row
+from wattlog.accounting.devices import Overhead
+from wattlog.accounting.exports import grids_csv, grids_json
 from wattlog.accounting.footprint import WaterConvention
-from wattlog.accounting.intensity import HourlySeries
-from wattlog.accounting.ledger.engine import describe_url, make_engine
+from wattlog.accounting.intensity_files import read_intensity
+from wattlog.accounting.ledger.engine import describe_url, make_engine, resolve_url
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.ledger.views import RunInfo
+from wattlog.accounting.model_card import model_card_facts
+from wattlog.accounting.power_report import power_grid
+from wattlog.accounting.project_table import GROUPINGS, project_tables
 from wattlog.accounting.reference import reference_table_rows
-from wattlog.accounting.render import TableFormat, TableRow, footnotes, render, show
+from wattlog.accounting.render import TableFormat, TableRow, footnotes, render, render_grid, show
 from wattlog.accounting.run_table import TableOptions, project_rows, run_row
 from wattlog.accounting.sites import get_site, site_catalog
+from wattlog.accounting.verify import check_ledger
 from wattlog.errors import ConfigError
+from wattlog.numbers import check_number
+
+DbOption = Annotated[
+    str | None, typer.Option("--db", help="Ledger URL (default $WATTLOG_DB or ./wattlog.db).")
+]
 
 
 def table(
@@ -26,20 +43,40 @@ def table(
         str | None,
         typer.Option("--project", help="Total a project's whole development beside its final run."),
     ] = None,
-    reference: Annotated[
-        bool, typer.Option("--reference", help="Add the published rows (Table 19, OPT-175B).")
-    ] = False,
-    fmt: Annotated[TableFormat, typer.Option("--format", help="Output format.")] = TableFormat.RICH,
-    db: Annotated[
-        str | None, typer.Option("--db", help="Ledger URL (default $WATTLOG_DB or ./wattlog.db).")
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by", help="With --project: the follow-up's Tables 1-3, grouped by group|stage|phase."
+        ),
     ] = None,
+    reference: Annotated[
+        bool, typer.Option("--reference", help="Add the published rows (Table 19, OPT-175B) before the runs.")
+    ] = False,
+    fmt: Annotated[
+        TableFormat, typer.Option("--format", help="rich, markdown, latex, csv, html, json, or hf (one run).")
+    ] = TableFormat.RICH,
+    notes_file: Annotated[
+        Path | None, typer.Option("--notes", help="Write the notes to this file (CSV: else to stderr).")
+    ] = None,
+    db: DbOption = None,
     site: Annotated[
         str | None, typer.Option("--site", help="Site for every run (default: as recorded).")
     ] = None,
     sites_file: Annotated[Path | None, typer.Option("--sites-file", help="TOML file of extra sites.")] = None,
     intensity: Annotated[
         Path | None,
-        typer.Option("--intensity", help="Hourly carbon intensity CSV (timestamp,kg_co2_per_kwh)."),
+        typer.Option(
+            "--intensity",
+            help="Hourly carbon intensity file: timestamp,kg_co2_per_kwh CSV, Electricity Maps hourly CSV "
+            "or EIA-930 balance CSV.",
+        ),
+    ] = None,
+    intensity_format: Annotated[
+        str,
+        typer.Option("--intensity-format", help="auto, csv, electricitymaps, electricitymaps-lca or eia930."),
+    ] = "auto",
+    authority: Annotated[
+        str | None, typer.Option("--authority", help="EIA-930 balancing authority code (e.g. ERCO).")
     ] = None,
     water: Annotated[
         WaterConvention, typer.Option("--water-convention", help="paper or green-grid.")
@@ -70,10 +107,26 @@ def table(
         str | None,
         typer.Option("--slurm-job", help="With --dcgm: job id (dcgm-exporter's hpc_job label)."),
     ] = None,
+    overhead: Annotated[
+        float | None,
+        typer.Option(
+            "--overhead",
+            help="Multiply GPU energy by this for the rest of the server on runs that measured only GPUs "
+            "(e.g. 1.74, Olmo 3 follow-up arXiv 2605.01158).",
+        ),
+    ] = None,
+    overhead_source: Annotated[
+        str | None, typer.Option("--overhead-source", help="Where your --overhead factor comes from.")
+    ] = None,
+    power: Annotated[
+        bool, typer.Option("--power", help="Also show power fluctuation: % of limit, dips, swing, ramp.")
+    ] = False,
 ) -> None:
     """Print a Table-19-style footprint of runs: energy, PUE, carbon intensity, tCO2eq, WUE, water."""
     if runs and project:
         raise ConfigError("give run names or --project, not both")
+    if by is not None and (not project or by not in GROUPINGS):
+        raise ConfigError(f"--by needs --project and one of {', '.join(GROUPINGS)}")
     if dcgm:
         if not prometheus or not start or not end or not site:
             raise ConfigError(
@@ -87,50 +140,136 @@ def table(
             hosts=hosts,
             gpus=gpus,
             job=slurm_job,
-            intensity=HourlySeries.from_csv(intensity) if intensity is not None else None,
+            intensity=read_intensity(intensity, intensity_format, authority=authority) if intensity else None,
             convention=water,
         )
         rows = [*(reference_table_rows() if reference else []), row]
-        show(render(rows, fmt, [*footnotes(rows), f"Energy: {prometheus} (dcgm-exporter)."]))
+        _emit(rows, fmt, [*footnotes(rows), f"Energy: {prometheus} (dcgm-exporter)."], notes_file)
         return
     options = TableOptions(
         catalog=site_catalog(sites_file),
         site=site,
-        intensity=HourlySeries.from_csv(intensity) if intensity is not None else None,
+        intensity=read_intensity(intensity, intensity_format, authority=authority) if intensity else None,
         convention=water,
         prometheus_url=prometheus,
+        overhead=_overhead(overhead, overhead_source),
     )
     rows: list[TableRow] = reference_table_rows() if reference else []
     extra_notes: list[str] = []
-    if runs or project or not reference:
-        engine = make_engine(db, create=False)
-        try:
-            ledger = Ledger(engine)
-            if project:
-                rows += project_rows(ledger, project, options)
-            else:
-                chosen = [ledger.get_run(r) for r in runs] if runs else ledger.runs()
-                if not chosen:
-                    raise ConfigError(f"the ledger {describe_url(db)} holds no runs yet")
-                rows += [run_row(ledger, run, options) for run in chosen]
-        finally:
-            engine.dispose()
+    if reference and not runs and not project and _no_sqlite_file(db):
+        extra_notes.append(f"No ledger at {describe_url(db)}: published rows only.")
+        _emit(rows, fmt, [*footnotes(rows), *extra_notes], notes_file)
+        return
+    engine = make_engine(db, create=False)
+    try:
+        ledger = Ledger(engine)
+        check_ledger(ledger, describe_url(db))  # never print figures read from impossible rows
+        if project and by:
+            _show_project(ledger, project, by, options, fmt, notes_file)
+            return
+        chosen: list[RunInfo] = []
+        if project:
+            rows += project_rows(ledger, project, options)
+            chosen = ledger.runs(project)
+        else:
+            chosen = [ledger.get_run(r) for r in runs] if runs else ledger.runs()
+            if not chosen and not reference:
+                raise ConfigError(f"the ledger {describe_url(db)} holds no runs yet")
+            rows += [run_row(ledger, run, options) for run in chosen]  # the runs last: on screen at the end
+        if fmt is TableFormat.HF:
+            if len(chosen) != 1 or project:
+                raise ConfigError("--format hf describes one run: give exactly one run name")
+            print(model_card_facts(ledger, chosen[0], rows[-1], options), end="")
+            return
         extra_notes.append(f"Ledger: {describe_url(db)}.")
-    show(render(rows, fmt, [*footnotes(rows), *extra_notes]))
+        _emit(rows, fmt, [*footnotes(rows), *extra_notes], notes_file)
+        if power and chosen:
+            headers, cells, notes = power_grid(ledger, chosen)
+            show(render_grid(headers, cells, notes, _grid_format(fmt), right=set(range(1, 8))))
+    finally:
+        engine.dispose()
+
+
+def _overhead(factor: float | None, source: str | None) -> Overhead | None:
+    if factor is None:
+        if source:
+            raise ConfigError("--overhead-source needs --overhead FACTOR")
+        return None
+    return Overhead(factor, source) if source else Overhead(factor)
+
+
+def _no_sqlite_file(db: str | None) -> bool:
+    """Whether the ledger is a SQLite file that does not exist (nothing to read, nothing to create)."""
+    url = make_url(resolve_url(db))
+    return url.get_backend_name() == "sqlite" and bool(url.database) and not Path(url.database or "").exists()
+
+
+def _grid_format(fmt: TableFormat) -> TableFormat:
+    """Grids other than Table 19 have no JSON or model-card form: JSON and HF fall back to Markdown."""
+    return TableFormat.MARKDOWN if fmt in (TableFormat.JSON, TableFormat.HF) else fmt
+
+
+def _emit(rows: list[TableRow], fmt: TableFormat, notes: list[str], notes_file: Path | None) -> None:
+    """Render rows; a CSV's notes go to `notes_file` or stderr, never into the data."""
+    if fmt is TableFormat.HF:
+        raise ConfigError("--format hf describes one run: give exactly one run name")
+    show(render(rows, fmt, notes))
+    if fmt is TableFormat.CSV or notes_file is not None:
+        _write_notes(notes, notes_file)
+
+
+def _write_notes(notes: list[str], notes_file: Path | None) -> None:
+    text = "".join(f"{note}\n" for note in notes)
+    if notes_file is None:
+        sys.stderr.write(text)
+        return
+    try:
+        notes_file.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"cannot write notes to {notes_file}: {error.strerror or error}") from None
+
+
+def _show_project(
+    ledger: Ledger, project: str, by: str, options: TableOptions, fmt: TableFormat, notes_file: Path | None
+) -> None:
+    grids = project_tables(ledger, project, by, options)
+    if fmt in (TableFormat.JSON, TableFormat.CSV):
+        show(grids_json(grids) if fmt is TableFormat.JSON else grids_csv(grids))
+        if fmt is TableFormat.CSV or notes_file is not None:
+            _write_notes([n for g in grids for n in g.notes], notes_file)
+        return
+    out_fmt = _grid_format(fmt)
+    notes: list[str] = []
+    parts = []
+    for grid in grids:
+        notes += grid.notes
+        rendered = render_grid(grid.headers, grid.cells, grid.notes, out_fmt, grid.right)
+        if isinstance(rendered, str):
+            heading = f"### {grid.title}\n\n" if out_fmt is TableFormat.MARKDOWN else ""
+            parts.append(heading + rendered)
+        else:
+            parts.append(Group(Text(grid.title, style="bold"), rendered, Text("")))
+    if all(isinstance(p, str) for p in parts):
+        show("\n".join(str(p) for p in parts))
+    else:
+        show(Group(*parts))
+    if notes_file is not None:
+        _write_notes(notes, notes_file)
 
 
 def compact(
     older_than_days: Annotated[
-        float, typer.Option("--older-than-days", min=0, help="Fold rows of hours older than this.")
+        float, typer.Option("--older-than-days", help="Fold rows of hours older than this.")
     ] = 7.0,
-    db: Annotated[
-        str | None, typer.Option("--db", help="Ledger URL (default $WATTLOG_DB or ./wattlog.db).")
-    ] = None,
+    db: DbOption = None,
 ) -> None:
     """Fold the ledger's old flush rows into hourly buckets (totals and hour-by-hour energy kept exactly)."""
+    check_number("--older-than-days", older_than_days, low=0, high=100 * 365, hint="e.g. 7")
     engine = make_engine(db, create=False)
     try:
-        done = Ledger(engine).compact_hourly(older_than_days * 86_400)
+        ledger = Ledger(engine)
+        check_ledger(ledger, describe_url(db))  # folding impossible rows into buckets would hide them
+        done = ledger.compact_hourly(older_than_days * 86_400)
     finally:
         engine.dispose()
     print(f"ledger {describe_url(db)}: {done.raw_rows} raw rows folded into {done.hourly_rows} hourly rows")

@@ -14,6 +14,7 @@ MWh x kg/kWh = t, and MWh x L/kWh = kL.
 
 from __future__ import annotations
 
+import math
 from typing import TypeVar
 
 from wattlog.accounting.ranges import Range
@@ -94,3 +95,84 @@ def l_to_kl(volume_l: Q) -> Q:
 def kl_to_l(volume_kl: Q) -> Q:
     """Kilolitres to litres."""
     return volume_kl * 1000.0
+
+
+# Readable figures: one helper for every place a person reads an amount.
+
+_LADDERS: dict[str, tuple[tuple[str, float], ...]] = {
+    # quantity -> (unit, size in the base unit), smallest first; base units: J, g, L, W, W/s.
+    "energy": (("J", 1.0), ("Wh", 3600.0), ("kWh", 3.6e6), ("MWh", 3.6e9)),
+    "mass": (("g", 1.0), ("kg", 1e3), ("t", 1e6)),
+    "volume": (("L", 1.0), ("kL", 1e3)),
+    "power": (("W", 1.0), ("kW", 1e3), ("MW", 1e6)),
+    "ramp": (("W/s", 1.0), ("kW/s", 1e3), ("MW/s", 1e6)),
+}
+"""The units a reader sees, by quantity: J, Wh, kWh, MWh; g, kg, t; L, kL."""
+
+
+def sig3(value: float, digits: int = 3) -> str:
+    """`value` to `digits` significant figures, positional (never scientific), thousands separated.
+
+    >>> sig3(1234.5), sig3(0.000000138), sig3(0.5), sig3(0.0), sig3(12.0)
+    ('1,230', '0.000000138', '0.500', '0', '12.0')
+    """
+    if value == 0 or not math.isfinite(value):
+        return "0" if value == 0 else str(value)
+    exponent = math.floor(math.log10(abs(value)))
+    places = digits - 1 - exponent  # negative: round to tens, hundreds, ...
+    rounded = round(value, places)
+    if rounded and math.floor(math.log10(abs(rounded))) > exponent:  # 999.6 -> 1,000: one place fewer
+        places -= 1
+    return f"{rounded:,.{max(places, 0)}f}"
+
+
+_FROM = {"Wh": 0.1}
+"""Units used from a fraction of themselves: Wh from 0.1 Wh (360 J), where joules would read in thousands."""
+
+
+def _unit(value: float, quantity: str) -> tuple[str, float]:
+    ladder = _LADDERS[quantity]
+    unit, size = ladder[0]
+    for candidate, candidate_size in ladder:
+        # 0.9995: 999.96 g reads as 1.00 kg, not "1,000 g".
+        if abs(value) >= candidate_size * _FROM.get(candidate, 1.0) * 0.9995:
+            unit, size = candidate, candidate_size
+    return unit, size
+
+
+def readable(value: float, quantity: str) -> str:
+    """An amount in the unit of its magnitude, 3 significant figures: "1.80 kWh", "412 g", "3.20 kL".
+
+    Args:
+        value: In the quantity's base unit: joules ("energy"), grams ("mass") or litres ("volume").
+        quantity: "energy", "mass", "volume", "power" (W) or "ramp" (W/s).
+
+    >>> readable(7.2e6, "energy"), readable(950.0, "mass"), readable(1500.0, "volume")
+    ('2.00 kWh', '950 g', '1.50 kL')
+    >>> readable(0.0, "energy"), readable(72.9, "energy"), readable(550.0, "energy")
+    ('0 J', '72.9 J', '0.153 Wh')
+    """
+    unit, size = _unit(value, quantity)
+    return f"{sig3(value / size)} {unit}"
+
+
+def readable_range(lo: float, hi: float, quantity: str) -> str:
+    """A (min, max) amount in one unit chosen by the max: "1.29 - 4.26 kL"; one figure when equal."""
+    unit, size = _unit(hi, quantity)
+    low, high = sig3(lo / size), sig3(hi / size)
+    return f"{low} {unit}" if low == high else f"{low} - {high} {unit}"
+
+
+def readable_energy_mwh(mwh: float) -> str:
+    """Energy given in MWh, read as J, Wh, kWh or MWh."""
+    return readable(mwh_to_j(mwh), "energy")
+
+
+def readable_co2_t(tonnes: float) -> str:
+    """Emissions given in tonnes CO2e, read as g, kg or t (CO2e)."""
+    return readable(tonnes * 1e6, "mass") + " CO2e"
+
+
+def readable_water_kl(kl: float) -> str:
+    """Water given in kL, read as L or kL."""
+    return readable(kl * 1e3, "volume")

@@ -10,12 +10,16 @@ Steps (each skipped, and listed as skipped, when the time budget would not hold 
 
 1. List the GPUs through ``telemetry.sensors.nvml.NvmlSensor``: UUID, counter or not,
    power from field 186 (NVML_FI_DEV_POWER_INSTANT) or nvmlDeviceGetPowerUsage, limit.
-2. The cost of one NVML call: median and p99 over ~1000 calls each of
-   nvmlDeviceGetTotalEnergyConsumption, nvmlDeviceGetFieldValues([186]),
-   nvmlDeviceGetPowerUsage, and of one full backend read (all metrics of one GPU).
+2. The cost of each NVML query wattlog uses: median and p99 over ~1000 calls
+   each of nvmlDeviceGetFieldValues([186, 83]) (the hot path: one call per GPU
+   per tick), the slow metrics read at 1 Hz (utilisation, temperature, memory,
+   power limit), the fallbacks (GetTotalEnergyConsumption, GetFieldValues([186]),
+   GetPowerUsage), and the backend's read with and without the slow metrics.
 3. Update periods under a steady load: readings every 2 ms, the time between
-   changes of the counter and of field 186. The publication period found is the
-   one the locked waves lock to, and the last change anchors their phase.
+   changes of the counter and of field 186, and the cadence of the driver's
+   field timestamps (how often each field publishes, how old a value is when
+   read). The publication period found is the one the locked waves lock to,
+   and the last change anchors their phase.
 4. 20 s of steady bf16 matrix products, sampled every 25 ms by wattlog's Sampler
    into its Integrator: counter energy against the trapezoid over field 186 and
    against the trapezoid over GetPowerUsage, with their relative differences.
@@ -25,6 +29,9 @@ Steps (each skipped, and listed as skipped, when the time budget would not hold 
    phase drifts through every window), then locked at two phases (the 25 ms window
    in the middle of the off phase, then of the on phase); and a 37/63 wave at
    137 ms (not locked), a control.
+6. The agent's cost to the step: the load's step (a matmul and a device sync)
+   timed in interleaved blocks without and with a wattlog Agent sampling the
+   GPU every 25 ms (ratio of median step times).
 
 Decision rule: does the energy counter integrate true power, or only the 25 ms
 observed of every 100 ms? (SC24, Yang, Adamek, Armour: on A100/H100 each value
@@ -67,6 +74,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.gpu_cost import StampSink, Tee, agent_step_ratio
 from bench.gpu_loads import Load, LoadUnavailable, Pattern, TorchLoad, simulated_gpu
 from bench.gpu_probe import (
     ChangeSink,
@@ -138,11 +146,17 @@ class CheckConfig:
     """Sampled this far from the expected mix counts as a lock seen."""
     waves: tuple[Wave, ...] = DEFAULT_WAVES
     """The square waves."""
+    agent_rounds: int = 4
+    """Interleaved plain/agent block pairs of the step-time comparison."""
+    agent_block_s: float = 2.0
+    """Each timed block of steps."""
 
     def __post_init__(self) -> None:
         times = (self.steady_s, self.idle_s, self.wave_s, self.poll_s, self.period_s, self.poll_period_s)
         if min(times) <= 0 or self.settle_s < 0 or self.calls < 1 or self.budget_s <= 0:
             raise ConfigError("every duration and period must be > 0 s, settle_s >= 0 and calls >= 1")
+        if self.agent_rounds < 1 or self.agent_block_s <= 0:
+            raise ConfigError("agent_rounds must be >= 1 and agent_block_s > 0")
         if not all(0 < w.duty < 1 for w in self.waves):
             raise ConfigError("wave duties must lie in (0, 1)")
 
@@ -255,8 +269,26 @@ class GpuCheck:
                 self.report["skipped"].append(f"every load step: {self.report['load']['error']}")
                 return
             self._sampled_steps(nvml, sensor, target)
+            self._agent_cost(nvml, target)
         finally:
             sensor.close()
+
+    def _agent_cost(self, nvml: Any, target: DeviceInfo) -> None:
+        """Step time of the load's step (a matmul, a sync) with the agent at 25 ms vs without."""
+        c = self.config
+        seconds = 2 * c.agent_rounds * c.agent_block_s + 2.0
+        if not self._fits("step time with the agent", seconds):
+            return
+        self._echo(f"step time with the agent at {c.period_s * 1e3:g} ms vs without, ~{seconds:.0f} s ...")
+        self.report["agent_cost"] = agent_step_ratio(
+            self._load.step,
+            nvml,
+            target.uuid,
+            rounds=c.agent_rounds,
+            block_s=c.agent_block_s,
+            period_s=c.period_s,
+        )
+        self._save()
 
     def _sampled_steps(self, nvml: Any, sensor: NvmlSensor, target: DeviceInfo) -> None:
         c = self.config
@@ -328,9 +360,13 @@ class GpuCheck:
         """Steady load read every poll period: (publication period, time of the last field change)."""
         if not self._fits("update periods", seconds):
             return None, None
-        sink = ChangeSink()
-        sampler = Sampler([sensor], sink, period_s=self.config.poll_period_s, clock=self._clock)
+        sink, stamps = ChangeSink(), StampSink()
+        sampler = Sampler(
+            [sensor], Tee([sink, stamps]), period_s=self.config.poll_period_s, clock=self._clock
+        )
         self._load.play(Pattern(1.0), seconds, sampler)
+        if record:
+            self.report["field_cadence"] = stamps.cadence()
         power = update_period(sink.power_changes_s)
         if record:
             self.report["updates"] = {
@@ -439,6 +475,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("steady_s", "idle_s", "wave_s", "poll_s", "settle_s", "period_s", "budget_s"):
         p.add_argument(f"--{name.replace('_', '-')}", type=float, default=getattr(defaults, name))
     p.add_argument("--calls", type=int, default=defaults.calls)
+    p.add_argument("--agent-rounds", type=int, default=defaults.agent_rounds)
+    p.add_argument("--agent-block-s", type=float, default=defaults.agent_block_s)
     args = p.parse_args(argv)
     out = args.out or Path(os.environ.get("OUT") or ".") / "gpu_check.json"
     config = CheckConfig(
@@ -450,6 +488,8 @@ def main(argv: list[str] | None = None) -> int:
         period_s=args.period_s,
         budget_s=args.budget_s,
         calls=args.calls,
+        agent_rounds=args.agent_rounds,
+        agent_block_s=args.agent_block_s,
     )
     if args.simulate:
         from wattlog.telemetry.sensors.fake_pynvml import FakeNvml  # imports pynvml: only when simulating

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The prepared GPU check (bench/gpu_check.py): lists the GPUs through wattlog's NVIDIA backend,
-# times NVML calls, samples a matmul load at 25 ms, and tells whether the energy counter
-# integrates true power or only the 25 ms observed of every 100 ms. About 2-3 minutes;
-# hard limits: the script's own 420 s budget, and `timeout` kills it at 480 s.
+# times each NVML query wattlog uses (median and p99 us), reads the cadence of the field
+# timestamps, samples a matmul load at 25 ms, tells whether the energy counter integrates true
+# power or only the 25 ms observed of every 100 ms, and times a matmul step with the agent at
+# 25 ms vs without. About 3 minutes; hard limits: the script's own 420 s budget (a step that
+# would overrun it is skipped and listed), and `timeout` kills it at 480 s.
 #
 # Sets up nothing: it needs a python3 with a CUDA build of torch and nvidia-ml-py (the GPU
 # machine's image has both), plus psutil (telemetry's sensor package imports it).

@@ -82,6 +82,10 @@ class Load(Protocol):
         """Play `pattern` for `duration_s` while `sampler` samples; return when both are done."""
         ...
 
+    def step(self) -> None:
+        """One training-like step, finished when it returns (a product and a device sync on a GPU)."""
+        ...
+
 
 class TorchLoad:
     """bf16 matrix products on a CUDA GPU, busy-waiting on each product during on phases.
@@ -166,6 +170,13 @@ class TorchLoad:
                 self._play(pattern, self._clock.monotonic() + duration_s)
         finally:
             sys.setswitchinterval(switch_s)
+
+    def step(self) -> None:
+        """See :class:`Load`: one product, then a device sync (so the step's time is its own)."""
+        if self._matmul is None:
+            raise LoadUnavailable("TorchLoad.step before prepare()")
+        self._matmul()
+        self._torch.cuda.synchronize()
 
     def _play(self, pattern: Pattern, end_s: float) -> None:
         if pattern.duty >= 1.0:
@@ -261,6 +272,12 @@ class SimulatedLoad:
     def gpu_uuid(self) -> str | None:
         """See :class:`Load`."""
         return self._gpu.uuid
+
+    def step(self) -> None:
+        """See :class:`Load`: ~0.2 ms of Python arithmetic (real time: no GPU to wait on)."""
+        x = 0
+        for i in range(2_000):
+            x += i * i
 
     def play(self, pattern: Pattern, duration_s: float, sampler: Sampler) -> None:
         """See :class:`Load`."""

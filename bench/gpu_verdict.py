@@ -136,6 +136,10 @@ def _verdict(calls: list[dict[str, Any]], controls: list[dict[str, Any]]) -> tup
     return says.pop(), reasons
 
 
+def _ms(value: float | None) -> str:
+    return f"{value:.2f} ms" if value is not None else "-"
+
+
 def _w(value: float | None) -> str:
     return f"{value:9.1f}" if value is not None else f"{'-':>9}"
 
@@ -184,6 +188,18 @@ def print_table(report: dict[str, Any], echo: Callable[[str], None] = print) -> 
             f"field 186 every {ms(u['power_field']['median_s'])} "
             f"(fitted {ms(u['power_field']['fitted_s'])})"
         )
+    cadence = report.get("field_cadence")
+    if cadence:
+        for name in ("field 186 (power)", "field 83 (energy)"):
+            f = cadence[name]
+            echo(
+                f"{name} timestamps: {f['publications']} publications, every {_ms(f['median_ms'])} "
+                f"(p10 {_ms(f['p10_ms'])}, p90 {_ms(f['p90_ms'])})"
+            )
+        echo(
+            f"reads per publication {cadence['reads_per_publication'] or 0:.1f}, "
+            f"a value's age when read: median {_ms(cadence['age_median_ms'])}"
+        )
     runs = report.get("runs", [])
     if runs:
         src = next((d["source"] for d in report["devices"] if d["uuid"] == report["target"]), "?")
@@ -227,6 +243,13 @@ def print_table(report: dict[str, Any], echo: Callable[[str], None] = print) -> 
         echo(f"\nverdict: the energy counter {answer.get(verdict['answer'], 'is INCONCLUSIVE')}")
         for reason in verdict["reasons"]:
             echo(f"  - {reason}")
+    cost = report.get("agent_cost")
+    if cost:
+        echo(
+            f"\nstep time (matmul + sync): {cost['plain_step_ms']:.3f} ms without the agent, "
+            f"{cost['agent_step_ms']:.3f} ms with it at {cost['period_s'] * 1e3:g} ms: "
+            f"ratio {cost['ratio']:.4f}"
+        )
     for skipped in report.get("skipped", []):
         echo(f"skipped: {skipped}")
     echo(f"elapsed {report.get('elapsed_s', 0):.1f} s of a {report['config']['budget_s']:g} s budget")

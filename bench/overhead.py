@@ -1,6 +1,11 @@
 """The Tracker's cost to a training loop: the same GPT steps with and without it, interleaved.
 
-Run: ``.venv/bin/python -m bench.overhead [--rounds 8] [--steps 30] [--model gpt-small]``
+Run: ``.venv/bin/python -m bench.overhead [--rounds 8] [--steps 30] [--threads 1,2]``
+
+The comparisons run once per torch intra-op thread count (1 and 2 by default),
+in the same process, so the step-time ratios at 1 and 2 threads print side by
+side; a summary line per thread count ends the run. Timings are noisy on shared
+cores (the ratio of medians of interleaved rounds is the figure to read).
 
 One process, one model, one data stream. Each round times a block of steps
 without the tracker and a block with it (the order alternates A-B, B-A so
@@ -63,7 +68,7 @@ def _tracker(name: str, db: str, folder: Path, flops_per_token: float) -> Tracke
     )
 
 
-def _summary(label: str, plain: list[float], tracked: list[float]) -> None:
+def _summary(label: str, plain: list[float], tracked: list[float]) -> tuple[float, float]:
     ratios = [t / p for t, p in zip(tracked, plain, strict=True)]
     print(f"{label}:")
     for arm, times in (("plain  ", plain), ("tracked", tracked)):
@@ -77,6 +82,7 @@ def _summary(label: str, plain: list[float], tracked: list[float]) -> None:
         f"{statistics.median(tracked) / statistics.median(plain):.4f}, median of ratios "
         f"{statistics.median(ratios):.4f}  (target <= 1.005)"
     )
+    return statistics.median(tracked) / statistics.median(plain), min(tracked) / min(plain)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -86,11 +92,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=30, help="steps per timed block")
     parser.add_argument("--model", default="gpt-small")
     parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
+    parser.add_argument("--threads", default="1,2", help="torch intra-op thread counts, comma-separated")
     args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    summary = [_run(args, int(threads)) for threads in args.threads.split(",")]
+    print("\nsummary (target: whole tracker <= 1.005 with 2 threads)")
+    for line in summary:
+        print("  " + line)
 
+
+def _run(args: argparse.Namespace, threads: int) -> str:
+    """Both interleaved comparisons at `threads` torch threads; the summary line."""
+    torch.set_num_threads(threads)
     torch.manual_seed(0)
     config = preset(args.model)
     model = GPT(config)
@@ -117,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             with _tracker(f"overhead-{i}", db, folder, flops) as tracker:
                 tracked.append(_block(step, args.steps, tracker))
-    _summary("whole tracker (agent + ledger + step path) vs no tracker", plain, tracked)
+    whole = _summary("whole tracker (agent + ledger + step path) vs no tracker", plain, tracked)
 
     # 2. The step path alone: one tracker (and agent) running throughout, blocks of steps
     #    alternating between reporting every step and not reporting.
@@ -127,8 +139,12 @@ def main(argv: list[str] | None = None) -> None:
             for arm in ("plain", "tracked") if i % 2 == 0 else ("tracked", "plain"):
                 times = plain if arm == "plain" else tracked
                 times.append(_block(step, max(10, args.steps // 3), tracker if arm == "tracked" else None))
-    _summary(
+    path = _summary(
         "step path only (Tracker.step + flush + bookkeeping), agent running in both arms", plain, tracked
+    )
+    return (
+        f"torch threads {threads}: step-time ratio, whole tracker {whole[0]:.4f} (minima {whole[1]:.4f}), "
+        f"step path only {path[0]:.4f} (minima {path[1]:.4f}); ratios of medians"
     )
 
 

@@ -1,109 +1,83 @@
-"""The sampler's own cost: 8 simulated GPUs at 40 Hz, idle and beside a CPU-bound training loop.
+"""The sampler's own cost beside the floor of this machine: 8 GPUs at 40 Hz with the CPU/DRAM estimate.
 
-Run: ``.venv/bin/python -m bench.sampler [--seconds 60] [--python-load]``
+Run: ``.venv/bin/python -m bench.sampler [--seconds 20] [--rounds 3] [--torch]``
 
-Real clock, real background thread, the real Integrator behind it, and a
-flush thread doing what the agent does (a scrape snapshot every second,
-intervals every 10 s). Phases:
+Printed side by side, from one run (timings are noisy on shared cores: the
+phases alternate A-B, B-A so a change in the machine's load hits both):
 
-- idle:         the main thread sleeps.
-- idle, null sensor: the same with reads that cost nothing (the simulator's own
-                cost of ~7 us a read taken out: what remains is ours).
-- torch matmul: the main thread multiplies 512 x 512 matrices in a loop (one
-                intra-op thread), as a training step does; torch releases the GIL.
-- python loop:  (with --python-load) pure-Python arithmetic that holds the GIL,
-                the worst case for an in-process sampler.
+- NVML calls per GPU per second: counted by a stand-in NVML under the real
+  clock, and by the fake pynvml over a FakeClock (exact; target <= 45).
+- bare loop: a 40 Hz Python deadline loop that reads nothing (sleep to
+  absolute deadlines): what any sampler at 25 ms pays here.
+- sampler: wattlog's real Sampler, NVIDIA backend and Integrator reading 8 GPUs
+  through a stand-in NVML whose calls cost almost nothing (bench.standin_nvml),
+  plus the CPU/DRAM estimate (psutil), with a flush thread doing what the
+  agent does (a scrape snapshot every second, intervals every 10 s).
+- CPU % of a core of each loop's own thread (time.thread_time), and their
+  ratio (target: sampler <= 1.5 x the bare loop).
+- With --torch: the sampler again beside a torch matmul loop (1 intra-op
+  thread) on the main thread, for rate and lateness under load.
+- With --breakdown: the sampler thread's CPU as the hot path's parts are added
+  one by one (no device; the stand-in calls alone; the backend's parsing; the
+  integrator; the estimate), to show where a core's fraction goes.
 
-Printed per phase: achieved rate against 40 Hz, lateness p50/p99/max, the
-sampler thread's CPU time as % of one core (time.thread_time in the thread),
-overruns, and the growth between the middle and the end of the process RSS and
-of Python's allocated blocks (torch's own allocator moves the RSS of its phase;
-the lock-detection buffer of 256 distinct published values per device may still
-be filling after a minute). Flatness over hours is then checked on a FakeClock:
-a simulated hour of 8 GPUs at 40 Hz, flushed every 10 s, in seconds of CPU.
+Memory flatness is then checked on a FakeClock: a simulated hour of 8 GPUs at
+40 Hz, flushed every 10 s.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import threading
 import time
 from collections.abc import Callable
 
-import psutil
-
+from bench.standin_nvml import StandInNvml
 from wattlog.clock import FakeClock, SystemClock
 from wattlog.telemetry.integrator import Integrator
-from wattlog.telemetry.sampler import Sampler
+from wattlog.telemetry.sampler import ReadingSink, Sampler
 from wattlog.telemetry.sensors.base import Sensor
+from wattlog.telemetry.sensors.estimate import EstimateSensor
+from wattlog.telemetry.sensors.fake_pynvml import FakeNvml
+from wattlog.telemetry.sensors.nvml import NvmlSensor
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+from wattlog.telemetry.sensors.traces import ConstantTrace
 from wattlog.telemetry.types import DeviceInfo, Reading
 
 PERIOD_S = 0.025
 GPUS = 8
 
-Load = Callable[[float], int]
+
+def bare_loop(seconds: float) -> float:
+    """A 40 Hz deadline loop reading nothing, in its own thread; its CPU as % of a core."""
+    cpu: list[float] = []
+
+    def run() -> None:
+        cpu0, t0 = time.thread_time(), time.monotonic()
+        k = 0
+        while (deadline := t0 + k * PERIOD_S) < t0 + seconds:
+            if (wait := deadline - time.monotonic()) > 0:
+                time.sleep(wait)
+            k += 1
+        cpu.append(time.thread_time() - cpu0)
+
+    thread = threading.Thread(target=run, name="bench-bare-loop")
+    thread.start()
+    thread.join()
+    return 100 * cpu[0] / seconds
 
 
-def idle(end_s: float) -> int:
-    """Sleep until `end_s` (monotonic); no work."""
-    time.sleep(max(0.0, end_s - time.monotonic()))
-    return 0
-
-
-def torch_matmul(end_s: float) -> int:
-    """Multiply two 512 x 512 matrices until `end_s`; returns the steps done (torch imported by main)."""
-    import torch
-
-    a, b = torch.randn(512, 512), torch.randn(512, 512)
-    out = torch.empty(512, 512)
-    steps = 0
-    while time.monotonic() < end_s:
-        torch.mm(a, b, out=out)
-        steps += 1
-    return steps
-
-
-def python_loop(end_s: float) -> int:
-    """Pure-Python arithmetic holding the GIL until `end_s`; returns the steps done."""
-    steps = 0
-    while time.monotonic() < end_s:
-        x = 0
-        for i in range(10_000):
-            x += i * i
-        steps += 1
-    return steps
-
-
-class NullSensor:
-    """8 devices whose reads cost nothing: what is left is the sampler's and integrator's own cost."""
-
-    def __init__(self, devices: list[DeviceInfo]) -> None:
-        self._devices = devices
-
-    def devices(self) -> list[DeviceInfo]:
-        """The devices."""
-        return self._devices
-
-    def read(self, device: DeviceInfo, t_s: float) -> Reading:
-        """A constant reading."""
-        return Reading(device.uuid, t_s, energy_mj=1e3 * 300.0 * t_s, power_w=300.0)
-
-    def close(self) -> None:
-        """Nothing to release."""
-
-
-def run_phase(name: str, load: Load, seconds: float, *, null: bool = False) -> dict[str, str]:
-    """Sample 8 GPUs for `seconds` beside `load`; the row of figures."""
+def sampler_phase(seconds: float, load: Callable[[float], object] | None = None) -> dict[str, float]:
+    """The agent's sampler over 8 stand-in GPUs and the estimate for `seconds`; its figures."""
     clock = SystemClock()
-    proc = psutil.Process(os.getpid())
-    sensor: Sensor = SimulatedSensor(simulated_gpus(GPUS, t0_s=clock.monotonic()))
-    if null:
-        sensor = NullSensor(sensor.devices())
-    integ = Integrator(sensor.devices(), host="bench", clock=clock, period_s=PERIOD_S)
-    sampler = Sampler([sensor], integ, period_s=PERIOD_S, clock=clock)
+    nvml = StandInNvml(GPUS)
+    sensors = [NvmlSensor(nvml, clock=clock), EstimateSensor()]
+    devices = [d for s in sensors for d in s.devices()]
+    integ = Integrator(devices, host="bench", clock=clock, period_s=PERIOD_S)
+    sampler = Sampler(sensors, integ, period_s=PERIOD_S, clock=clock)
     stop = threading.Event()
 
     def flush() -> None:  # what the agent's flush thread and scrapes do
@@ -115,34 +89,110 @@ def run_phase(name: str, load: Load, seconds: float, *, null: bool = False) -> d
                 integ.take_intervals()
 
     flusher = threading.Thread(target=flush, name="bench-flush", daemon=True)
+    before = nvml.calls.copy()
     start_s = time.monotonic()
     sampler.start()
     flusher.start()
-    load(start_s + seconds / 2)
-    rss_half, blocks_half = proc.memory_info().rss, sys.getallocatedblocks()
-    steps = load(start_s + seconds)
-    rss_end, blocks_end = proc.memory_info().rss, sys.getallocatedblocks()
+    if load is None:
+        time.sleep(seconds)
+    else:
+        load(start_s + seconds)
+    sampler.stop()  # the thread's CPU time is final once it stopped
     wall_s = time.monotonic() - start_s
     stats = sampler.stats()
-    sampler.stop()
     stop.set()
     flusher.join()
-    rate_hz = 1 / stats.achieved_period_s if stats.achieved_period_s else 0.0
-    ms = 1e3
     return {
-        "phase": name,
-        "rate Hz": f"{rate_hz:.3f}",
-        "vs 40 Hz": f"{rate_hz / (1 / PERIOD_S) - 1:+.3%}",
-        "late p50 ms": f"{(stats.lateness_p50_s or 0) * ms:.3f}",
-        "late p99 ms": f"{(stats.lateness_p99_s or 0) * ms:.3f}",
-        "late max ms": f"{(stats.lateness_max_s or 0) * ms:.1f}",
-        "overruns": str(stats.overruns_total),
-        "CPU % core": f"{100 * stats.thread_cpu_s / wall_s:.2f}",
-        "RSS growth KiB": f"{(rss_end - rss_half) / 1024:+.0f}",
-        "py blocks growth": f"{blocks_end - blocks_half:+d}",
-        "reads": str(stats.reads_total),
-        "load steps/s": f"{steps / (0.5 * seconds):.1f}" if steps else "-",
+        "cpu_pct": 100 * stats.thread_cpu_s / wall_s,
+        "nvml_per_gpu_s": nvml.per_gpu_per_s(wall_s, before),
+        "rate_hz": 1 / stats.achieved_period_s if stats.achieved_period_s else 0.0,
+        "late_p99_ms": 1e3 * (stats.lateness_p99_s or 0.0),
+        "overruns": float(stats.overruns_total),
     }
+
+
+class _NullSink:
+    """Takes readings and drops them (the breakdown's "no integrator" step)."""
+
+    def add(self, reading: Reading) -> None:
+        """Drop it."""
+
+    def record_failure(self, device_uuid: str, t_s: float, reason: str, lost: bool) -> None:
+        """Drop it."""
+
+
+class _CallsOnly:
+    """One stand-in field call per GPU per tick and a prebuilt reading: the NVML calls alone."""
+
+    def __init__(self, nvml: StandInNvml, devices: list[DeviceInfo]) -> None:
+        self._nvml, self._devices, self._reading = nvml, devices, Reading("-", 0.0)
+
+    def devices(self) -> list[DeviceInfo]:
+        """The GPUs."""
+        return self._devices
+
+    def read(self, device: DeviceInfo, t_s: float) -> Reading:
+        """One call, no parsing."""
+        self._nvml.nvmlDeviceGetFieldValues(device.index or 0, [186, 83])
+        return self._reading
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def breakdown(seconds: float) -> list[tuple[str, float]]:
+    """Sampler thread CPU (% of a core) as the hot path's parts are added one by one."""
+    clock = SystemClock()
+    nvml = StandInNvml(GPUS)
+    gpus = NvmlSensor(nvml, clock=clock)
+    devices = gpus.devices()
+    estimate = EstimateSensor()
+
+    def cpu(sensors: list[Sensor], sink: ReadingSink) -> float:
+        sampler = Sampler(sensors, sink, period_s=PERIOD_S, clock=clock)
+        start_s = time.monotonic()
+        sampler.start()
+        time.sleep(seconds)
+        sampler.stop()
+        return 100 * sampler.stats().thread_cpu_s / (time.monotonic() - start_s)
+
+    everything = [*devices, *estimate.devices()]
+    return [
+        ("bare 40 Hz loop", bare_loop(seconds)),
+        ("Sampler, no device", cpu([], _NullSink())),
+        ("+ 8 stand-in field calls", cpu([_CallsOnly(nvml, devices)], _NullSink())),
+        ("+ the NVIDIA backend's parsing", cpu([gpus], _NullSink())),
+        ("+ the Integrator", cpu([gpus], Integrator(devices, host="b", clock=clock, period_s=PERIOD_S))),
+        (
+            "+ the CPU/DRAM estimate",
+            cpu([gpus, estimate], Integrator(everything, host="b", clock=clock, period_s=PERIOD_S)),
+        ),
+    ]
+
+
+def nvml_calls_exact(seconds: float = 60.0) -> dict[str, float]:
+    """Calls per GPU per second by function, 8 simulated GPUs at 25 ms on a FakeClock (exact counts)."""
+    clock = FakeClock()
+    fake = FakeNvml(simulated_gpus(GPUS, lambda i: ConstantTrace(300.0)), clock)
+    sensor = NvmlSensor(fake)
+    integ = Integrator(sensor.devices(), host="bench", clock=clock, period_s=PERIOD_S)
+    before = dict(fake.calls)
+    Sampler([sensor], integ, period_s=PERIOD_S, clock=clock).run_until(seconds)
+    return {
+        name: (n - before.get(name, 0)) / GPUS / seconds
+        for name, n in fake.calls.items()
+        if n > before.get(name, 0)
+    }
+
+
+def torch_matmul(end_s: float) -> None:
+    """Multiply two 512 x 512 matrices until `end_s` (torch imported by main)."""
+    import torch
+
+    a, b = torch.randn(512, 512), torch.randn(512, 512)
+    out = torch.empty(512, 512)
+    while time.monotonic() < end_s:
+        torch.mm(a, b, out=out)
 
 
 def memory_over_hours(hours: float) -> str:
@@ -164,40 +214,55 @@ def memory_over_hours(hours: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the phases and print the table with its targets."""
+    """Run the phases and print the figures with their targets."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=60.0, help="length of each phase (default 60)")
-    parser.add_argument("--python-load", action="store_true", help="add a GIL-holding pure-Python phase")
-    parser.add_argument(
-        "--hours", type=float, default=1.0, help="simulated hours of the memory check (default 1)"
-    )
+    parser.add_argument("--seconds", type=float, default=20.0, help="length of each phase (default 20)")
+    parser.add_argument("--rounds", type=int, default=3, help="bare/sampler pairs, alternating (default 3)")
+    parser.add_argument("--torch", action="store_true", help="add a phase beside a torch matmul loop")
+    parser.add_argument("--hours", type=float, default=0.25, help="simulated hours of the memory check")
+    parser.add_argument("--breakdown", action="store_true", help="add the hot path's cost part by part")
     args = parser.parse_args(argv)
-    import torch  # imported (2 s, holding the GIL) and warmed before any sampling starts
+    load_before = os.getloadavg()
+    exact = nvml_calls_exact()
+    bare: list[float] = []
+    runs: list[dict[str, float]] = []
+    for i in range(args.rounds):
+        for phase in ("bare", "sampler") if i % 2 == 0 else ("sampler", "bare"):
+            if phase == "bare":
+                bare.append(bare_loop(args.seconds))
+            else:
+                runs.append(sampler_phase(args.seconds))
+    print(
+        f"\n{GPUS} GPUs at {1 / PERIOD_S:g} Hz + CPU/DRAM estimate, {args.rounds} x {args.seconds:g} s per "
+        f"phase, {os.cpu_count()} CPUs, load average before {load_before[0]:.2f} (shared cores: noisy)"
+    )
+    print("round | bare loop CPU % | sampler CPU % | ratio | NVML calls/GPU/s | rate Hz | p99 late ms")
+    for i, (b, r) in enumerate(zip(bare, runs, strict=True)):
+        print(
+            f"{i:5d} | {b:15.3f} | {r['cpu_pct']:13.3f} | {r['cpu_pct'] / b:5.2f} | "
+            f"{r['nvml_per_gpu_s']:16.1f} | {r['rate_hz']:7.3f} | {r['late_p99_ms']:11.2f}"
+        )
+    b_med, s_med = statistics.median(bare), statistics.median(r["cpu_pct"] for r in runs)
+    calls = statistics.median(r["nvml_per_gpu_s"] for r in runs)
+    print(
+        f"median: bare loop {b_med:.3f} % of a core, sampler {s_med:.3f} %, ratio {s_med / b_med:.2f} "
+        "(target <= 1.5)"
+    )
+    print(f"NVML calls per GPU per second: {calls:.1f} live, {sum(exact.values()):.1f} exact (target <= 45)")
+    print("  exact, by function: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(exact.items())))
+    if args.torch:
+        import torch
 
-    torch.set_num_threads(1)
-    torch_matmul(time.monotonic() + 0.5)
-    phases: list[tuple[str, Load, bool]] = [
-        ("idle", idle, False),
-        ("idle, null sensor", idle, True),
-        ("torch matmul", torch_matmul, False),
-    ]
-    if args.python_load:
-        phases.append(("python loop", python_loop, False))
-    load_avg = os.getloadavg()
-    rows = [run_phase(name, load, args.seconds, null=null) for name, load, null in phases]
-    cols = list(rows[0])
-    widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in cols}
-    print(
-        f"\n{GPUS} GPUs at {1 / PERIOD_S:g} Hz, {args.seconds:g} s per phase, {os.cpu_count()} CPUs, "
-        f"load average before {load_avg[0]:.2f}/{load_avg[1]:.2f}/{load_avg[2]:.2f}"
-    )
-    print(" | ".join(c.rjust(widths[c]) for c in cols))
-    for r in rows:
-        print(" | ".join(r[c].rjust(widths[c]) for c in cols))
-    print(
-        "targets: rate within 0.5 % of 40 Hz; p99 lateness <= 5 ms idle; "
-        "sampler CPU <= 1 % of a core; RSS flat"
-    )
+        torch.set_num_threads(1)
+        r = sampler_phase(args.seconds, torch_matmul)
+        print(
+            f"beside torch matmul: sampler {r['cpu_pct']:.3f} % of a core, {r['rate_hz']:.3f} Hz, "
+            f"p99 lateness {r['late_p99_ms']:.2f} ms, {r['overruns']:.0f} overruns"
+        )
+    if args.breakdown:
+        print("sampler thread CPU as the hot path's parts are added (% of a core):")
+        for name, pct in breakdown(args.seconds):
+            print(f"  {name:32} {pct:.3f}")
     print(f"Python blocks held over {args.hours:g} simulated h (FakeClock): {memory_over_hours(args.hours)}")
     print(f"load average after {'/'.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0

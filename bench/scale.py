@@ -79,7 +79,7 @@ def fill(
     count = 0
     with engine.begin() as connection:
         batch: list[dict] = []  # type: ignore[type-arg]
-        for row in rows(run.id or 0, gpus, hours, step_s, resolution):
+        for row in rows(run.id, gpus, hours, step_s, resolution):
             batch.append(row)
             if len(batch) == CHUNK:
                 connection.execute(insert(EnergyRecord), batch)
@@ -88,7 +88,7 @@ def fill(
         if batch:
             connection.execute(insert(EnergyRecord), batch)
             count += len(batch)
-    Ledger(engine).rebuild_totals(run.id or 0)  # the bulk load bypassed Ledger.record_intervals
+    Ledger(engine).rebuild_totals(run.id)  # the bulk load bypassed Ledger.record_intervals
     engine.dispose()
     return count, time.perf_counter() - t
 

@@ -26,6 +26,7 @@ from wattlog.dashboards.panels import (
     dashboard,
     datasource_variable,
     layout,
+    power_fluctuation_panels,
     query_variable,
     row,
     stat,
@@ -219,6 +220,7 @@ def energy_dashboard() -> dict:
             6,
             7,
         ),
+        *power_fluctuation_panels(SELECTOR),
     ]
     return dashboard(
         "wattlog-energy",

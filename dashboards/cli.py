@@ -6,6 +6,8 @@ the HTTP server, streamlit) when it runs, so `wattlog --help` stays light.
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 
@@ -68,7 +70,9 @@ def serve(
 
     from wattlog.accounting.ledger import Ledger, describe_url, make_engine
     from wattlog.dashboards.webhooks import AlertRecorder, Auth, WebhookReceiver
+    from wattlog.numbers import check_port
 
+    check_port("--port", port)
     auth = Auth.from_env()
     ledger = Ledger(make_engine(db))
     with WebhookReceiver(AlertRecorder(ledger), auth, host=host, port=port) as receiver:
@@ -100,7 +104,9 @@ def send(
     from wattlog.accounting.ledger import Ledger, make_engine
     from wattlog.dashboards.notify import Notifier, events_to_send
     from wattlog.errors import ConfigError
+    from wattlog.numbers import check_number
 
+    check_number("--attempts", attempts, low=1, high=100, hint="e.g. 4")
     if not url:
         raise ConfigError("give --url or set WATTLOG_NOTIFY_URL")
     notifier = Notifier(
@@ -145,15 +151,19 @@ def report(
     port: int = typer.Option(8501, help="Port of the report."),
     host: str = typer.Option("127.0.0.1", help="Address to serve on (loopback unless you mean to share it)."),
 ) -> int:
-    """Serve the carbon report (Streamlit) on the ledger: http://HOST:PORT."""
+    """Serve the carbon report (Streamlit) on the ledger: http://HOST:PORT.
+
+    Ctrl-C or SIGTERM stops the Streamlit server with it (exit 130 or 143, by shell convention).
+    """
     import os
-    import subprocess
 
     from wattlog.accounting.ledger import ENV_VAR, describe_url
+    from wattlog.telemetry.supervise import Supervisor
 
     env = {**os.environ, ENV_VAR: db} if db else dict(os.environ)
     print(f"carbon report of {describe_url(db)} on http://{host}:{port} (Ctrl-C stops)", flush=True)
-    try:
-        return subprocess.call(streamlit_command(host, port), env=env)
-    except KeyboardInterrupt:
-        return 0
+    with Supervisor(grace_s=5.0) as supervisor:
+        outcome = supervisor.run(streamlit_command(host, port), env=env)
+    if outcome.message:
+        print(f"wattlog report: {outcome.message}", file=sys.stderr)
+    return outcome.exit_code

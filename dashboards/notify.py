@@ -24,16 +24,11 @@ from urllib.parse import urlsplit
 
 from wattlog.dashboards.webhooks import SIGNATURE_HEADER, sign
 from wattlog.errors import ConfigError, WattlogError
+from wattlog.events import INSTABILITIES, EventKind
 
 log = logging.getLogger(__name__)
 
-INSTABILITY_KINDS = (
-    "loss_spike",
-    "grad_norm_spike",
-    "loss_scale_collapse",
-    "non_finite",
-    "activation_growth",
-)
+INSTABILITY_KINDS: tuple[str, ...] = tuple(sorted(INSTABILITIES))
 """Event kinds sent by default, besides health checks that failed."""
 
 
@@ -139,7 +134,7 @@ def events_to_send(events: list[Any], run: str, kinds: tuple[str, ...] = INSTABI
     """
     out = []
     for e in events:
-        failed_check = e.kind == "health_check" and e.payload.get("ok") is False
+        failed_check = e.kind == EventKind.HEALTH_CHECK and e.payload.get("ok") is False
         if e.kind in kinds or failed_check:
             message = e.payload.get("message") or e.payload.get("reason") or ""
             out.append(
@@ -149,7 +144,7 @@ def events_to_send(events: list[Any], run: str, kinds: tuple[str, ...] = INSTABI
                     "time_s": e.time_s,
                     "step": e.step,
                     "message": message,
-                    "payload": e.payload,
+                    "payload": dict(e.payload),
                 }
             )
     return out

@@ -226,3 +226,60 @@ def dashboard(
         "templating": {"list": variables},
         "panels": panels,
     }
+
+
+def power_fluctuation_panels(selector: str) -> list[tuple[Panel, int, int]]:
+    """A row showing how training power swings: GPU power as % of its limit, the job's swing and ramp.
+
+    Checkpoint dips show as drops of the min/median lines; `wattlog table --power` gives
+    the same figures from the ledger (dips counted, depth and duration).
+
+    Args:
+        selector: The label filter every query carries.
+
+    Returns:
+        (panel, width, height) entries for :func:`layout`.
+    """
+    gpu = f'wattlog_power_watts{{kind="gpu", {selector}}}'
+    limit = f'wattlog_power_limit_watts{{kind="gpu", {selector}}}'
+    # one-to-one on every label (run, instance too): two agents on one host and device never collide
+    pct = f"100 * {gpu} / {limit}"
+    job = f"sum({gpu})"
+    return [
+        (row("Power fluctuation"), 24, 1),
+        (
+            timeseries(
+                "GPU power, % of power limit",
+                [
+                    target(f"min({pct})", "min"),
+                    target(f"quantile(0.5, {pct})", "median", "B"),
+                    target(f"max({pct})", "max", "C"),
+                ],
+                "percent",
+                "Each GPU's power as a share of its enforced limit; checkpoints show as dips of every line "
+                "(H100s swing between about 15 % and 85 % of 700 W, Morrison et al., ICLR 2025).",
+            ),
+            12,
+            8,
+        ),
+        (
+            timeseries(
+                "Job power swing (10 min)",
+                [target(f"max_over_time({job}[10m:]) - min_over_time({job}[10m:])", "swing")],
+                "watt",
+                "Max - min of the selected GPUs' summed power over the last 10 minutes: what the grid sees.",
+            ),
+            6,
+            8,
+        ),
+        (
+            timeseries(
+                "Job power ramp rate",
+                [target(f"abs(deriv({job}[1m:]))", "ramp")],
+                "si:W/s",  # SI-scaled by Grafana (kW/s on a large job), like every other unit
+                "How fast the selected GPUs' summed power changes (W per second), from a 1-minute fit.",
+            ),
+            6,
+            8,
+        ),
+    ]

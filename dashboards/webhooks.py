@@ -32,10 +32,13 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
+from wattlog.accounting.ledger.models import Role
 from wattlog.errors import ConfigError, LedgerError
+from wattlog.events import EventCategory, EventKind
+from wattlog.serving import BoundedHTTPServer
 
 if TYPE_CHECKING:
     from wattlog.accounting.ledger import Ledger
@@ -46,7 +49,7 @@ TOKEN_ENV = "WATTLOG_WEBHOOK_TOKEN"
 SECRET_ENV = "WATTLOG_WEBHOOK_SECRET"
 SIGNATURE_HEADER = "X-Wattlog-Signature"
 MAX_BODY_BYTES = 1 << 20
-EVENT_KIND = "alert"
+EVENT_KIND = EventKind.ALERT
 
 
 class PayloadError(ValueError):
@@ -218,7 +221,11 @@ class AlertRecorder:
                 if target.startswith(HOST_RUN_PREFIX):
                     self._ensure_host_run(target)
                 self._ledger.record_event(
-                    target, EVENT_KIND, time_s=alert.time_s, category="alert", payload=alert.payload
+                    target,
+                    EVENT_KIND,
+                    time_s=alert.time_s,
+                    category=EventCategory.ALERT,
+                    payload=alert.payload,
                 )
                 seen[target].add(alert.key)
                 recorded += 1
@@ -237,13 +244,7 @@ class AlertRecorder:
         return HOST_RUN_PREFIX + host
 
     def _exists(self, run: str) -> bool:
-        try:
-            self._ledger.get_run(run)
-        except LedgerError as error:
-            if "does not exist" in str(error):
-                return False
-            raise
-        return True
+        return self._ledger.find_run(run) is not None
 
     def _recorded_keys(self, run: str) -> set[str]:
         if run.startswith(HOST_RUN_PREFIX) and not self._exists(run):
@@ -254,7 +255,7 @@ class AlertRecorder:
     def _ensure_host_run(self, name: str) -> None:
         if not self._exists(name):
             host = name.removeprefix(HOST_RUN_PREFIX)
-            self._ledger.start_run(name, project=HOST_PROJECT, role="debug", host=host)
+            self._ledger.start_run(name, project=HOST_PROJECT, role=Role.DEBUG, host=host)
 
 
 class WebhookReceiver:
@@ -278,7 +279,7 @@ class WebhookReceiver:
     ) -> None:
         self._recorder, self._auth, self._max = recorder, auth, max_body_bytes
         self._address = (host, port)
-        self._server: ThreadingHTTPServer | None = None
+        self._server: BoundedHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -338,7 +339,8 @@ class WebhookReceiver:
                 log.debug("webhook %s %s", self.client_address[0], format % args)
 
         try:
-            self._server = ThreadingHTTPServer(self._address, Handler)
+            # a backlog of 128 and bounded workers: a burst of posts is queued or answered 503, never reset
+            self._server = BoundedHTTPServer(self._address, Handler)
         except OSError as error:
             raise ConfigError(
                 f"cannot listen on {self._address[0]}:{self._address[1]}: {error.strerror}; "

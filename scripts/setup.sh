@@ -2,7 +2,8 @@
 # Set up everything wattlog needs on a fresh Debian machine, idempotently.
 #   scripts/setup.sh            Python venv (.venv) with wattlog and its extras
 #   scripts/setup.sh --servers  also the Debian packages the tests start for real
-#                               (prometheus, alertmanager, pushgateway, postgresql, chromium, node)
+#                               (prometheus, alertmanager, pushgateway, postgresql, chromium,
+#                               victoria-metrics, node)
 #                               and Grafana's schema types for the dashboard type check
 #                               (npm packages in .grafana-schema/, see tests/dashboards/grafana_types.py)
 set -euo pipefail
@@ -10,7 +11,9 @@ cd "$(dirname "$0")/.."
 
 VENV="${VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
-DEBIAN_PACKAGES=(prometheus prometheus-alertmanager prometheus-pushgateway postgresql chromium nodejs npm)
+DEBIAN_PACKAGES=(
+  prometheus prometheus-alertmanager prometheus-pushgateway postgresql chromium victoria-metrics nodejs npm
+)
 GRAFANA_SCHEMA_DIR="${WATTLOG_GRAFANA_SCHEMA_DIR:-.grafana-schema}"
 NPM_PACKAGES=("@grafana/schema@13" "typescript@5")
 

@@ -4,7 +4,8 @@
 - sensors/: the Sensor protocol and one module per backend.
 - sampler: Sampler (25 ms, absolute deadlines, background thread), SamplerStats.
 - integrator: Integrator (counter differences or trapezoids, resets, wraps, gaps, intervals).
-- uncertainty: BandModel (calibration x partial observation x gaps), phase-lock detection.
+- uncertainty: BandModel (calibration x partial observation x repetition x gaps), phase-lock detection.
+- windows: Window, Windows (`with agent.window("eval"):`, edges exact to the counter).
 - exporter, agent: the Prometheus collector and what a node runs.
 
 This package imports no other wattlog layer; errors and the clock are wattlog.errors and wattlog.clock.

@@ -7,10 +7,16 @@ What a node runs (inside the trainer or as the `wattlog agent` sidecar)::
         agent.snapshot()         # cumulative energy per device, with its source label
 
 `start()` discovers the job's devices, locks each one (a device another agent
-already measures is skipped and named in `notes`), starts the sampler thread,
+already measures is skipped and named in `notes`), takes a first reading (so
+energy counts from start(), not from the first tick), starts the sampler thread,
 a flush thread that hands each interval's energy to the sinks, and the
-metrics server. `close()` stops them, flushes the last interval and releases
-the locks. The constructor does no I/O.
+metrics server. `close()` first stops the sampler and takes a final reading,
+extending every device's energy to that moment, before anything else shuts
+down (the metrics server's shutdown alone can take 0.5 s); then it marks the
+normal end (`wattlog_agent_finished`), flushes the last interval, releases the
+locks and, when served, lingers until the next scrape has read the final
+counters and the mark (`AgentConfig.linger_s`). `window(name)` measures a named stretch
+(see telemetry.windows). The constructor does no I/O.
 """
 
 from __future__ import annotations
@@ -21,16 +27,19 @@ import os
 import socket
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
 from prometheus_client import CollectorRegistry
+from prometheus_client.registry import Collector
 
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, WattlogError
-from wattlog.records import EnergyInterval, Gap, Source
+from wattlog.numbers import check_number
+from wattlog.records import EnergyInterval, Gap, Source, WindowEnergy
 from wattlog.telemetry.devicelock import DeviceLocks
 from wattlog.telemetry.exporter import (
     AgentStateCollector,
@@ -45,8 +54,9 @@ from wattlog.telemetry.sampler import Sampler, SamplerStats
 from wattlog.telemetry.selection import job_selection
 from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.sensors.discovery import discover
-from wattlog.telemetry.sinks import IntervalSink
+from wattlog.telemetry.sinks import IntervalSink, SinkCollector, SinkStats, WindowSink, write_or_reject
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, Reading
+from wattlog.telemetry.windows import Window, Windows
 
 logger = logging.getLogger(__name__)
 
@@ -54,8 +64,19 @@ logger = logging.getLogger(__name__)
 _MAX_PENDING_ROWS = 100_000
 
 
-def _default_lock_dir() -> Path:
-    return Path(tempfile.gettempdir()) / "wattlog"
+LOCK_DIR_ENV = "WATTLOG_LOCK_DIR"
+
+
+def default_lock_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """$WATTLOG_LOCK_DIR, else <tmp>/wattlog-locks: the folder every agent of the node must share.
+
+    Not <tmp>/wattlog: a folder named like the package in the current directory
+    would shadow it for `python -m wattlog` run from <tmp>.
+    """
+    env = os.environ if environ is None else environ
+    if env.get(LOCK_DIR_ENV):
+        return Path(env[LOCK_DIR_ENV])
+    return Path(tempfile.gettempdir()) / "wattlog-locks"
 
 
 @dataclass
@@ -82,8 +103,12 @@ class AgentConfig:
     """Push metrics to this Pushgateway at each flush and at close (short jobs)."""
     push_job: str = "wattlog"
     """The `job` label of pushed metrics (grouped by instance=host)."""
-    lock_dir: Path = field(default_factory=_default_lock_dir)
-    """Folder of the per-device lock files, shared by every agent of the node."""
+    lock_dir: Path = field(default_factory=default_lock_dir)
+    """Folder of the per-device lock files, shared by every agent of the node ($WATTLOG_LOCK_DIR)."""
+    slow_period_s: float = 1.0
+    """How often slow metrics are read (GPU utilisation, temperature, memory, power limit; the
+    CPU estimate's utilisation): NVML calls serialise in the driver, so only power and energy
+    are read every period."""
     run: str = ""
     """The `run` label on every series ("" for a plain agent measuring no run): runs are told apart by it,
     never by the scrape target's port."""
@@ -93,10 +118,8 @@ class AgentConfig:
     regularly; 0 closes at once."""
 
     def __post_init__(self) -> None:
-        if not self.period_s > 0:
-            raise ConfigError(f"period_s must be > 0, got {self.period_s}; the default is 0.025 (25 ms)")
-        if not self.flush_s >= self.period_s:
-            raise ConfigError(f"flush_s ({self.flush_s}) must be >= period_s ({self.period_s}); try 10")
+        check_number("period_s", self.period_s, low=0, high=3600, low_open=True, hint="the default is 0.025")
+        check_number("flush_s", self.flush_s, low=self.period_s, high=86400, hint="try 10")
         if self.port is not None and not 0 <= self.port <= 65535:
             raise ConfigError(f"port must be in 0..65535 (0 = any free port), got {self.port}")
         if self.pushgateway_url is not None and not self.pushgateway_url.startswith(("http://", "https://")):
@@ -105,8 +128,11 @@ class AgentConfig:
             )
         if not self.host:
             raise ConfigError("host must not be empty; it labels every series and ledger row")
-        if not self.linger_s >= 0:
-            raise ConfigError(f"linger_s must be >= 0 (0 = close at once), got {self.linger_s}")
+        check_number("linger_s", self.linger_s, low=0, high=3600, hint="0 closes at once")
+        if not self.slow_period_s >= self.period_s:
+            raise ConfigError(
+                f"slow_period_s ({self.slow_period_s}) must be >= period_s ({self.period_s}); try 1.0"
+            )
         self.lock_dir = Path(self.lock_dir)
 
     def with_port(self, port: int | None) -> AgentConfig:
@@ -161,6 +187,7 @@ class Agent:
         self._extra_sensors = list(extra_sensors)
         self._sinks = list(sinks)
         self._pending: list[tuple[list[EnergyInterval], list[Gap]]] = [([], []) for _ in self._sinks]
+        self._pending_windows: list[list[WindowEnergy]] = [[] for _ in self._sinks]
         self._clock = clock if clock is not None else SystemClock()
         self.registry = registry if registry is not None else CollectorRegistry()
         self._environ = environ
@@ -176,8 +203,11 @@ class Agent:
         self._flush_lock = threading.Lock()
         self._stop_flush = threading.Event()
         self._flush_thread: threading.Thread | None = None
-        self._collectors: list[EnergyCollector | SamplerCollector | AgentStateCollector] = []
+        self._collectors: list[Collector] = []
         self._state = AgentStateCollector(self.config.host, self.config.run)
+        self.sink_stats = SinkStats()
+        """Rows the sinks took, refused as invalid, or dropped, and their failures (exported as counters)."""
+        self._windows: Windows | None = None
 
     @property
     def metrics_url(self) -> str | None:
@@ -215,12 +245,15 @@ class Agent:
             devices = self._devices = self._lock(candidates)
             self._integrator = Integrator(devices, host=cfg.host, clock=self._clock, period_s=cfg.period_s)
             self._sampler = Sampler(self._sensors, self._integrator, period_s=cfg.period_s, clock=self._clock)
+            self._windows = Windows(self._integrator, self._clock, cfg.host)
+            self._sampler.edge()  # the first reading: energy counts from here
         except BaseException:
             self._shutdown()
             raise
         self._collectors = [
             EnergyCollector(self.snapshot, cfg.host, cfg.run),
             SamplerCollector(self._sampler.stats, cfg.host, cfg.run),
+            SinkCollector(self.sink_stats, cfg.host, cfg.run),
             self._state,
         ]
         for collector in self._collectors:
@@ -231,6 +264,30 @@ class Agent:
         self._flush_thread = threading.Thread(target=self._flush_loop, name="wattlog-flush", daemon=True)
         self._flush_thread.start()
         return self
+
+    @contextmanager
+    def window(self, name: str, *, sync: Callable[[], object] | None = None) -> Iterator[Window]:
+        """Measure the energy of the block inside, per device; nestable, no device sync unless asked.
+
+        Args:
+            name: What the window is ("eval", "epoch-3"); windows land in the sinks at the next flush.
+            sync: Called at both edges before reading, e.g. torch.cuda.synchronize, so queued
+                device work is counted in the window it was issued in. None: no sync.
+
+        Yields:
+            The window; its energy_j, band and per-device rows are filled in when the block ends.
+
+        Raises:
+            WattlogError: The agent is not running.
+        """
+        if self._windows is None or not self._running:
+            raise WattlogError("the agent is not running: start() it before opening a window")
+        windows = self._windows
+        opened = windows.begin(name, sync)
+        try:
+            yield opened
+        finally:
+            windows.end(opened, sync)
 
     def snapshot(self) -> list[DeviceEnergy]:
         """Cumulative energy per measured device (empty before start())."""
@@ -249,22 +306,26 @@ class Agent:
             if self._integrator is None:
                 return
             intervals, gaps = self._integrator.take_intervals()
+            windows = self._windows.take(final=not self._running) if self._windows is not None else []
             for i, sink in enumerate(self._sinks):
+                if windows and isinstance(sink, WindowSink):
+                    self._pending_windows[i].extend(windows)
                 pending_rows, pending_gaps = self._pending[i]
                 pending_rows.extend(intervals)
                 pending_gaps.extend(gaps)
                 try:
-                    sink.write(pending_rows, pending_gaps)
+                    write_or_reject(sink, pending_rows, pending_gaps, self.sink_stats)
                 except Exception:  # a broken sink must not stop measuring: retried next flush
+                    self.sink_stats.failures += 1
                     logger.exception(
                         "sink %s failed; its %d rows are kept for the next flush",
                         type(sink).__name__,
                         len(pending_rows),
                     )
-                    _bound(pending_rows)
-                    _bound(pending_gaps)
+                    self.sink_stats.dropped_rows += _bound(pending_rows) + _bound(pending_gaps)
                 else:
                     self._pending[i] = ([], [])
+                self._write_windows(i, sink)
             if self.config.pushgateway_url is not None:
                 try:
                     push(
@@ -276,16 +337,28 @@ class Agent:
                 except WattlogError as error:
                     logger.warning("%s", error)
 
-    def close(self) -> None:
-        """Stop sampling, flush the last interval to the sinks, release the locks, stop serving.
+    @property
+    def unwritten_rows(self) -> int:
+        """Energy rows not stored by every sink: kept for retry, spooled, or lost (0 when all landed)."""
+        kept = sum(len(rows) for rows, _ in self._pending)
+        return kept + sum(int(getattr(sink, "unwritten_rows", 0)) for sink in self._sinks)
 
+    def close(self) -> None:
+        """Stop sampling, take a final reading, flush the last interval, release the locks, stop serving.
+
+        The final reading comes first, before anything else shuts down: every device's energy
+        then runs to it (the stretch since the last counter update taken from the latest power).
+        Then the agent marks its normal end and, when served, lingers until the next regular scrape
+        has read that mark with the final counters (at most `linger_s`): the last values Prometheus
+        holds are what the sinks stored, and the target going down afterwards is no alert.
         Idempotent; snapshot() and stats() still answer afterwards (the final figures).
         """
         if not self._running:
             return
         self._running = False
-        assert self._sampler is not None
+        assert self._sampler is not None and self._integrator is not None
         self._sampler.stop()
+        self._integrator.finish(self._sampler.edge())
         self._stop_flush.set()
         if self._flush_thread is not None:
             self._flush_thread.join()
@@ -314,7 +387,10 @@ class Agent:
         if self._given_sensors is None:
             environ = self._environ if self._environ is not None else os.environ
             found = discover(
-                job_selection(environ, whole_node=self.config.whole_node), extra=self._extra_sensors
+                job_selection(environ, whole_node=self.config.whole_node),
+                extra=self._extra_sensors,
+                clock=self._clock,
+                slow_period_s=self.config.slow_period_s,
             )
             self._notes.extend(found.notes)
             return [(s, [d for owner, d in found.devices if owner is s]) for s in found.sensors]
@@ -351,6 +427,21 @@ class Agent:
                 sensor.close()
         return measured
 
+    def _write_windows(self, i: int, sink: IntervalSink) -> None:
+        """Hand sink `i` its pending windows; kept for the next flush if it fails."""
+        pending = self._pending_windows[i]
+        if not pending or not isinstance(sink, WindowSink):
+            return
+        try:
+            sink.write_windows(pending)
+        except Exception:  # a broken sink must not stop measuring: retried next flush
+            logger.exception(
+                "sink %s failed on %d window rows; kept for the next flush", type(sink).__name__, len(pending)
+            )
+            _bound(pending)
+        else:
+            self._pending_windows[i] = []
+
     def _flush_loop(self) -> None:
         while not self._stop_flush.wait(self.config.flush_s):
             self.flush()
@@ -371,8 +462,10 @@ class Agent:
             self._server = None
 
 
-def _bound(rows: list) -> None:  # type: ignore[type-arg]
-    if len(rows) > _MAX_PENDING_ROWS:
-        dropped = len(rows) - _MAX_PENDING_ROWS
-        del rows[:dropped]
-        logger.error("a sink kept failing: dropped its %d oldest rows", dropped)
+def _bound(rows: list) -> int:  # type: ignore[type-arg]
+    if len(rows) <= _MAX_PENDING_ROWS:
+        return 0
+    dropped = len(rows) - _MAX_PENDING_ROWS
+    del rows[:dropped]
+    logger.error("a sink kept failing: dropped its %d oldest rows", dropped)
+    return dropped

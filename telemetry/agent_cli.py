@@ -12,32 +12,22 @@ notes) and the sampler's health.
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from wattlog.errors import ConfigError
+from wattlog.numbers import MAX_SIMULATED_GPUS, check_number, check_port
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.sampler import SamplerStats
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
-from wattlog.telemetry.sinks import JsonlSink
+from wattlog.telemetry.sinks import INCOMPLETE_EXIT, JsonlSink
+from wattlog.telemetry.supervise import Ending, Outcome, Supervisor, cannot_start
 from wattlog.telemetry.types import DeviceEnergy
-
-COMMAND_NOT_FOUND = 127
-INTERRUPTED = 130
 
 
 def agent(
@@ -62,6 +52,10 @@ def agent(
     jsonl: Annotated[
         Path | None, typer.Option(help="Append each flush's energy rows and gaps to this JSON Lines file.")
     ] = None,
+    lock_dir: Annotated[
+        Path | None,
+        typer.Option(help="Folder of the device locks every agent of the node shares ($WATTLOG_LOCK_DIR)."),
+    ] = None,
     run: Annotated[str, typer.Option(help="The `run` label on every series (tells runs apart).")] = "",
     linger_s: Annotated[
         float,
@@ -69,8 +63,13 @@ def agent(
     ] = 30.0,
 ) -> int:
     """Run the measuring agent (sidecar mode): sample, serve metrics, print what was measured."""
-    if seconds is not None and seconds <= 0:
-        raise ConfigError(f"--seconds must be > 0, got {seconds}")
+    if seconds is not None:
+        check_number("--seconds", seconds, low=0, high=10 * 365 * 86400, low_open=True)
+    check_number("--period-ms", period_ms, low=0, high=60_000, low_open=True, hint="the default is 25")
+    check_number("--flush-s", flush_s, low=period_ms / 1000.0, high=86400, hint="the default is 10")
+    check_port("--port", port, allow_none=-1)
+    check_number("--simulate", simulate, low=0, high=MAX_SIMULATED_GPUS)
+    check_number("--linger-s", linger_s, low=0, high=3600, hint="0 closes at once")
     config = AgentConfig(
         period_s=period_ms / 1000.0,
         flush_s=flush_s,
@@ -79,87 +78,60 @@ def agent(
         pushgateway_url=push,
         run=run,
         linger_s=linger_s,
+        **({"lock_dir": lock_dir} if lock_dir is not None else {}),
     )
     extra = [SimulatedSensor(simulated_gpus(simulate, t0_s=time.monotonic()))] if simulate else []
     # A pipe or a log file gets a wide table; a terminal gets its own width.
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
-    if command and not _runnable(command[0]):
-        Console(stderr=True, highlight=False).print(f"wattlog agent: command not found: {command[0]}")
-        return COMMAND_NOT_FOUND
+    refused = cannot_start(command[0]) if command else None
+    if refused is not None:
+        Console(stderr=True, highlight=False).print(f"wattlog agent: {refused.message}")
+        return refused.exit_code
     runner = Agent(config, extra_sensors=extra, sinks=[JsonlSink(jsonl)] if jsonl is not None else [])
-    code = 0
-    with _stop_on_sigterm():
+    # SIGTERM and SIGINT go to the command; this process still flushes and reports.
+    with Supervisor() as supervisor:
         try:
             runner.start()
             console.print(f"wattlog agent: metrics at {runner.metrics_url or '(not served)'}")
             for note in runner.notes:
                 console.print(f"  note: {note}")
-            code = _run(command, seconds, console)
-        except KeyboardInterrupt:
-            code = INTERRUPTED
+            outcome = run_or_wait(supervisor, command, seconds, console, "wattlog agent")
         finally:
             runner.close()
-    console.print(devices_table(runner.snapshot()))
-    stats = runner.stats()
-    if stats is not None:
-        console.print(health_line(stats))
-    return code
+        console.print(devices_table(runner.snapshot()))
+        stats = runner.stats()
+        if stats is not None:
+            console.print(health_line(stats))
+    if runner.unwritten_rows:
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            f"wattlog agent: incomplete: {runner.unwritten_rows} energy rows could not be written",
+            markup=False,
+        )
+        return outcome.exit_code or INCOMPLETE_EXIT
+    return outcome.exit_code
 
 
-def _run(command: list[str] | None, seconds: float | None, console: Console) -> int:
-    """Wait for the command, the time limit, or Ctrl-C (KeyboardInterrupt propagates)."""
-    if not command:
+def run_or_wait(
+    supervisor: Supervisor, command: list[str] | None, seconds: float | None, console: Console, who: str
+) -> Outcome:
+    """Run `command` under `supervisor` (without one: wait for the time or a signal); say why it ended.
+
+    Args:
+        supervisor: The open supervisor (it forwards SIGTERM/SIGINT to the command).
+        command: What to run; None or empty: only wait.
+        seconds: Time limit (None: until the command exits, or until Ctrl-C without one).
+        console: Where to print the one-line reasons.
+        who: The command's name in those lines (e.g. "wattlog agent").
+    """
+    if command:
+        outcome = supervisor.run(command, timeout_s=seconds)
+    else:
         if seconds is None:
             console.print("sampling until Ctrl-C")
-            threading.Event().wait()  # interrupted by KeyboardInterrupt
-        else:
-            time.sleep(seconds)
-        return 0
-    try:
-        child = subprocess.Popen(command)
-    except (FileNotFoundError, PermissionError) as error:
-        console.print(f"wattlog agent: cannot run {command[0]!r}: {error.strerror}")
-        return COMMAND_NOT_FOUND
-    try:
-        child.wait(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        console.print(f"wattlog agent: {seconds:g} s are up; stopping {command[0]}")
-        child.terminate()
-    except KeyboardInterrupt:
-        child.terminate()  # the child got the terminal's SIGINT too; this covers SIGTERM
-        raise
-    finally:
-        try:
-            child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-    rc = child.returncode
-    return 128 - rc if rc < 0 else rc  # killed by signal N: 128 + N, as shells report it
-
-
-def _runnable(program: str) -> bool:
-    """Whether `program` names an executable (a path, or a name found on PATH)."""
-    if os.sep in program:
-        return os.access(program, os.X_OK) and not os.path.isdir(program)
-    return shutil.which(program) is not None
-
-
-@contextmanager
-def _stop_on_sigterm() -> Iterator[None]:
-    """Turn SIGTERM into KeyboardInterrupt so a terminated sidecar still flushes and reports."""
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        outcome = supervisor.wait(seconds)
+    if outcome.message and outcome.ending is not Ending.FAILED:
+        console.print(f"{who}: {outcome.message}")
+    return outcome
 
 
 def devices_table(rows: list[DeviceEnergy]) -> Table:

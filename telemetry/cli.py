@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from wattlog.numbers import MAX_SIMULATED_GPUS, check_number
 from wattlog.telemetry.agent_cli import register as register_agent
 from wattlog.telemetry.selection import job_selection
 from wattlog.telemetry.sensors.base import Sensor
@@ -25,6 +26,7 @@ def sensors(
     ),
 ) -> None:
     """List the devices wattlog would measure: kind, energy counter, and the source label of each figure."""
+    check_number("--simulate", simulate, low=0, high=MAX_SIMULATED_GPUS)
     extra: list[Sensor] = []
     if simulate:
         from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus

@@ -24,13 +24,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from wsgiref.simple_server import WSGIServer
+from wsgiref.simple_server import WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, delete_from_gateway, push_to_gateway, start_http_server
+from prometheus_client import CollectorRegistry, delete_from_gateway, make_wsgi_app, push_to_gateway
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from wattlog.errors import ConfigError, WattlogError
+from wattlog.serving import BoundedWSGIServer, QuietWSGIHandler, family_of
 from wattlog.telemetry.types import DeviceEnergy
 
 if TYPE_CHECKING:
@@ -305,17 +306,22 @@ def serve(registry: CollectorRegistry, host: str = "127.0.0.1", port: int = 9464
         port: TCP port; 0 picks a free one (read it back from `.port`).
 
     Returns:
-        The running server.
+        The running server (a listen backlog of 128, bounded worker threads).
 
     Raises:
         ConfigError: The port is taken or the address cannot be bound.
     """
+    # a backlog of 128 and bounded workers: a burst of scrapes is queued or answered 503, never reset
+    server_class = type("MetricsHTTPServer", (BoundedWSGIServer,), {"address_family": family_of(host)})
+    app = make_wsgi_app(registry)
     try:
-        server, thread = start_http_server(port, addr=host, registry=registry)
+        server = make_server(host, port, app, server_class, handler_class=QuietWSGIHandler)
     except OSError as error:
         raise ConfigError(
             f"cannot serve metrics on {host}:{port}: {error}; pick another port (--port, 0 = any free one)"
         ) from error
+    thread = threading.Thread(target=server.serve_forever, args=(0.1,), name="wattlog-metrics", daemon=True)
+    thread.start()
     return MetricsServer(server=server, thread=thread, host=host)
 
 

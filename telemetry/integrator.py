@@ -23,10 +23,12 @@ reported (and used to detect phase lock, see telemetry.uncertainty).
 
 from __future__ import annotations
 
+import bisect
 import math
+import statistics
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from wattlog.clock import Clock, SystemClock
@@ -36,16 +38,21 @@ from wattlog.telemetry.uncertainty import (
     BandInputs,
     BandModel,
     PhaseLock,
+    Repetition,
+    analyse_repetition,
     counter_disagreement,
-    detect_periodic_lock,
 )
 
 _PUBLICATIONS_KEPT = 256  # recent distinct published values per device, for lock detection (>= 25 s)
 _CHECK_EVERY_PUBLICATIONS = 100
 _MIN_COMPARE_S = 10.0  # counter vs sampled compared only after this much common time
+_TRUST_COMPARE_S = 60.0  # span before a counter/samples difference proves a true-power counter
+_INTERVALS_KEPT = 64  # recent times between the driver's publications, for its publication period
+_UPDATES_KEPT = 256  # recent counter updates (time, running joules, power then), to resolve window edges
+_GAP_PUBLICATIONS = 2.5  # driver-timed power: a stretch this many publication periods long is a gap
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class _Totals:
     """Running sums whose differences give an interval."""
 
@@ -54,6 +61,34 @@ class _Totals:
     measured_s: float = 0.0
     gap_s: float = 0.0
     publications: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeMark:
+    """One device at one window edge: its running totals, and the tail since its last update.
+
+    Attributes:
+        t_s: The edge, monotonic seconds.
+        totals: Running sums up to the last counter update (or publication) before t_s.
+        tail_j: Energy from there to t_s, from the latest power reading (calibrated), joules.
+        tail_s: Length of that tail, seconds.
+    """
+
+    t_s: float
+    totals: _Totals
+    tail_j: float
+    tail_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class WindowDevice:
+    """Energy of one device between two edges, with its band and the unmeasured seconds inside."""
+
+    device: DeviceInfo
+    energy_j: float
+    low_j: float
+    high_j: float
+    gap_s: float
 
 
 @dataclass
@@ -68,7 +103,6 @@ class _Device:
     trapezoid_j: float = 0.0
     both_counter_j: float = 0.0
     both_trapezoid_j: float = 0.0
-    both_s: float = 0.0
     measured_s: float = 0.0
     closed_gap_s: float = 0.0
     gap_count: int = 0
@@ -76,6 +110,14 @@ class _Device:
     resets: int = 0
     wraps: int = 0
     bridged_s: float = 0.0
+    both_counter_s: float = 0.0
+    both_sampled_s: float = 0.0
+    start_counter_j: float = 0.0
+    start_sampled_j: float = 0.0
+    repeats: int = 0
+    intervals_s: deque[float] = field(default_factory=lambda: deque(maxlen=_INTERVALS_KEPT))
+    limit_w: float | None = None
+    updates: deque[tuple[float, float, float]] = field(default_factory=lambda: deque(maxlen=_UPDATES_KEPT))
     p_max_seen_w: float = 0.0
     failure_reason: str | None = None
     first_failure_t: float | None = None
@@ -84,10 +126,13 @@ class _Device:
     pub_n: int = 0
     pub_mean: float = 0.0
     pub_m2: float = 0.0
+    pub_d2: float = 0.0  # sum of squared differences of successive publications
     recent: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=_PUBLICATIONS_KEPT))
     checked_at_pub: int = 0
     checked_at_both_s: float = 0.0
     lock: PhaseLock | None = None
+    repetition: Repetition | None = None
+    counter_true: bool = False  # the counter saw what the samples did not: it integrates true power
     taken: _Totals = field(default_factory=_Totals)
 
     @property
@@ -95,12 +140,22 @@ class _Device:
         return self.info.has_counter and self.last_counter_mj is not None
 
     def p_max_w(self) -> float:
-        return self.info.power_limit_w or self.p_max_seen_w
+        return self.limit_w or self.info.power_limit_w or self.p_max_seen_w
+
+    def publication_period_s(self) -> float | None:
+        """Median time between the driver's publications (as Zeus infers it), once 5 are seen."""
+        return statistics.median(self.intervals_s) if len(self.intervals_s) >= 5 else None
 
     def cv(self) -> float:
+        """Variation of the power from one publication to the next, relative to the mean.
+
+        The von Neumann estimate, sqrt(mean squared successive difference / 2): what a
+        window of 25 ms in 100 ms can miss is the power's variation within ~100 ms,
+        not the slow swings (checkpoint stalls) that publications every 100 ms follow.
+        """
         if self.pub_n < 2 or self.pub_mean <= 0:
             return 0.0
-        return math.sqrt(self.pub_m2 / (self.pub_n - 1)) / self.pub_mean
+        return math.sqrt(self.pub_d2 / (2 * (self.pub_n - 1))) / self.pub_mean
 
 
 class Integrator:
@@ -136,7 +191,12 @@ class Integrator:
         self._closed_gaps: list[Gap] = []
 
     def add(self, reading: Reading) -> None:
-        """Integrate one reading (readings of a device arrive in time order)."""
+        """Integrate one reading (readings of a device arrive in time order).
+
+        A reading whose driver times (`energy_t_s`, `power_t_s`) repeat the previous
+        ones brings no new publication: it is counted and costs nothing more. New
+        values are integrated on the driver's times where given, else on `t_s`.
+        """
         with self._lock:
             d = self._devices.get(reading.device)
             if d is None or d.lost_at is not None:
@@ -144,24 +204,59 @@ class Integrator:
             t = reading.t_s
             if d.last_t is not None and t <= d.last_t:
                 return
-            if d.last_t is None and d.first_failure_t is not None:
-                self._close_gap(d, d.first_failure_t, t, d.failure_reason or "read failed")
-            same_span = d.last_counter_t is not None and d.last_counter_t == d.last_power_t
-            counter_mj: float | None = None
-            if reading.energy_mj is not None and d.info.has_counter:
-                if d.last_counter_t is not None:
-                    counter_mj = self._counter_step(d, reading.energy_mj, t - d.last_counter_t)
-                d.last_counter_mj, d.last_counter_t = reading.energy_mj, t
-            if reading.power_w is not None:
-                if d.last_power_t is not None:
-                    self._power_step(
-                        d, reading.power_w, t - d.last_power_t, counter_mj if same_span else None
-                    )
-                self._publication(d, t, reading.power_w)
-                d.last_power_w, d.last_power_t = reading.power_w, t
+            energy_mj, power_w = reading.energy_mj, reading.power_w
+            counter_t = t if reading.energy_t_s is None else reading.energy_t_s
+            power_t = t if reading.power_t_s is None else reading.power_t_s
+            new_counter = energy_mj is not None and d.info.has_counter and counter_t != d.last_counter_t
+            new_power = power_w is not None and power_t != d.last_power_t
+            if d.last_t is not None and t - d.last_t > self._max_gap_s and d.uses_counter:
+                d.bridged_s += t - d.last_t  # no reads for a while: the counter's difference spans it
             d.last_t = t
             d.samples += 1
+            if reading.power_limit_w is not None:
+                d.limit_w = reading.power_limit_w
+            if not (new_counter or new_power):  # the driver still shows the same publication
+                d.repeats += 1
+                d.failure_reason = None
+                return
+            if d.samples == 1 and d.first_failure_t is not None:
+                self._close_gap(d, d.first_failure_t, t, d.failure_reason or "read failed")
+            if new_counter:
+                assert energy_mj is not None
+                self._counter(d, energy_mj, counter_t, t, power_w)
+            if new_power:
+                assert power_w is not None
+                self._power(d, power_w, power_t, t, driver_timed=reading.power_t_s is not None)
             d.failure_reason = None
+
+    def _counter(
+        self, d: _Device, energy_mj: float, counter_t: float, t: float, power_w: float | None
+    ) -> None:
+        if d.last_counter_t is None:
+            # the first value counts from the driver's update before `t`: that sliver is not ours
+            d.start_counter_j = (power_w or 0.0) * max(t - counter_t, 0.0)
+        else:
+            dt = counter_t - d.last_counter_t
+            step_mj = self._counter_step(d, energy_mj, dt)
+            if step_mj is not None:
+                d.both_counter_j += step_mj / 1e3
+                d.both_counter_s += dt
+            else:
+                d.updates.clear()  # a reset or a wrap: no edge is resolved across it
+        d.last_counter_mj, d.last_counter_t = energy_mj, counter_t
+        if power_w is not None:
+            d.updates.append((counter_t, d.counter_j, power_w))
+
+    def _power(self, d: _Device, power_w: float, power_t: float, t: float, *, driver_timed: bool) -> None:
+        if d.last_power_t is None:
+            d.start_sampled_j = power_w * max(t - power_t, 0.0)
+        else:
+            dt = power_t - d.last_power_t
+            if driver_timed:
+                d.intervals_s.append(dt)
+            self._power_step(d, power_w, dt, driver_timed)
+        self._publication(d, power_t, power_w, driver_timed)
+        d.last_power_w, d.last_power_t = power_w, power_t
 
     def record_failure(self, device_uuid: str, t_s: float, reason: str, lost: bool) -> None:
         """A read failed; a lost device is no longer integrated: one open gap from its last reading."""
@@ -207,17 +302,7 @@ class Integrator:
                     continue
                 cur = self._totals(d, now)
                 prev, d.taken = d.taken, cur
-                delta = BandInputs(
-                    energy_j=cur.energy_j - prev.energy_j,
-                    sampled_j=cur.sampled_j - prev.sampled_j if d.last_power_w is not None else None,
-                    from_counter=d.uses_counter,
-                    measured_s=cur.measured_s - prev.measured_s,
-                    gap_s=cur.gap_s - prev.gap_s,
-                    p_max_w=d.p_max_w(),
-                    cv=d.cv(),
-                    publications=cur.publications - prev.publications,
-                    phase_lock=d.lock is not None,
-                )
+                delta = self._inputs(d, cur, prev)
                 low, high = self._band.band(d.info, delta)
                 intervals.append(
                     EnergyInterval(
@@ -239,7 +324,94 @@ class Integrator:
             gaps, self._closed_gaps = self._closed_gaps, []
             return intervals, gaps
 
+    def mark(self, t_s: float) -> dict[str, EdgeMark]:
+        """Each live device's energy at `t_s` (monotonic), for a window edge.
+
+        Exact to the last counter update (or publication) before `t_s`; the stretch
+        from there to `t_s` is taken from the latest power reading, and bounded by
+        [0, P_max] in the window's band. Cheap: called on the training thread, it runs no
+        lock detection (the band uses what the last flush found).
+        """
+        with self._lock:
+            return {
+                d.info.uuid: self._mark(d, t_s)
+                for d in self._devices.values()
+                if d.samples and d.lost_at is None
+            }
+
+    def window(self, start: Mapping[str, EdgeMark], end: Mapping[str, EdgeMark]) -> list[WindowDevice]:
+        """Energy and band of every device marked at both edges, between them."""
+        out: list[WindowDevice] = []
+        with self._lock:
+            for uuid, b in end.items():
+                a = start.get(uuid)
+                d = self._devices.get(uuid)
+                if a is None or d is None:
+                    continue
+                low, high = self._band.band(d.info, self._inputs(d, b.totals, a.totals))
+                core_j = b.totals.energy_j - a.totals.energy_j
+                p_max = d.p_max_w()
+                energy_j = core_j + b.tail_j - a.tail_j
+                # the tails are power x time: the truth of each lies in [0, P_max x its length]
+                out.append(
+                    WindowDevice(
+                        d.info,
+                        energy_j,
+                        low - p_max * a.tail_s,
+                        high + p_max * b.tail_s,
+                        b.totals.gap_s - a.totals.gap_s,
+                    )
+                )
+        return out
+
+    def uses_counter(self, device_uuid: str) -> bool:
+        """Whether the device's energy comes from its hardware counter."""
+        with self._lock:
+            d = self._devices.get(device_uuid)
+            return d is not None and d.uses_counter
+
+    def energy_at(self, device_uuid: str, t_s: float) -> float | None:
+        """A counter device's running energy at `t_s` (calibrated joules), once the update after `t_s` is in.
+
+        The counter's difference over the update (u_a, u_b] that contains `t_s` is
+        split by the power published at u_a and at u_b: a load that changed level
+        once inside it changed where the counter's mean says, so the part before
+        `t_s` follows exactly (and a load that did not change splits linearly).
+        The result always adds up to the counter's own difference. None while no
+        update after `t_s` has been read (or for a device without a counter).
+        """
+        with self._lock:
+            d = self._devices.get(device_uuid)
+            if d is None or not d.updates or d.updates[-1][0] <= t_s or d.updates[0][0] > t_s:
+                return None
+            updates = d.updates
+            i = max(bisect.bisect_right(updates, t_s, key=lambda u: u[0]) - 1, 0)
+            (u_a, e_a, p_a), (u_b, e_b, p_b) = updates[i], updates[i + 1]
+            return self._band.calibrated_j(d.info, e_a + _split(u_a, u_b, e_b - e_a, p_a, p_b, t_s))
+
+    def finish(self, t_s: float) -> None:
+        """Extend every live device's energy to `t_s` from its latest power (the final edge, at close)."""
+        with self._lock:
+            for d in self._devices.values():
+                if not d.samples or d.lost_at is not None or d.last_power_w is None:
+                    continue
+                if d.last_counter_t is not None and d.uses_counter and t_s > d.last_counter_t:
+                    d.counter_j += d.last_power_w * (t_s - d.last_counter_t)
+                    d.measured_s += t_s - d.last_counter_t
+                    d.last_counter_t = t_s
+                if d.last_power_t is not None and t_s > d.last_power_t:
+                    d.trapezoid_j += d.last_power_w * (t_s - d.last_power_t)
+                    if not d.uses_counter:
+                        d.measured_s += t_s - d.last_power_t
+                    d.last_power_t = t_s
+
     # -- internals (called with the lock held, except _refresh_locks) --------
+
+    def _mark(self, d: _Device, t_s: float) -> EdgeMark:
+        last_t = d.last_counter_t if d.uses_counter else d.last_power_t
+        tail_s = max(t_s - last_t, 0.0) if last_t is not None else 0.0
+        tail_j = self._band.calibrated_j(d.info, (d.last_power_w or 0.0) * tail_s)
+        return EdgeMark(t_s, self._totals(d, t_s), tail_j, tail_s)
 
     def _counter_step(self, d: _Device, value_mj: float, dt: float) -> float | None:
         """Integrate one counter step; its energy in mJ when clean (no reset, no wrap), else None."""
@@ -265,31 +437,37 @@ class Integrator:
                 delta = max(value_mj, 0.0)
         d.counter_j += delta / 1e3
         d.measured_s += dt
-        if dt > self._max_gap_s:
-            d.bridged_s += dt
         return delta if clean else None
 
-    def _power_step(self, d: _Device, power_w: float, dt: float, counter_mj: float | None) -> None:
-        """Integrate one trapezoid; `counter_mj` is the clean counter step over the same span, if any."""
+    def _power_step(self, d: _Device, power_w: float, dt: float, driver_timed: bool) -> None:
+        """Integrate power over one step: the new published value over its own period, else a trapezoid."""
         assert d.last_power_w is not None and d.last_power_t is not None
-        if dt > self._max_gap_s:
+        max_gap_s = self._max_gap_s
+        if driver_timed:  # publications come every ~100 ms (the estimate: 1 s) whatever our period
+            max_gap_s = max(max_gap_s, _GAP_PUBLICATIONS * statistics.median(d.intervals_s))
+        if dt > max_gap_s:
             if not d.uses_counter:  # a counter bridges the stretch; power alone does not
-                reason = d.failure_reason or f"no readings for {dt:.3f} s (> {self._max_gap_s:.3f} s)"
+                reason = d.failure_reason or f"no readings for {dt:.3f} s (> {max_gap_s:.3f} s)"
                 self._close_gap(d, d.last_power_t, d.last_power_t + dt, reason)
             return
-        trapezoid_j = 0.5 * (power_w + d.last_power_w) * dt
-        d.trapezoid_j += trapezoid_j
+        # A published value averages the time just before its publication, so it is held
+        # backwards over its period; plain readings (no driver time) get trapezoids.
+        step_j = power_w * dt if driver_timed else 0.5 * (power_w + d.last_power_w) * dt
+        d.trapezoid_j += step_j
         if not d.uses_counter:
             d.measured_s += dt
-        if counter_mj is not None:
-            d.both_counter_j += counter_mj / 1e3
-            d.both_trapezoid_j += trapezoid_j
-            d.both_s += dt
+        d.both_trapezoid_j += step_j
+        d.both_sampled_s += dt
 
-    def _publication(self, d: _Device, t: float, power_w: float) -> None:
+    def _publication(self, d: _Device, t: float, power_w: float, driver_timed: bool) -> None:
         d.p_max_seen_w = max(d.p_max_seen_w, power_w)
-        if d.last_power_w is not None and math.isclose(power_w, d.last_power_w, rel_tol=1e-9, abs_tol=1e-9):
-            return  # the sensor still holds the same published value
+        same = d.last_power_w is not None and math.isclose(
+            power_w, d.last_power_w, rel_tol=1e-9, abs_tol=1e-9
+        )
+        if same and not driver_timed:
+            return  # without the driver's times, an equal value is taken for the same publication
+        if d.recent:
+            d.pub_d2 += (power_w - d.recent[-1][1]) ** 2
         d.recent.append((t, power_w))
         d.pub_n += 1
         delta = power_w - d.pub_mean
@@ -306,31 +484,35 @@ class Integrator:
 
     def _totals(self, d: _Device, now: float) -> _Totals:
         open_gap_s = now - d.lost_at if d.lost_at is not None and now > d.lost_at else 0.0
-        raw_j = d.counter_j if d.uses_counter else d.trapezoid_j
+        sampled_j = max(d.trapezoid_j - d.start_sampled_j, 0.0)
+        raw_j = max(d.counter_j - d.start_counter_j, 0.0) if d.uses_counter else sampled_j
         return _Totals(
             energy_j=self._band.calibrated_j(d.info, raw_j),
-            sampled_j=self._band.calibrated_j(d.info, d.trapezoid_j),
+            sampled_j=self._band.calibrated_j(d.info, sampled_j),
             measured_s=d.measured_s,
             gap_s=d.closed_gap_s + open_gap_s,
             publications=d.pub_n,
         )
 
+    def _inputs(self, d: _Device, cur: _Totals, prev: _Totals) -> BandInputs:
+        """What the band of the span between two totals of `d` depends on."""
+        return BandInputs(
+            energy_j=cur.energy_j - prev.energy_j,
+            sampled_j=cur.sampled_j - prev.sampled_j if d.last_power_w is not None else None,
+            from_counter=d.uses_counter,
+            measured_s=cur.measured_s - prev.measured_s,
+            gap_s=cur.gap_s - prev.gap_s,
+            p_max_w=d.p_max_w(),
+            cv=d.cv(),
+            publications=cur.publications - prev.publications,
+            phase_lock=d.lock is not None,
+            alias_rel=d.repetition.alias_rel if d.repetition is not None else None,
+            counter_true=d.counter_true,
+        )
+
     def _energy(self, d: _Device, now: float) -> DeviceEnergy:
         tot = self._totals(d, now)
-        low, high = self._band.band(
-            d.info,
-            BandInputs(
-                energy_j=tot.energy_j,
-                sampled_j=tot.sampled_j if d.last_power_w is not None else None,
-                from_counter=d.uses_counter,
-                measured_s=tot.measured_s,
-                gap_s=tot.gap_s,
-                p_max_w=d.p_max_w(),
-                cv=d.cv(),
-                publications=tot.publications,
-                phase_lock=d.lock is not None,
-            ),
-        )
+        low, high = self._band.band(d.info, self._inputs(d, tot, _Totals()))
         return DeviceEnergy(
             device=d.info,
             energy_j=tot.energy_j,
@@ -347,10 +529,19 @@ class Integrator:
     def _notes(self, d: _Device) -> tuple[str, ...]:
         notes: list[str] = []
         if d.lock is not None:
-            notes.append(d.lock.note(self._band.publication_period_s))
-        if d.uses_counter and d.both_counter_j > 0:
-            rel = (d.both_trapezoid_j - d.both_counter_j) / d.both_counter_j
-            notes.append(f"counter vs sampled power over {d.both_s:.0f} s: sampled {rel:+.2%}")
+            notes.append(d.lock.note(d.publication_period_s() or self._band.publication_period_s))
+        elif d.repetition is not None:
+            notes.append(d.repetition.note())
+        compared = _compare(d)
+        if compared is not None:
+            rel, span_s = compared
+            notes.append(f"counter vs sampled power over {span_s:.0f} s: sampled {rel:+.2%}")
+        period_s = d.publication_period_s()
+        if period_s is not None:
+            notes.append(
+                f"power published every {period_s * 1e3:.0f} ms (the driver's timestamps); "
+                f"{d.repeats} of {d.samples} reads repeated a publication"
+            )
         if d.resets:
             notes.append(f"counter went backwards {d.resets}x (reset): counted from the new value, never < 0")
         if d.wraps:
@@ -362,28 +553,92 @@ class Integrator:
         return tuple(notes)
 
     def _refresh_locks(self) -> None:
-        """Re-run phase-lock detection where enough new publications arrived (outside the lock)."""
+        """Re-run repetition and lock analysis where enough new publications arrived (outside the lock).
+
+        Run at every snapshot and flush, as often as the live agent asks: a repetition
+        whose phases cover the load (harmless) only bounds the band; a lock is flagged
+        when that bound exceeds `BandModel.lock_rel`, or when the counter and the
+        samples disagree beyond sampling error (then the counter is trusted).
+        """
+        band = self._band
         with self._lock:
             todo = [
-                (d, list(d.recent), d.both_counter_j, d.both_trapezoid_j, d.both_s, d.cv(), d.pub_n)
+                (d, list(d.recent), _compare(d), d.cv(), d.pub_n, d.publication_period_s(), d.repetition)
                 for d in self._devices.values()
-                if d.lock is None
-                and self._band.fraction_seen(d.info) < 1
+                if band.fraction_seen(d.info) < 1
                 and (
                     d.pub_n - d.checked_at_pub >= _CHECK_EVERY_PUBLICATIONS
-                    or d.both_s - d.checked_at_both_s >= _MIN_COMPARE_S
+                    or _both_s(d) - d.checked_at_both_s >= _MIN_COMPARE_S
                 )
             ]
-        for d, recent, both_c, both_t, both_s, cv, pub_n in todo:
-            found = detect_periodic_lock([t for t, _ in recent], [p for _, p in recent])
-            if found is None and both_s >= _MIN_COMPARE_S:
-                expected = max(self._band.sampling_rel(cv, pub_n), 0.02)
-                rel = counter_disagreement(both_c, both_t, expected)
+        for d, recent, compared, cv, pub_n, period_s, seen in todo:
+            repetition = analyse_repetition(
+                [t for t, _ in recent],
+                [p for _, p in recent],
+                publication_period_s=period_s or band.publication_period_s,
+                observed_fraction=band.observed_fraction,
+            )
+            found: PhaseLock | None = None
+            if repetition is not None and repetition.alias_rel > band.lock_rel:
+                found = PhaseLock(
+                    repetition.load_period_s,
+                    repetition.score,
+                    f"published power repeats at {repetition.phases} phases of the load, "
+                    f"readings may be off by up to {repetition.alias_rel:.0%}",
+                )
+            disagrees = False
+            if compared is not None and compared[1] >= _MIN_COMPARE_S:
+                # a disagreement within what a repetition seen so far may cause is no lock
+                aliasing = max((r.alias_rel for r in (repetition, seen) if r is not None), default=0.0)
+                expected = max(band.sampling_rel(cv, pub_n), aliasing, 0.02)
+                # a counter summing only the observed windows equals the samples: one that
+                # differs by more integrates true power, so aliasing does not touch its figure
+                disagrees = compared[1] >= _TRUST_COMPARE_S and abs(compared[0]) > band.counter_evidence_rel
+                rel = counter_disagreement(1.0, 1.0 + compared[0], expected)
                 if rel is not None:
                     # a locked window sees one phase: the load's period is then the publication period
-                    found = PhaseLock(
-                        self._band.publication_period_s, abs(rel), f"sampled {rel:+.0%} vs counter"
+                    found = found or PhaseLock(
+                        period_s or band.publication_period_s, abs(rel), f"sampled {rel:+.0%} vs counter"
                     )
             with self._lock:
-                d.checked_at_pub, d.checked_at_both_s = pub_n, both_s
+                d.checked_at_pub, d.checked_at_both_s = pub_n, compared[1] if compared else 0.0
+                if repetition is not None and (
+                    d.repetition is None or repetition.alias_rel >= d.repetition.alias_rel
+                ):
+                    d.repetition = repetition  # the widest bound seen stays
+                d.counter_true = d.counter_true or disagrees
                 d.lock = d.lock or found
+
+
+def _split(u_a: float, u_b: float, delta_j: float, p_a: float, p_b: float, t_s: float) -> float:
+    """Energy of (u_a, t_s] of `delta_j` over (u_a, u_b]: one level change p_a -> p_b, placed by the mean."""
+    span_s = u_b - u_a
+    if span_s <= 0:
+        return 0.0
+    if abs(p_a - p_b) <= 1e-6 * max(abs(p_a), abs(p_b), 1.0):
+        return delta_j * (t_s - u_a) / span_s
+    # p_a until tau, p_b after: p_a (tau - u_a) + p_b (u_b - tau) = delta_j
+    tau = (delta_j - p_b * u_b + p_a * u_a) / (p_a - p_b)
+    tau = min(max(tau, u_a), u_b)
+
+    def model_j(t: float) -> float:
+        return p_a * (min(t, tau) - u_a) + p_b * max(t - tau, 0.0)
+
+    whole_j = model_j(u_b)
+    if whole_j <= 0:
+        return delta_j * (t_s - u_a) / span_s
+    return delta_j * model_j(t_s) / whole_j  # scaled to the counter's own difference
+
+
+def _compare(d: _Device) -> tuple[float, float] | None:
+    """(sampled vs counter mean power, relative; the shorter of their spans in s), where both exist."""
+    if not (d.uses_counter and d.both_counter_j > 0 and d.both_counter_s > 0 and d.both_sampled_s > 0):
+        return None
+    counter_w = d.both_counter_j / d.both_counter_s
+    sampled_w = d.both_trapezoid_j / d.both_sampled_s
+    return sampled_w / counter_w - 1, min(d.both_counter_s, d.both_sampled_s)
+
+
+def _both_s(d: _Device) -> float:
+    compared = _compare(d)
+    return compared[1] if compared is not None else 0.0

@@ -23,11 +23,12 @@ from typing import Protocol
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, DeviceLost
 from wattlog.telemetry.sensors.base import Sensor
-from wattlog.telemetry.types import DeviceInfo, Reading
+from wattlog.telemetry.types import DeviceInfo, Reading, reading_problem
 
 logger = logging.getLogger(__name__)
 
 _LATENESS_WINDOW = 4096  # ring of recent lateness values: ~100 s at 40 Hz, memory flat
+_CPU_EVERY = 16  # ticks between reads of the thread's CPU time
 _WARN_EVERY_S = 60.0  # at most one warning per device per minute
 
 
@@ -105,6 +106,7 @@ class Sampler:
         self._devices: list[tuple[Sensor, DeviceInfo]] = []
         self._last_warning_s: dict[str, float] = {}
         self._lock = threading.Lock()
+        self._tick_lock = threading.Lock()  # the loop and an edge reading (start, close) never interleave
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._ticks = 0
@@ -123,15 +125,38 @@ class Sampler:
         """The sampling period, seconds."""
         return self._period_s
 
-    def tick(self, now_s: float | None = None) -> None:
-        """Read every live device once, stamping readings with `now_s` (default: clock now)."""
-        now_s = self._clock.monotonic() if now_s is None else now_s
+    def tick(self, now_s: float | None = None) -> float:
+        """Read every live device once, stamping readings with `now_s` (default: clock now); returns it.
+
+        Safe beside the background loop: it waits for the loop's tick in flight, never
+        interleaves with it.
+        """
+        with self._tick_lock:
+            now_s = self._clock.monotonic() if now_s is None else now_s
+            self._tick(now_s)
+            return now_s
+
+    def edge(self) -> float:
+        """Read every live device now, outside the tick grid (the agent's start and close); the time.
+
+        Counted as reads, not as ticks, so the achieved period stays the loop's.
+        """
+        with self._tick_lock:
+            now_s = self._clock.monotonic()
+            self._tick(now_s, counted=False)
+            return now_s
+
+    def _tick(self, now_s: float, lateness_s: float | None = None, *, counted: bool = True) -> None:
         if self._undiscovered:
             self._discover(now_s)
         for sensor, device in tuple(self._devices):  # a copy: a lost device is removed mid-loop
             self._reads += 1
             try:
-                self._sink.add(sensor.read(device, now_s))
+                reading = sensor.read(device, now_s)
+                problem = reading_problem(reading)
+                if problem is not None:  # NaN or negative: a failed read (a gap), never energy
+                    raise ValueError(problem)
+                self._sink.add(reading)
             except DeviceLost as e:
                 self._errors += 1
                 self._devices.remove((sensor, device))
@@ -141,11 +166,18 @@ class Sampler:
                 self._errors += 1
                 self._warn(device.uuid, now_s, e)
                 self._sink.record_failure(device.uuid, now_s, f"{type(e).__name__}: {e}", False)
-        with self._lock:
+        if not counted:
+            return
+        with self._lock:  # one lock per tick for every health figure
             self._ticks += 1
             if self._first_tick_s is None:
                 self._first_tick_s = now_s
             self._last_tick_s = now_s
+            if lateness_s is not None:
+                self._lateness[self._lateness_n % _LATENESS_WINDOW] = lateness_s
+                self._lateness_n += 1
+                if self._lateness_max_s is None or lateness_s > self._lateness_max_s:
+                    self._lateness_max_s = lateness_s
 
     def run_until(self, end_s: float) -> None:
         """Run the deadline loop on the calling thread until the clock reaches `end_s` (or stop())."""
@@ -199,27 +231,33 @@ class Sampler:
 
     def _loop(self, end_s: float) -> None:
         cpu0_s = time.thread_time()
-        t0_s = self._clock.monotonic()
+        period_s, stopped = self._period_s, self._stop.is_set
+        monotonic, sleep = self._clock.monotonic, self._clock.sleep
+        t0_s = now_s = monotonic()
         k = 0
-        while not self._stop.is_set():
-            deadline_s = t0_s + k * self._period_s
+        while not stopped():
+            deadline_s = t0_s + k * period_s
             if deadline_s >= end_s:
                 break
             # Sleep in slices of at most a period so stop() is noticed promptly.
-            while (wait_s := deadline_s - self._clock.monotonic()) > 0 and not self._stop.is_set():
-                self._clock.sleep(min(wait_s, self._period_s))
-            if self._stop.is_set():
+            while now_s < deadline_s and not stopped():
+                sleep(min(deadline_s - now_s, period_s))
+                now_s = monotonic()
+            if stopped():
                 break
-            self._record_lateness(self._clock.monotonic() - deadline_s)
-            self.tick()
+            with self._tick_lock:  # the tick reads at the time its lateness is measured from
+                self._tick(now_s, lateness_s=now_s - deadline_s)
             k += 1
-            behind = (self._clock.monotonic() - t0_s) / self._period_s
+            now_s = monotonic()  # also the next deadline's first check
+            behind = (now_s - t0_s) / period_s
             if behind > k + 1:  # more than a period late: skip to the next future deadline
                 skipped = math.floor(behind) + 1 - k
                 with self._lock:
                     self._overruns += skipped
                 k += skipped
-            self._cpu_s = time.thread_time() - cpu0_s
+            if k % _CPU_EVERY == 0:  # a system call, not a vDSO read: not on every tick
+                self._cpu_s = time.thread_time() - cpu0_s
+        self._cpu_s = time.thread_time() - cpu0_s
 
     def _discover(self, now_s: float) -> None:
         for sensor in list(self._undiscovered):
@@ -229,13 +267,6 @@ class Sampler:
             except Exception as e:  # a broken backend must not stop the others; retried next tick
                 self._errors += 1
                 self._warn(type(sensor).__name__, now_s, e)
-
-    def _record_lateness(self, lateness_s: float) -> None:
-        with self._lock:
-            self._lateness[self._lateness_n % _LATENESS_WINDOW] = lateness_s
-            self._lateness_n += 1
-            if self._lateness_max_s is None or lateness_s > self._lateness_max_s:
-                self._lateness_max_s = lateness_s
 
     def _warn(self, key: str, now_s: float, error: Exception) -> None:
         last_s = self._last_warning_s.get(key)

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
-from collections.abc import Sequence
-from dataclasses import asdict
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, Protocol, runtime_checkable
 
-from wattlog.records import EnergyInterval, Gap
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
+
+from wattlog.records import EnergyInterval, Gap, WindowEnergy
+
+logger = logging.getLogger(__name__)
+
+INCOMPLETE_EXIT = 75
+"""Exit code of a command whose work succeeded but whose energy rows are not all stored
+(EX_TEMPFAIL: spooled rows are stored by `wattlog replay` once the ledger is back)."""
 
 
 class IntervalSink(Protocol):
@@ -29,11 +39,21 @@ class IntervalSink(Protocol):
         ...
 
 
+@runtime_checkable
+class WindowSink(Protocol):
+    """A sink that also stores measurement windows (`with agent.window("eval"):`), at each flush."""
+
+    def write_windows(self, windows: Sequence[WindowEnergy]) -> None:
+        """Store the rows of the windows closed since the last flush (one per window and device)."""
+        ...
+
+
 class JsonlSink:
     """Appends each flush's rows to a JSON Lines file (for `wattlog agent --jsonl`, no database needed).
 
-    One object per line: ``{"type": "interval", ...EnergyInterval fields}`` or
-    ``{"type": "gap", ...Gap fields}``; every interval carries its source label.
+    One object per line: ``{"type": "interval", ...EnergyInterval fields}``,
+    ``{"type": "gap", ...Gap fields}`` or ``{"type": "window", ...WindowEnergy fields}``;
+    every interval and window carries its source label.
     Each write is flushed and fsynced, so a killed run keeps every finished interval.
 
     Args:
@@ -46,17 +66,109 @@ class JsonlSink:
 
     def write(self, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
         """Append the rows and make them durable."""
+        lines = [json.dumps({"type": "interval", **asdict(row)}) for row in intervals]
+        lines += [json.dumps({"type": "gap", **asdict(gap)}) for gap in gaps]
+        self._append(lines)
+
+    def _append(self, lines: list[str]) -> None:
         if self._file is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = self.path.open("a", encoding="utf-8")
-        lines = [json.dumps({"type": "interval", **asdict(row)}) for row in intervals]
-        lines += [json.dumps({"type": "gap", **asdict(gap)}) for gap in gaps]
         self._file.write("".join(line + "\n" for line in lines))
         self._file.flush()
         os.fsync(self._file.fileno())
+
+    def write_windows(self, windows: Sequence[WindowEnergy]) -> None:
+        """Append the window rows (``{"type": "window", ...}``) and make them durable."""
+        self._append([json.dumps({"type": "window", **asdict(row)}) for row in windows])
 
     def close(self) -> None:
         """Close the file (idempotent)."""
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+@dataclass
+class SinkStats:
+    """What the agent's sinks did with the rows handed to them (counted on the flush thread)."""
+
+    written_rows: int = 0
+    """Energy rows sinks accepted."""
+    rejected_rows: int = 0
+    """Rows a sink refused as invalid: recorded as gaps, never handed to it again."""
+    dropped_rows: int = 0
+    """Rows and gaps dropped because a failing sink's retry buffer was full."""
+    failures: int = 0
+    """Flushes in which a sink raised (its rows kept for the next flush)."""
+
+
+def write_or_reject(
+    sink: IntervalSink, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap], stats: SinkStats
+) -> None:
+    """Write to `sink`; rows it refuses as invalid (ValueError) become gaps instead of being retried.
+
+    A refused batch is retried row by row, so one bad row does not take the
+    good ones with it; each refused row is replaced by a gap over its
+    interval naming the reason, and counted in ``stats.rejected_rows``.
+
+    Raises:
+        Exception: Whatever else the sink raises (the caller keeps the rows and retries).
+    """
+    try:
+        sink.write(intervals, gaps)
+    except ValueError as error:
+        refused: list[Gap] = []
+        for row in intervals:
+            try:
+                sink.write([row], [])
+            except ValueError as why:
+                reason = f"rejected as invalid by {type(sink).__name__}: {why}"
+                refused.append(Gap(row.host, row.device, row.start_s, row.end_s, reason))
+        try:
+            sink.write([], [*gaps, *refused])
+        except ValueError:
+            stats.dropped_rows += len(gaps)
+        stats.rejected_rows += len(refused)
+        stats.written_rows += len(intervals) - len(refused)
+        logger.error(
+            "%s refused %d energy rows as invalid (%s): recorded as gaps, not retried",
+            type(sink).__name__,
+            len(refused),
+            error,
+        )
+    else:
+        stats.written_rows += len(intervals)
+
+
+class SinkCollector(Collector):
+    """The agent's bookkeeping of its sinks, as counters.
+
+    Emits::
+
+        # HELP wattlog_sink_rows_total Energy rows the sinks accepted.
+        # TYPE wattlog_sink_rows_total counter
+        # HELP wattlog_sink_rejected_rows_total Rows a sink refused as invalid (as gaps).
+        # TYPE wattlog_sink_rejected_rows_total counter
+        # HELP wattlog_sink_dropped_rows_total Rows dropped from a full retry buffer.
+        # TYPE wattlog_sink_dropped_rows_total counter
+        # HELP wattlog_sink_failures_total Flushes in which a sink failed (rows kept).
+        # TYPE wattlog_sink_failures_total counter
+    """
+
+    def __init__(self, stats: SinkStats, host: str, run: str = "") -> None:
+        self._stats = stats
+        self._labels = [host, run]
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        """Yield the four counters, labelled with the host and run (as every agent series)."""
+        s = self._stats
+        for name, doc, value in (
+            ("wattlog_sink_rows", "Energy rows the sinks accepted.", s.written_rows),
+            ("wattlog_sink_rejected_rows", "Rows a sink refused as invalid (as gaps).", s.rejected_rows),
+            ("wattlog_sink_dropped_rows", "Rows dropped from a full retry buffer.", s.dropped_rows),
+            ("wattlog_sink_failures", "Flushes in which a sink failed (rows kept).", s.failures),
+        ):
+            family = CounterMetricFamily(name, doc, labels=["host", "run"])
+            family.add_metric(self._labels, float(value))
+            yield family

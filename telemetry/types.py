@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from wattlog.records import Kind, Source
@@ -38,7 +39,12 @@ class DeviceInfo:
 class Reading:
     """One read of one device at sampler time `t_s` (monotonic seconds).
 
-    Metrics a device does not offer are None.
+    Metrics a device does not offer are None; the slow metrics (utilisation,
+    temperature, memory, power limit) are None on reads that did not ask for them.
+    `energy_t_s` and `power_t_s` are the driver's own times of the counter value
+    and of the power value (its publication), on the same monotonic clock as
+    `t_s`, where the driver says (NVML field timestamps); a repeated publication
+    carries the same time again, and the integrator integrates on these times.
     """
 
     device: str
@@ -48,6 +54,9 @@ class Reading:
     utilisation_pct: float | None = None
     temperature_c: float | None = None
     memory_used_bytes: int | None = None
+    energy_t_s: float | None = None
+    power_t_s: float | None = None
+    power_limit_w: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,3 +90,15 @@ class DeviceEnergy:
     lost: bool = False
     notes: tuple[str, ...] = ()
 
+
+
+def reading_problem(reading: Reading) -> str | None:
+    """Why a reading cannot be energy (a non-finite or negative power or counter), None if it can.
+
+    Such a reading is a failed read: integrating one NaN would make the
+    device's energy NaN for good, and a negative one would subtract energy.
+    """
+    for name, value in (("power", reading.power_w), ("energy counter", reading.energy_mj)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            return f"invalid {name} reading {value!r} (not a finite number >= 0)"
+    return None

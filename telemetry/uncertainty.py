@@ -18,35 +18,47 @@ True energy is bracketed by three independent effects, composed in this order:
 3. Gaps: each unmeasured second adds [0, P_max] with P_max the power limit (or
    the highest power seen).
 
-A load whose period locks to the publication period is seen at the same phase
-every time and misread by tens of percent. When that is suspected, the band also
-covers the only thing the readings still prove: the observed quarter is true
-power, the unobserved rest lies in [0, P_max]. Estimated sources (no sensor) get
-+-50 %: a utilisation x TDP model is routinely off by tens of percent.
+2b. When the published values repeat exactly (the load's period is commensurate
+   with the sensor's), partial observation is no longer a random error that
+   averages out but a fixed one, bounded from the samples (analyse_repetition):
+   the phases seen, their spread, the observed window. Repetition that covers
+   the step with many phases (230 ms steps seen at 23 phases, 1.3 s at 13) is
+   harmless: its small bound replaces the sampling term, nothing is flagged.
+   Few phases of a load whose power differs there (200 ms steps seen at 2) is a
+   harmful lock: flagged when the bound exceeds `lock_rel` (5 %), and the band
+   carries the bound.
+
+Estimated sources (no sensor) get +-50 %: a utilisation x TDP model is
+routinely off by tens of percent.
 
 Phase lock is suspected from the agent's own readings in two ways:
 
-- The published values repeat exactly (detect_periodic_lock). A load whose
-  period is not locked is seen at a drifting phase, so the values published at
-  its edges differ every time; training steps also jitter. A locked load shows
-  the same few values forever. Runs of identical 25 ms samples are collapsed
-  first (one value per publication), so the test does not depend on how the
-  sampler's grid meets the sensor's.
-- Counter and sampled energy disagree over the same spans by more than the
-  sampling error (counter_disagreement). A load locked at exactly the
+- The published values repeat exactly at few phases (analyse_repetition). A load
+  whose period is not commensurate is seen at a drifting phase, so the values
+  published at its edges differ every time; training steps also jitter. With the
+  driver's timestamps every publication is taken once (without them, runs of
+  identical 25 ms samples are collapsed to one value).
+- Counter and sampled energy disagree by more than the sampling error and any
+  repetition's bound (counter_disagreement). A load locked at exactly the
   publication period publishes a constant, which looks like a steady load; if
   the counter integrates true power it still sees the truth, and the two part.
-  If the counter only integrates the observed windows too, nothing the sensor
-  offers can reveal that lock (bench.accuracy prints it as a control).
+  A counter that sums only the observed windows equals the samples, so one that
+  differs by more than `counter_evidence_rel` over a minute integrates true
+  power: its figure is then trusted (no partial-observation term). If the
+  counter only integrates the observed windows too, nothing the sensor offers
+  can reveal a lock at one phase (bench.accuracy prints it as a control).
 
-The flag is sticky (a lock found once widens the device's whole band) and the
-counter comparison is cumulative, so a lock that starts late in a long steady
-run is caught by the first test, or only late by the second.
+A lock flagged without a bound (only from the counter, with an untrusted
+figure) keeps the old floor: the observed quarter is true power, the unobserved
+rest lies in [0, P_max]. The flag is sticky, and so is the widest repetition
+bound seen; detection runs at every snapshot and flush (as the live agent asks),
+once 100 new publications or 10 s of counter comparison have come in.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -77,6 +89,9 @@ class BandInputs:
         cv: Coefficient of variation of the published power values (0 if unknown).
         publications: Distinct published values seen.
         phase_lock: Whether a phase lock is suspected.
+        alias_rel: Bound on aliasing when the published values repeat (None: they do not).
+        counter_true: The counter disagreed with the samples beyond sampling error, so it
+            integrates more than the observed windows: its figure gets no partial-observation term.
     """
 
     energy_j: float
@@ -88,6 +103,8 @@ class BandInputs:
     cv: float = 0.0
     publications: int = 0
     phase_lock: bool = False
+    alias_rel: float | None = None
+    counter_true: bool = False
 
 
 @dataclass
@@ -116,6 +133,11 @@ class BandModel:
     """Partial-observation term never below this."""
     correlated_publications: int = 10
     """Publications that err together (n is divided by this)."""
+    counter_evidence_rel: float = 0.01
+    """Counter and samples differing by more than this over 60 s or more: the counter integrates
+    true power (one summing the observed windows equals the samples), so its figure is trusted."""
+    lock_rel: float = 0.05
+    """A repetition whose aliasing bound exceeds this is flagged as a phase lock."""
     estimated_rel: float = 0.5
     """Band of estimated sources, +-."""
     calibrations: Mapping[str, Calibration] = field(default_factory=dict)
@@ -145,12 +167,17 @@ class BandModel:
             return x.energy_j * (1 - self.estimated_rel), x.energy_j * (1 + self.estimated_rel) + gap_j
         lo_f, hi_f = self._calibration(device)
         f = self.fraction_seen(device)
+        trusted = x.from_counter and (self.counter_integrates_true or x.counter_true)
         po = 0.0
-        if f < 1 and not (x.from_counter and self.counter_integrates_true):
+        if f < 1 and trusted:
+            po = 0.0 if self.counter_integrates_true else self.floor_rel
+        elif f < 1 and x.alias_rel is not None:  # a repetition: a systematic error, bounded from the samples
+            po = max(self.floor_rel, x.alias_rel)
+        elif f < 1:
             po = self.sampling_rel(x.cv, x.publications)
         low = x.energy_j * lo_f * (1 - po)
         high = x.energy_j * hi_f * (1 + po)
-        if x.phase_lock and f < 1:
+        if x.phase_lock and f < 1 and not trusted and x.alias_rel is None:
             seen_j = x.sampled_j if x.sampled_j is not None else x.energy_j
             low = min(low, f * seen_j * lo_f)
             high = max(high, f * seen_j * hi_f + (1 - f) * x.p_max_w * x.measured_s)
@@ -188,35 +215,69 @@ class PhaseLock:
         )
 
 
-def detect_periodic_lock(
+@dataclass(frozen=True, slots=True)
+class Repetition:
+    """Published values that repeat exactly: the load's period is commensurate with the sensor's.
+
+    Repetition alone is harmless when the phases it shows cover the load's step
+    (a 230 ms step seen at 23 phases 10 ms apart), and harmful when few phases of
+    a load whose power differs there are seen (a 200 ms step seen at 2). The
+    difference is bounded from the samples, not guessed (see :func:`analyse_repetition`).
+
+    Attributes:
+        lag: Publications after which the pattern repeats (m).
+        load_period_s: The load's period as the phase ordering reveals it (m x P / k).
+        phases: Distinct phases of the load the sensor sees (m).
+        steps_per_pattern: Load periods inside one pattern (k).
+        alias_rel: Bound on the relative error of the readings' mean, from the samples.
+        score: How exactly the pattern repeats (1 = exactly).
+    """
+
+    lag: int
+    load_period_s: float
+    phases: int
+    steps_per_pattern: int
+    alias_rel: float
+    score: float
+
+    def note(self) -> str:
+        """The plain-language caveat a DeviceEnergy carries for a repetition that is not a lock."""
+        return (
+            f"published power repeats every {self.lag} publications (load period ~"
+            f"{self.load_period_s * 1e3:.0f} ms seen at {self.phases} phases): aliasing bounded by "
+            f"+-{self.alias_rel:.1%} from the samples"
+        )
+
+
+def analyse_repetition(
     times_s: Sequence[float],
     values_w: Sequence[float],
     *,
-    max_lag: int = 30,
+    publication_period_s: float = 0.1,
+    observed_fraction: float = 0.25,
+    max_lag: int = 40,
     min_score: float = 0.97,
     min_cv: float = 0.03,
-) -> PhaseLock | None:
-    """A lock seen in the published values alone: an exactly repeating pattern.
+) -> Repetition | None:
+    """How far an exactly repeating series of published values may mislead, from the values alone.
 
-    `values_w` are distinct consecutive published values (runs of identical 25 ms
-    samples collapsed to one), at `times_s`. A load not locked to the sensor is
-    seen at a drifting phase, so the values it publishes never repeat exactly;
-    a locked one repeats the same few values forever. The score at lag m is
-    1 - mean((x_i - x_{i-m})^2) / (2 var x), ~1 for an exact repeat, near the
-    autocorrelation otherwise; the smallest lag scoring >= `min_score` wins.
-    A series with almost no variation (cv < `min_cv`) proves nothing: a steady
-    load and a load locked at one value (period = the publication period) look
-    the same here, which is why the counter comparison exists.
-
-    Args:
-        times_s: Time of each value.
-        values_w: Collapsed published values.
-        max_lag: Longest pattern tried, in values.
-        min_score: Score that counts as an exact repeat.
-        min_cv: Smallest variation worth testing.
+    `values_w` are consecutive publications (one per publication period P). They
+    repeat after m values when the score 1 - mean((x_i - x_{i-m})^2) / (2 var x)
+    reaches `min_score` (~1 for an exact repeat, near the autocorrelation
+    otherwise; the smallest such lag wins; a series varying less than `min_cv`
+    proves nothing). The pattern then spans m x P = k load periods and the
+    m values are the load seen at m phases spaced evenly over its period. k is
+    found by ordering the pattern's mean values by phase for each candidate k
+    coprime with m: the true order is the smoothest (least circular variation V),
+    and ties go to the smallest k (the widest bound). The readings' mean then
+    errs by at most (V / 2) x max(1 - k x f, 0) / m, with f = w / P the observed
+    fraction: the Koksma bound for an even grid of m windows of width w on a load
+    of variation V (each level change misplaced by at most one grid gap less the
+    window). V is what the samples show: a spike no window ever sees is not in it.
+    Relative to the mean of the values, that is `alias_rel`.
 
     Returns:
-        The suspected lock, or None.
+        The repetition, or None when the values do not repeat (or barely vary).
     """
     n = len(values_w)
     if n < 60:
@@ -228,10 +289,32 @@ def detect_periodic_lock(
     for m in range(1, min(max_lag, n // 4) + 1):
         d2 = sum((values_w[i] - values_w[i - m]) ** 2 for i in range(m, n)) / (n - m)
         score = 1 - d2 / (2 * var)
-        if score >= min_score:
-            period_s = (times_s[-1] - times_s[-1 - m * ((n - 1) // m)]) / ((n - 1) // m)
-            return PhaseLock(period_s, score, "published power repeats exactly")
+        if score < min_score:
+            continue
+        pattern = [statistics.fmean(values_w[j::m]) for j in range(m)]
+        k, variation = _smoothest_order(pattern)
+        alias_w = variation / 2 * max(1.0 - k * observed_fraction, 0.0) / m
+        period_s = m * publication_period_s / k
+        return Repetition(m, period_s, m, k, alias_w / statistics.fmean(pattern), score)
     return None
+
+
+def _smoothest_order(pattern: Sequence[float]) -> tuple[int, float]:
+    """(k, V): the steps per pattern whose phase order is smoothest, and that order's circular variation."""
+    m = len(pattern)
+    best: tuple[float, int] | None = None
+    for k in range(1, m + 1):
+        if math.gcd(k, m) != 1:
+            continue
+        # publication j sits at phase (j x k mod m) / m of the load period
+        ordered = [0.0] * m
+        for j, value in enumerate(pattern):
+            ordered[(j * k) % m] = value
+        variation = sum(abs(ordered[i] - ordered[i - 1]) for i in range(m))
+        if best is None or variation < best[0] * (1 - 1e-6) - 1e-9:
+            best = (variation, k)
+    assert best is not None
+    return best[1], best[0]
 
 
 def counter_disagreement(counter_j: float, sampled_j: float, expected_rel: float) -> float | None:

@@ -18,8 +18,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"wattlog": "wattlog", "telemetry": "wattlog.telemetry", "accounting": "wattlog.accounting",
-           "trainer": "wattlog.trainer", "dashboards": "wattlog.dashboards"}
+FOLDERS = {
+    "wattlog": "wattlog",
+    "telemetry": "wattlog.telemetry",
+    "accounting": "wattlog.accounting",
+    "trainer": "wattlog.trainer",
+    "dashboards": "wattlog.dashboards",
+}
 
 
 @pytest.fixture(scope="module")
@@ -151,3 +156,46 @@ def test_python_m_wattlog_and_lazy_api(site: Path) -> None:
     )
     assert help_text.returncode == 0, help_text.stderr
     assert "table" in help_text.stdout
+
+
+@pytest.mark.parametrize("args", [["sites"], ["table", "--reference", "--format", "markdown"]])
+def test_installed_commands_find_their_data_files(site: Path, tmp_path: Path, args: list[str]) -> None:
+    """Data files are found through the installed package, never a top-level `accounting`.
+
+    Other projects' `trainer`, `telemetry`, `accounting` and `dashboards` (all on PyPI) sit first on
+    the path and refuse to load: wattlog must never reach for them.
+    """
+    shadow = tmp_path / "shadow"
+    for name in ("trainer", "telemetry", "accounting", "dashboards"):
+        (shadow / name).mkdir(parents=True)
+        (shadow / name / "__init__.py").write_text(f"raise ImportError('{name} is another project')\n")
+    path = os.pathsep.join((str(shadow), str(site)))
+    env = {**os.environ, "PYTHONPATH": path, "WATTLOG_DB": f"sqlite:///{tmp_path / 'w.db'}"}
+    result = subprocess.run(
+        [sys.executable, "-m", "wattlog", *args], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_mypy_sees_the_trackers_real_signature(site: Path, tmp_path: Path) -> None:
+    """mypy does not follow setuptools' editable finder: it reads the wheel's layout (MYPYPATH)."""
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text("import wattlog\nreveal_type(wattlog.Tracker)\nreveal_type(wattlog.RunSession)\n")
+    mypy = Path(sys.executable).with_name("mypy")
+    result = subprocess.run(
+        [str(mypy), "--config-file", str(ROOT / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache"),
+         str(snippet)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MYPYPATH": str(site)},
+        cwd=tmp_path,
+    )
+    revealed = [line for line in result.stdout.splitlines() if "Revealed type" in line]
+    assert len(revealed) == 2, result.stdout + result.stderr
+    tracker, session = revealed
+    assert "def (run: str | None =, *, site: str =, model: str =" in tracker
+    assert "callbacks: typing.Sequence[wattlog.trainer.callback.Callback] =" in tracker
+    assert tracker.endswith("-> wattlog.trainer.tracker.Tracker\"")
+    assert "config: wattlog.trainer.session.SessionConfig" in session
+    assert "Any" not in tracker.split("config:")[0]  # every parameter before the free-form config is typed

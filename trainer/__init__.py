@@ -1,8 +1,11 @@
 """Trainer: what a PyTorch training loop calls, and the training commands of `wattlog`.
 
-- tracker: Tracker, the context manager a training loop reports its steps to.
+- session: RunSession, SessionConfig, the torch-free run (ledger, agent, status) `wattlog run` uses.
+- tracker: Tracker over a session, the context manager a training loop reports its steps to;
+  tracker_config: TrackerConfig; step_values: the checks of step() values.
 - metrics: DeviceMetricBuffer, BookkeepingThread, allow_sync, StepRecord (zero-sync step metrics).
-- callback, callbacks/: Callback base; GCCallback, SpeedCallback, StabilityCallback.
+- callback, callbacks/: Callback base, the CallbackContext it gets; GCCallback, SpeedCallback,
+  StabilityCallback.
 - detectors: SpikeDetector, NonFiniteDetector, LossScaleDetector, GrowthDetector, Detection.
 - health: health_check, HealthResult, compare_peers, exit_code; gpuchecks: the NVML checks.
 - restarts: lost work of restarts (the energy split by use is wattlog.accounting.split).
@@ -22,6 +25,10 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _HOMES = {
     "Tracker": "wattlog.trainer.tracker",
+    "TrackerConfig": "wattlog.trainer.tracker_config",
+    "RunSession": "wattlog.trainer.session",
+    "SessionConfig": "wattlog.trainer.session",
+    "CallbackContext": "wattlog.trainer.callback",
     "DeviceMetricBuffer": "wattlog.trainer.metrics",
     "BookkeepingThread": "wattlog.trainer.metrics",
     "StepRecord": "wattlog.trainer.metrics",

@@ -4,14 +4,42 @@ from __future__ import annotations
 
 import socket
 import time
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from wattlog.numbers import check_number, check_port
+
 DbOption = Annotated[
     str | None, typer.Option("--db", help="Ledger URL (default $WATTLOG_DB or ./wattlog.db).")
 ]
+PhaseOption = Annotated[
+    str,
+    typer.Option("--phase", help="development or final (default: final for role final, else development)."),
+]
+StageOption = Annotated[
+    str,
+    typer.Option(
+        "--stage", help="pretraining, mid-training, sft, dpo, rl, evaluation, inference or debugging."
+    ),
+]
+GroupOption = Annotated[str, typer.Option("--group", help="Scale group, e.g. 7B (the project tables' rows).")]
+DeviceModelOption = Annotated[
+    str, typer.Option("--device-model", help="Accelerator model, e.g. H100 (embodied figures, power limit).")
+]
+GpuHoursOption = Annotated[
+    float | None,
+    typer.Option("--gpu-hours", min=0, help="GPU-hours of the run (default: derived from its GPU rows)."),
+]
+RequestsOption = Annotated[
+    int | None, typer.Option("--requests", min=0, help="Requests served (an inference run: break-even).")
+]
+HEALTH_SITE = "world"
+"""The site a health-check run is recorded with: the labelled, sourced world average (`wattlog sites`)."""
+RoleOption = Annotated[str, typer.Option("--role", help="final, ablation, baseline, failed or debug.")]
+ProjectOption = Annotated[str, typer.Option("--project", help="Project the run belongs to.")]
 
 
 def demo(
@@ -25,6 +53,10 @@ def demo(
     ] = 0,
     port: Annotated[int, typer.Option("--port", help="Metrics port on 127.0.0.1 (0: any free port).")] = 0,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Sequences per step.")] = 8,
+    phase: PhaseOption = "",
+    stage: StageOption = "pretraining",
+    group: GroupOption = "",
+    device_model: DeviceModelOption = "",
 ) -> int:
     """Train a small GPT for about a minute under the tracker and print its footprint beside Table 19."""
     from wattlog.trainer.demo import DemoConfig, run_demo
@@ -38,9 +70,12 @@ def demo(
         simulate_gpus=simulate_gpus,
         port=port,
         batch_size=batch_size,
+        phase=phase,
+        stage=stage,
+        scale_group=group,
+        device_model=device_model,
     )
-    run_demo(config)
-    return 0
+    return run_demo(config)
 
 
 def run(
@@ -54,12 +89,60 @@ def run(
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the run of that name (a restart).")
     ] = False,
+    sample_nodes: Annotated[
+        int | None,
+        typer.Option(
+            "--sample-nodes", min=1, help="Measure K of the job's nodes, extrapolate ($WATTLOG_SAMPLE_NODES)."
+        ),
+    ] = None,
+    project: ProjectOption = "default",
+    role: RoleOption = "final",
+    phase: PhaseOption = "",
+    stage: StageOption = "",
+    group: GroupOption = "",
+    device_model: DeviceModelOption = "",
+    gpu_hours: GpuHoursOption = None,
+    requests: RequestsOption = None,
+    flush_s: Annotated[
+        float, typer.Option("--flush-s", help="Seconds between writes of energy rows to the ledger.")
+    ] = 10.0,
+    lock_dir: Annotated[
+        Path | None,
+        typer.Option("--lock-dir", help="Folder of the node's device locks (default $WATTLOG_LOCK_DIR)."),
+    ] = None,
 ) -> int:
-    """Run COMMAND with an agent sampling the node; record the run and pass the exit code through."""
+    """Run COMMAND with an agent sampling the node and record the run; exit with its code.
+
+    SIGTERM and SIGINT are forwarded to COMMAND; the run is then closed as preempted (exit 143) or
+    killed (130) with its last interval flushed. 127: not found, 126: not executable, 128+N: killed
+    by signal N; 75: not every row reached the ledger (kept in the spool for `wattlog replay`).
+    """
     from wattlog.trainer.runner import run_command
 
+    check_number("--flush-s", flush_s, low=0.025, high=86400, hint="the default is 10")
+    check_port("--port", port)
     label = name or time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())
-    return run_command(command or [], run=label, site=site, db=db, port=port, resume=resume)
+    return run_command(
+        command or [],
+        run=label,
+        site=site,
+        db=db,
+        port=port,
+        resume=resume,
+        sample_nodes=sample_nodes,
+        flush_s=flush_s,
+        lock_dir=lock_dir,
+        labels={
+            "project": project,
+            "role": role,
+            "phase": phase,
+            "stage": stage,
+            "scale_group": group,
+            "device_model": device_model,
+            "gpu_hours": gpu_hours,
+            "requests": requests,
+        },
+    )
 
 
 def health_check(
@@ -79,11 +162,14 @@ def health_check(
     ] = 0.8,
 ) -> int:
     """Multiply, compare and time on each device, check NVML; exit 1 if any device is unhealthy."""
-    from wattlog.accounting.ledger import Ledger, Role, describe_url, make_engine
-    from wattlog.errors import LedgerError
+    from wattlog.accounting.ledger import Ledger, Role, Stage, Status, describe_url, make_engine
+    from wattlog.events import EventCategory, EventKind
     from wattlog.trainer.health import compare_peers, default_devices, exit_code
     from wattlog.trainer.health import health_check as check
 
+    if size is not None:
+        check_number("--size", size, low=1, high=65_536, hint="e.g. 512 on a CPU, 8192 on a GPU")
+    check_number("--min-fraction", min_fraction, low=0, high=1, low_open=True, hint="e.g. 0.8")
     results = compare_peers([check(d, size=size) for d in device or default_devices()], min_fraction)
     console = Console(highlight=False)
     for result in results:
@@ -92,14 +178,25 @@ def health_check(
     engine = make_engine(db)
     try:
         ledger = Ledger(engine)
-        try:
-            ledger.get_run(label)
-        except LedgerError:
-            ledger.start_run(label, project="health", role=Role.DEBUG, host=socket.gethostname())
+        if ledger.find_run(label) is None:
+            # With a site (the world average, labelled as such) so `wattlog table` can show it.
+            ledger.start_run(
+                label,
+                project="health",
+                role=Role.DEBUG,
+                host=socket.gethostname(),
+                site=HEALTH_SITE,
+                stage=Stage.DEBUGGING,
+            )
         for result in results:
             ledger.record_event(
-                label, "health_check", time_s=result.end_s, category="health_check", payload=result.payload()
+                label,
+                EventKind.HEALTH_CHECK,
+                time_s=result.end_s,
+                category=EventCategory.HEALTH_CHECK,
+                payload=result.payload(),
             )
+        ledger.end_run(label, Status.FINISHED)
     finally:
         engine.dispose()
     console.print(f"Recorded in run {label} of {describe_url(db)}")

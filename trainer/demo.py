@@ -2,6 +2,9 @@
 
 On a machine without GPUs or RAPL the node's energy is the labelled CPU/DRAM
 estimate; ``--simulate-gpus N`` adds simulated GPUs (labelled simulated).
+SIGTERM (preemption) or SIGINT stops training at the next step: the run is
+closed as preempted (or killed) with its last interval flushed, the report is
+printed, and the exit code is 128 + the signal's number.
 """
 
 from __future__ import annotations
@@ -18,10 +21,13 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from wattlog.accounting.ledger import describe_url
 from wattlog.accounting.run_report import print_run_report
 from wattlog.accounting.sites import get_site
-from wattlog.errors import ConfigError
+from wattlog.accounting.units import readable
+from wattlog.errors import LedgerError
+from wattlog.numbers import MAX_SIMULATED_GPUS, check_number, check_port
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors import discover
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+from wattlog.telemetry.supervise import StopRequested, Supervisor
 from wattlog.trainer.callbacks import SpeedCallback
 from wattlog.trainer.example import GPT, ByteTokenizer, batches, generate_corpus, preset
 from wattlog.trainer.tracker import Tracker
@@ -53,22 +59,33 @@ class DemoConfig:
     """Seed of the corpus, the windows and the weights."""
     flush_s: float = 5.0
     """Seconds between ledger writes of the energy."""
+    phase: str = ""
+    """development or final ("" = from the role)."""
+    stage: str = "pretraining"
+    """What the run does (pretraining, sft, ...)."""
+    scale_group: str = ""
+    """Scale group of the project tables (e.g. "tiny")."""
+    device_model: str = ""
+    """Accelerator model (embodied figures, power limit)."""
 
     def __post_init__(self) -> None:
         """Validate the settings before anything starts."""
-        if not self.seconds > 0:
-            raise ConfigError(f"--seconds must be > 0, got {self.seconds}")
-        if self.simulate_gpus < 0:
-            raise ConfigError(f"--simulate-gpus must be >= 0, got {self.simulate_gpus}")
-        if self.batch_size < 1:
-            raise ConfigError(f"--batch-size must be >= 1, got {self.batch_size}")
+        # a demo is about a minute: a day is far beyond any sensible value, inf or NaN never one
+        check_number("--seconds", self.seconds, low=0, high=86_400, low_open=True, hint="e.g. 60")
+        check_port("--port", self.port)
+        check_number("--simulate-gpus", self.simulate_gpus, low=0, high=MAX_SIMULATED_GPUS)
+        check_number("--batch-size", self.batch_size, low=1, high=65_536)
         preset(self.model)
         get_site(self.site)
 
 
-def run_demo(config: DemoConfig, console: Console | None = None) -> str:
-    """Train, print the footprint; returns the run name."""
-    console = console or Console()
+def run_demo(config: DemoConfig, console: Console | None = None) -> int:
+    """Train, print the footprint; returns the exit code (0, or 128 + N when stopped by signal N)."""
+    with Supervisor() as supervisor:
+        return _demo(config, console or Console(), supervisor)
+
+
+def _demo(config: DemoConfig, console: Console, supervisor: Supervisor) -> int:
     torch.manual_seed(config.seed)
     model_config = preset(config.model)
     run = config.run or time.strftime("demo-%Y%m%d-%H%M%S", time.gmtime())
@@ -97,7 +114,44 @@ def run_demo(config: DemoConfig, console: Console | None = None) -> str:
         agent_config=AgentConfig(port=config.port, flush_s=flush_s),
         config={"model": config.model, "params": model.num_params(), "batch_size": config.batch_size},
         progress_every_s=min(30.0, flush_s),
+        phase=config.phase,
+        stage=config.stage,
+        scale_group=config.scale_group,
+        device_model=config.device_model,
     )
+    code = 0
+    try:
+        _track(tracker, model, optimizer, warmup, data, config, console, supervisor)
+    except StopRequested as stopped:
+        code = 128 + stopped.signum
+        console.print(f"Stopped by {stopped.signum.name}: training ended at step {tracker.current_step}.")
+    t = tracker
+    console.print(f"Trained {t.current_step} steps; run {run} {t.status}.")
+    if t.summary is not None:
+        console.print(f"Energy: {t.summary.line()}.")
+    if t.ledger is not None:
+        print_run_report(t.ledger, run, config.db, console)
+    console.print(f"Ledger written to {describe_url(config.db)}")
+    if t.unwritten_rows:  # the figures above lack rows: say so, and fail
+        console.print(f"[bold red]INCOMPLETE:[/] the figures of {run} lack {t.unwritten_rows} energy rows.")
+        if code == 0:  # a stop by signal keeps its 128 + N; the line above says what is missing
+            raise LedgerError(
+                f"run {run} is incomplete: {t.unwritten_rows} energy rows are not in the ledger; "
+                "`wattlog replay` stores the spooled ones once it is reachable"
+            )
+    return code
+
+
+def _track(
+    tracker: Tracker,
+    model: GPT,
+    optimizer: torch.optim.Optimizer,
+    warmup: torch.optim.lr_scheduler.LRScheduler,
+    data: object,
+    config: DemoConfig,
+    console: Console,
+    supervisor: Supervisor,
+) -> None:
     with tracker as t:
         assert t.health is not None
         # No published peak for this CPU: MFU is measured against the health check's matmul throughput.
@@ -107,12 +161,8 @@ def run_demo(config: DemoConfig, console: Console | None = None) -> str:
         console.print(f"Model {config.model}: {params_m:.2f} M parameters; measuring {devices}")
         console.print(f"Health check: {t.health.summary()}")
         console.print(f"Metrics on [bold]{t.metrics_url}[/] (Prometheus can scrape it while the demo runs)")
-        _train(t, model, optimizer, warmup, data, config.seconds, console)
+        _train(t, model, optimizer, warmup, data, config.seconds, console, supervisor)
         t.drain()
-    console.print(f"Trained {t.current_step} steps; run {run} {t.status}.")
-    print_run_report(t.ledger, run, config.db, console)  # type: ignore[arg-type]
-    console.print(f"Ledger written to {describe_url(config.db)}")
-    return run
 
 
 def _train(
@@ -123,6 +173,7 @@ def _train(
     data: object,
     seconds: float,
     console: Console,
+    supervisor: Supervisor,
 ) -> None:
     columns = (
         TextColumn("[bold]step {task.fields[step]}"),
@@ -130,16 +181,17 @@ def _train(
         TextColumn("loss {task.fields[loss]}"),
         TextColumn("{task.fields[tps]} tok/s"),
         TextColumn("{task.fields[watts]} W"),
-        TextColumn("{task.fields[joules]} J"),
+        TextColumn("{task.fields[energy]}"),
         TimeElapsedColumn(),
     )
-    fields: dict[str, Any] = {"step": 0, "loss": "-", "tps": "-", "watts": "-", "joules": "-"}
+    fields: dict[str, Any] = {"step": 0, "loss": "-", "tps": "-", "watts": "-", "energy": "-"}
     model.train()
     end_s = time.monotonic() + seconds
     next_view_s = 0.0
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("train", total=seconds, **fields)
         while (now_s := time.monotonic()) < end_s:
+            supervisor.check()  # a stop signal ends training here, between two steps
             x, y = next(data)  # type: ignore[call-overload]
             _, loss = model(x, y)
             optimizer.zero_grad(set_to_none=True)
@@ -162,7 +214,7 @@ def _view(t: Tracker) -> dict[str, Any]:
         "loss": f"{latest.values['loss']:.3f}" if latest and "loss" in latest.values else "-",
         "tps": f"{speed.tokens_per_s:,.0f}" if speed else "-",
         "watts": f"{power:.1f}" if power is not None else "-",
-        "joules": f"{energy:,.0f}" if energy is not None else "-",
+        "energy": readable(energy, "energy") if energy is not None else "-",
     }
 
 

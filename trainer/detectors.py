@@ -19,6 +19,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from wattlog.errors import ConfigError
+from wattlog.events import EventKind
 
 # MAD x 1.4826 estimates the standard deviation of normally distributed values.
 _MAD_TO_SIGMA = 1.4826
@@ -47,7 +48,7 @@ class Detection:
 class SpikeDetector:
     """Value > median + k x (1.4826 MAD) of the last `window` finite values."""
 
-    kind: str = "loss_spike"
+    kind: str = EventKind.LOSS_SPIKE
     """Detection kind emitted."""
     window: int = 100
     """Trailing values kept."""
@@ -92,7 +93,7 @@ class SpikeDetector:
 class NonFiniteDetector:
     """Flags NaN and infinite values."""
 
-    kind: str = "non_finite"
+    kind: str = EventKind.NON_FINITE
     """Detection kind emitted."""
     metric: str = "loss"
     """Name used in the message."""
@@ -108,7 +109,7 @@ class NonFiniteDetector:
 class LossScaleDetector:
     """A dynamic loss scale at or below `min_scale` (reported once until it recovers)."""
 
-    kind: str = "loss_scale_collapse"
+    kind: str = EventKind.LOSS_SCALE_COLLAPSE
     """Detection kind emitted."""
     min_scale: float = 2.0**-5
     """metaseq stops training at this scale."""
@@ -140,7 +141,7 @@ class LossScaleDetector:
 class GrowthDetector:
     """Value > factor x the median of the first `baseline` values (reported once per doubling)."""
 
-    kind: str = "activation_growth"
+    kind: str = EventKind.ACTIVATION_GROWTH
     """Detection kind emitted."""
     baseline: int = 5
     """Samples that set the reference level."""

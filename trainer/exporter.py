@@ -6,14 +6,17 @@ of it and never touch the device or the training thread.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from wattlog.events import INSTABILITIES, EventKind
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
@@ -22,17 +25,19 @@ if TYPE_CHECKING:
     from wattlog.trainer.metrics import StepRecord
 
 
-EVENT_KINDS = (
-    "loss_spike",
-    "grad_norm_spike",
-    "non_finite",
-    "loss_scale_collapse",
-    "activation_growth",
-    "restart",
-)
+EVENT_KINDS = tuple(sorted(INSTABILITIES)) + (EventKind.RESTART, EventKind.INVALID_TOKENS)
 """Kinds of `wattlog_train_events_total`, exported at 0 from the start: a counter that first appears
-at 1 is invisible to `increase()`, so the first event of each kind would be missed (the detectors'
-`kind` defaults and the tracker's restart)."""
+at 1 is invisible to `increase()`, so the first event of each kind would be missed (what the
+detectors emit, the tracker's restart, and token counts that are no count)."""
+
+LABELS = ["run", "rank", "host"]
+
+
+class BookkeepingHealth(Protocol):
+    """What the bookkeeping thread counts (trainer.metrics.BookkeepingThread)."""
+
+    dropped: int
+    failed: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +74,12 @@ class TrainingState:
             return
         with self._lock:
             s = self._snapshot
-            tokens = s.tokens_total + sum(r.values.get("tokens", 0.0) for r in records)
+            counts = [r.values["tokens"] for r in records if "tokens" in r.values]
+            # one NaN would make the counter NaN for good: a count that is no count is an event instead
+            valid = [float(n) for n in counts if math.isfinite(n) and n >= 0]
+            if len(valid) < len(counts):
+                self._events[EventKind.INVALID_TOKENS] += len(counts) - len(valid)
+            tokens = s.tokens_total + sum(valid)
             latest: dict[str, float] = {}
             for record in records:
                 latest.update(record.values)
@@ -83,22 +93,25 @@ class TrainingState:
             )
 
     def speed(self, figures: SpeedFigures) -> None:
-        """Take the speed callback's latest figures."""
+        """Take the speed callback's latest figures (a job's figures, set by :meth:`job`, stay)."""
         with self._lock:
+            s = self._snapshot
             self._snapshot = replace(
-                self._snapshot,
+                s,
                 tokens_per_s=figures.tokens_per_s,
-                tokens_per_j=figures.tokens_per_j,
-                mfu=figures.mfu,
+                tokens_per_j=figures.tokens_per_j if figures.tokens_per_j is not None else s.tokens_per_j,
+                mfu=figures.mfu if figures.mfu is not None else s.mfu,
             )
+
+    def job(self, tokens_per_j: float | None, mfu: float | None) -> None:
+        """Take the whole job's tokens per joule and MFU (every rank's tokens, every node's energy)."""
+        with self._lock:
+            self._snapshot = replace(self._snapshot, tokens_per_j=tokens_per_j, mfu=mfu)
 
     def event(self, kind: str) -> None:
         """Count one training event (loss_spike, non_finite, restart, ...)."""
         with self._lock:
             self._events[kind] += 1
-
-
-LABELS = ["run", "rank", "host"]
 
 
 class TrainingCollector(Collector):
@@ -118,25 +131,42 @@ class TrainingCollector(Collector):
         # TYPE wattlog_train_loss_scale gauge
         # HELP wattlog_train_tokens_per_second Tokens per second over the latest flushed steps.
         # TYPE wattlog_train_tokens_per_second gauge
-        # HELP wattlog_train_tokens_per_joule Tokens per joule of measured energy, latest flushed steps.
+        # HELP wattlog_train_tokens_per_joule Tokens per joule (of the whole job when it has several ranks).
         # TYPE wattlog_train_tokens_per_joule gauge
         # HELP wattlog_train_mfu_ratio Model FLOPs utilisation (0..1) over the latest flushed steps.
         # TYPE wattlog_train_mfu_ratio gauge
         # HELP wattlog_train_events_total Training events by kind (loss_spike, non_finite, restart, ...).
         # (every kind of EVENT_KINDS from the start, at 0)
         # TYPE wattlog_train_events_total counter
+        # HELP wattlog_bookkeeping_dropped_total Metric batches dropped (behind).
+        # TYPE wattlog_bookkeeping_dropped_total counter
+        # HELP wattlog_bookkeeping_failures_total Bookkeeping operations that raised.
+        # TYPE wattlog_bookkeeping_failures_total counter
+
+    Args:
+        state: The figures the bookkeeping thread keeps.
+        run: The run label.
+        rank: The rank label.
+        bookkeeping: The bookkeeping thread, whose drops and failures are exported (None: not exported).
+        host: The host label (the agent's host; "" when none).
     """
 
-    def __init__(self, state: TrainingState, run: str, rank: int = 0, host: str = "") -> None:
+    def __init__(
+        self,
+        state: TrainingState,
+        run: str,
+        rank: int = 0,
+        bookkeeping: BookkeepingHealth | None = None,
+        host: str = "",
+    ) -> None:
         self._state = state
         self._labels = [run, str(rank), host]
+        self._bookkeeping = bookkeeping
 
     def collect(self) -> Iterator[Metric]:
         """Yield fresh families from the latest snapshot."""
         s = self._state.snapshot()
-        tokens = CounterMetricFamily(
-            "wattlog_train_tokens", "Tokens trained on by this rank.", labels=LABELS
-        )
+        tokens = CounterMetricFamily("wattlog_train_tokens", "Tokens trained on by this rank.", labels=LABELS)
         tokens.add_metric(self._labels, s.tokens_total)
         yield tokens
         gauges = (
@@ -151,7 +181,7 @@ class TrainingCollector(Collector):
             ),
             (
                 "wattlog_train_tokens_per_joule",
-                "Tokens per joule of measured energy, latest flushed steps.",
+                "Tokens per joule (of the whole job when it has several ranks).",
                 s.tokens_per_j,
             ),
             (
@@ -173,3 +203,12 @@ class TrainingCollector(Collector):
         for kind, count in s.events:
             events.add_metric([*self._labels, kind], count)
         yield events
+        if self._bookkeeping is not None:
+            health = self._bookkeeping
+            for name, doc, value in (
+                ("wattlog_bookkeeping_dropped", "Metric batches dropped (behind).", health.dropped),
+                ("wattlog_bookkeeping_failures", "Bookkeeping operations that raised.", health.failed),
+            ):
+                family = CounterMetricFamily(name, doc, labels=LABELS)
+                family.add_metric(self._labels, float(value))
+                yield family

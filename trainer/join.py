@@ -1,10 +1,25 @@
 """Joining the node's agent: energy of devices another agent measures, from its metrics.
 
-When a sidecar (`wattlog agent`) already holds a device's lock, the tracker's
-own agent skips it and names the holder and its metrics URL. The tracker then
-reads that agent's ``wattlog_energy_joules_total`` (and uncertainty band) at
-start and at close, and records the difference as this run's energy of the
-device: counted once, by the agent that measures it, with its source label.
+When a sidecar (`wattlog agent`) or another run's agent already holds a
+device's lock, the tracker's own agent skips it and names the holder and its
+metrics URL. The tracker then reads that agent's ``wattlog_energy_joules_total``
+(and uncertainty band) at start and at close, and records the difference as
+this run's energy of the device: measured once, by the agent that holds it,
+with its source label.
+
+When the holder has gone by the time this run closes (another run that ended
+first), its counters cannot be read; its flushed rows in the ledger can. The
+device's energy over this run's time is then taken from the holder's rows
+through its last flush (rows straddling this run's start or end count pro
+rata), and the stretch after its last flush is recorded as an "agent down"
+gap: nobody measured the device then.
+
+The split between concurrent runs: a CPU package or DRAM counter cannot be
+divided by process, so every run sharing such a device is attributed the
+device's whole energy over its own time (the holder over its lifetime, each
+joining run over its own). Each run's figure is what the node spent while it
+ran; a sum over runs that overlapped on one node counts the overlap once per
+run, so it is an upper bound of the node's energy.
 """
 
 from __future__ import annotations
@@ -15,13 +30,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import select
+from sqlmodel import col
 
-from wattlog.accounting.ledger import Ledger
+from wattlog.accounting.ledger import Ledger, Resolution
+from wattlog.accounting.ledger.models import EnergyRecord
 from wattlog.clock import Clock
 from wattlog.errors import SensorError
-from wattlog.records import EnergyInterval, Kind, Source
+from wattlog.records import EnergyInterval, Gap, Kind, Source
 
 log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True, slots=True)
 class DeviceCounter:
@@ -136,9 +155,65 @@ class JoinedAgents:
                 log.warning("%s; that agent's devices are not in this run", error)
 
     def record(self, ledger: Ledger, run_id: int) -> None:
-        """Store each joined device's energy since start() as one ledger row."""
+        """Store each joined device's energy since start() as one ledger row.
+
+        A holder that can no longer be read is replaced by its flushed rows in the ledger.
+        """
         end_s = self._clock.wall()
         for url, start in self._start.items():
-            rows = intervals_between(start, read_counters(url, start), self._start_s, end_s)
-            if rows:
-                ledger.record_intervals(run_id, rows)
+            gaps: list[Gap] = []
+            try:
+                rows = intervals_between(start, read_counters(url, start), self._start_s, end_s)
+            except SensorError as error:
+                log.warning("%s; taking those devices' energy from the holder's rows in the ledger", error)
+                rows, gaps = from_holder_rows(ledger, run_id, start.values(), self._start_s, end_s)
+            if rows or gaps:
+                ledger.record_intervals(run_id, rows, gaps)
+
+
+def from_holder_rows(
+    ledger: Ledger, run_id: int, devices: Iterable[DeviceCounter], start_s: float, end_s: float
+) -> tuple[list[EnergyInterval], list[Gap]]:
+    """Energy of each device over [start_s, end_s] from the rows its holder flushed (other runs).
+
+    Returns:
+        One row per device (pro rata at the edges) and an "agent down" gap after its last flush.
+    """
+    rows: list[EnergyInterval] = []
+    gaps: list[Gap] = []
+    for device in devices:
+        found = _holder_rows(ledger, run_id, device, start_s, end_s)
+        energy = low = high = 0.0
+        covered_to = start_s
+        for row_start, row_end, joules, lo, hi in found:
+            span = row_end - row_start
+            share = (min(row_end, end_s) - max(row_start, start_s)) / span if span > 0 else 1.0
+            energy, low, high = energy + joules * share, low + lo * share, high + hi * share
+            covered_to = max(covered_to, min(row_end, end_s))
+        if found:
+            rows.append(
+                EnergyInterval(
+                    device.host, device.device, Kind(device.kind), Source(device.source),
+                    start_s, covered_to, energy, min(low, energy), max(high, energy),
+                )
+            )  # fmt: skip
+        if covered_to < end_s:
+            reason = "agent down: the agent measuring this device stopped; not measured after its last flush"
+            gaps.append(Gap(device.host, device.device, covered_to, end_s, reason))
+    return rows, gaps
+
+
+def _holder_rows(
+    ledger: Ledger, run_id: int, device: DeviceCounter, start_s: float, end_s: float
+) -> list[tuple[float, float, float, float, float]]:
+    e = EnergyRecord
+    query = select(e.start_s, e.end_s, e.energy_j, e.low_j, e.high_j).where(
+        (col(e.host) == device.host)
+        & (col(e.device) == device.device)
+        & (col(e.run_id) != run_id)
+        & (col(e.resolution) == Resolution.RAW.value)
+        & (col(e.end_s) > start_s)
+        & (col(e.start_s) < end_s)
+    )
+    with ledger.transaction("read the holder's rows") as session:
+        return [tuple(row) for row in session.execute(query)]  # type: ignore[misc]

@@ -2,21 +2,26 @@
 
 Rank 0 registers the run and writes its life cycle (progress, checkpoints,
 lost work, the end); other ranks wait for the run to exist and record their
-own events (detections, health checks), tagged with their rank.
+own events (detections, health checks), tagged with their rank. Every rank
+reports its cumulative tokens, and each node's first rank records the node in
+the run's job, so the job's figures count every rank and every node.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import socket
 import time
 from collections.abc import Mapping
 from typing import Any
 
+from wattlog.accounting.job_speed import JobSpeed, job_speed
 from wattlog.accounting.ledger import Ledger, Status
-from wattlog.accounting.split import Use, energy_rows, split_row
+from wattlog.accounting.ledger.jobs import RankReport, created_by_job, record_node, report_rank_progress
+from wattlog.accounting.split import Use, split_row
 from wattlog.errors import LedgerError
+from wattlog.events import EventCategory, EventKind, Progress, json_safe
+from wattlog.telemetry.job import JobIdentity
 from wattlog.trainer.restarts import LostWork, lost_work
 
 log = logging.getLogger(__name__)
@@ -50,8 +55,13 @@ class RunRecorder:
         config: Mapping[str, Any],
         resume: bool,
         resume_step: int | None,
+        job_id: str | None = None,
+        **labels: str,
     ) -> tuple[int, LostWork | None]:
         """Create (or resume) the run on rank 0, find it on the others.
+
+        A run that this scheduler job's node agents (`wattlog node`) created first is joined,
+        not refused: `job_id` (e.g. $SLURM_JOB_ID) says it is the same job.
 
         Returns:
             The step training continues from, and the work a resume redoes (None if none).
@@ -63,21 +73,24 @@ class RunRecorder:
             self.run_id = self._wait_for_run()
             return resume_step or 0, None
         previous = None
-        if resume:
-            try:
-                previous = self.ledger.events(self.run)
-            except LedgerError:
-                previous = None  # a first attempt: nothing to resume
-        run = self.ledger.start_run(
-            self.run,
-            project=project,
-            role=role,
-            model=model,
-            site=site,
-            config=dict(config),
-            host=socket.gethostname(),
-            resume=resume,
-        )
+        if resume and self.ledger.find_run(self.run) is not None:  # else a first attempt: nothing to resume
+            previous = self.ledger.events(self.run)
+        try:
+            run = self.ledger.start_run(
+                self.run,
+                project=project,
+                role=role,
+                model=model,
+                site=site,
+                config=dict(config),
+                host=socket.gethostname(),
+                resume=resume,
+                **labels,  # phase, stage, scale_group, device_model (Ledger.start_run)
+            )
+        except LedgerError:
+            if resume or not created_by_job(self.ledger, self.run, job_id):
+                raise
+            run = self.ledger.get_run(self.run)
         self.run_id, self.attempt = run.id, run.restarts
         if previous is None:
             return resume_step or 0, None
@@ -89,23 +102,22 @@ class RunRecorder:
                 lost.from_step
                 if lost
                 else max(
-                    (int(e.step) for e in previous if e.kind == "progress" and e.step is not None), default=0
+                    (int(e.step) for e in previous if e.kind == EventKind.PROGRESS and e.step is not None),
+                    default=0,
                 )
             )
         return start, lost
 
     def _wait_for_run(self) -> int | None:
         deadline = time.monotonic() + self._join_timeout_s
-        while True:
-            try:
-                return self.ledger.get_run(self.run).id
-            except LedgerError:
-                if time.monotonic() >= deadline:
-                    raise LedgerError(
-                        f"rank {self.rank}: run {self.run!r} was not registered by rank 0 within "
-                        f"{self._join_timeout_s:.0f} s: check that rank 0 uses the same --db"
-                    ) from None
-                time.sleep(0.1)
+        while (found := self.ledger.find_run(self.run)) is None:
+            if time.monotonic() >= deadline:
+                raise LedgerError(
+                    f"rank {self.rank}: run {self.run!r} was not registered by rank 0 within "
+                    f"{self._join_timeout_s:.0f} s: check that rank 0 uses the same --db"
+                )
+            time.sleep(0.1)
+        return found.id
 
     def record_lost_work(self, lost: LostWork) -> float:
         """Store the `lost_work` event of a restart; returns the joules spent on the redone steps."""
@@ -113,29 +125,52 @@ class RunRecorder:
         window = {Use.LOST_WORK: [(lost.start_s, lost.end_s)]}
         energy = sum(
             split_row(r.start_s, r.end_s, r.energy_j, window)[Use.LOST_WORK]
-            for r in energy_rows(self.ledger, self.run_id)
+            for r in self.ledger.energy_rows(self.run_id)
         )
         payload = {**lost.payload(), "energy_j": energy, "restarts": self.attempt}
-        self.event("lost_work", step=lost.from_step, category="lost_work", payload=payload)
+        category = EventCategory.LOST_WORK
+        self.event(EventKind.LOST_WORK, step=lost.from_step, category=category, payload=payload)
         return energy
 
     def event(
         self,
-        kind: str,
+        kind: EventKind | str,
         *,
         step: int | None = None,
-        category: str = "",
+        category: EventCategory = EventCategory.NONE,
         payload: Mapping[str, Any] | None = None,
         time_s: float | None = None,
     ) -> None:
         """Store one event of the run (non-finite floats as text: PostgreSQL's JSON has no NaN)."""
         if self.run_id is None:
             return
-        safe = {
-            k: (repr(v) if isinstance(v, float) and not math.isfinite(v) else v)
-            for k, v in (payload or {}).items()
-        }
+        safe = json_safe(payload or {})
         self.ledger.record_event(self.run_id, kind, step=step, category=category, payload=safe, time_s=time_s)
+
+    def progress(self, step: int, time_s: float, progress: Progress) -> None:
+        """Store how far training got (rank 0 only)."""
+        if self.rank == 0:
+            self.event(
+                EventKind.PROGRESS,
+                step=step,
+                time_s=time_s,
+                category=EventCategory.PRODUCTIVE,
+                payload=progress.to_json(),
+            )
+
+    def record_node(self, job: JobIdentity, *, measured: bool) -> None:
+        """Record this node in the run's job (its host, index, the job's node count, whether it measures)."""
+        if self.run_id is not None:
+            record_node(self.ledger, self.run_id, job, measured=measured)
+
+    def report_rank(self, report: RankReport) -> None:
+        """Store this rank's cumulative tokens and latest step (the job's tokens are every rank's sum)."""
+        if self.run_id is not None:
+            report_rank_progress(self.ledger, self.run_id, self.rank, report)
+
+    def job_speed(self) -> JobSpeed | None:
+        """The whole job's tokens per second, per joule and MFU so far (None before any rank reported)."""
+        return job_speed(self.ledger, self.run_id) if self.run_id is not None else None
 
     def end(self, status: Status) -> None:
         """Mark the run ended (rank 0 only)."""

@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from wattlog.events import EventKind, Progress
+
 
 @dataclass(frozen=True, slots=True)
 class LostWork:
@@ -51,16 +53,12 @@ def last_attempt(events: Iterable[Any]) -> tuple[int, int, float, float] | None:
     """(attempt, last step, attempt start time, last step time) of the latest progress, or None."""
     last = None
     for event in events:
-        if event.kind != "progress" or event.step is None:
+        if event.kind != EventKind.PROGRESS or event.step is None:
             continue
-        payload = event.payload or {}
         if last is None or event.time_s >= last[3]:
-            last = (
-                int(payload.get("attempt", 0)),
-                int(event.step),
-                float(payload.get("attempt_start_s", event.time_s)),
-                float(event.time_s),
-            )
+            progress = Progress.from_json(event.payload or {}, event.time_s)
+            start_s = progress.attempt_start_s if progress.attempt_start_s is not None else event.time_s
+            last = (progress.attempt, int(event.step), float(start_s), float(event.time_s))
     return last
 
 
@@ -78,7 +76,9 @@ def lost_work(events: list[Any], resume_step: int | None = None) -> LostWork | N
     if last is None:
         return None
     _, to_step, attempt_start_s, end_s = last
-    checkpoints = [e for e in events if e.kind == "checkpoint" and e.step is not None and e.step <= to_step]
+    checkpoints = [
+        e for e in events if e.kind == EventKind.CHECKPOINT and e.step is not None and e.step <= to_step
+    ]
     if resume_step is None:
         resume_step = max((int(e.step) for e in checkpoints), default=0)
     if resume_step >= to_step:

@@ -1,23 +1,27 @@
-"""`wattlog run -- COMMAND`: run any command with an agent sampling the node, then show its footprint."""
+"""`wattlog run -- COMMAND`: run any command in a measured run session, then show its footprint.
+
+Torch-free: a run session (ledger, agent) around the telemetry supervisor,
+which forwards SIGTERM and SIGINT to the command. A preempted job (SIGTERM)
+still flushes its last interval, is recorded as ``preempted`` and exits 143.
+"""
 
 from __future__ import annotations
 
-import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
 from wattlog.accounting.run_report import print_run_report
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.telemetry.agent import AgentConfig
-from wattlog.trainer.tracker import Tracker
+from wattlog.telemetry.sinks import INCOMPLETE_EXIT
+from wattlog.telemetry.supervise import Ending, Supervisor
+from wattlog.trainer.session import RunSession, SessionConfig, status_for_outcome
 
-COMMAND_NOT_FOUND = 127
-"""Exit code of a command that does not exist, as the shell gives it."""
-
-
-class CommandFailed(WattlogError):
-    """The command exited non-zero (the run is recorded as failed)."""
+INCOMPLETE = INCOMPLETE_EXIT
+"""Exit code of a run whose command succeeded but whose energy rows are not all in the ledger."""
 
 
 def run_command(
@@ -28,41 +32,78 @@ def run_command(
     db: str | None = None,
     port: int = 0,
     resume: bool = False,
+    agent_config: AgentConfig | None = None,
     console: Console | None = None,
+    sample_nodes: int | None = None,
+    flush_s: float = 10.0,
+    lock_dir: Path | None = None,
+    labels: Mapping[str, Any] | None = None,
 ) -> int:
-    """Run `command` under a Tracker; returns its exit code (127 if it does not exist).
+    """Run `command` in a run session; returns its exit code by shell convention.
+
+    `labels` are more SessionConfig fields: project, role, phase, stage, scale_group,
+    device_model, gpu_hours, requests. `agent_config`, if given, replaces `port`,
+    `flush_s` and `lock_dir`. A command that succeeded but whose energy rows are not
+    all in the ledger exits INCOMPLETE (75).
 
     Raises:
         ConfigError: No command given, or a bad site.
-        LedgerError: The ledger cannot be opened.
+        LedgerError: The ledger cannot be opened or the run cannot be registered.
     """
     if not command:
         raise ConfigError("give the command to run after --, e.g. wattlog run -- python train.py")
     console = console or Console()
-    tracker = Tracker(
-        run, site=site, db=db, resume=resume, gc_every=None, agent_config=AgentConfig(port=port)
+    stderr = Console(stderr=True, highlight=False)
+    if agent_config is None:
+        locks = {"lock_dir": lock_dir} if lock_dir is not None else {}
+        agent_config = AgentConfig(port=port, flush_s=flush_s, **locks)
+    # Ranks and the job's identity (SLURM / torchrun) from the environment: a node sampled out by
+    # --sample-nodes still joins the job's run and reports, it only starts no agent.
+    config = SessionConfig.from_env(
+        run,
+        site=site,
+        db=db,
+        resume=resume,
+        agent_config=agent_config,
+        sample_nodes=sample_nodes,
+        **dict(labels or {}),
     )
-    tracker.start()
-    console.print(f"Run {run}: measuring the node; metrics on {tracker.metrics_url}")
-    error: BaseException | None = None
-    try:
-        code = subprocess.call(list(command))
-    except FileNotFoundError:
-        code = COMMAND_NOT_FOUND
-        _stderr().print(f"[bold red]error:[/] command not found: {command[0]}", highlight=False)
-    except PermissionError:
-        code = 126
-        _stderr().print(f"[bold red]error:[/] command not executable: {command[0]}", highlight=False)
-    except KeyboardInterrupt as interrupted:
-        code, error = 130, interrupted
-    if code != 0 and error is None:
-        error = CommandFailed(f"{command[0]} exited with code {code}")
-    tracker.close(error)
-    console.print(f"Run {run} {tracker.status} (exit code {code}).")
-    if tracker.ledger is not None:
-        print_run_report(tracker.ledger, run, db, console)
-    return code
+    session = RunSession(config)
+    # Signals are taken over before the session starts: a SIGTERM during start-up still closes the run.
+    with Supervisor() as supervisor:
+        session.start()
+        console.print(f"Run {run}: measuring the node; metrics on {session.metrics_url}")
+        outcome = supervisor.run(command)
+        if outcome.ending is Ending.NOT_STARTED:
+            stderr.print(f"[bold red]error:[/] {outcome.message}")
+        elif outcome.ending is Ending.STOPPED:
+            stderr.print(f"wattlog run: {outcome.message}: stopping the run and flushing its energy")
+        summary = session.close(status_for_outcome(outcome), stopped=outcome)
+        console.print(f"Run {run} {summary.status} (exit code {outcome.exit_code}); {summary.line()}.")
+        if session.ledger is not None:
+            try:
+                print_run_report(session.ledger, run, db, console)
+            except WattlogError as failed:  # the ledger may be down: the line below still says so
+                stderr.print(f"cannot show the figures of {run}: {failed}", soft_wrap=True, markup=False)
+        if report_incomplete(session.unwritten_rows, run, console):
+            return outcome.exit_code or INCOMPLETE
+    return outcome.exit_code
 
 
-def _stderr() -> Console:
-    return Console(stderr=True)
+def report_incomplete(missing: int, run: str, console: Console) -> bool:
+    """Say, under the figures and in one line on stderr, that `missing` rows of the run are not in the ledger.
+
+    Returns:
+        Whether the run is incomplete (the command must then exit non-zero).
+    """
+    if not missing:
+        return False
+    console.print(f"[bold red]INCOMPLETE:[/] the figures of {run} above lack {missing} energy rows.")
+    Console(stderr=True).print(
+        f"wattlog: run {run} is incomplete: {missing} energy rows are not in the ledger; they are spooled "
+        "(`wattlog replay` stores them once the ledger is reachable) or lost (counted in the spool's gaps)",
+        highlight=False,
+        soft_wrap=True,
+        markup=False,
+    )
+    return True

@@ -6,8 +6,10 @@ The public API, importable from here (``from wattlog import Tracker, Agent, Ledg
 - recording: ``Ledger``, ``make_engine`` (wattlog.accounting.ledger).
 - accounting: ``Site``, ``get_site``, ``Energy``, ``Footprint``, ``footprint_for`` (wattlog.accounting).
 - training: ``Tracker``, ``Callback``, ``GCCallback``, ``SpeedCallback``, ``StabilityCallback``,
-  ``health_check`` (wattlog.trainer; needs the ``torch`` extra).
-- vocabulary: ``Kind``, ``Source``, ``EnergyInterval``, ``Gap`` and the errors (``WattlogError``, ...).
+  ``health_check``, ``TrackerConfig`` (wattlog.trainer; needs the ``torch`` extra); ``RunSession``,
+  ``SessionConfig`` (the torch-free run that ``wattlog run`` uses).
+- vocabulary: ``Kind``, ``Source``, ``EnergyInterval``, ``Gap``, ``EventKind``, ``EventCategory`` and the
+  errors (``WattlogError``, ``RunNotFound``, ...).
 
 Sub-packages, imports flowing one way (checked by import-linter, see pyproject.toml):
 wattlog.telemetry -> wattlog.accounting -> {wattlog.trainer, wattlog.dashboards} -> wattlog.cli.
@@ -34,18 +36,47 @@ if TYPE_CHECKING:
         DeviceLost,
         LedgerError,
         NotSupported,
+        RunNotFound,
         SensorError,
         SensorUnavailable,
         WattlogError,
     )
+    from wattlog.events import EventCategory, EventKind
     from wattlog.records import EnergyInterval, Gap, Kind, Source
     from wattlog.telemetry.agent import Agent, AgentConfig
     from wattlog.trainer.callback import Callback
     from wattlog.trainer.callbacks import GCCallback, SpeedCallback, StabilityCallback
     from wattlog.trainer.health import health_check
-    from wattlog.trainer.tracker import Tracker
+    from wattlog.trainer.session import RunSession, SessionConfig
+    from wattlog.trainer.tracker import Tracker, TrackerConfig
+
+
+class _ErrorsWhenUnconfigured(logging.Handler):
+    """Shows wattlog's errors on stderr while the application has configured no logging at all.
+
+    A library must not configure logging (no basicConfig here), but a user who
+    configured nothing must still learn that data was lost: Python's own
+    last-resort handler is silenced by the NullHandlers below, so this one
+    stands in for it, for ERROR and above, until the root logger gets a handler.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.setFormatter(logging.Formatter("wattlog %(levelname)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if logging.getLogger().handlers:
+            return  # the application configured logging: it decides what is shown
+        import sys
+
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:
+            self.handleError(record)
+
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
+logging.getLogger(__name__).addHandler(_ErrorsWhenUnconfigured())
 
 _HOMES = {
     "Agent": "wattlog.telemetry.agent",
@@ -55,6 +86,8 @@ _HOMES = {
     "DeviceLost": "wattlog.errors",
     "Energy": "wattlog.accounting.footprint",
     "EnergyInterval": "wattlog.records",
+    "EventCategory": "wattlog.events",
+    "EventKind": "wattlog.events",
     "FakeClock": "wattlog.clock",
     "Footprint": "wattlog.accounting.footprint",
     "GCCallback": "wattlog.trainer.callbacks",
@@ -63,6 +96,9 @@ _HOMES = {
     "Ledger": "wattlog.accounting.ledger",
     "LedgerError": "wattlog.errors",
     "NotSupported": "wattlog.errors",
+    "RunNotFound": "wattlog.errors",
+    "RunSession": "wattlog.trainer.session",
+    "SessionConfig": "wattlog.trainer.session",
     "SensorError": "wattlog.errors",
     "SensorUnavailable": "wattlog.errors",
     "Site": "wattlog.accounting.sites",
@@ -71,6 +107,7 @@ _HOMES = {
     "StabilityCallback": "wattlog.trainer.callbacks",
     "SystemClock": "wattlog.clock",
     "Tracker": "wattlog.trainer.tracker",
+    "TrackerConfig": "wattlog.trainer.tracker_config",
     "WattlogError": "wattlog.errors",
     "footprint_for": "wattlog.accounting.footprint",
     "get_site": "wattlog.accounting.sites",
@@ -87,6 +124,8 @@ __all__ = [
     "DeviceLost",
     "Energy",
     "EnergyInterval",
+    "EventCategory",
+    "EventKind",
     "FakeClock",
     "Footprint",
     "GCCallback",
@@ -95,6 +134,9 @@ __all__ = [
     "Ledger",
     "LedgerError",
     "NotSupported",
+    "RunNotFound",
+    "RunSession",
+    "SessionConfig",
     "SensorError",
     "SensorUnavailable",
     "Site",
@@ -103,6 +145,7 @@ __all__ = [
     "StabilityCallback",
     "SystemClock",
     "Tracker",
+    "TrackerConfig",
     "WattlogError",
     "footprint_for",
     "get_site",

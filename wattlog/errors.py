@@ -44,3 +44,11 @@ class DeviceLost(SensorError):
 
 class LedgerError(WattlogError):
     """The ledger cannot be opened, read or written; nothing was half-written."""
+
+
+class RunNotFound(LedgerError, LookupError):
+    """The ledger has no run of that name or id."""
+
+    def __init__(self, run: int | str) -> None:
+        super().__init__(f"run {str(run)!r} does not exist: `wattlog table` lists the runs in the ledger")
+        self.run = run

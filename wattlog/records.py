@@ -25,6 +25,7 @@ class Source(StrEnum):
     SAMPLED = "sampled"  # integrated from power readings
     ESTIMATED = "estimated"  # a model (utilisation x TDP), no sensor at all
     SIMULATED = "simulated"  # the simulated device: never a measurement
+    EXTRAPOLATED = "extrapolated"  # K of N nodes measured, their mean x N (the OLMo 2 paper's method)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,3 +61,25 @@ class Gap:
         """Length of the gap in seconds."""
         return self.end_s - self.start_s
 
+
+@dataclass(frozen=True, slots=True)
+class WindowEnergy:
+    """Energy of one device over one named window of a run (`with agent.window("eval"):`).
+
+    Times are Unix seconds. `parent` is the name of the window it is nested in ("" at
+    the top), so nested windows can be shown as a tree; the band carries the
+    uncertainty of the two edges (each inside the last counter update, taken from the
+    power readings) besides the device's own.
+    """
+
+    host: str
+    device: str
+    kind: Kind
+    source: Source
+    name: str
+    parent: str
+    start_s: float
+    end_s: float
+    energy_j: float
+    low_j: float
+    high_j: float

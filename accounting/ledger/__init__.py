@@ -3,15 +3,18 @@
 - models: the SQLModel tables (Project, Run, EnergyRecord, GapRecord, Event, SiteRecord, IntensityPoint).
 - engine: make_engine(url) opens and migrates (Alembic) the database.
 - store: Ledger, the transactional reads and writes, hourly compaction.
+- views: RunInfo, EventInfo, GapInfo, EnergyRow, RankInfo: the frozen read models the Ledger returns.
+- jobs: runs that span nodes (join_run, job_nodes, report_rank_progress, rank_progress).
 - sink: LedgerSink, the agent's IntervalSink.
 """
 
 from __future__ import annotations
 
 from wattlog.accounting.ledger.engine import DEFAULT_URL, ENV_VAR, describe_url, make_engine, resolve_url
-from wattlog.accounting.ledger.models import Resolution, Role, Run, Status
+from wattlog.accounting.ledger.models import Phase, Resolution, Role, Stage, Status
 from wattlog.accounting.ledger.sink import LedgerSink
 from wattlog.accounting.ledger.store import Compaction, EnergyTotal, HourEnergy, Ledger
+from wattlog.accounting.ledger.views import EnergyRow, EventInfo, GapInfo, RankInfo, RunInfo
 
 __all__ = [
     "DEFAULT_URL",
@@ -21,9 +24,15 @@ __all__ = [
     "HourEnergy",
     "Ledger",
     "LedgerSink",
+    "Phase",
     "Resolution",
     "Role",
-    "Run",
+    "RunInfo",
+    "EventInfo",
+    "GapInfo",
+    "EnergyRow",
+    "RankInfo",
+    "Stage",
     "Status",
     "describe_url",
     "make_engine",

@@ -8,7 +8,11 @@ where the data went.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
@@ -21,9 +25,11 @@ from wattlog.errors import LedgerError
 ENV_VAR = "WATTLOG_DB"
 DEFAULT_URL = "sqlite:///wattlog.db"
 MIGRATIONS = Path(__file__).with_name("migrations")
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0006"
 """The newest migration (a test keeps it in step with migrations/versions); a ledger already
 there skips importing Alembic, which keeps read-only commands quick."""
+_MIGRATION_LOCK_KEY = 0x5741_54_4C  # "WATL": PostgreSQL advisory lock held while migrating
+_REVISION_FILE = re.compile(r"^(\d{4})_\w+\.py$")
 
 
 def resolve_url(url: str | None = None) -> str:
@@ -77,14 +83,79 @@ def make_engine(url: str | None = None, *, migrate: bool = True, create: bool = 
             raise LedgerError(f"cannot use ledger {where}: {_first_line(error)}") from error
     try:
         with engine.begin() as connection:
-            if migrate and _revision(connection) != HEAD_REVISION:
-                upgrade(connection)
+            revision = _revision(connection)
+        _check_known(revision, where)
+        if migrate and revision != HEAD_REVISION:
+            _migrate(engine, (parsed.database or "") if backend == "sqlite" else None, where)
+    except LedgerError:
+        engine.dispose()
+        raise
     except SQLAlchemyError as error:
         engine.dispose()
-        raise LedgerError(
-            f"cannot open ledger {where}: {_first_line(error)} (check --db or ${ENV_VAR})"
-        ) from error
+        raise LedgerError(_open_failure(where, error)) from error
     return engine
+
+
+def _migrate(engine: Engine, sqlite_file: str | None, where: str) -> None:
+    """Upgrade under a lock, so processes starting at once on a new ledger migrate it once.
+
+    PostgreSQL: a transaction-scoped advisory lock. SQLite: an flock on a file
+    beside the database (every process that can open the file can lock it).
+    The revision is read again under the lock: whoever waited finds it done.
+    """
+    with _file_lock(sqlite_file), engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK_KEY})
+        revision = _revision(connection)
+        _check_known(revision, where)
+        if revision != HEAD_REVISION:
+            upgrade(connection)
+
+
+@contextlib.contextmanager
+def _file_lock(sqlite_file: str | None) -> Iterator[None]:
+    if not sqlite_file or sqlite_file == ":memory:":
+        yield
+        return
+    path = Path(sqlite_file).resolve()
+    try:
+        handle = open(path.with_name(path.name + ".migrate.lock"), "a")  # noqa: SIM115 (held across yield)
+    except OSError as error:
+        raise LedgerError(f"cannot lock ledger {path} to migrate it: {error.strerror}") from error
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def known_revisions() -> list[str]:
+    """The schema revisions this wattlog ships (oldest first)."""
+    return sorted(
+        m.group(1) for f in (MIGRATIONS / "versions").iterdir() if (m := _REVISION_FILE.match(f.name))
+    )
+
+
+def _check_known(revision: str | None, where: str) -> None:
+    """A ledger written by a newer wattlog is refused whole: its rows may mean something else."""
+    if revision is None or revision in known_revisions():
+        return
+    raise LedgerError(
+        f"ledger {where} has schema revision {revision}, newer than this wattlog knows "
+        f"(up to {HEAD_REVISION}): upgrade wattlog (pip install -U wattlog) or pass another --db"
+    )
+
+
+def _open_failure(where: str, error: BaseException) -> str:
+    """One line naming the ledger and what to do about it."""
+    message = _first_line(error)
+    if "file is not a database" in message or "malformed" in message:
+        return (
+            f"ledger {where} is not a readable SQLite database ({message}): restore it from a backup "
+            "or pass another --db"
+        )
+    return f"cannot open ledger {where}: {message} (check --db or ${ENV_VAR})"
 
 
 def upgrade(connection: Connection, revision: str = "head") -> None:

@@ -27,6 +27,26 @@ class Role(StrEnum):
     DEBUG = "debug"
 
 
+class Phase(StrEnum):
+    """Development (sweeps, ablations, failed runs) or a model's final run (Morrison et al., ICLR 2025)."""
+
+    DEVELOPMENT = "development"
+    FINAL = "final"
+
+
+class Stage(StrEnum):
+    """What a run did: the stages the Olmo 3 follow-up (arXiv 2605.01158) reports apart."""
+
+    PRETRAINING = "pretraining"
+    MID_TRAINING = "mid-training"
+    SFT = "sft"
+    DPO = "dpo"
+    RL = "rl"
+    EVALUATION = "evaluation"
+    INFERENCE = "inference"
+    DEBUGGING = "debugging"
+
+
 class Status(StrEnum):
     """Where a run stands."""
 
@@ -34,6 +54,8 @@ class Status(StrEnum):
     FINISHED = "finished"
     FAILED = "failed"
     KILLED = "killed"
+    PREEMPTED = "preempted"
+    """Stopped by SIGTERM (what SLURM and Kubernetes send on preemption); a resume continues it."""
 
 
 class Resolution(StrEnum):
@@ -68,6 +90,12 @@ class RunBase(SQLModel):
     model: str = Field(default="", max_length=200)
     site: str = Field(default="", max_length=200)
     host: str = Field(default="", max_length=200)
+    phase: str = Field(default="", max_length=20)  # "" = from role: final -> final, else development
+    stage: str = Field(default="", max_length=20)
+    scale_group: str = Field(default="", max_length=100)  # e.g. "1B", "7B": Table 1's groups
+    device_model: str = Field(default="", max_length=100)  # e.g. "H100": embodied figures, power limit
+    gpu_hours: float | None = None  # as given; None = derived from the GPU rows' time
+    requests: int | None = None  # requests served, for an inference run
 
 
 class Run(RunBase, table=True):
@@ -182,4 +210,77 @@ class IntensityPoint(SQLModel, table=True):
     source: str = Field(default="", max_length=500)
 
 
-TABLES = (Project, Run, EnergyRecord, EnergyRollup, GapRecord, Event, SiteRecord, IntensityPoint)
+class JobNode(SQLModel, table=True):
+    """One node of a run's job, as its agent or tracker joined: which hosts there are, which measured.
+
+    A run spans nodes; each node writes its own row (keyed by host), so the
+    ledger knows the job's node count even when only K of its N nodes measure
+    energy (``--sample-nodes``) or a node's agent never started.
+    """
+
+    __tablename__ = "job_node"
+
+    run_id: int = Field(foreign_key="run.id", primary_key=True)
+    host: str = Field(primary_key=True, max_length=200)
+    node_index: int = 0
+    node_count: int = 1  # nodes in the job, as this node's scheduler said
+    job_id: str = Field(default="", max_length=200)  # SLURM_JOB_ID (or torchrun's run id)
+    measured: bool = True  # False: this node only reports steps (sampled out)
+    joined_s: float
+
+
+class RankProgress(SQLModel, table=True):
+    """Each rank's cumulative tokens and steps: the one place the job's tokens are counted across ranks.
+
+    Every rank upserts its own row; the job's tokens are the sum over rows
+    (:mod:`wattlog.accounting.job_speed`), never one rank's count.
+    """
+
+    __tablename__ = "rank_progress"
+
+    run_id: int = Field(foreign_key="run.id", primary_key=True)
+    rank: int = Field(primary_key=True)
+    host: str = Field(default="", max_length=200)
+    local_rank: int = 0
+    tokens_total: float = 0.0
+    step: int = 0
+    start_s: float
+    updated_s: float
+    flops_per_token: float | None = None
+    peak_flops: float | None = None  # all ranks together, as the tracker takes it
+
+
+class WindowRecord(SQLModel, table=True):
+    """IT energy of one device over one named window of a run (`with agent.window("eval"):`)."""
+
+    __tablename__ = "energy_window"
+    __table_args__ = (Index("ix_window_run", "run_id", "start_s"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="run.id")
+    name: str = Field(max_length=200)
+    parent: str = Field(default="", max_length=200)
+    host: str = Field(max_length=200)
+    device: str = Field(max_length=200)
+    kind: str = Field(max_length=20)
+    source: str = Field(max_length=20)
+    start_s: float
+    end_s: float
+    energy_j: float
+    low_j: float
+    high_j: float
+
+
+TABLES = (
+    Project,
+    Run,
+    EnergyRecord,
+    EnergyRollup,
+    GapRecord,
+    Event,
+    SiteRecord,
+    IntensityPoint,
+    JobNode,
+    RankProgress,
+    WindowRecord,
+)

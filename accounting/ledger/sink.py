@@ -2,37 +2,143 @@
 
 from __future__ import annotations
 
+import logging
+import time
+from collections import deque
 from collections.abc import Sequence
 
+from wattlog.accounting.ledger.spool import Spool, replay_folder
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.ledger.windows import record_windows
 from wattlog.errors import LedgerError
-from wattlog.records import EnergyInterval, Gap
+from wattlog.records import EnergyInterval, Gap, WindowEnergy
+
+log = logging.getLogger(__name__)
 
 
 class LedgerSink:
     """An :class:`wattlog.telemetry.sinks.IntervalSink` that stores each flush in one ledger transaction.
 
-    A crash loses at most the flush in flight; a failed write raises
-    LedgerError and leaves nothing half-written, so the agent can retry.
+    Without a spool, a failed write raises LedgerError and leaves nothing
+    half-written, so the agent keeps the rows and retries. With a spool, rows
+    the ledger refuses for want of a database (down, disk full) go to the
+    spool file instead and are replayed, each exactly once, at the next flush
+    that reaches the ledger, at close, or by `wattlog replay`; its first write
+    also replays the spool files that dead processes left for this ledger.
+    Invalid rows (ConfigError) are never spooled: the agent records them as a gap.
 
     Args:
         ledger: Where to write.
         run: The run's id or name (from Ledger.start_run).
+        spool: Where rows go while the ledger is unavailable; None raises instead.
     """
 
-    def __init__(self, ledger: Ledger, run: int | str) -> None:
+    def __init__(self, ledger: Ledger, run: int | str, spool: Spool | None = None) -> None:
         self.ledger = ledger
         self.run = run
+        self.spool = spool
         self.rows_written = 0
+        self.latencies_s: deque[float] = deque(maxlen=10_000)
+        """Seconds each write took (the latest 10,000), for benches and health lines."""
         self._closed = False
+        self._leftovers_done = spool is None
+        self._down = False
+
+    @property
+    def unwritten_rows(self) -> int:
+        """Energy rows handed to this sink that are not in the ledger (spooled or lost)."""
+        return self.spool.rows + self.spool.lost_rows if self.spool is not None else 0
 
     def write(self, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
-        """Store one flush interval's rows and gaps in one transaction."""
+        """Store one flush interval's rows and gaps in one transaction (or spool them).
+
+        Raises:
+            ConfigError: A row is invalid (the agent records it as a gap, never retries it).
+            LedgerError: The sink is closed, or the ledger and the spool both failed.
+        """
         if self._closed:
             raise LedgerError("LedgerSink is closed: open a new one to keep writing")
-        if intervals or gaps:
+        if not (intervals or gaps):
+            self._catch_up()
+            return
+        try:
+            self._catch_up()
+            started = time.perf_counter()
             self.rows_written += self.ledger.record_intervals(self.run, intervals, gaps)
+            self.latencies_s.append(time.perf_counter() - started)
+        except LedgerError as error:
+            if self.spool is None:
+                raise
+            self._spool(intervals, gaps, error)
+
+    def describe(self) -> str:
+        """One line: rows and flushes written, and the flush latency (p50, p99, max)."""
+        times = sorted(self.latencies_s)
+        if not times:
+            return f"{self.rows_written} rows, no flushes"
+
+        def ms(q: float) -> str:
+            return f"{times[min(len(times) - 1, int(q * len(times)))] * 1000:.1f}"
+
+        return (
+            f"{self.rows_written} rows in {len(times)} flushes, "
+            f"latency p50 {ms(0.5)} ms p99 {ms(0.99)} ms max {times[-1] * 1000:.1f} ms"
+        )
+
+    def write_windows(self, windows: Sequence[WindowEnergy]) -> None:
+        """Store the windows closed since the last flush (a :class:`wattlog.telemetry.sinks.WindowSink`)."""
+        if self._closed:
+            raise LedgerError("LedgerSink is closed: open a new one to keep writing")
+        record_windows(self.ledger, self.run, windows)
 
     def close(self) -> None:
-        """Stop accepting rows (the engine belongs to the caller and stays open)."""
+        """Replay what is spooled (a last try), release the spool; the engine stays the caller's."""
+        if self._closed:
+            return
         self._closed = True
+        if self.spool is None:
+            return
+        try:
+            self._catch_up()
+        except LedgerError as error:
+            log.error(
+                "%d energy rows of run %s are not in the ledger (%s): they stay in %s; "
+                "run `wattlog replay` when the ledger is back",
+                self.spool.rows,
+                self.run,
+                error,
+                self.spool.path,
+            )
+        self.spool.close()
+
+    def _catch_up(self) -> None:
+        """Replay the own spool, and once per sink the spools dead processes left; raises LedgerError."""
+        if self.spool is None:
+            return
+        if self.spool.rows or self.spool.ends or self.spool.lost_gaps:
+            written = self.spool.replay(self.ledger)
+            self.rows_written += written
+            log.warning("the ledger is back: %d spooled energy rows of run %s replayed", written, self.run)
+            self._down = False
+        if not self._leftovers_done:
+            self._leftovers_done = True
+            done = replay_folder(self.ledger, self.spool.folder, self.spool.ledger, skip=self.spool.path)
+            if done.files:
+                log.warning("replayed %d energy rows left in %d spool files", done.written, done.files)
+
+    def _spool(self, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap], error: LedgerError) -> None:
+        assert self.spool is not None
+        try:
+            self.spool.append(self.run, intervals, gaps)
+        except OSError as spool_error:
+            raise LedgerError(
+                f"{error}; and spool {self.spool.path} cannot be written either ({spool_error.strerror})"
+            ) from spool_error
+        if not self._down:  # one line per outage, not one per flush
+            self._down = True
+            log.error(
+                "ledger unavailable (%s): energy rows of run %s are spooled to %s, replayed when it is back",
+                error,
+                self.run,
+                self.spool.path,
+            )

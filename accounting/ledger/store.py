@@ -28,19 +28,23 @@ from wattlog.accounting.ledger.models import (
     EnergyRollup,
     Event,
     GapRecord,
+    Phase,
     Project,
     Resolution,
     Role,
     Run,
+    Stage,
     Status,
     hour_of,
 )
+from wattlog.accounting.ledger.views import EnergyRow, EventInfo, GapInfo, RunInfo
 from wattlog.clock import Clock, SystemClock
-from wattlog.errors import ConfigError, LedgerError
+from wattlog.errors import ConfigError, LedgerError, RunNotFound
+from wattlog.events import EventCategory, EventKind, Restart
 from wattlog.records import EnergyInterval, Gap
 
 logger = logging.getLogger(__name__)
-_E = TypeVar("_E", Role, Status)
+_E = TypeVar("_E", Role, Status, Phase, Stage)
 _ENERGY = cast(Table, EnergyRecord.__table__)  # type: ignore[attr-defined]
 _ROLLUP = cast(Table, EnergyRollup.__table__)  # type: ignore[attr-defined]
 _KEY = ("run_id", "host", "device", "kind", "source")
@@ -121,16 +125,25 @@ class Ledger:
         config: dict[str, Any] | None = None,
         host: str = "",
         resume: bool = False,
-    ) -> Run:
+        phase: Phase | str = "",
+        stage: Stage | str = "",
+        scale_group: str = "",
+        device_model: str = "",
+    ) -> RunInfo:
         """Create a run, or with `resume` continue the run of that name (same id, a restart event).
 
+        `phase` ("" = from the role: final -> final, else development), `stage` and
+        `scale_group` place the run in the project's development tables; `device_model`
+        (e.g. "H100") selects its embodied figures and power limit.
+
         Raises:
-            ConfigError: Empty name or unknown role.
+            ConfigError: Empty name or unknown role, phase or stage.
             LedgerError: The name exists and `resume` is False, or the database fails.
         """
         if not name.strip():
             raise ConfigError("a run needs a name: pass --name")
         role = _member(Role, role, "role")
+        labels = _run_labels(phase, stage, scale_group, device_model)
         now_s = self._clock.wall()
         with self.transaction(f"start run {name!r}") as session:
             run = session.execute(select(Run).where(col(Run.name) == name)).scalars().first()
@@ -146,17 +159,14 @@ class Ledger:
                     Event(
                         run_id=cast(int, run.id),
                         time_s=now_s,
-                        kind="restart",
-                        category="downtime",
-                        payload={"restarts": run.restarts},
+                        kind=EventKind.RESTART,
+                        category=EventCategory.DOWNTIME,
+                        payload=Restart(run.restarts).to_json(),
                     )
                 )
-                return run
-            owner = session.execute(select(Project).where(col(Project.name) == project)).scalars().first()
-            if owner is None:
-                owner = Project(name=project, created_s=now_s)
-                session.add(owner)
                 session.flush()
+                return RunInfo.of(run)
+            owner = _project(session, project, now_s)
             run = Run(
                 name=name,
                 project_id=cast(int, owner.id),
@@ -166,30 +176,50 @@ class Ledger:
                 host=host,
                 start_s=now_s,
                 config=dict(config or {}),
+                **labels,
             )
             session.add(run)
             session.flush()
-            return run
+            return RunInfo.of(run)
 
-    def end_run(self, run: int | str, status: Status | str = Status.FINISHED) -> Run:
-        """Mark a run ended now with `status`."""
+    def end_run(
+        self, run: int | str, status: Status | str = Status.FINISHED, *, end_s: float | None = None
+    ) -> RunInfo:
+        """Mark a run ended with `status`, now or at `end_s` (Unix seconds; a replayed end).
+
+        Raises:
+            RunNotFound: No such run.
+        """
         status = _member(Status, status, "status")
         with self.transaction(f"end run {run!r}") as session:
             row = self._find(session, run)
             row.status = status.value
-            row.end_s = self._clock.wall()
-            return row
+            row.end_s = self._clock.wall() if end_s is None else end_s
+            session.flush()
+            return RunInfo.of(row)
 
-    def get_run(self, run: int | str) -> Run:
+    def get_run(self, run: int | str) -> RunInfo:
         """The run with this id or name.
 
         Raises:
-            LedgerError: No such run.
+            RunNotFound: No such run.
+            LedgerError: The database fails.
         """
         with self.transaction(f"read run {run!r}") as session:
-            return self._find(session, run)
+            return RunInfo.of(self._find(session, run))
 
-    def runs(self, project: str | None = None) -> list[Run]:
+    def find_run(self, run: int | str) -> RunInfo | None:
+        """The run with this id or name, or None when the ledger has none.
+
+        Raises:
+            LedgerError: The database fails (an outage is not an absent run).
+        """
+        try:
+            return self.get_run(run)
+        except RunNotFound:
+            return None
+
+    def runs(self, project: str | None = None) -> list[RunInfo]:
         """Runs, oldest first, of one project or of all."""
         with self.transaction("list runs") as session:
             query = select(Run).order_by(col(Run.start_s), col(Run.id))
@@ -198,19 +228,37 @@ class Ledger:
                 if owner is None:
                     raise LedgerError(f"project {project!r} does not exist: see `wattlog table` for runs")
                 query = query.where(col(Run.project_id) == owner.id)
-            return list(session.execute(query).scalars())
+            return [RunInfo.of(row) for row in session.execute(query).scalars()]
 
-    def project_of(self, run: Run) -> str:
+    def project_of(self, run: RunInfo) -> str:
         """The name of the project a run belongs to."""
         with self.transaction("read project") as session:
             owner = session.get(Project, run.project_id)
             return owner.name if owner else ""
+
+    def wall_s(self) -> float:
+        """Now, by the ledger's wall clock (Unix seconds)."""
+        return self._clock.wall()
+
+    @classmethod
+    def id_of(cls, session: Session, run: int | str) -> int:
+        """The id of the run with this id or name, inside an open transaction."""
+        return cls._id(session, run)
 
     @classmethod
     def _id(cls, session: Session, run: int | str) -> int:
         found = cls._find(session, run).id
         assert found is not None  # rows read back from the database have ids
         return found
+
+    @classmethod
+    def run_id(cls, session: Session, run: int | str) -> int:
+        """The id of run `run` (id or name) inside a transaction, for modules that add tables.
+
+        Raises:
+            LedgerError: No such run.
+        """
+        return cls._id(session, run)
 
     @staticmethod
     def _find(session: Session, run: int | str) -> Run:
@@ -222,18 +270,59 @@ class Ledger:
         if row is None and key.isdigit() and not isinstance(run, int):
             row = session.get(Run, int(key))
         if row is None:
-            raise LedgerError(f"run {key!r} does not exist: `wattlog table` lists the runs in the ledger")
+            raise RunNotFound(run)
         return row
+
+    def set_run_figures(
+        self, run: int | str, *, gpu_hours: float | None = None, requests: int | None = None
+    ) -> RunInfo:
+        """Record a run's GPU-hours (when not derived from its rows) or requests served (inference).
+
+        Raises:
+            ConfigError: A negative or non-finite figure.
+        """
+        if gpu_hours is not None and not (math.isfinite(gpu_hours) and gpu_hours >= 0):
+            raise ConfigError(f"GPU-hours must be a finite number >= 0, got {gpu_hours}")
+        if requests is not None and requests < 0:
+            raise ConfigError(f"requests must be >= 0, got {requests}")
+        with self.transaction(f"set figures of run {run!r}") as session:
+            row = self._find(session, run)
+            if gpu_hours is not None:
+                row.gpu_hours = gpu_hours
+            if requests is not None:
+                row.requests = requests
+            session.flush()
+            return RunInfo.of(row)
+
+    def device_seconds(self, run: int | str, kind: str) -> tuple[float, int]:
+        """Device-seconds of a run's rows of one kind (e.g. "gpu") and how many devices recorded any.
+
+        GPU-hours = device-seconds / 3600. Hourly rows count from their first row's
+        start to their last row's end (compaction keeps those ends).
+        """
+        e = _ENERGY.c
+        with self.transaction("read device time") as session:
+            run_id = self._id(session, run)
+            query = select(func.sum(e.end_s - e.start_s), func.count(func.distinct(e.device))).where(
+                (e.run_id == run_id) & (e.kind == kind)
+            )
+            seconds, devices = session.execute(query).one()
+            return float(seconds or 0.0), int(devices or 0)
 
     # energy ----------------------------------------------------------------
 
     def record_intervals(
         self, run: int | str, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap] = ()
     ) -> int:
-        """Store one flush interval's energy rows and gaps in one transaction.
+        """Store one flush interval's energy rows and gaps in one transaction, each at most once.
+
+        A row is keyed by (run, host, device, source, start): a row or gap the
+        ledger already holds (a retry whose first commit landed, a spool
+        replayed twice) is skipped, so writing the same rows again never
+        counts them twice.
 
         Returns:
-            The number of energy rows written.
+            The number of energy rows written (rows already there not counted).
 
         Raises:
             ConfigError: A row is inconsistent (end before start, negative or non-finite energy).
@@ -246,6 +335,8 @@ class Ledger:
                 raise ConfigError(f"gap of {gap.device} ends before it starts ({gap.start_s} > {gap.end_s})")
         with self.transaction(f"record {len(intervals)} energy rows") as session:
             run_id = self._id(session, run)
+            intervals = _new_intervals(session, run_id, intervals)
+            gaps = _new_gaps(session, run_id, gaps)
             if intervals:
                 session.execute(insert(_ENERGY), [_energy_row(run_id, row) for row in intervals])
                 _add_to_rollup(session, run_id, intervals)
@@ -259,7 +350,7 @@ class Ledger:
                             "device": g.device,
                             "start_s": g.start_s,
                             "end_s": g.end_s,
-                            "reason": g.reason,
+                            "reason": g.reason[:500],
                         }
                         for g in gaps
                     ],
@@ -275,7 +366,7 @@ class Ledger:
         step: int | None = None,
         category: str = "",
         payload: dict[str, Any] | None = None,
-    ) -> Event:
+    ) -> EventInfo:
         """Store an event (restart, health_check, alert, loss_spike, ...) of a run."""
         if not kind:
             raise ConfigError("an event needs a kind (restart, health_check, alert, loss_spike, ...)")
@@ -289,22 +380,36 @@ class Ledger:
                 payload=dict(payload or {}),
             )
             session.add(event)
-            return event
+            session.flush()
+            return EventInfo.of(event)
 
-    def events(self, run: int | str) -> list[Event]:
+    def events(self, run: int | str) -> list[EventInfo]:
         """A run's events in time order."""
         with self.transaction("read events") as session:
             run_id = self._id(session, run)
             query = select(Event).where(col(Event.run_id) == run_id)
             query = query.order_by(col(Event.time_s), col(Event.id))
-            return list(session.execute(query).scalars())
+            return [EventInfo.of(row) for row in session.execute(query).scalars()]
 
-    def gaps(self, run: int | str) -> list[GapRecord]:
+    def gaps(self, run: int | str) -> list[GapInfo]:
         """A run's recorded gaps in time order."""
         with self.transaction("read gaps") as session:
             run_id = self._id(session, run)
             query = select(GapRecord).where(col(GapRecord.run_id) == run_id).order_by(col(GapRecord.start_s))
-            return list(session.execute(query).scalars())
+            return [GapInfo.of(row) for row in session.execute(query).scalars()]
+
+    def energy_rows(self, run: int | str, kinds: Sequence[str] | None = None) -> list[EnergyRow]:
+        """A run's energy rows as stored (raw and hourly), of `kinds` (default all), in time order.
+
+        Of one kind (e.g. "gpu") they are the power series of its devices.
+        """
+        with self.transaction("read energy rows") as session:
+            run_id = self._id(session, run)
+            query = select(EnergyRecord).where(col(EnergyRecord.run_id) == run_id)
+            if kinds is not None:
+                query = query.where(col(EnergyRecord.kind).in_(list(kinds)))
+            query = query.order_by(col(EnergyRecord.start_s), col(EnergyRecord.id))
+            return [EnergyRow.of(row) for row in session.execute(query).scalars()]
 
     def energy_totals(self, run: int | str) -> list[EnergyTotal]:
         """A run's IT energy per (host, device, kind, source), from the rollup kept with every write."""
@@ -423,12 +528,85 @@ class Ledger:
         return Compaction(raw_rows=raw_rows, hourly_rows=len(rows), before_hour=before_hour)
 
 
+def _project(session: Session, name: str, now_s: float) -> Project:
+    """The project of this name, created if missing; safe when many runs start at once."""
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as upsert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as upsert  # type: ignore[assignment]
+    table = cast(Table, Project.__table__)  # type: ignore[attr-defined]
+    statement = upsert(table).values(name=name, created_s=now_s)
+    session.execute(statement.on_conflict_do_nothing(index_elements=["name"]))
+    return session.execute(select(Project).where(col(Project.name) == name)).scalars().one()
+
+
+def _new_intervals(
+    session: Session, run_id: int, intervals: Sequence[EnergyInterval]
+) -> list[EnergyInterval]:
+    """The rows of `intervals` the run does not hold yet (by interval key), each once."""
+    if not intervals:
+        return []
+    e = _ENERGY.c
+    hours = {hour_of(row.start_s) for row in intervals}
+    held = {
+        tuple(key)
+        for key in session.execute(
+            select(e.host, e.device, e.source, e.start_s).where(
+                (e.run_id == run_id)
+                & (e.resolution == Resolution.RAW.value)
+                & e.hour.between(min(hours), max(hours))
+            )
+        )
+    }
+    fresh = []
+    for row in intervals:
+        key = (row.host, row.device, str(row.source), row.start_s)
+        if key not in held:
+            held.add(key)
+            fresh.append(row)
+    return fresh
+
+
+def _new_gaps(session: Session, run_id: int, gaps: Sequence[Gap]) -> list[Gap]:
+    """The gaps the run does not hold yet (same host, device, start and reason), each once."""
+    if not gaps:
+        return []
+    g = cast(Table, GapRecord.__table__).c  # type: ignore[attr-defined]
+    lo, hi = min(gap.start_s for gap in gaps), max(gap.start_s for gap in gaps)
+    query = select(g.host, g.device, g.start_s, g.reason).where(
+        (g.run_id == run_id) & g.start_s.between(lo, hi)
+    )
+    held = {tuple(key) for key in session.execute(query)}
+    fresh = []
+    for gap in gaps:
+        key = (gap.host, gap.device, gap.start_s, gap.reason[:500])
+        if key not in held:
+            held.add(key)
+            fresh.append(gap)
+    return fresh
+
+
 def _member(enum: type[_E], value: _E | str, what: str) -> _E:
     try:
         return enum(value)
     except ValueError as error:
         allowed = "|".join(member.value for member in enum)
         raise ConfigError(f"unknown {what} {value!r}: use {allowed}") from error
+
+
+def _run_labels(
+    phase: Phase | str, stage: Stage | str, scale_group: str, device_model: str
+) -> dict[str, str]:
+    """The checked phase, stage, scale group and device model of a new run ("" where not given)."""
+    if len(scale_group) > 100 or len(device_model) > 100:
+        raise ConfigError("scale group and device model must be at most 100 characters")
+    return {
+        "phase": _member(Phase, phase, "phase").value if phase else "",
+        "stage": _member(Stage, str(stage).lower(), "stage").value if stage else "",
+        "scale_group": scale_group.strip(),
+        "device_model": device_model.strip(),
+    }
 
 
 def _check_interval(row: EnergyInterval) -> None:
@@ -452,13 +630,6 @@ def _add_to_rollup(session: Session, run_id: int, intervals: Sequence[EnergyInte
         acc[1] += row.low_j
         acc[2] += row.high_j
         acc[3] += 1
-    dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as upsert
-    elif dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert as upsert  # type: ignore[assignment]
-    else:
-        raise LedgerError(f"the ledger supports SQLite and PostgreSQL, not {dialect}")
     values = [
         {
             "run_id": run_id,
@@ -473,13 +644,31 @@ def _add_to_rollup(session: Session, run_id: int, intervals: Sequence[EnergyInte
         }
         for (h, d, k, s), a in sums.items()
     ]
-    statement = upsert(_ROLLUP).values(values)
+    statement = upsert_into(session, _ROLLUP).values(values)
     new = statement.excluded
     statement = statement.on_conflict_do_update(
         index_elements=list(_KEY),
         set_={name: _ROLLUP.c[name] + new[name] for name in ("energy_j", "low_j", "high_j", "records")},
     )
     session.execute(statement)
+
+
+def upsert_into(session: Session, table: Table) -> Any:
+    """An INSERT on `table` that supports ``on_conflict_do_update`` (SQLite and PostgreSQL).
+
+    Raises:
+        LedgerError: Another database.
+    """
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table)
+    if dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert(table)
+    raise LedgerError(f"the ledger supports SQLite and PostgreSQL, not {dialect}")
 
 
 def _energy_row(run_id: int | None, row: EnergyInterval) -> dict[str, Any]:

@@ -6,7 +6,8 @@ link shows the same run, and a ?run= the ledger does not hold says so instead of
 showing another. Headline energy, CO2 and water with the energy's source; Table 19
 with the run beside the paper's rows (download as CSV, Markdown, LaTeX; notes folded
 away); power and cumulative energy over time with the run's events (red) and gaps
-(orange); the energy by device kind and by use; the events. Laid out to read at 800 px.
+(orange); the energy by device kind and by use; power fluctuation; the events. Laid
+out to read at 800 px.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from wattlog.accounting.ledger import Ledger, describe_url, make_engine, resolve_url
+from wattlog.accounting.ledger import Ledger, RunInfo, describe_url, make_engine, resolve_url
+from wattlog.accounting.power_report import POWER_HEADERS, POWER_NOTES, power_cells, run_power
 from wattlog.accounting.render import footnotes, format_figure
 from wattlog.dashboards.report.data import RunReport, load_report
 from wattlog.errors import WattlogError
@@ -103,7 +105,11 @@ def timeline(report: RunReport) -> None:
     gaps = (
         alt.Chart(report.gaps)
         .mark_rect(color=GAP_COLOUR, opacity=0.35)
-        .encode(x="start:T", x2="end:T", tooltip=["start:T", "end:T", "host:N", "device:N", "reason:N"])
+        .encode(
+            x="start:T",
+            x2="end:T",
+            tooltip=["start:T", "end:T", "host:N", "device:N", "reason:N", "detail:N"],
+        )
     )
     kinds = sorted(set(report.power["kind"]))
     palette = alt.Scale(domain=kinds, range=[KIND_COLOURS.get(k, "#8c564b") for k in kinds])
@@ -197,6 +203,16 @@ def choose_run(names: list[str], ledger: str) -> str | None:
     return run
 
 
+def power_fluctuation(ledger: Ledger, run: RunInfo) -> None:
+    """Power as % of the power limit, dips, the job's swing and ramp (as `wattlog table --power`)."""
+    st.subheader("Power fluctuation")
+    figures, notes = run_power(ledger, run)
+    cells = power_cells(run.name, figures)
+    st.dataframe(pd.DataFrame([dict(zip(POWER_HEADERS[1:], cells[1:], strict=True))]), hide_index=True)
+    for note in [*POWER_NOTES, *notes]:
+        st.caption(note)
+
+
 def main() -> None:
     """Draw the page."""
     st.set_page_config(page_title="wattlog carbon report", layout="wide", initial_sidebar_state="collapsed")
@@ -229,6 +245,7 @@ def main() -> None:
     table19(report)
     timeline(report)
     breakdown(report)
+    power_fluctuation(ledger, report.run)
     st.subheader("Events")
     st.dataframe(report.events, hide_index=True, width="stretch")
 

@@ -8,29 +8,33 @@ health checks, idle) is trainer.split's, which reads only the ledger.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from wattlog.accounting.gaps import GapSummary, run_gaps
 from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import TableRow, table_cells, to_csv, to_latex, to_markdown
 from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
 from wattlog.accounting.sites import site_catalog
-from wattlog.accounting.split import energy_rows, energy_split
+from wattlog.accounting.split import Use, energy_split
+from wattlog.events import EventKind
 from wattlog.records import Kind
 
 if TYPE_CHECKING:
     from wattlog.accounting.footprint import Footprint
-    from wattlog.accounting.ledger import Ledger, Run
+    from wattlog.accounting.ledger import Ledger
+    from wattlog.accounting.ledger.views import EnergyRow, EventInfo, RunInfo
 
-GAP_COLUMNS = ["start", "end", "host", "device", "reason"]
+GAP_COLUMNS = ["start", "end", "host", "device", "reason", "detail"]
 
 USE_LABELS = {
-    "productive": "productive",
-    "lost_work": "lost work",
-    "health_check": "health checks",
-    "idle": "idle",
+    Use.PRODUCTIVE: "productive",
+    Use.LOST_WORK: "lost work",
+    Use.HEALTH_CHECK: "health checks",
+    Use.IDLE: "idle",
 }
 
 
@@ -48,10 +52,10 @@ class RunReport:
         by_use: Columns use, energy_kwh, share.
         use_source: Source label of the energy split by use.
         events: Columns time (UTC), kind, category, step, detail (step "" where none: never "None").
-        gaps: Columns start, end (UTC), host, device, reason: stretches not measured.
+        gaps: Columns start, end (UTC), host, device, reason, detail: stretches not measured.
     """
 
-    run: Run
+    run: RunInfo
     footprint: Footprint | None
     rows: list[TableRow]
     power: pd.DataFrame
@@ -81,7 +85,7 @@ def _utc(seconds: pd.Series) -> pd.Series:
     return pd.to_datetime(seconds, unit="s", utc=True)
 
 
-def _energy_frames(records: list[Any]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def _energy_frames(records: list[EnergyRow]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Power per kind, cumulative IT energy and energy per kind from the ledger's energy rows."""
     if not records:
         empty = pd.DataFrame
@@ -120,13 +124,13 @@ def _energy_frames(records: list[Any]) -> tuple[pd.DataFrame, pd.DataFrame, pd.D
     return by_interval[["time", "kind", "power_w"]], cumulative, kinds
 
 
-def _events_frame(events: list[Any]) -> pd.DataFrame:
+def _events_frame(events: list[EventInfo]) -> pd.DataFrame:
     """The run's events, less the per-flush `progress` bookkeeping (one per flush would drown the rest)."""
     rows = []
     for e in events:
-        if e.kind == "progress":
+        if e.kind == EventKind.PROGRESS:
             continue
-        payload = e.payload or {}
+        payload: Mapping[str, Any] = e.payload
         detail = (
             payload.get("message")
             or payload.get("annotations", {}).get("summary")
@@ -141,11 +145,23 @@ def _events_frame(events: list[Any]) -> pd.DataFrame:
     return frame
 
 
-def _gaps_frame(gaps: list[Any]) -> pd.DataFrame:
+def gaps_frame(summary: GapSummary) -> pd.DataFrame:
+    """The run's gaps as the report draws them: recorded ones and the downtime between attempts.
+
+    One implementation with the tables' gap footnote (accounting.gaps): `reason` is the group
+    (device lost, agent down, ...), `detail` the text the agent recorded.
+    """
     frame = pd.DataFrame(
         [
-            {"start": g.start_s, "end": g.end_s, "host": g.host, "device": g.device, "reason": g.reason}
-            for g in gaps
+            {
+                "start": g.start_s,
+                "end": g.end_s,
+                "host": g.host,
+                "device": g.device,
+                "reason": str(g.reason),
+                "detail": g.detail,
+            }
+            for g in summary.gaps
         ],
         columns=GAP_COLUMNS,
     )
@@ -167,11 +183,11 @@ def load_report(ledger: Ledger, run: str, options: TableOptions | None = None) -
     """
     options = options or TableOptions(catalog=site_catalog())
     row = ledger.get_run(run)
-    power, cumulative, by_kind = _energy_frames(list(energy_rows(ledger, row.id or 0)))
-    split = energy_split(ledger, row.id or 0)
+    power, cumulative, by_kind = _energy_frames(ledger.energy_rows(row.id))
+    split = energy_split(ledger, row.id)
     by_use = pd.DataFrame(
         [
-            {"use": USE_LABELS[str(use)], "energy_kwh": joules / 3.6e6, "share": split.share(use)}
+            {"use": USE_LABELS[use], "energy_kwh": joules / 3.6e6, "share": split.share(use)}
             for use, joules in split.joules.items()
         ]
     )
@@ -184,6 +200,6 @@ def load_report(ledger: Ledger, run: str, options: TableOptions | None = None) -
         by_kind=by_kind,
         by_use=by_use,
         use_source=split.source,
-        events=_events_frame(ledger.events(row.id or 0)),
-        gaps=_gaps_frame(ledger.gaps(row.id or 0)),
+        events=_events_frame(ledger.events(row.id)),
+        gaps=gaps_frame(run_gaps(ledger, row.id)),
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wattlog.clock import Clock
 from wattlog.errors import SensorError
 from wattlog.records import Kind
 from wattlog.telemetry.selection import GpuSelection, job_selection
@@ -53,6 +54,8 @@ def discover(
     powercap_root: Path = Path("/sys/class/powercap"),
     estimate: EstimateConfig | None = None,
     extra: Sequence[Sensor] = (),
+    clock: Clock | None = None,
+    slow_period_s: float = 1.0,
 ) -> Discovery:
     """Probe every backend and keep those that answer.
 
@@ -63,13 +66,18 @@ def discover(
         estimate: Constants of the CPU/DRAM estimate (default EstimateConfig()); it
             covers only the kinds RAPL does not measure, and not at all when disabled.
         extra: More sensors to include as they are, e.g. simulated GPUs.
+        clock: The sampler's clock (NVML field timestamps are put on it).
+        slow_period_s: How often slow metrics (GPU utilisation, temperature, memory, power
+            limit; the CPU estimate's utilisation) are read.
 
     Returns:
         The sensors, their devices and the notes on what was not used.
     """
     selection = selection or job_selection()
     found = _Found()
-    gpus = found.probe("NVIDIA", NvmlSensor(nvml=nvml, include=selection.includes))
+    gpus = found.probe(
+        "NVIDIA", NvmlSensor(nvml=nvml, include=selection.includes, clock=clock, slow_period_s=slow_period_s)
+    )
     if gpus == []:
         why = (
             "the driver lists no GPU" if selection.selects_all else f"no GPU of this job ({selection.origin})"
@@ -82,7 +90,7 @@ def discover(
     if missing and rapl:
         found.notes.append(f"RAPL has no {'/'.join(missing)} zone here (AMD has no DRAM domain)")
     if missing and config.enabled:
-        found.probe("estimate", EstimateSensor(config, kinds=missing))
+        found.probe("estimate", EstimateSensor(config, kinds=missing, utilisation_period_s=slow_period_s))
     elif missing:
         found.notes.append(f"estimate disabled: {'/'.join(missing)} not measured")
     for sensor in extra:

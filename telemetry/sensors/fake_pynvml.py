@@ -35,6 +35,7 @@ NVML_VERSION = "12.550.54.15"
 CUDA_DRIVER_VERSION = 12040
 _HOPPER_ARCH = 9  # NVML_DEVICE_ARCH_HOPPER
 _MW_PER_W = 1000
+_POWER_FIELDS = (pynvml.NVML_FI_DEV_POWER_INSTANT, pynvml.NVML_FI_DEV_POWER_AVERAGE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +108,11 @@ class FakeNvml(ModuleType):
 
         call.__name__ = name
         return call
+
+    @property
+    def wattlog_clock(self) -> Clock:
+        """The clock the field timestamps come from (wattlog's NVIDIA backend reads them on it)."""
+        return self._clock
 
     # -- plumbing -----------------------------------------------------------
 
@@ -223,27 +229,38 @@ class FakeNvml(ModuleType):
         return round(gpu.average_power_w(t_s) * _MW_PER_W)
 
     def nvmlDeviceGetFieldValues(self, handle: _Handle, fieldIds: Sequence[Any]) -> Any:
-        """Field values as an array of pynvml.c_nvmlFieldValue_t; power fields in mW.
+        """Field values as an array of pynvml.c_nvmlFieldValue_t; power fields in mW, energy (83) in mJ.
 
-        Fields other than 185/186 (or those when unsupported) carry nvmlReturn NOT_SUPPORTED.
+        Each value's timestamp (us since the epoch) is when the driver published it:
+        the latest publication for 185/186, the latest counter update for 83, so a
+        client polling faster than the sensor sees the same stamp repeat. Other
+        fields (or unsupported ones) carry nvmlReturn NOT_SUPPORTED.
         """
         gpu, t_s = self._gpu("nvmlDeviceGetFieldValues", handle)
         values = (pynvml.c_nvmlFieldValue_t * len(fieldIds))()
-        readers = {
-            pynvml.NVML_FI_DEV_POWER_INSTANT: gpu.instant_power_w,
-            pynvml.NVML_FI_DEV_POWER_AVERAGE: gpu.average_power_w,
-        }
+        wall_offset_s = self._clock.wall() - t_s
         for value, field in zip(values, fieldIds, strict=True):
             field_id, scope_id = field if isinstance(field, tuple) else (field, 0)
             value.fieldId, value.scopeId = field_id, scope_id
-            value.timestamp = int(self._clock.wall() * 1e6)
-            read = readers.get(field_id) if self._supports_instant_field else None
-            if read is None:
+            value.timestamp = int((wall_offset_s + t_s) * 1e6)
+            if field_id == pynvml.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION and self._supports_energy:
+                value.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+                value.value.ullVal = int(gpu.energy_mj(t_s))
+                published_s = gpu.counter_updated_s(t_s)
+            elif field_id in _POWER_FIELDS and self._supports_instant_field:
+                read = (
+                    gpu.instant_power_w
+                    if field_id == pynvml.NVML_FI_DEV_POWER_INSTANT
+                    else gpu.average_power_w
+                )
+                value.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_INT
+                value.value.uiVal = round(read(t_s) * _MW_PER_W)
+                published_s = gpu.published_s(t_s)
+            else:
                 value.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
                 continue
             value.nvmlReturn = pynvml.NVML_SUCCESS
-            value.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_INT
-            value.value.uiVal = round(read(t_s) * _MW_PER_W)
+            value.timestamp = round((wall_offset_s + published_s) * 1e6)
         return values
 
     def nvmlDeviceGetEnforcedPowerLimit(self, handle: _Handle) -> int:

@@ -1,25 +1,35 @@
 """NVIDIA GPUs through NVML (nvidia-ml-py, imported as pynvml only here, lazily).
 
-Per GPU, keyed by UUID: the energy counter (nvmlDeviceGetTotalEnergyConsumption,
-mJ) where the board has one; power from the field NVML_FI_DEV_POWER_INSTANT
-where the driver has it, else nvmlDeviceGetPowerUsage (a 1 s trailing average
-on Ampere and newer, except GA100); the DeviceInfo note says which. A metric
-that answers NOT_SUPPORTED is remembered per device and not asked again. A GPU
-that answers GPU_IS_LOST or UNKNOWN raises DeviceLost, and is not called again
-(NVML calls on a faulted GPU can block for tens of seconds), while the other
-GPUs go on. Run against :mod:`wattlog.telemetry.sensors.fake_pynvml`, every figure is
-labelled `simulated`.
+Per GPU, keyed by UUID, the hot path is ONE NVML call per tick:
+nvmlDeviceGetFieldValues with the instantaneous power (field 186,
+NVML_FI_DEV_POWER_INSTANT) and the total energy (field 83,
+NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, mJ) together. NVML calls serialise in the
+driver (MangoHud PR 2104: polling every metric every 25 ms held the driver's
+lock ~10 s of every 15 s), so utilisation, temperature, memory and the power
+limit are read only every `slow_period_s` (1 s). Each field value carries the
+driver's timestamp of its publication; it is handed on (on the sampler's
+monotonic clock) so the integrator counts repeated publications and
+integrates on the driver's own times. Where a field is missing the plain call
+takes its place, per field and per GPU: nvmlDeviceGetTotalEnergyConsumption,
+or nvmlDeviceGetPowerUsage (a 1 s trailing average on Ampere and newer, except
+GA100); the DeviceInfo note says which. A metric that answers NOT_SUPPORTED is
+remembered per device and not asked again. A GPU that answers GPU_IS_LOST or
+UNKNOWN raises DeviceLost, and is not called again (NVML calls on a faulted GPU
+can block for tens of seconds), while the other GPUs go on. Run against
+:mod:`wattlog.telemetry.sensors.fake_pynvml`, every figure is labelled `simulated`.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from wattlog.errors import DeviceLost, NotSupported, SensorError, SensorUnavailable
+from wattlog.clock import Clock, SystemClock
+from wattlog.errors import ConfigError, DeviceLost, NotSupported, SensorError, SensorUnavailable
 from wattlog.records import Kind, Source
 from wattlog.telemetry.types import DeviceInfo, Reading
 
@@ -41,10 +51,20 @@ _ERROR_MAP: dict[int, type[SensorError]] = {
 _SUCCESS = 0
 _NO_DRIVER = (9, 12)
 _FI_DEV_POWER_INSTANT = 186  # needs nvidia-ml-py >= 11.525.112 and a driver >= 525
+_FI_DEV_TOTAL_ENERGY_CONSUMPTION = 83  # mJ since the driver loaded, as nvmlDeviceGetTotalEnergyConsumption
+# pynvml's structures decode bytes in a Python-level __getattribute__ (~1.5 us an access); the
+# numeric fields of a field value need none of it, and this path runs 40 times a second per GPU.
+_get = object.__getattribute__
+# A field timestamp older than this, or ahead of the read by more than that, is on another clock.
+_STAMP_MAX_AGE_S = 5.0
+_STAMP_MAX_AHEAD_S = 0.5
+# nvmlValueType_t -> the member of the nvmlValue_t union that holds it
+_VALUE_MEMBERS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 _NVML_TEMPERATURE_GPU = 0
 _POWER_INSTANT = "power: NVML_FI_DEV_POWER_INSTANT"
 _POWER_AVERAGE = "power: nvmlDeviceGetPowerUsage (1 s average on Ampere+)"
 _ENERGY_COUNTER = "energy: nvmlDeviceGetTotalEnergyConsumption"
+_ENERGY_FIELD = " (field 83, read with power in one call)"
 
 
 def _translate(e: Exception, device: str, metric: str) -> SensorError:
@@ -67,6 +87,13 @@ class _GpuState:
     handle: Any
     has_counter: bool
     instant_field: bool
+    energy_field: bool = False
+    fields: list[int] = field(default_factory=list)  # asked together on every tick
+    stamps: list[tuple[int, float | None]] = field(default_factory=lambda: [(0, None), (0, None)])
+    slow_due_s: float = -math.inf
+    bad_stamps: bool = False
+    last_stamps: tuple[int, int] = (0, 0)  # raw stamps of the last publication of (186, 83)
+    last_fields: tuple[float | None, float | None, float | None, float | None] = (None, None, None, None)
     unsupported: set[str] = field(default_factory=set)
     lost: str = ""  # the reason, once lost
 
@@ -77,15 +104,29 @@ class NvmlSensor:
     Args:
         nvml: The pynvml module (or a FakeNvml); None imports pynvml when devices() runs.
         include: (index, uuid) -> whether the GPU is the job's; None measures all of them.
+        clock: The sampler's clock (field timestamps are wall time; readings are on its monotonic time).
+        slow_period_s: How often utilisation, temperature, memory and the power limit are read.
+
+    Raises:
+        ConfigError: If slow_period_s is not positive.
     """
 
     def __init__(
         self,
         nvml: Any | None = None,
         include: Callable[[int, str], bool] | None = None,
+        *,
+        clock: Clock | None = None,
+        slow_period_s: float = 1.0,
     ) -> None:
+        if not slow_period_s > 0:
+            raise ConfigError(f"slow_period_s must be > 0, got {slow_period_s}; the default is 1.0")
         self._nvml: Any = nvml  # a module or a FakeNvml; None until _start imports pynvml
         self._include = include
+        # a fake NVML stamps its fields from its own clock: read them on that clock
+        self._clock = clock or getattr(nvml, "wattlog_clock", None) or SystemClock()
+        self._slow_period_s = slow_period_s
+        self._wall_offset_s = 0.0
         self._started = False
         self._devices: list[DeviceInfo] | None = None
         self._state: dict[str, _GpuState] = {}
@@ -142,6 +183,7 @@ class NvmlSensor:
         if self._devices is not None:
             return list(self._devices)
         nvml = self._start()
+        self._wall_offset_s = self._clock.wall() - self._clock.monotonic()
         simulated = bool(getattr(nvml, "WATTLOG_SIMULATED", False))
         found: list[DeviceInfo] = []
         try:
@@ -158,11 +200,13 @@ class NvmlSensor:
             except nvml.NVMLError as e:
                 log.warning("skipping GPU %d: NVML could not identify it (%s)", index, e)
                 continue
-            state = _GpuState(handle, self._probe_counter(handle), self._probe_instant(handle))
+            state = self._probe(handle)
             self._state[uuid] = state
             notes = [
                 _POWER_INSTANT if state.instant_field else _POWER_AVERAGE,
-                _ENERGY_COUNTER if state.has_counter else "no energy counter",
+                (_ENERGY_COUNTER + (_ENERGY_FIELD if state.energy_field else ""))
+                if state.has_counter
+                else "no energy counter",
             ]
             source = Source.COUNTER if state.has_counter else Source.SAMPLED
             if simulated:
@@ -183,19 +227,30 @@ class NvmlSensor:
         self._devices = found
         return list(found)
 
+    def _probe(self, handle: Any) -> _GpuState:
+        """Which of the two fields answer, and whether a counter exists by either road."""
+        wanted = [_FI_DEV_POWER_INSTANT, _FI_DEV_TOTAL_ENERGY_CONSUMPTION]
+        try:
+            values = self._nvml.nvmlDeviceGetFieldValues(handle, wanted)
+            answered = [int(v.fieldId) for v in values if int(v.nvmlReturn) == _SUCCESS]
+        except (self._nvml.NVMLError, AttributeError):  # old bindings lack the function
+            answered = []
+        fields = [f for f in wanted if f in answered]
+        energy_field = _FI_DEV_TOTAL_ENERGY_CONSUMPTION in fields
+        return _GpuState(
+            handle,
+            has_counter=energy_field or self._probe_counter(handle),
+            instant_field=_FI_DEV_POWER_INSTANT in fields,
+            energy_field=energy_field,
+            fields=fields,
+        )
+
     def _probe_counter(self, handle: Any) -> bool:
         try:
             self._nvml.nvmlDeviceGetTotalEnergyConsumption(handle)
         except self._nvml.NVMLError:
             return False
         return True
-
-    def _probe_instant(self, handle: Any) -> bool:
-        try:
-            values = self._nvml.nvmlDeviceGetFieldValues(handle, [_FI_DEV_POWER_INSTANT])
-        except (self._nvml.NVMLError, AttributeError):  # old bindings lack the function
-            return False
-        return int(values[0].nvmlReturn) == _SUCCESS
 
     def _power_limit_w(self, handle: Any) -> float | None:
         try:
@@ -206,7 +261,7 @@ class NvmlSensor:
     # -- reading ------------------------------------------------------------
 
     def read(self, device: DeviceInfo, t_s: float) -> Reading:
-        """Counter, power, utilisation, temperature and memory of `device`.
+        """Counter and power of `device` in one NVML call; the slow metrics when due (every slow_period_s).
 
         Raises:
             DeviceLost: The GPU answered GPU_IS_LOST or UNKNOWN (now or before).
@@ -218,18 +273,111 @@ class NvmlSensor:
         if state.lost:
             raise DeviceLost(device.uuid, state.lost)
         try:
-            return Reading(
-                device=device.uuid,
-                t_s=t_s,
-                energy_mj=self._energy_mj(device.uuid, state),
-                power_w=self._power_w(device.uuid, state),
-                utilisation_pct=self._metric(device.uuid, state, "utilisation", _utilisation),
-                temperature_c=self._metric(device.uuid, state, "temperature", _temperature),
-                memory_used_bytes=self._metric(device.uuid, state, "memory", _memory_used),
-            )
+            return self._read(device.uuid, state, t_s)
         except DeviceLost as e:
             state.lost = e.reason
             raise
+
+    def _read(self, uuid: str, state: _GpuState, t_s: float) -> Reading:
+        energy_mj = power_w = energy_t = power_t = None
+        if state.fields:
+            energy_mj, energy_t, power_w, power_t = self._fields(uuid, state, t_s)
+        if state.has_counter and not state.energy_field:
+            energy_mj = self._metric(uuid, state, "energy", _energy)
+            if energy_mj is None:  # it answered at devices() but not now: stop asking
+                state.has_counter = False
+        if not state.instant_field:
+            power_w = self._metric(uuid, state, "power", _power_usage)
+        if t_s < state.slow_due_s:
+            return Reading(uuid, t_s, energy_mj, power_w, energy_t_s=energy_t, power_t_s=power_t)
+        # Slow metrics: their own deadline grid, skipping ahead after a stall (never a burst).
+        due_s = state.slow_due_s + self._slow_period_s
+        state.slow_due_s = due_s if due_s > t_s else t_s + self._slow_period_s
+        self._wall_offset_s = self._clock.wall() - self._clock.monotonic()  # follows NTP slew
+        return Reading(
+            uuid,
+            t_s,
+            energy_mj,
+            power_w,
+            utilisation_pct=self._metric(uuid, state, "utilisation", _utilisation),
+            temperature_c=self._metric(uuid, state, "temperature", _temperature),
+            memory_used_bytes=self._metric(uuid, state, "memory", _memory_used),
+            energy_t_s=energy_t,
+            power_t_s=power_t,
+            power_limit_w=self._metric(uuid, state, "power limit", _power_limit),
+        )
+
+    def _fields(
+        self, uuid: str, state: _GpuState, t_s: float
+    ) -> tuple[float | None, float | None, float | None, float | None]:
+        """(energy_mj, its driver time, power_w, its driver time) from one nvmlDeviceGetFieldValues call."""
+        try:
+            values = self._nvml.nvmlDeviceGetFieldValues(state.handle, state.fields)
+        except self._nvml.NVMLError as e:
+            raise _translate(e, uuid, "power and energy fields") from e
+        if len(values) == 2:  # the usual case: 3 reads in 4 repeat the last publication of both
+            power, energy = values[0], values[1]
+            stamps = (_get(power, "timestamp"), _get(energy, "timestamp"))
+            repeated = stamps == state.last_stamps and stamps[0] > 0 and stamps[1] > 0
+            if repeated and not (_get(power, "nvmlReturn") or _get(energy, "nvmlReturn")):
+                return state.last_fields
+        energy_mj = energy_t = power_w = power_t = None
+        for value in values:
+            field_id = int(_get(value, "fieldId"))
+            code = int(_get(value, "nvmlReturn"))
+            if code != _SUCCESS:
+                self._field_failed(uuid, state, field_id, code)
+                continue
+            stamp_us = int(_get(value, "timestamp"))
+            if field_id == _FI_DEV_POWER_INSTANT:
+                power_w = _number(value) / 1e3
+                power_t = self._driver_time(state, 0, stamp_us, t_s)
+            else:
+                energy_mj = _number(value)
+                energy_t = self._driver_time(state, 1, stamp_us, t_s)
+        if len(values) == 2 and power_t is not None and energy_t is not None:
+            state.last_stamps = (_get(values[0], "timestamp"), _get(values[1], "timestamp"))
+            state.last_fields = (energy_mj, energy_t, power_w, power_t)
+        return energy_mj, energy_t, power_w, power_t
+
+    def _driver_time(self, state: _GpuState, slot: int, stamp_us: int, t_s: float) -> float | None:
+        """A field's timestamp (us since the epoch) on the sampler's monotonic clock; None if absent.
+
+        The same publication read again keeps exactly the same time (the raw stamp is
+        compared, not the converted one), so the integrator counts it as a repeat.
+        """
+        if stamp_us <= 0:
+            return None
+        last_us, last_t = state.stamps[slot]
+        if stamp_us == last_us:
+            return last_t
+        t = stamp_us / 1e6 - self._wall_offset_s
+        if not t_s - _STAMP_MAX_AGE_S <= t <= t_s + _STAMP_MAX_AHEAD_S:
+            if not state.bad_stamps:
+                log.info(
+                    "NVML field timestamps are %.3f s off this clock: integrating on read times", t - t_s
+                )
+            state.bad_stamps = True
+            return None
+        t = min(t, t_s)  # a driver a little ahead of us: now
+        state.stamps[slot] = (stamp_us, t)
+        return t
+
+    def _field_failed(self, uuid: str, state: _GpuState, field_id: int, code: int) -> None:
+        """A field answered an error: fall back to the plain call for NOT_SUPPORTED, raise otherwise."""
+        metric = "power" if field_id == _FI_DEV_POWER_INSTANT else "energy"
+        error = _translate(self._nvml.NVMLError(code), uuid, metric)
+        if not isinstance(error, NotSupported):
+            raise error
+        state.fields = [f for f in state.fields if f != field_id]
+        if field_id == _FI_DEV_POWER_INSTANT:
+            log.info("%s: NVML_FI_DEV_POWER_INSTANT stopped answering, using nvmlDeviceGetPowerUsage", uuid)
+            state.instant_field = False
+        else:
+            log.info(
+                "%s: the energy field stopped answering, using nvmlDeviceGetTotalEnergyConsumption", uuid
+            )
+            state.energy_field = False
 
     def _metric(self, uuid: str, state: _GpuState, metric: str, get: Callable[[Any, Any], Any]) -> Any:
         """get(nvml, handle), or None once the metric answered NOT_SUPPORTED."""
@@ -245,34 +393,20 @@ class NvmlSensor:
                 return None
             raise error from e
 
-    def _energy_mj(self, uuid: str, state: _GpuState) -> float | None:
-        if not state.has_counter:
-            return None
-        value = self._metric(uuid, state, "energy", _energy)
-        if value is None:  # it answered at devices() but not now: stop asking
-            state.has_counter = False
-        return value
 
-    def _power_w(self, uuid: str, state: _GpuState) -> float | None:
-        if state.instant_field:
-            try:
-                field_value = self._nvml.nvmlDeviceGetFieldValues(state.handle, [_FI_DEV_POWER_INSTANT])[0]
-            except self._nvml.NVMLError as e:
-                raise _translate(e, uuid, "power") from e
-            code = int(field_value.nvmlReturn)
-            if code == _SUCCESS:
-                return float(field_value.value.uiVal) / 1e3
-            error = _translate(self._nvml.NVMLError(code), uuid, "power")
-            if not isinstance(error, NotSupported):
-                raise error
-            log.info("%s: NVML_FI_DEV_POWER_INSTANT stopped answering, using nvmlDeviceGetPowerUsage", uuid)
-            state.instant_field = False
-        return self._metric(uuid, state, "power", _power_usage)
+def _number(value: Any) -> float:
+    """The number in an nvmlFieldValue_t, whatever its value type."""
+    member = _VALUE_MEMBERS.get(int(_get(value, "valueType")), "ullVal")
+    return float(_get(_get(value, "value"), member))
 
 
 def _text(value: str | bytes) -> str:
     """Old bindings return bytes, new ones str."""
     return value.decode() if isinstance(value, bytes) else value
+
+
+def _power_limit(nvml: Any, handle: Any) -> float:
+    return float(nvml.nvmlDeviceGetEnforcedPowerLimit(handle)) / 1e3
 
 
 def _energy(nvml: Any, handle: Any) -> float:

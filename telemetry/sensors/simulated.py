@@ -163,6 +163,7 @@ class SimulatedGpu:
         self._obs_origin_s = math.nan
         self._obs_k = 0
         self._obs_j = 0.0
+        self._pub_cache: tuple[int, float] = (-(2**62), 0.0)
 
     # -- ground truth -------------------------------------------------------
 
@@ -189,10 +190,24 @@ class SimulatedGpu:
         return math.floor((t_s - self.model.phase_s) / period_s + _GRID_EPS)
 
     def _published_w(self, k: int) -> float:
-        """The value published at phase + k x period (gain applied)."""
+        """The value published at phase + k x period (gain applied); the latest one is cached."""
+        if k == self._pub_cache[0]:
+            return self._pub_cache[1]
         m = self.model
         tp = m.phase_s + k * m.publish_period_s
-        return m.gain * self.true_energy_j(tp - m.observed_window_s, tp) / m.observed_window_s
+        value = m.gain * self.true_energy_j(tp - m.observed_window_s, tp) / m.observed_window_s
+        self._pub_cache = (k, value)
+        return value
+
+    def published_s(self, t_s: float) -> float:
+        """When the value the sensor shows at `t_s` was published (the driver's field timestamp)."""
+        m = self.model
+        return m.phase_s + self._grid(t_s, m.publish_period_s) * m.publish_period_s
+
+    def counter_updated_s(self, t_s: float) -> float:
+        """When the energy counter last updated at or before `t_s`."""
+        m = self.model
+        return m.phase_s + self._grid(t_s, m.counter_update_s) * m.counter_update_s
 
     def instant_power_w(self, t_s: float) -> float:
         """The latest published value at `t_s` (NVML_FI_DEV_POWER_INSTANT), watts."""
@@ -218,7 +233,7 @@ class SimulatedGpu:
         i = bisect_right(self.resets_at_s, t_s)
         if i:
             origin_s = max(origin_s, self.resets_at_s[i - 1])
-        update_s = m.phase_s + self._grid(t_s, m.counter_update_s) * m.counter_update_s
+        update_s = self.counter_updated_s(t_s)
         if t_s < self.t0_s or update_s < origin_s:  # not loaded yet, or reset and not updated since
             return 0.0
         if m.counter_integrates == "true":
@@ -295,6 +310,8 @@ class SimulatedSensor:
             utilisation_pct=gpu.utilisation_pct(t_s),
             temperature_c=gpu.temperature_c(t_s),
             memory_used_bytes=gpu.memory_used_bytes,
+            energy_t_s=gpu.counter_updated_s(t_s),
+            power_t_s=gpu.published_s(t_s),
         )
 
     def close(self) -> None:

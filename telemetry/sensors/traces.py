@@ -250,6 +250,7 @@ class TrainingTrace(PiecewiseTrace):
         jitter: float = 0.05,
         power_jitter: float = 0.03,
         warmup_s: float = 0.0,
+        step_grid_s: float | None = None,
     ) -> TrainingTrace:
         """A seeded training-like trace; the same arguments always give the same trace.
 
@@ -268,12 +269,18 @@ class TrainingTrace(PiecewiseTrace):
             jitter: Relative jitter of each step's length (0 keeps it exact).
             power_jitter: Relative jitter of each step's compute and comm power (0 keeps them exact).
             warmup_s: Idle time at the start (data loading, compilation).
+            step_grid_s: Round every step to a whole multiple of this (e.g. 0.1: steps of exactly
+                200 ms, 1.3 s, ...; jitter then only picks among multiples). None: no rounding.
         """
         lo, hi = step_s
-        if not (0 < lo <= hi and duration_s > 0 and 0 <= comm_fraction < 1 and jitter >= 0 and warmup_s >= 0):
+        grid_ok = step_grid_s is None or step_grid_s > 0
+        if (
+            not (0 < lo <= hi and duration_s > 0 and 0 <= comm_fraction < 1 and jitter >= 0 and warmup_s >= 0)
+            or not grid_ok
+        ):
             raise ConfigError(
                 "TrainingTrace needs 0 < step_s[0] <= step_s[1], duration_s > 0, "
-                "0 <= comm_fraction < 1, jitter >= 0 and warmup_s >= 0"
+                "0 <= comm_fraction < 1, jitter >= 0, warmup_s >= 0 and step_grid_s > 0 (or None)"
             )
         rng = random.Random(seed)
         stall_w = idle_w if checkpoint_w is None else checkpoint_w
@@ -290,6 +297,8 @@ class TrainingTrace(PiecewiseTrace):
             step = rng.uniform(lo, hi) if vary == "step" else run_step_s
             if jitter:
                 step *= 1.0 + rng.uniform(-jitter, jitter)
+            if step_grid_s:
+                step = max(round(step / step_grid_s), 1) * step_grid_s
             scale = 1.0 + rng.uniform(-power_jitter, power_jitter) if power_jitter else 1.0
             points.append((t, compute_w * scale))
             if comm_fraction:

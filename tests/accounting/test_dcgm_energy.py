@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from wattlog.accounting.dcgm_energy import DCGM_SOURCE, dcgm_energy, expand_hostlist
+from wattlog.accounting.dcgm_energy import DCGM_SOURCE, dcgm_energy
 from wattlog.accounting.footprint import energy_label
 from wattlog.cli import app
 from wattlog.errors import ConfigError
+from wattlog.telemetry.job import expand_nodelist
 
 
 def answering(*samples: dict[str, Any]) -> tuple[list[str], Any]:
@@ -53,11 +54,11 @@ def test_the_source_label_is_a_counter_that_names_its_reader() -> None:
 
 
 def test_slurm_node_lists_expand() -> None:
-    assert expand_hostlist("node[01-03,07],gpu5") == ["node01", "node02", "node03", "node07", "gpu5"]
-    assert expand_hostlist("x[8-10]-ib") == ["x8-ib", "x9-ib", "x10-ib"]
+    assert expand_nodelist("node[01-03,07],gpu5") == ["node01", "node02", "node03", "node07", "gpu5"]
+    assert expand_nodelist("x[8-10]-ib") == ["x8-ib", "x9-ib", "x10-ib"]
     for bad in ("node[01-", "node[3-1]", "node[a-b]"):
         with pytest.raises(ConfigError):
-            expand_hostlist(bad)
+            expand_nodelist(bad)
 
 
 def test_bad_ranges_and_names_are_refused() -> None:

@@ -15,7 +15,9 @@ def test_sink_writes_each_flush_and_refuses_after_close(tmp_path) -> None:
     run = ledger.start_run("r")
     sink: IntervalSink = LedgerSink(ledger, run.id)
     row = EnergyInterval("n", "gpu0", Kind.GPU, Source.COUNTER, 0.0, 10.0, 2500.0, 2400.0, 2600.0)
-    sink.write([row, row], [Gap("n", "gpu1", 0.0, 10.0, "lost")])
+    later = EnergyInterval("n", "gpu0", Kind.GPU, Source.COUNTER, 10.0, 20.0, 2500.0, 2400.0, 2600.0)
+    sink.write([row, later], [Gap("n", "gpu1", 0.0, 10.0, "lost")])
+    sink.write([row], [Gap("n", "gpu1", 0.0, 10.0, "lost")])  # a retry of rows that landed: kept once
     sink.write([], [])
     sink.close()
     [total] = ledger.energy_totals(run.id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -10,8 +11,10 @@ from sqlalchemy.orm import Session
 
 from wattlog.accounting.ledger import Ledger, Role, Status, make_engine
 from wattlog.accounting.ledger.models import EnergyRecord, GapRecord, Run
+from wattlog.accounting.ledger.views import EventInfo, GapInfo, RunInfo
 from wattlog.clock import FakeClock
-from wattlog.errors import ConfigError, LedgerError
+from wattlog.errors import ConfigError, LedgerError, RunNotFound
+from wattlog.events import EventCategory, EventKind
 from wattlog.records import EnergyInterval, Gap, Kind, Source
 
 T0 = 1_700_000_000.0  # FakeClock's wall time at monotonic 0
@@ -269,9 +272,9 @@ def test_rollup_matches_the_records_and_survives_rebuild(ledger: Ledger) -> None
             run.id,
             [
                 interval("gpu0", 3600.0 * 1000 + 10 * i, 1.5 + i),
-                interval("gpu0", 3600.0 * 1000 + 10 * i, 0.5),
+                interval("gpu0", 3600.0 * 1000 + 10 * i + 5, 0.5),
             ],
-        )  # same key twice
+        )  # same rollup key twice in one write (two intervals of one device)
         ledger.record_intervals(other.id, [interval("gpu9", 3600.0 * 1000 + 10 * i, 7.0)])
     with Session(ledger.engine) as session:
         truth = session.execute(
@@ -285,3 +288,31 @@ def test_rollup_matches_the_records_and_survives_rebuild(ledger: Ledger) -> None
     [rebuilt] = ledger.energy_totals(run.id)
     assert rebuilt.energy_j == pytest.approx(truth) and rebuilt.rows == 1  # one hourly row now
     assert ledger.energy_totals(other.id)[0].energy_j == pytest.approx(350.0)
+
+
+def test_reads_return_frozen_read_models_with_ids(ledger: Ledger) -> None:
+    run = ledger.start_run("frozen", config={"lr": 1e-3})
+    ledger.record_event("frozen", EventKind.CHECKPOINT, step=5, category=EventCategory.PRODUCTIVE)
+    gaps = [Gap("node0", "GPU-0", T0, T0 + 1, "lost")]
+    ledger.record_intervals("frozen", [interval("GPU-0", T0, 10.0)], gaps)
+    (event,) = ledger.events("frozen")
+    (gap,) = ledger.gaps("frozen")
+    (row,) = ledger.energy_rows("frozen")
+    assert isinstance(run, RunInfo) and isinstance(event, EventInfo) and isinstance(gap, GapInfo)
+    assert isinstance(run.id, int) and run.status is Status.RUNNING
+    assert event.kind is EventKind.CHECKPOINT and event.category is EventCategory.PRODUCTIVE
+    assert (row.energy_j, row.device, gap.duration_s) == (10.0, "GPU-0", 1.0)
+    for model, field in ((run, "status"), (event, "kind"), (gap, "reason"), (row, "energy_j")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(model, field, "changed")
+    with pytest.raises(TypeError):
+        run.config["lr"] = 1.0  # type: ignore[index]
+    assert ledger.end_run("frozen", Status.PREEMPTED).status is Status.PREEMPTED
+
+
+def test_a_missing_run_is_a_typed_run_not_found(ledger: Ledger) -> None:
+    with pytest.raises(RunNotFound) as missing:
+        ledger.events("ghost")
+    assert isinstance(missing.value, LedgerError) and isinstance(missing.value, LookupError)
+    assert missing.value.run == "ghost"
+    assert ledger.find_run("ghost") is None and ledger.find_run(ledger.start_run("here").id) is not None

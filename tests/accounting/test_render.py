@@ -8,8 +8,8 @@ import io
 
 import pytest
 from rich.console import Console
-from rich.table import Table
 
+from wattlog.accounting.fitted import FittedTable
 from wattlog.accounting.footprint import Energy, WaterConvention, footprint_for
 from wattlog.accounting.ranges import Range
 from wattlog.accounting.reference import reference_table_rows
@@ -29,6 +29,7 @@ from wattlog.accounting.render import (
     to_rich,
 )
 from wattlog.accounting.sites import get_site
+from wattlog.errors import ConfigError
 
 
 def _run_row(**overrides: object) -> TableRow:
@@ -54,13 +55,16 @@ def _run_row(**overrides: object) -> TableRow:
         ("total_power_mwh", 131.4, "131"),
         ("total_power_mwh", 0.00123, "0.00123"),
         ("co2_t", Range(9.6, 10.4), "10"),
-        ("water_kl", Range(105.006, 346.764), "105-347"),
+        ("water_kl", Range(105.006, 346.764), "105 - 347"),
+        ("water_kl", Range(1450.2, 4823.0), "1,450 - 4,823"),
+        ("total_power_mwh", 1.38e-07, "0.000000138"),
+        ("co2_t", 9.51e-08, "0.0000000951"),
         ("pue", 1.2, "1.2"),
         ("pue", 1.12, "1.12"),
         ("pue", 1.0, "1"),
         ("carbon_intensity_kg_per_kwh", 0.61, "0.610"),
         ("wue_l_per_kwh", 3.1, "3.10"),
-        ("wue_l_per_kwh", Range(1.29, 4.26), "1.29-4.26"),
+        ("wue_l_per_kwh", Range(1.29, 4.26), "1.29 - 4.26"),
         ("co2_t", None, "-"),
     ],
 )
@@ -79,11 +83,11 @@ def test_columns_follow_table_19_then_source_and_band() -> None:
         "0.00123",
         "1.2",
         "0.332",
-        "0.0004-0.0006",
+        "0.000400 - 0.000600",
         "1.29",
-        "0.0019",
+        "0.00190",
         "counter",
-        "0.0012-0.00126",
+        "0.00120 - 0.00126",
     ]
 
 
@@ -92,7 +96,7 @@ def test_gpu_and_cpu_dram_columns_only_when_both_measured() -> None:
     assert "GPU energy (MWh)" not in plain
     headers, cells = table_cells([_run_row(gpu_mwh=0.0009, host_mwh=0.00033), _run_row(model="other")])
     assert headers[-2:] == ["GPU energy (MWh)", "CPU+DRAM energy (MWh)"]
-    assert cells[0][-2:] == ["0.0009", "0.00033"]
+    assert cells[0][-2:] == ["0.000900", "0.000330"]
     assert cells[1][-2:] == ["-", "-"]
     assert any("GPUs alone" in n for n in footnotes([_run_row(gpu_mwh=1.0, host_mwh=0.5)]))
 
@@ -145,21 +149,23 @@ def test_html_escapes_everything() -> None:
     assert text.count("<tr>") == 2 and '<ul class="wattlog-notes">' in text
 
 
-def test_csv_parses_with_empty_missing_figures_and_comment_notes() -> None:
+def test_csv_holds_ranges_as_min_and_max_columns_and_no_comment_lines() -> None:
     text = to_csv([_run_row(pue=None)])
-    data = [row for row in csv.reader(io.StringIO(text)) if row and not row[0].startswith("#")]
-    assert data[0][0] == "Model" and data[1][0] == "my_run & co"
-    assert data[1][2] == ""
-    assert any(line.startswith("# Left out") for line in text.splitlines())
+    data = list(csv.DictReader(io.StringIO(text)))
+    assert data[0]["model"] == "my_run & co"
+    assert data[0]["pue_min"] == data[0]["pue_max"] == ""
+    assert (float(data[0]["co2_t_min"]), float(data[0]["co2_t_max"])) == (0.0004, 0.0006)
+    assert float(data[0]["total_power_mwh_min"]) == float(data[0]["total_power_mwh_max"]) == 0.00123
+    assert not any(line.startswith("#") for line in text.splitlines())
 
 
 def test_rich_table_and_show(capsys: pytest.CaptureFixture[str]) -> None:
     table = to_rich([_run_row()])
-    assert isinstance(table, Table) and len(table.columns) == 9
-    assert "lower bounds" in str(table.caption)
+    assert isinstance(table, FittedTable) and len(table.headers) == 9
+    assert any("lower bounds" in n for n in table.notes)
     show(table, Console(width=250))
     out = capsys.readouterr().out
-    assert "0.0004 - 0.0006" in out and "lower bounds" in out
+    assert "0.000400 - 0.000600" in out and "lower bounds" in out
 
 
 def test_rich_table_keeps_model_and_numbers_whole_at_120_columns(
@@ -172,11 +178,13 @@ def test_rich_table_keeps_model_and_numbers_whole_at_120_columns(
     assert "105 - 347" in out  # a range breaks only at its dash, never inside a number
 
 
-@pytest.mark.parametrize("fmt", list(TableFormat))
+@pytest.mark.parametrize("fmt", [f for f in TableFormat if f is not TableFormat.HF])
 def test_render_dispatches_every_format(fmt: TableFormat) -> None:
     out = render([_run_row()], fmt)
     if fmt is TableFormat.RICH:
-        assert isinstance(out, Table)
+        assert isinstance(out, FittedTable)
+    elif fmt is TableFormat.HF:
+        raise AssertionError("hf is refused")
     else:
         assert isinstance(out, str) and "0.00123" in out
 
@@ -184,5 +192,7 @@ def test_render_dispatches_every_format(fmt: TableFormat) -> None:
 def test_render_rejects_unknown_format_and_grid_renders_text() -> None:
     with pytest.raises(ValueError):
         render([_run_row()], "pdf")
+    with pytest.raises(ConfigError, match="one run"):
+        render([_run_row()], "hf")
     grid = render_grid(["A", "B"], [["x", "1"]], ["note"], "markdown", right={1})
     assert grid == "| A | B |\n|---|---:|\n| x | 1 |\n\n- note\n"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import socket
 from pathlib import Path
 
@@ -62,11 +60,21 @@ def ledger_url(tmp_path: Path) -> str:
     return url
 
 
+def markdown_rows(text: str) -> list[dict[str, str]]:
+    """The rows of the first Markdown pipe table in `text`, keyed by header."""
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    if not lines:
+        return []
+    headers = [h.strip() for h in lines[0].strip("|").split("|")]
+    return [
+        dict(zip(headers, [c.strip() for c in line.strip("|").split("|")], strict=True)) for line in lines[2:]
+    ]
+
+
 def table(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[dict[str, str]], str]:
-    code = main(["table", *args, "--format", "csv"])
+    code = main(["table", *args, "--format", "markdown"])
     out = capsys.readouterr()
-    lines = [line for line in out.out.splitlines() if not line.startswith("# ")]
-    return code, list(csv.DictReader(io.StringIO("\n".join(lines)))), out.out + out.err
+    return code, markdown_rows(out.out), out.out + out.err
 
 
 def test_a_run_row_has_table19_columns_source_band_and_gpu_apart(capsys, ledger_url: str) -> None:
@@ -79,9 +87,9 @@ def test_a_run_row_has_table19_columns_source_band_and_gpu_apart(capsys, ledger_
     assert row["Emissions (tCO2eq)"] == "8.76"  # 22 MWh x 1.2 x 0.332
     assert row["Water (kL)"] == "34"  # 22 MWh x 1.2 x 1.29
     assert row["Energy source"] == "counter+estimated"
-    assert row["Energy band (MWh)"] == "20-24"  # 19 + 1.4 .. 21 + 2.6
-    assert (row["GPU energy (MWh)"], row["CPU+DRAM energy (MWh)"]) == ("20", "2")
-    assert "# Left out: embodied emissions" in text and f"# Ledger: {ledger_url[10:]}" in text
+    assert row["Energy band (MWh)"] == "20 - 24"  # 19 + 1.4 .. 21 + 2.6
+    assert (row["GPU energy (MWh)"], row["CPU+DRAM energy (MWh)"]) == ("20", "2.00")
+    assert "- Left out: embodied emissions" in text and f"- Ledger: {ledger_url[10:]}" in text
 
 
 def test_project_totals_the_whole_development_beside_the_final_run(capsys, ledger_url: str) -> None:
@@ -93,7 +101,7 @@ def test_project_totals_the_whole_development_beside_the_final_run(capsys, ledge
         "failed runs (1)",
         "olmo: whole development (3 runs)",
     ]
-    assert [r["Total power (MWh)"] for r in rows] == ["22", "5", "3", "30"]
+    assert [r["Total power (MWh)"] for r in rows] == ["22", "5.00", "3.00", "30"]
     assert rows[-1]["Emissions (tCO2eq)"] == "12"  # 30 x 1.2 x 0.332 = 11.95
     assert "1.36x the final run's energy" in text
 
@@ -144,7 +152,6 @@ def closed_port() -> int:
     [
         (["nope"], "run 'nope' does not exist"),
         (["--project", "nope"], "project 'nope' does not exist"),
-        (["nowhere"], "recorded without a site: pass --site"),
         (["olmo-final", "--site", "mars"], "unknown site 'mars'"),
         (["olmo-final", "--prometheus", "http://127.0.0.1:{port}"], "cannot reach Prometheus"),
         (["olmo-final", "--intensity", "{missing}"], "cannot read intensity series"),

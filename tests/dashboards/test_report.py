@@ -159,3 +159,14 @@ def test_notes_fold_away_missing_steps_are_blank_and_gaps_are_drawn(ledger_url: 
     [notes] = [e for e in app.expander if e.label.startswith("Notes on these figures")]
     assert notes.caption and not any(c in notes.caption for c in app.main.caption[:1])
     assert any("Orange bands: gaps" in c.value and "1 recorded" in c.value for c in app.caption)
+
+
+def test_power_fluctuation_section(ledger_url: str) -> None:
+    app = run_app()
+    assert "Power fluctuation" in [s.value for s in app.subheader]
+    table = next(d.value for d in app.dataframe if "Dips" in d.value.columns)
+    low, median, high = table.iloc[0]["% of power limit (min / median / max)"].split(" / ")
+    assert float(low.split()[0]) == pytest.approx(100 * 600 / 700, abs=0.5)  # 650 W - 50 W of a 700 W H100
+    assert float(high.split()[0]) == pytest.approx(100 * 700 / 700, abs=0.5)
+    assert table.iloc[0]["Dips"] == "0"  # hourly rows around 650 W: no checkpoint dip to see
+    assert any("assumed: no device model recorded" in c.value for c in app.caption)

@@ -31,6 +31,10 @@ class Servers:
         """See :func:`tests.integration.servers.start_prometheus`."""
         return self._keep(lambda: srv.start_prometheus(self._folder("prometheus"), targets, **options))
 
+    def victoria_metrics(self) -> srv.Prometheus:
+        """See :func:`tests.integration.servers.start_victoria_metrics`."""
+        return self._keep(lambda: srv.start_victoria_metrics(self._folder("victoria-metrics")))
+
     def alertmanager(self, config: str | Mapping[str, Any]) -> srv.Server:
         """See :func:`tests.integration.servers.start_alertmanager`."""
         return self._keep(lambda: srv.start_alertmanager(self._folder("alertmanager"), config))

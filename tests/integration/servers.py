@@ -33,7 +33,10 @@ BINARIES = {
     "prometheus": ("prometheus",),
     "alertmanager": ("prometheus-alertmanager", "alertmanager"),
     "pushgateway": ("prometheus-pushgateway", "pushgateway"),
+    "victoria-metrics": ("victoria-metrics", "victoria-metrics-prod"),
 }
+PACKAGES = {"prometheus": "prometheus", "victoria-metrics": "victoria-metrics"}
+"""Debian package of each server (the others are prometheus-NAME)."""
 
 
 class BinaryMissing(RuntimeError):
@@ -56,7 +59,7 @@ def find_binary(name: str) -> str:
         )
         if path:
             return path
-    package = name if name == "prometheus" else f"prometheus-{name}"
+    package = PACKAGES.get(name, f"prometheus-{name}")
     raise BinaryMissing(
         f"{' or '.join(BINARIES[name])} not found: apt-get install -y --no-install-recommends {package} "
         "(or run scripts/setup.sh --servers)"
@@ -92,7 +95,7 @@ class Server:
     """A server process started by this module.
 
     Attributes:
-        name: "prometheus", "alertmanager" or "pushgateway".
+        name: "prometheus", "alertmanager", "pushgateway" or "victoria-metrics".
         url: Base URL, e.g. http://127.0.0.1:40123 (no trailing slash).
         workdir: The server's own folder (config, storage, log).
         process: The running process.
@@ -226,6 +229,7 @@ def start_prometheus(
     job: str = "wattlog",
     metrics_path: str = "/metrics",
     extra_scrape_configs: Sequence[Mapping[str, Any]] = (),
+    remote_write_urls: Sequence[str] = (),
 ) -> Prometheus:
     """Start Prometheus scraping `targets` ("host:port") every `scrape_interval_s`.
 
@@ -239,6 +243,7 @@ def start_prometheus(
         job: The job name of the static targets.
         metrics_path: Path scraped on each target.
         extra_scrape_configs: More scrape_configs entries, as Prometheus' YAML would hold them.
+        remote_write_urls: Send every sample there too (e.g. VictoriaMetrics' /api/v1/write).
 
     Returns:
         The ready server; `.query()` and `.wait_for()` talk to its HTTP API.
@@ -262,6 +267,10 @@ def start_prometheus(
         "rule_files": [str(Path(p).resolve()) for p in rule_files],
         "scrape_configs": scrape_configs,
     }
+    if remote_write_urls:
+        # A short batch deadline so the long-term store catches up seconds after a scrape, not 5 s.
+        queue = {"batch_send_deadline": "1s", "max_samples_per_send": 10000}
+        config["remote_write"] = [{"url": u, "queue_config": queue} for u in remote_write_urls]
     if alertmanager_url:
         am = urllib.parse.urlsplit(alertmanager_url)
         config["alerting"] = {
@@ -283,6 +292,30 @@ def start_prometheus(
         ]
 
     server = _start("prometheus", workdir, args, Prometheus)
+    assert isinstance(server, Prometheus)
+    return server
+
+
+def start_victoria_metrics(workdir: Path, retention: str = "1d") -> Prometheus:
+    """Start single-node VictoriaMetrics with its own storage; it takes remote_write and answers PromQL.
+
+    Started with ``-search.latencyOffset=1s``: by default it hides the last ~30 s of samples from
+    queries, which a short test would read as missing data.
+
+    Returns:
+        The ready server; `.query()` speaks Prometheus' query API (at /api/v1/query).
+    """
+
+    def args(port: int) -> list[str]:
+        return [
+            f"-httpListenAddr=127.0.0.1:{port}",
+            f"-storageDataPath={workdir / 'data'}",
+            f"-retentionPeriod={retention}",
+            "-search.latencyOffset=1s",
+            "-loggerLevel=WARN",
+        ]
+
+    server = _start("victoria-metrics", workdir, args, Prometheus)
     assert isinstance(server, Prometheus)
     return server
 

@@ -18,7 +18,9 @@ from wattlog.telemetry.sensors.fake_pynvml import FakeNvml, install
 from wattlog.telemetry.sensors.traces import ConstantTrace, SquareWave
 
 # short steady/idle/poll steps; waves long enough that run ends don't blur the unlocked controls
-FAST = CheckConfig(steady_s=4.0, idle_s=2.0, wave_s=10.0, poll_s=2.0, calls=30)
+FAST = CheckConfig(
+    steady_s=4.0, idle_s=2.0, wave_s=10.0, poll_s=2.0, calls=30, agent_rounds=1, agent_block_s=0.1
+)
 
 
 @pytest.mark.parametrize(("counter", "phase_s"), [("true", 0.061), ("observed", 0.0874)])
@@ -57,14 +59,32 @@ def test_steady_run_compares_counter_with_both_power_readings(tmp_path: Path) ->
     assert steady["power_usage_vs_counter_rel"] == pytest.approx(0.0, abs=0.01)
     assert runs["idle"]["counter_w"] == pytest.approx(80.0, rel=0.005)  # the settle time hides the step
     costs = report["call_cost"]
-    assert set(costs) >= {"nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetFieldValues([186])"}
+    assert set(costs) >= {
+        "nvmlDeviceGetFieldValues([186, 83])",  # the hot path's one call
+        "nvmlDeviceGetUtilizationRates",
+        "nvmlDeviceGetTemperature",
+        "nvmlDeviceGetMemoryInfo",
+        "nvmlDeviceGetEnforcedPowerLimit",
+        "NvmlSensor.read (hot path)",
+        "NvmlSensor.read (with slow metrics)",
+        "nvmlDeviceGetTotalEnergyConsumption",
+        "nvmlDeviceGetFieldValues([186])",
+    }
     assert all(c["calls"] == FAST.calls and c["median_us"] > 0 and not c["error"] for c in costs.values())
     assert report["updates"]["counter"]["fitted_s"] == pytest.approx(0.1, rel=0.02)
+    cadence = report["field_cadence"]  # the driver's own timestamps, read every 2 ms
+    assert cadence["field 186 (power)"]["median_ms"] == pytest.approx(100.0, rel=1e-3)
+    assert cadence["field 83 (energy)"]["median_ms"] == pytest.approx(100.0, rel=1e-3)
+    assert cadence["reads_per_publication"] == pytest.approx(50.0, rel=0.05)
+    cost = report["agent_cost"]  # the step timed with the agent sampling at 25 ms, and without
+    assert cost["plain_step_ms"] > 0 and cost["agent_step_ms"] > 0 and cost["ratio"] > 0
     assert report["devices"][0]["source"] == "simulated"  # never shown as a measurement
     lines: list[str] = []
     print_table(report, lines.append)
     assert any("verdict: the energy counter integrates TRUE power" in line for line in lines)
     assert any(line.startswith("steady energy over") and "field-186 trapezoid" in line for line in lines)
+    assert any(line.startswith("field 186 (power) timestamps:") and "100.00 ms" in line for line in lines)
+    assert any("step time (matmul + sync):" in line for line in lines)
 
 
 def test_a_tight_budget_skips_steps_and_says_so() -> None:
@@ -108,7 +128,7 @@ def test_main_simulated_writes_json_and_prints_the_verdict(
 ) -> None:
     out = tmp_path / "check.json"
     args = ["--simulate", "observed", "--out", str(out), "--steady-s", "4", "--idle-s", "2", "--poll-s", "2"]
-    assert main([*args, "--calls", "20"]) == 0
+    assert main([*args, "--calls", "20", "--agent-rounds", "1", "--agent-block-s", "0.1"]) == 0
     assert "integrates only the OBSERVED windows" in capsys.readouterr().out
     assert json.loads(out.read_text())["analysis"]["verdict"]["answer"] == "observed"
 

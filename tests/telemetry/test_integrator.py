@@ -199,3 +199,20 @@ def test_a_reading_without_power_neither_breaks_the_trapezoid_nor_makes_a_gap(fa
     integ.add(Reading("a", 2 * PERIOD_S, power_w=100.0))
     e = by_uuid(integ, "a")
     assert e.energy_j == pytest.approx(100.0 * 2 * PERIOD_S) and e.gap_count == 0 and e.samples == 3
+
+
+def test_driver_timed_power_is_held_over_its_publication_and_a_stall_is_a_gap(fake_clock: FakeClock) -> None:
+    integ = Integrator([device("a", counter=False), device("e", counter=False)], host="h", clock=fake_clock)
+    t = 0.0
+    for k in range(40):  # reads every 25 ms; a new publication every 100 ms (then a 1 s stall)
+        t = 0.025 * k + (1.0 if k >= 20 else 0.0)
+        published_s = 0.1 * (int(round(t / 0.025)) // 4)
+        integ.add(Reading("a", t, power_w=100.0 + published_s, power_t_s=published_s))
+        integ.add(Reading("e", t, power_w=50.0, power_t_s=float(int(t))))  # the estimate: 1 s "publications"
+    a, e = by_uuid(integ, "a"), by_uuid(integ, "e")
+    assert a.gap_count == 1 and a.gap_s == pytest.approx(1.1)  # the stall, not the 100 ms publications
+    assert any("30 of 40 reads repeated a publication" in n for n in a.notes)
+    assert e.gap_count == 0  # 1 s between its publications is its own period, not a gap
+    # each published value covers the 100 ms before it: publications 1-4, then 16-19 after the gap
+    held_j = sum((100.0 + 0.1 * j) * 0.1 for j in [*range(1, 5), *range(16, 20)])
+    assert a.energy_j == pytest.approx(held_j, rel=1e-9)

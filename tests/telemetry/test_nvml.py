@@ -75,9 +75,11 @@ def test_without_instant_field_falls_back_to_power_usage_and_says_so(fake_clock:
     assert "power: nvmlDeviceGetPowerUsage (1 s average on Ampere+)" in a.note
     fake_clock.advance(2.5)
     assert s.read(a, 2.5).power_w == pytest.approx(0.5 * 600.0 + 0.5 * 200.0)  # the 1 s trailing mean
-    calls = fake.calls["nvmlDeviceGetFieldValues"]
+    calls = dict(fake.calls)
     s.read(a, 2.5)
-    assert fake.calls["nvmlDeviceGetFieldValues"] == calls  # not probed again on every read
+    # field 186 is not asked again: the one field call per read carries only the energy (83)
+    assert fake.calls["nvmlDeviceGetFieldValues"] == calls["nvmlDeviceGetFieldValues"] + 1
+    assert fake.calls["nvmlDeviceGetPowerUsage"] == calls["nvmlDeviceGetPowerUsage"] + 1
 
 
 def test_without_counter_reads_no_energy(fake_clock: FakeClock) -> None:
@@ -202,3 +204,21 @@ def test_phase_locked_load_misleads_power_sampling_but_not_a_true_counter(fake_c
     counter_j = (readings[-1].energy_mj - readings[0].energy_mj) / 1e3
     assert sampled_j == pytest.approx(0.5 * true_j, rel=0.01)  # sees only the 200 W dips: 50 % low
     assert counter_j == pytest.approx(true_j, abs=0.1 * 600.0)  # within one counter update
+
+
+def test_a_driver_without_field_timestamps_is_read_on_the_read_times(fake_clock: FakeClock) -> None:
+    class NoStamps(FakeNvml):
+        def nvmlDeviceGetFieldValues(self, handle, fieldIds):  # type: ignore[no-untyped-def]  # noqa: N802, N803
+            values = super().nvmlDeviceGetFieldValues(handle, fieldIds)
+            for value in values:
+                value.timestamp = 0
+            return values
+
+    s = NvmlSensor(NoStamps(gpus(), fake_clock))
+    a = s.devices()[0]
+    readings = []
+    for _ in range(3):
+        fake_clock.advance(0.025)
+        readings.append(s.read(a, fake_clock.monotonic()))
+    assert all(r.power_w is not None and r.energy_mj is not None for r in readings)  # not the cache
+    assert all(r.power_t_s is None and r.energy_t_s is None for r in readings)

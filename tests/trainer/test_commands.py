@@ -101,3 +101,32 @@ def test_run_resume_continues_the_same_run(tmp_path: Path) -> None:
     assert main(["run", "--run", "job", "--db", db, "--resume", "--", "true"]) == 0
     run = Ledger(make_engine(db)).get_run("job")
     assert run.restarts == 1 and run.status == "finished"
+
+
+def test_health_check_records_a_finished_run_with_a_site_and_the_table_shows_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    assert main(["health-check", "--device", "cpu", "--size", "64", "--db", db, "--run", "hc"]) == 0
+    run = Ledger(make_engine(db)).get_run("hc")
+    assert (run.site, run.status, run.stage) == ("world", "finished", "debugging") and run.end_s is not None
+    capsys.readouterr()
+    assert main(["table", "--db", db]) == 0  # used to exit 2: the run had no site
+
+
+def test_run_records_phase_stage_group_device_gpu_hours_and_requests(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    args = [
+        "run", "--run", "serve", "--db", db, "--project", "p", "--role", "final", "--stage", "inference",
+        "--group", "7B", "--device-model", "H100", "--gpu-hours", "12.5", "--requests", "1000",
+        "--phase", "final", "--", "true",
+    ]  # fmt: skip
+    assert main(args) == 0
+    run = Ledger(make_engine(db)).get_run("serve")
+    assert (run.stage, run.scale_group, run.device_model, run.phase) == ("inference", "7B", "H100", "final")
+    assert (run.gpu_hours, run.requests) == (12.5, 1000)
+
+
+def test_run_with_an_unknown_stage_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "--stage", "pre-train", "--db", f"sqlite:///{tmp_path / 'l.db'}", "--", "true"])
+    assert code == 2 and "unknown stage 'pre-train'" in capsys.readouterr().err

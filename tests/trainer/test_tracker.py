@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import socket
@@ -16,10 +17,12 @@ from tests.trainer.conftest import NoSyncTensor, SyncError, no_sync
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.split import Use, energy_split
 from wattlog.errors import ConfigError, LedgerError
-from wattlog.trainer.callbacks import StabilityCallback
+from wattlog.trainer.callback import Callback, CallbackContext
+from wattlog.trainer.callbacks import SpeedCallback, SpeedFigures, StabilityCallback
 from wattlog.trainer.detectors import Detection
 from wattlog.trainer.example import GPT, ByteTokenizer, GPTConfig, batches, generate_corpus
-from wattlog.trainer.tracker import Tracker
+from wattlog.trainer.session import SessionConfig
+from wattlog.trainer.tracker import Tracker, TrackerConfig
 
 
 def _train(tracker: Tracker, model: GPT, steps: int, *, wrap: Any = no_sync) -> None:
@@ -221,3 +224,91 @@ def test_custom_stability_callback_replaces_the_default(db_url: str, sim: dict[s
 def test_malformed_rank_variable_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match=r"\$RANK must be an integer"):
         Tracker("x", environ={"RANK": "zero"})
+
+
+def test_tracker_records_stage_group_device_and_figures(db_url: str, sim: dict[str, Any]) -> None:
+    with Tracker(
+        "sft-run", db=db_url, role="ablation", stage="sft", scale_group="7B", device_model="H100",
+        gpu_hours=3.5, requests=None, **sim,
+    ) as tracker:  # fmt: skip
+        _train(tracker, _small_gpt(), 2)
+    run = Ledger(make_engine(db_url)).get_run("sft-run")
+    assert (run.stage, run.scale_group, run.device_model, run.gpu_hours) == ("sft", "7B", "H100", 3.5)
+    assert run.phase == ""  # from the role at table time: development
+
+
+def test_tracker_with_an_unknown_stage_fails_before_training(db_url: str, sim: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match="unknown stage 'finetune'"):
+        Tracker("bad-stage", db=db_url, stage="finetune", **sim).start()
+
+
+def _config_fields(callback: Any) -> dict[str, Any]:
+    """A callback's public fields (its config), with lists copied."""
+    return {
+        f.name: list(v) if isinstance(v := getattr(callback, f.name), list) else v
+        for f in dataclasses.fields(callback)
+        if not f.name.startswith("_")
+    }
+
+
+def test_callbacks_given_are_never_changed_and_report_through_the_context(
+    db_url: str, sim: dict[str, Any]
+) -> None:
+    figures: list[SpeedFigures] = []
+    found: list[Detection] = []
+    speed = SpeedCallback(on_figures=[figures.append])
+    stability = StabilityCallback(on_detection=[found.append])
+    before = (_config_fields(speed), _config_fields(stability))
+    lists = (speed.on_figures, stability.on_detection)
+    model = _small_gpt()
+    with Tracker(
+        "cb-given", db=db_url, log_every=2, callbacks=[speed, stability], watch=model.final_layer, **sim
+    ) as tracker:
+        _train(tracker, model, 6, wrap=lambda v: v)
+        tracker.step(loss=float("nan"), tokens=64)
+        tracker.drain()
+        assert tracker.speed is speed.latest is not None
+        body = urllib.request.urlopen(tracker.metrics_url, timeout=5).read().decode()  # type: ignore[arg-type]
+    assert (_config_fields(speed), _config_fields(stability)) == before
+    assert speed.on_figures is lists[0] and stability.on_detection is lists[1]
+    assert speed.energy_j is None  # the tracker's energy reaches it through the context, not a field
+    assert figures and [d.kind for d in found] == ["non_finite"]
+    host = f'host="{socket.gethostname()}"'
+    assert f'wattlog_train_events_total{{{host},kind="non_finite",rank="0",run="cb-given"}} 1.0' in body
+    assert f'wattlog_train_tokens_per_second{{{host},rank="0",run="cb-given"}}' in body  # via the context
+    assert "non_finite" in [e.kind for e in Ledger(make_engine(db_url)).events("cb-given")]
+
+
+def test_callbacks_get_a_narrow_context_not_the_tracker(db_url: str, sim: dict[str, Any]) -> None:
+    seen: list[Any] = []
+
+    @dataclasses.dataclass
+    class Probe(Callback):
+        def pre_train(self, context: CallbackContext) -> None:
+            seen.append(context)
+            context.add_metric("probe", 1.0)
+
+    with Tracker("ctx", db=db_url, log_every=1, callbacks=[Probe()], **sim) as tracker:
+        tracker.step(loss=1.0)
+        tracker.drain()
+        assert tracker.latest is not None and tracker.latest.values["probe"] == 1.0
+    (context,) = seen
+    assert isinstance(context, CallbackContext) and not isinstance(context, Tracker)
+    assert context.run == "ctx" and context.rank == 0 and context.clock is tracker.clock
+    assert context.energy_j() is not None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        context.run = "other"  # type: ignore[misc]
+
+
+def test_tracker_config_is_one_validated_dataclass(db_url: str, sim: dict[str, Any]) -> None:
+    session = SessionConfig("from-config", db=db_url, agent_config=sim["agent_config"])
+    config = TrackerConfig(session, log_every=3)
+    tracker = Tracker.from_config(config, sensors=sim["sensors"])
+    assert tracker.settings is config and tracker.run == "from-config"
+    with tracker:
+        tracker.step(loss=1.0)
+    assert tracker.status == "finished"
+    assert Tracker("kw", log_every=4, environ={}).settings.log_every == 4
+    for bad in ({"log_every": 0}, {"gc_every": 0}, {"progress_every_s": math.inf}, {"peak_flops": -1.0}):
+        with pytest.raises(ConfigError):
+            TrackerConfig(SessionConfig("x"), **bad)

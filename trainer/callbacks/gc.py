@@ -43,7 +43,7 @@ class GCCallback(Callback):
         """Collections run by this callback."""
         return self._collections
 
-    def pre_train(self, tracker: Any) -> None:
+    def pre_train(self, context: Any) -> None:
         """Disable automatic GC (remembering whether it was on) and start clean."""
         if not self.enabled or self._was_enabled is not None:
             return

@@ -48,9 +48,10 @@ class SpeedCallback(Callback):
     peak_flops: float | None = None
     """Peak FLOP/s of the devices that train (all ranks together); None: no MFU."""
     energy_j: Callable[[], float | None] | None = None
-    """Cumulative energy of the measured devices, joules; set by the tracker."""
+    """Cumulative energy of the measured devices, joules; None = the tracker's agent's."""
     on_figures: list[Callable[[SpeedFigures], None]] | None = None
     """Called with each batch's figures (exporters)."""
+    _context: Any = None
     _last: tuple[float, float | None] | None = None
     _tokens_total: float = 0.0
     _latest: SpeedFigures | None = None
@@ -67,9 +68,10 @@ class SpeedCallback(Callback):
         """The figures of the latest batch (None before the first flush)."""
         return self._latest
 
-    def pre_train(self, tracker: Any) -> None:
+    def pre_train(self, context: Any) -> None:
         """Take the starting point of the first interval."""
-        self._last = (tracker.clock.wall(), self._energy())
+        self._context = context
+        self._last = (context.clock.wall(), self._energy())
 
     def log_metrics(self, records: Sequence[StepRecord]) -> None:
         """Turn one flushed batch into figures."""
@@ -101,9 +103,15 @@ class SpeedCallback(Callback):
         self._latest = figures
         for hook in self.on_figures or ():
             hook(figures)
+        publish = getattr(self._context, "speed", None)
+        if publish is not None:
+            publish(figures)
 
     def _energy(self) -> float | None:
-        return self.energy_j() if self.energy_j is not None else None
+        if self.energy_j is not None:
+            return self.energy_j()
+        measured = getattr(self._context, "energy_j", None)
+        return measured() if measured is not None else None
 
     def state_dict(self) -> dict[str, Any]:
         """Tokens so far, so a resumed run keeps counting."""

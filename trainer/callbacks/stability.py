@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 
 from wattlog.errors import ConfigError
+from wattlog.events import EventKind
 from wattlog.trainer.callback import Callback
 from wattlog.trainer.detectors import (
     Detection,
@@ -34,8 +35,8 @@ Detector = SpikeDetector | NonFiniteDetector | LossScaleDetector | GrowthDetecto
 def default_detectors() -> dict[str, list[Detector]]:
     """Metric name -> detectors: loss spikes and non-finite loss, grad-norm spikes, scale collapse, growth."""
     return {
-        "loss": [NonFiniteDetector(), SpikeDetector("loss_spike")],
-        "grad_norm": [NonFiniteDetector(metric="grad_norm"), SpikeDetector("grad_norm_spike")],
+        "loss": [NonFiniteDetector(), SpikeDetector(EventKind.LOSS_SPIKE)],
+        "grad_norm": [NonFiniteDetector(metric="grad_norm"), SpikeDetector(EventKind.GRAD_NORM_SPIKE)],
         "loss_scale": [LossScaleDetector()],
         "act_norm": [GrowthDetector()],
     }
@@ -57,7 +58,7 @@ class StabilityCallback(Callback):
     _handle: Any = None
     _calls: int = 0
     _pending: torch.Tensor | None = None
-    _tracker: Any = None
+    _context: Any = None
 
     def __post_init__(self) -> None:
         """Validate the config."""
@@ -83,14 +84,17 @@ class StabilityCallback(Callback):
             # Mean per-token norm: comparable across batch sizes; stays on the device.
             self._pending = output.detach().float().norm(dim=-1).mean()
 
-    def pre_train(self, tracker: Any) -> None:
-        """Remember the tracker, to hand it sampled activation norms."""
-        self._tracker = tracker
+    def pre_train(self, context: Any) -> None:
+        """Remember the context (to attach activation norms, report detections); watch its module."""
+        self._context = context
+        module = getattr(context, "watch", None)
+        if module is not None and self._handle is None:
+            self.watch(module)
 
     def pre_step(self, step: int) -> None:
         """Attach a pending activation-norm sample to this step's metrics."""
-        if self._pending is not None and self._tracker is not None:
-            self._tracker.add_metric("act_norm", self._pending)
+        if self._pending is not None and self._context is not None:
+            self._context.add_metric("act_norm", self._pending)
             self._pending = None
 
     def log_metrics(self, records: Sequence[StepRecord]) -> None:
@@ -106,6 +110,9 @@ class StabilityCallback(Callback):
         self._detections.append(detection)
         for hook in self.on_detection:
             hook(detection)
+        report = getattr(self._context, "detected", None)
+        if report is not None:
+            report(detection)
 
     def close(self) -> None:
         """Remove the forward hook."""

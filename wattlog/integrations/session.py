@@ -19,14 +19,13 @@ from rich.console import Console
 from wattlog.accounting.footprint import co2_t, energy_label, water_kl
 from wattlog.accounting.ranges import Quantity, bounds
 from wattlog.accounting.sites import get_site
+from wattlog.events import EventCategory, EventKind
 from wattlog.trainer.tracker import Tracker
 
 log = logging.getLogger(__name__)
 
 PREFIX = "wattlog"
 """Prefix of every key added to the framework's logs (W&B and TensorBoard group by it)."""
-
-EXCEPTION_EVENT = "exception"
 
 
 def figures_of(tracker: Tracker) -> dict[str, float]:
@@ -144,7 +143,9 @@ class TrackerSession:
             payload = {"type": type(error).__name__, "message": str(error)[:500], "rank": tracker.rank}
             try:
                 step = tracker.current_step
-                tracker.recorder.event(EXCEPTION_EVENT, step=step, category="downtime", payload=payload)
+                tracker.recorder.event(
+                    EventKind.EXCEPTION, step=step, category=EventCategory.DOWNTIME, payload=payload
+                )
             except Exception as problem:
                 log.warning("could not record the exception event: %s", problem)
         tracker.close(error)
@@ -159,7 +160,7 @@ class TrackerSession:
             from wattlog.accounting.run_report import print_run_report
 
             try:
-                print_run_report(tracker.ledger, tracker.run, tracker.db, self._console)
+                print_run_report(tracker.ledger, tracker.run, tracker.session.config.db, self._console)
                 self.printed = True
             except Exception as error:
                 log.warning("could not print the footprint table: %s", error)

@@ -1,0 +1,199 @@
+"""Machine-readable exports of a table: CSV of numbers, JSON with sources, a Hugging Face model-card block.
+
+- CSV: one row per table row; each figure as ``<column>_min`` and ``<column>_max``
+  (equal for a single value, empty where no figure is given), full precision.
+  Notes never go into the CSV (a parser would read them as data): `wattlog table
+  --format csv --notes FILE` writes them to their own file.
+- JSON: every figure with its unit, value (the mid of a range), min, max, the text
+  a table prints, and its source; the energy's band; each row's notes; the table's notes.
+- HF: the ``co2_eq_emissions`` block of a model card's YAML metadata (Hugging Face
+  Hub, "Displaying carbon emissions for your model"): emissions in grams of CO2,
+  source, training_type, geographical_location, hardware_used.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from wattlog.accounting.ranges import Quantity, Range, bounds
+from wattlog.accounting.render import FIGURE_COLUMNS, HEADERS, TableRow
+
+UNITS = {
+    "total_power_mwh": "MWh",
+    "pue": "",
+    "carbon_intensity_kg_per_kwh": "kg CO2e/kWh",
+    "co2_t": "t CO2e",
+    "wue_l_per_kwh": "L/kWh",
+    "water_kl": "kL",
+}
+"""The unit of each figure column."""
+
+
+def _ends(value: Quantity | None) -> tuple[str, str]:
+    if value is None:
+        return "", ""
+    lo, hi = bounds(value)
+    return repr(lo), repr(hi)
+
+
+def rows_csv(rows: Sequence[TableRow]) -> str:
+    """CSV with a range's ends in ``_min``/``_max`` columns, numbers at full precision, no comment lines."""
+    extra = list(dict.fromkeys(header for r in rows for header, _ in r.extra))
+    header = ["model", "row", "energy_source", "energy_basis"]
+    for column in FIGURE_COLUMNS:
+        header += [f"{column}_min", f"{column}_max"]
+    header += ["energy_band_mwh_min", "energy_band_mwh_max", "gpu_mwh", "host_mwh", *extra]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    for r in rows:
+        line = [r.model, r.role, r.energy_source, r.energy_basis]
+        for column in FIGURE_COLUMNS:
+            line += _ends(r.figure(column))
+        line += _ends(r.energy_band_mwh)
+        line += [_ends(r.gpu_mwh)[0], _ends(r.host_mwh)[0]]
+        texts = dict(r.extra)
+        line += [texts.get(h, "") for h in extra]
+        writer.writerow(line)
+    return buffer.getvalue()
+
+
+def _figure(row: TableRow, column: str) -> dict[str, object] | None:
+    value = row.figure(column)
+    if value is None:
+        return None
+    lo, hi = bounds(value)
+    return {
+        "unit": UNITS[column],
+        "value": Range(lo, hi).mid,
+        "min": lo,
+        "max": hi,
+        "text": row.cell(column),
+        "source": row.sources.get(column) or (row.energy_source if column == "total_power_mwh" else ""),
+    }
+
+
+def row_dict(row: TableRow) -> dict[str, object]:
+    """One row as plain data: figures with unit, min, max, printed text and source; band; notes."""
+    band = row.energy_band_mwh
+    return {
+        "model": row.model,
+        "row": row.role,
+        "energy_source": row.energy_source,
+        "energy_basis": row.energy_basis,
+        "figures": {column: _figure(row, column) for column in FIGURE_COLUMNS},
+        "energy_band_mwh": None if band is None else {"min": band.lo, "max": band.hi},
+        "gpu_mwh": row.gpu_mwh,
+        "host_mwh": row.host_mwh,
+        "hourly_intensity": row.hourly_intensity,
+        "water_convention": None if row.convention is None else row.convention.value,
+        "extra": {header: text for header, text in row.extra},
+        "notes": list(dict.fromkeys(row.notes)),
+    }
+
+
+def rows_json(rows: Sequence[TableRow], notes: Sequence[str]) -> str:
+    """JSON of the whole table: column headers, rows (see :func:`row_dict`) and the table's notes."""
+    document = {
+        "columns": {column: {"header": HEADERS[column], "unit": UNITS[column]} for column in FIGURE_COLUMNS},
+        "rows": [row_dict(r) for r in rows],
+        "notes": list(notes),
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCardFacts:
+    """What a model card's carbon block says besides the emissions.
+
+    Attributes:
+        source: Where the figure comes from (tool, measurement, paper).
+        training_type: "pre-training" or "fine-tuning" (the Hub's two values), or the stage.
+        geographical_location: The site, as granular as known.
+        hardware_used: E.g. "8 x NVIDIA H100 80GB".
+    """
+
+    source: str
+    training_type: str
+    geographical_location: str
+    hardware_used: str
+
+
+TRAINING_TYPES = {
+    "pretraining": "pre-training",
+    "mid-training": "pre-training",
+    "sft": "fine-tuning",
+    "dpo": "fine-tuning",
+    "rl": "fine-tuning",
+}
+"""A run's stage -> the Hub's training_type (pre-training or fine-tuning)."""
+
+
+def hf_block(row: TableRow, facts: ModelCardFacts) -> str:
+    """The ``co2_eq_emissions`` YAML block of a Hugging Face model card for one run's row.
+
+    Emissions are in grams of CO2e, as the Hub expects; a range gives its upper end
+    (the conservative figure) and says so in ``source``.
+    """
+    if row.co2_t is None:
+        emissions = "null"
+        note = ""
+    else:
+        lo, hi = bounds(row.co2_t)
+        emissions = _yaml_number(hi * 1e6)
+        note = f" (upper end of {lo * 1e6:.6g}-{hi * 1e6:.6g} g)" if lo != hi else ""
+    lines = [
+        "co2_eq_emissions:",
+        f"  emissions: {emissions}",
+        f"  source: {json.dumps(facts.source + note, ensure_ascii=False)}",
+        f"  training_type: {json.dumps(facts.training_type, ensure_ascii=False)}",
+        f"  geographical_location: {json.dumps(facts.geographical_location, ensure_ascii=False)}",
+        f"  hardware_used: {json.dumps(facts.hardware_used, ensure_ascii=False)}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _yaml_number(value: float) -> str:
+    """Grams as a plain number (no exponent), 6 significant figures."""
+    text = f"{value:.6g}"
+    return f"{value:.6f}".rstrip("0").rstrip(".") if "e" in text else text
+
+
+def grids_json(grids: Sequence[object]) -> str:
+    """JSON of titled grids (a project's Tables 1-3): title, headers, cells and notes of each."""
+    return (
+        json.dumps(
+            [
+                {
+                    "title": getattr(g, "title", ""),
+                    "headers": list(getattr(g, "headers", [])),
+                    "rows": [
+                        dict(zip(getattr(g, "headers", []), row, strict=True))
+                        for row in getattr(g, "cells", [])
+                    ],
+                    "notes": list(getattr(g, "notes", [])),
+                }
+                for g in grids
+            ],
+            indent=2,
+            ensure_ascii=False,
+        )
+        + "\n"
+    )
+
+
+def grids_csv(grids: Sequence[object]) -> str:
+    """Several tables in one CSV, long form: table, row (its first cell), column, value (as printed)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["table", "row", "column", "value"])
+    for g in grids:
+        headers = list(getattr(g, "headers", []))
+        for cells in getattr(g, "cells", []):
+            for header, value in zip(headers[1:], cells[1:], strict=True):
+                writer.writerow([getattr(g, "title", ""), cells[0], header, value])
+    return buffer.getvalue()

@@ -1,0 +1,80 @@
+"""A job's energy when only K of its N nodes were measured: the OLMo 2 paper's method, with a band.
+
+The paper measured one node and multiplied by the number of nodes. Here::
+
+    energy  = mean over the K measured nodes x N                         (labelled `extrapolated`)
+    low     = sum of the measured nodes' lows  + (N - K) x the smallest measured node's low
+    high    = sum of the measured nodes' highs + (N - K) x the largest measured node's high
+
+so the band holds both each node's sensor band and the spread between the
+measured nodes: it assumes every unmeasured node used between the least and
+the most any measured node did. That holds when the measured nodes are
+spread over the job (``--sample-nodes`` picks them evenly) and fails for a
+node unlike every sampled one, which is why tables say "K of N nodes measured".
+When every node was measured the figure is their plain sum, with its own label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from wattlog.accounting.footprint import Energy, energy_label
+from wattlog.accounting.ranges import Range
+from wattlog.accounting.run_energy import DeviceTotal, energy_from_devices
+from wattlog.errors import ConfigError
+from wattlog.records import Source
+
+
+def job_energy(
+    devices: Iterable[DeviceTotal], node_count: int, by_hour_mwh: Mapping[int, float] | None = None
+) -> Energy | None:
+    """The job's IT energy from the devices of the nodes that were measured.
+
+    Args:
+        devices: Per-device totals (ledger or Prometheus); their hosts are the measured nodes.
+        node_count: Nodes in the job (N).
+        by_hour_mwh: The measured nodes' energy per hour (hour start, Unix s -> MWh), if known;
+            scaled by N / K like the total.
+
+    Returns:
+        None without any energy; the measured sum when all N nodes (or more) are there; else the
+        extrapolated figure, labelled `extrapolated` (plus `simulated` when simulated devices went in).
+
+    Raises:
+        ConfigError: node_count below 1.
+    """
+    if node_count < 1:
+        raise ConfigError(f"a job has at least one node, got {node_count}")
+    rows = list(devices)
+    by_host: dict[str, list[DeviceTotal]] = {}
+    for row in rows:
+        by_host.setdefault(row.host, []).append(row)
+    measured = len(by_host)
+    if measured == 0:
+        return None
+    if measured >= node_count:
+        return energy_from_devices(rows, dict(by_hour_mwh) if by_hour_mwh is not None else None)
+    nodes = [energy_from_devices(host_rows) for host_rows in by_host.values()]
+    mids = [_mid(n.it_mwh) for n in nodes if n is not None]
+    bands = [n.band_mwh or Range.exact(_mid(n.it_mwh)) for n in nodes if n is not None]
+    scale = node_count / measured
+    unmeasured = node_count - measured
+    low = sum(b.lo for b in bands) + unmeasured * min(b.lo for b in bands)
+    high = sum(b.hi for b in bands) + unmeasured * max(b.hi for b in bands)
+    sources = {Source.EXTRAPOLATED.value}
+    if any(str(r.source) == Source.SIMULATED.value for r in rows):
+        sources.add(Source.SIMULATED.value)  # a simulated figure stays labelled simulated, scaled or not
+    gpu = [n.gpu_mwh for n in nodes if n is not None]
+    host = [n.host_mwh for n in nodes if n is not None]
+    return Energy(
+        it_mwh=sum(mids) * scale,
+        source=energy_label(sources),
+        band_mwh=Range(low, high),
+        by_hour_mwh={h: v * scale for h, v in by_hour_mwh.items()} if by_hour_mwh is not None else None,
+        gpu_mwh=sum(g for g in gpu if g is not None) * scale if all(g is not None for g in gpu) else None,
+        host_mwh=sum(h for h in host if h is not None) * scale if all(h is not None for h in host) else None,
+    )
+
+
+def _mid(value: float | Range) -> float:
+    return value.mid if isinstance(value, Range) else float(value)

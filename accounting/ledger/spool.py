@@ -1,0 +1,350 @@
+"""The spool: energy rows the ledger could not take, kept on local disk until it can.
+
+A ledger outage (PostgreSQL down, its disk full) must not lose the rows
+flushed meanwhile, and they must not die with the process either. Each
+process appends such rows to its own spool file: one JSON object a line,
+one ``write`` and ``fsync`` per flush, so a killed process keeps every flush
+it spooled. The file is flocked while its process lives; whoever finds it
+unlocked (the same process at its next flush or at close, a later start,
+`wattlog replay`) replays it. The ledger keys rows by interval
+(:meth:`~wattlog.accounting.ledger.store.Ledger.record_intervals`), so a
+replay that is interrupted and run again never counts a row twice.
+
+The spool is bounded (``max_bytes``): rows past the bound are lost, and the
+loss is counted, logged as an error and recorded as a gap per device when
+the ledger is back. A torn last line (a crash mid-write) is skipped and counted.
+
+Layout: ``<folder>/<host>-<pid>-<run>.jsonl``; its first line names the ledger
+(password hidden), so a spool folder shared by several ledgers replays each
+file into its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import re
+import socket
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from wattlog.accounting.ledger.store import Ledger
+from wattlog.errors import ConfigError, LedgerError
+from wattlog.records import EnergyInterval, Gap, Kind, Source
+
+log = logging.getLogger(__name__)
+
+ENV_VAR = "WATTLOG_SPOOL_DIR"
+DEFAULT_MAX_BYTES = 64 * 2**20
+"""About 250,000 rows: a day of 8 devices at 10 s flushes, ten times over."""
+_CHUNK = 5000  # rows per replay transaction
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+LOSS_REASON = "spool full (bound {bound} bytes): energy of this stretch lost, {rows} rows, {joules:.1f} J"
+
+
+def default_folder(environ: Mapping[str, str] | None = None) -> Path:
+    """$WATTLOG_SPOOL_DIR, else $XDG_STATE_HOME/wattlog-spool, else ~/.local/state/wattlog-spool.
+
+    Never a folder named `wattlog`: run from its parent, it would shadow the package.
+    """
+    env = os.environ if environ is None else environ
+    if env.get(ENV_VAR):
+        return Path(env[ENV_VAR])
+    state = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "wattlog-spool"
+
+
+@dataclass
+class _Batch:
+    intervals: list[EnergyInterval] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+    end: tuple[str, float] | None = None  # (status, end_s) of a run whose end the ledger missed
+
+
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """What one replay did.
+
+    Attributes:
+        files: Spool files replayed and removed (or emptied).
+        rows: Energy rows read from them.
+        written: Rows the ledger did not hold yet and now does (rows - written were already there).
+        busy: Files skipped because a live process holds them.
+        other_ledgers: Files left alone because they belong to another ledger.
+        torn: Unreadable lines skipped (a crash mid-write).
+        failed: One line per file that could not be replayed (still on disk).
+    """
+
+    files: int = 0
+    rows: int = 0
+    written: int = 0
+    busy: int = 0
+    other_ledgers: int = 0
+    torn: int = 0
+    failed: tuple[str, ...] = ()
+
+
+class Spool:
+    """One process's spool file for one ledger; appends are durable, replay is idempotent.
+
+    Args:
+        folder: Where spool files live (created on the first append).
+        ledger: The ledger's printable name (engine.describe_url): written into the file.
+        run: The run's id or name (part of the file name).
+        max_bytes: Bound of the file; rows past it are lost, counted and recorded as gaps.
+
+    Raises:
+        ConfigError: max_bytes is not positive.
+    """
+
+    def __init__(
+        self, folder: Path, ledger: str, run: int | str = "", *, max_bytes: int = DEFAULT_MAX_BYTES
+    ) -> None:
+        if not max_bytes > 0:
+            raise ConfigError(f"the spool bound must be > 0 bytes, got {max_bytes}")
+        self.folder = Path(folder)
+        self.ledger = ledger
+        self.max_bytes = max_bytes
+        name = _UNSAFE.sub("_", f"{socket.gethostname()}-{os.getpid()}-{run}")
+        self.path = self.folder / f"{name}.jsonl"
+        self.rows = 0
+        self.joules = 0.0
+        self.ends = 0
+        self.lost_rows = 0
+        self.lost_j = 0.0
+        self._lost: dict[tuple[str, str, str], Gap] = {}  # (run, host, device) -> merged span
+        self._lost_by_device: dict[tuple[str, str, str], tuple[int, float]] = {}  # -> (rows, joules)
+        self._file: IO[str] | None = None
+        self._size = 0
+
+    @property
+    def lost_gaps(self) -> list[tuple[str, Gap]]:
+        """(run, gap) per device whose rows the bound dropped and the ledger does not have yet."""
+        return [(run, gap) for (run, _, _), gap in self._lost.items()]
+
+    def append(self, run: int | str, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
+        """Append one flush's rows and fsync them; past the bound they are lost and the loss recorded.
+
+        Raises:
+            OSError: The file cannot be written (its disk is full too): nothing was spooled.
+        """
+        lines = [json.dumps({"run": run, "type": "interval", **asdict(r)}) for r in intervals]
+        lines += [json.dumps({"run": run, "type": "gap", **asdict(g)}) for g in gaps]
+        data = "".join(line + "\n" for line in lines)
+        handle = self._open()
+        if self._size + len(data) > self.max_bytes:
+            self._record_loss(run, intervals, gaps)
+            return
+        offset = self._size
+        try:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        except OSError:
+            with contextlib.suppress(OSError):  # drop the torn tail so the file stays line-aligned
+                handle.truncate(offset)
+            raise
+        self._size += len(data)
+        self.rows += len(intervals)
+        self.joules += sum(r.energy_j for r in intervals)
+
+    def append_end(self, run: int | str, status: str, end_s: float) -> None:
+        """Spool the end of a run the ledger could not record; replay ends the run with it.
+
+        Raises:
+            OSError: The file cannot be written.
+        """
+        handle = self._open()
+        handle.write(json.dumps({"run": run, "type": "end", "status": status, "end_s": end_s}) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+        self._size = handle.tell()
+        self.ends += 1
+
+    def replay(self, ledger: Ledger) -> int:
+        """Write what this spool holds (and the record of any loss) to the ledger; empty it on success.
+
+        Returns:
+            Rows the ledger did not hold before.
+
+        Raises:
+            LedgerError: The ledger is still unavailable (the file is kept for the next try).
+        """
+        written = 0
+        if (self.rows or self.ends) and self._file is not None:
+            batches, _ = _read(self.path)
+            written = _write(ledger, batches)
+            self._file.truncate(0)
+            self._file.seek(0)
+            self._write_header(self._file)
+            self.rows = self.ends = 0
+            self.joules = 0.0
+        for (run, host, device), gap in list(self._lost.items()):
+            ledger.record_intervals(_run_key(run), [], [gap])
+            del self._lost[(run, host, device)]
+        return written
+
+    def close(self) -> None:
+        """Release the file; an empty one is removed, one with rows stays for `wattlog replay`."""
+        if self._file is None:
+            return
+        if not (self.rows or self.ends):
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+        self._file.close()
+        self._file = None
+
+    def _open(self) -> IO[str]:
+        if self._file is None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            handle = self.path.open("a+", encoding="utf-8")
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # our own pid: nobody else holds it
+            if handle.seek(0, os.SEEK_END) == 0:
+                self._write_header(handle)
+            self._size = handle.tell()
+            self._file = handle
+        return self._file
+
+    def _write_header(self, handle: IO[str]) -> None:
+        handle.write(json.dumps({"type": "header", "ledger": self.ledger, "pid": os.getpid()}) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+        self._size = handle.tell()
+
+    def _record_loss(self, run: int | str, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
+        if not self.lost_rows:
+            log.error(
+                "spool %s reached its bound of %d bytes: energy rows past it are lost "
+                "(counted, and recorded as gaps when the ledger is back)",
+                self.path,
+                self.max_bytes,
+            )
+        self.lost_rows += len(intervals)
+        self.lost_j += sum(r.energy_j for r in intervals)
+        for r in intervals:
+            key = (json.dumps(run), r.host, r.device)
+            rows, joules = self._lost_by_device.get(key, (0, 0.0))
+            self._lost_by_device[key] = (rows + 1, joules + r.energy_j)
+        spans = [(r.host, r.device, r.start_s, r.end_s) for r in intervals]
+        spans += [(g.host, g.device, g.start_s, g.end_s) for g in gaps]
+        for host, device, start_s, end_s in spans:
+            key = (json.dumps(run), host, device)
+            old = self._lost.get(key)
+            if old is not None:
+                start_s, end_s = min(start_s, old.start_s), max(end_s, old.end_s)
+            rows, joules = self._lost_by_device.get(key, (0, 0.0))
+            reason = LOSS_REASON.format(bound=self.max_bytes, rows=rows, joules=joules)
+            self._lost[key] = Gap(host, device, start_s, end_s, reason)
+
+
+def replay_folder(ledger: Ledger, folder: Path, where: str, *, skip: Path | None = None) -> Replayed:
+    """Replay every unlocked spool file of `folder` that belongs to ledger `where`, then remove it.
+
+    Args:
+        ledger: The ledger to write into.
+        folder: The spool folder.
+        where: The ledger's printable name (engine.describe_url); other ledgers' files are left alone.
+        skip: A file not to touch (the caller's own live spool).
+    """
+    files = written = rows = busy = others = torn = 0
+    failed: list[str] = []
+    paths = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+    for path in paths:
+        if skip is not None and path == skip:
+            continue
+        with _locked(path) as held:
+            if not held:
+                busy += 1
+                continue
+            if not path.exists():  # replayed and removed by another process meanwhile
+                continue
+            if _header(path) != where:
+                others += 1
+                continue
+            batches, bad = _read(path)
+            try:
+                written += _write(ledger, batches)
+            except LedgerError as error:
+                failed.append(f"{path}: {error}")
+                continue
+            rows += sum(len(b.intervals) for b in batches.values())
+            torn += bad
+            files += 1
+            path.unlink()
+    return Replayed(files, rows, written, busy, others, torn, tuple(failed))
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[bool]:
+    try:
+        handle = path.open(encoding="utf-8")  # never "a": that would recreate a file just replayed
+    except OSError:
+        yield False
+        return
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _header(path: Path) -> str | None:
+    with path.open(encoding="utf-8") as handle:
+        try:
+            first = json.loads(handle.readline())
+        except ValueError:
+            return None
+    return first.get("ledger") if isinstance(first, dict) and first.get("type") == "header" else None
+
+
+def _read(path: Path) -> tuple[dict[str, _Batch], int]:
+    """Rows of a spool file grouped by run (as written: an id or a name), and the torn lines skipped."""
+    batches: dict[str, _Batch] = {}
+    torn = 0
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            try:
+                item: dict[str, Any] = json.loads(line)
+                kind = item.pop("type")
+                if kind == "header":
+                    continue
+                run = json.dumps(item.pop("run"))
+                batch = batches.setdefault(run, _Batch())
+                if kind == "interval":
+                    item["kind"], item["source"] = Kind(item["kind"]), Source(item["source"])
+                    batch.intervals.append(EnergyInterval(**item))
+                elif kind == "end":
+                    batch.end = (str(item["status"]), float(item["end_s"]))
+                else:
+                    batch.gaps.append(Gap(**item))
+            except (ValueError, KeyError, TypeError):
+                torn += 1
+    return batches, torn
+
+
+def _run_key(run: str) -> int | str:
+    """The run as the writer named it (spool keys are its JSON: 7 is an id, "7" a name)."""
+    value = json.loads(run)
+    return value if isinstance(value, int | str) else str(value)
+
+
+def _write(ledger: Ledger, batches: Mapping[str, _Batch]) -> int:
+    written = 0
+    for run, batch in batches.items():
+        key = _run_key(run)
+        for i in range(0, max(len(batch.intervals), 1), _CHUNK):
+            gaps = batch.gaps if i == 0 else []
+            written += ledger.record_intervals(key, batch.intervals[i : i + _CHUNK], gaps)
+        if batch.end is not None:
+            ledger.end_run(key, batch.end[0], end_s=batch.end[1])
+    return written

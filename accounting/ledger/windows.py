@@ -1,0 +1,67 @@
+"""The ledger's measurement windows: written at each flush, listed by `wattlog windows RUN`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict
+
+from sqlalchemy import insert, select
+from sqlmodel import col
+
+from wattlog.accounting.ledger.models import WindowRecord
+from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.ledger.views import member_or_text
+from wattlog.errors import ConfigError
+from wattlog.records import Kind, Source, WindowEnergy
+
+
+def record_windows(ledger: Ledger, run: int | str, windows: Sequence[WindowEnergy]) -> int:
+    """Store window rows of `run` in one transaction; the number written.
+
+    Raises:
+        ConfigError: A row ends before it starts or has a non-finite energy.
+        RunNotFound: No such run (nothing written).
+        LedgerError: The database fails (nothing written).
+    """
+    for w in windows:
+        if not w.end_s >= w.start_s or not all(math.isfinite(x) for x in (w.energy_j, w.low_j, w.high_j)):
+            raise ConfigError(f"window {w.name!r} of {w.device}: end before start or a non-finite energy")
+    if not windows:
+        return 0
+    with ledger.transaction(f"record {len(windows)} window rows") as session:
+        run_id = ledger.run_id(session, run)
+        session.execute(
+            insert(WindowRecord),
+            [{"run_id": run_id, **asdict(w), "kind": str(w.kind), "source": str(w.source)} for w in windows],
+        )
+    return len(windows)
+
+
+def windows(ledger: Ledger, run: int | str) -> list[WindowEnergy]:
+    """A run's window rows in start order (one per window and device), as frozen read models.
+
+    Raises:
+        RunNotFound: No such run.
+    """
+    with ledger.transaction("read windows") as session:
+        run_id = ledger.run_id(session, run)
+        query = select(WindowRecord).where(col(WindowRecord.run_id) == run_id)
+        rows = session.execute(query.order_by(col(WindowRecord.start_s), col(WindowRecord.id))).scalars()
+        return [_read(row) for row in rows]
+
+
+def _read(row: WindowRecord) -> WindowEnergy:
+    return WindowEnergy(
+        host=row.host,
+        device=row.device,
+        kind=member_or_text(Kind, row.kind),  # type: ignore[arg-type]
+        source=member_or_text(Source, row.source),  # type: ignore[arg-type]
+        name=row.name,
+        parent=row.parent,
+        start_s=row.start_s,
+        end_s=row.end_s,
+        energy_j=row.energy_j,
+        low_j=row.low_j,
+        high_j=row.high_j,
+    )

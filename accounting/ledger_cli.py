@@ -1,0 +1,83 @@
+"""`wattlog replay` (store what spools kept while the ledger was down) and `wattlog gaps RUN`."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from wattlog.accounting.gaps import run_gaps
+from wattlog.accounting.ledger.engine import describe_url, make_engine
+from wattlog.accounting.ledger.spool import default_folder, replay_folder
+from wattlog.accounting.ledger.store import Ledger
+from wattlog.errors import LedgerError
+
+DbOption = Annotated[
+    str | None, typer.Option("--db", help="Ledger URL (default $WATTLOG_DB or ./wattlog.db).")
+]
+
+
+def replay(
+    db: DbOption = None,
+    spool_dir: Annotated[
+        Path | None,
+        typer.Option("--spool-dir", help="Spool folder (default $WATTLOG_SPOOL_DIR or ~/.local/state/...)."),
+    ] = None,
+) -> int:
+    """Store the energy rows spooled while the ledger was unavailable; each row lands once."""
+    folder = spool_dir or default_folder()
+    where = describe_url(db)
+    engine = make_engine(db)
+    try:
+        done = replay_folder(Ledger(engine), folder, where)
+    finally:
+        engine.dispose()
+    print(
+        f"ledger {where}: {done.written} energy rows stored from {done.files} spool file(s) in {folder} "
+        f"({done.rows - done.written} already there)"
+    )
+    notes = []
+    if done.busy:
+        notes.append(f"{done.busy} file(s) in use by a live run, left for it")
+    if done.other_ledgers:
+        notes.append(f"{done.other_ledgers} file(s) of other ledgers left alone")
+    if done.torn:
+        notes.append(f"{done.torn} torn line(s) skipped")
+    if notes:
+        print("; ".join(notes))
+    if done.failed:
+        raise LedgerError(f"{len(done.failed)} spool file(s) could not be replayed: {done.failed[0]}")
+    return 0
+
+
+def gaps(
+    run: Annotated[str, typer.Argument(help="Run name or id.")],
+    db: DbOption = None,
+) -> None:
+    """List a run's gaps: when, which device, how long and why (nothing inside them is filled in)."""
+    engine = make_engine(db, create=False)
+    try:
+        summary = run_gaps(Ledger(engine), run)
+    finally:
+        engine.dispose()
+    console = Console(highlight=False)
+    if not summary.gaps:
+        console.print(f"run {run}: no gaps recorded")
+        return
+    table = Table(title=f"Gaps of {run}: {summary.line()}")
+    for column in ("start (UTC)", "seconds", "host", "device", "reason", "detail"):
+        table.add_column(column, justify="right" if column == "seconds" else "left")
+    for gap in summary.gaps:
+        start = dt.datetime.fromtimestamp(gap.start_s, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+        table.add_row(start, f"{gap.duration_s:.1f}", gap.host, gap.device, gap.reason.value, gap.detail)
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `wattlog replay` and `wattlog gaps` to the root app."""
+    app.command("replay")(replay)
+    app.command("gaps")(gaps)

@@ -1,0 +1,154 @@
+"""One node of a multi-node job: join the run in the shared ledger, measure the node, flush into it.
+
+What ``wattlog node`` runs on every node (one per node, e.g. ``srun --ntasks-per-node=1``)::
+
+    node = NodeAgent(NodeOptions(run="job-4242", db="postgresql+psycopg://..."), environ=os.environ)
+    node.start()     # joins the run (created by whichever node comes first), starts the agent
+    ...
+    node.close()     # last flush; the node's energy is in the ledger (served until scraped: linger_s)
+
+The node's place in the job comes from SLURM or torchrun (:mod:`wattlog.telemetry.job`).
+With ``sample_nodes=K`` only K of the job's N nodes (spread evenly) start an
+agent; the others join the run as not measured, so the tables know N and
+extrapolate (:mod:`wattlog.accounting.extrapolate`). The agent is the same
+:class:`~wattlog.telemetry.agent.Agent` the tracker and ``wattlog agent`` run,
+with the ledger as its sink.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import cast
+
+from wattlog.accounting.ledger.engine import make_engine
+from wattlog.accounting.ledger.jobs import join_run
+from wattlog.accounting.ledger.sink import LedgerSink
+from wattlog.accounting.ledger.store import Ledger
+from wattlog.errors import ConfigError
+from wattlog.telemetry.agent import Agent, AgentConfig
+from wattlog.telemetry.job import JobIdentity, job_identity, sample_nodes_from
+from wattlog.telemetry.sensors.base import Sensor
+
+
+@dataclass
+class NodeOptions:
+    """How a node joins its job and measures.
+
+    Raises:
+        ConfigError: On construction, if a value is out of range.
+    """
+
+    run: str
+    """The run's name, the same on every node (e.g. ``job-$SLURM_JOB_ID``)."""
+    db: str | None = None
+    """Ledger URL shared by every node; None = $WATTLOG_DB."""
+    sample_nodes: int | None = None
+    """Measure only this many of the job's nodes; None = $WATTLOG_SAMPLE_NODES, else every node."""
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    """The agent's settings (its host is taken from the job identity when left as the hostname)."""
+    project: str = "default"
+    """Project of the run, if this node creates it."""
+    site: str = ""
+    """Site of the run, if this node creates it."""
+    model: str = ""
+    """Model of the run, if this node creates it."""
+    simulate_gpus: int = 0
+    """Add this many simulated GPUs (labelled simulated) to the node's devices."""
+    simulate_load: float = 1.0
+    """Scale of the simulated GPUs' training power (unequal nodes in benches and tests)."""
+
+    def __post_init__(self) -> None:
+        if not self.run.strip():
+            raise ConfigError("a node needs the run's name: pass --run (the same on every node)")
+        if self.simulate_gpus < 0 or not self.simulate_load > 0:
+            raise ConfigError("simulate_gpus must be >= 0 and simulate_load > 0")
+
+
+class NodeAgent:
+    """Join the run and (unless sampled out) measure this node into the shared ledger.
+
+    Args:
+        options: Settings.
+        environ: The environment that holds SLURM / torchrun variables.
+        sensors: Sensors for the agent; None discovers the node's (plus simulated GPUs if asked).
+    """
+
+    def __init__(
+        self, options: NodeOptions, environ: Mapping[str, str], sensors: list[Sensor] | None = None
+    ) -> None:
+        self.options = options
+        self.job: JobIdentity = job_identity(environ, host=options.agent.host)
+        self.sample_nodes = sample_nodes_from(environ, options.sample_nodes)
+        self.measured = self.job.measured(self.sample_nodes)
+        self.agent: Agent | None = None
+        self.run_id: int | None = None
+        self.ledger: Ledger | None = None
+        self.sinks: list[LedgerSink] = []
+        self._sensors = sensors
+
+    def start(self) -> NodeAgent:
+        """Open the ledger, join the run, start the agent when this node measures.
+
+        Raises:
+            LedgerError: The ledger cannot be opened or the run cannot be joined.
+            WattlogError: The agent cannot start.
+        """
+        o = self.options
+        self.ledger = Ledger(make_engine(o.db))
+        run = join_run(
+            self.ledger,
+            o.run,
+            self.job,
+            measured=self.measured,
+            project=o.project,
+            site=o.site,
+            model=o.model,
+        )
+        self.run_id = cast(int, run.id)
+        if self.measured:
+            self.sinks = [LedgerSink(self.ledger, self.run_id)]
+            # The run's name on every series: queries by `run` hold whether Prometheus takes it from
+            # the agent (honor_labels) or from a target label of the same value.
+            config = dataclasses.replace(o.agent, host=self.job.host, run=o.run)
+            self.agent = Agent(
+                config,
+                sensors=self._sensors,
+                extra_sensors=self._simulated(),
+                sinks=self.sinks,
+            )
+            self.agent.start()
+        return self
+
+    def describe(self) -> str:
+        """One line: the node, its place in the job, and whether it measures."""
+        place = f"node {self.job.node_index + 1} of {self.job.node_count}"
+        if self.job.job_id:
+            place += f" of job {self.job.job_id}"
+        if not self.measured:
+            return f"{self.job.host}: {place}; sampled out ({self.sample_nodes} nodes measure), steps only"
+        url = self.agent.metrics_url if self.agent is not None else None
+        return f"{self.job.host}: {place}; measuring, metrics at {url or '(not served)'}"
+
+    def close(self) -> None:
+        """Stop the agent (its last flush goes to the ledger) and release the ledger."""
+        if self.agent is not None:
+            self.agent.close()
+        if self.ledger is not None:
+            self.ledger.engine.dispose()
+
+    def _simulated(self) -> list[Sensor]:
+        o = self.options
+        if not o.simulate_gpus:
+            return []
+        from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+        from wattlog.telemetry.sensors.traces import TrainingTrace
+
+        def trace(i: int) -> TrainingTrace:
+            seed = self.job.node_index * 1000 + i
+            load = o.simulate_load
+            return TrainingTrace.generate(seed, 600.0, compute_w=650.0 * load, comm_w=350.0 * load)
+
+        return [SimulatedSensor(simulated_gpus(o.simulate_gpus, trace, t0_s=time.monotonic()))]

@@ -1,0 +1,88 @@
+"""Checks of what a ledger holds, before `wattlog table` shows it or `wattlog compact` folds it.
+
+A ledger can be damaged underneath wattlog (a disk error, a hand edit, a
+copy taken mid-write). SQLite's own ``PRAGMA quick_check`` finds a broken
+file; the rows are then checked for what no measurement can produce: energy
+that is negative, not finite, or outside its own band, and intervals that end
+before they start. The rollup must match its rows.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Table, func, or_, select, text
+from sqlalchemy.exc import SQLAlchemyError
+
+from wattlog.accounting.ledger.models import EnergyRecord, EnergyRollup
+from wattlog.accounting.ledger.store import Ledger
+from wattlog.errors import LedgerError
+
+_SHOWN = 3  # example rows named in the message
+
+
+def impossible_rows(ledger: Ledger, where: str) -> list[str]:
+    """One line per kind of impossible content found (empty when the ledger is sound).
+
+    Raises:
+        LedgerError: The database file itself is damaged (one line naming it and what to do).
+    """
+    problems: list[str] = []
+    try:
+        with ledger.engine.connect() as connection:
+            if connection.dialect.name == "sqlite":
+                result = [row[0] for row in connection.execute(text("PRAGMA quick_check(1)"))]
+                if result != ["ok"]:
+                    first = (str(result[0]).strip().splitlines() or ["?"])[0]
+                    raise LedgerError(
+                        f"ledger {where} is damaged (SQLite quick_check: {first}): restore it from a "
+                        "backup, or `sqlite3 FILE .recover` into a new file and pass that as --db"
+                    )
+            for table, what in (
+                (EnergyRecord.__table__, "energy rows"),  # type: ignore[attr-defined]
+                (EnergyRollup.__table__, "energy totals"),  # type: ignore[attr-defined]
+            ):
+                problems += _bad_energy(connection, table, what)
+    except SQLAlchemyError as error:
+        first = (str(getattr(error, "orig", error)).strip().splitlines() or ["?"])[0]
+        raise LedgerError(f"ledger {where} cannot be read ({first}): restore it from a backup") from error
+    return problems
+
+
+def check_ledger(ledger: Ledger, where: str) -> None:
+    """Raise if the ledger holds impossible content.
+
+    Raises:
+        LedgerError: One line naming the ledger, what is wrong and what to do.
+    """
+    problems = impossible_rows(ledger, where)
+    if problems:
+        raise LedgerError(
+            f"ledger {where} holds impossible rows: {'; '.join(problems)}; fix or delete them "
+            "(or restore a backup) before reading or compacting it"
+        )
+
+
+def _bad_energy(connection, table: Table, what: str) -> list[str]:  # type: ignore[no-untyped-def]
+    c = table.c
+    bad = or_(
+        c.energy_j.is_(None),
+        c.low_j.is_(None),
+        c.high_j.is_(None),
+        c.energy_j < 0,
+        c.energy_j < c.low_j,
+        c.energy_j > c.high_j,
+        # a NaN compares false with everything; infinities are beyond any float bound
+        c.energy_j != c.energy_j,
+        c.energy_j > 1e300,
+        c.high_j > 1e300,
+        *([c.end_s < c.start_s] if "start_s" in c else []),
+    )
+    count = connection.execute(select(func.count()).select_from(table).where(bad)).scalar_one()
+    if not count:
+        return []
+    examples = connection.execute(
+        select(c.run_id, c.device, c.energy_j, c.low_j, c.high_j).where(bad).limit(_SHOWN)
+    ).all()
+    shown = ", ".join(
+        f"run {run} {device}: {energy} J, band [{low}, {high}]" for run, device, energy, low, high in examples
+    )
+    return [f"{count} {what} with energy negative, not finite or outside its band ({shown})"]

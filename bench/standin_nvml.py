@@ -1,0 +1,120 @@
+# ruff: noqa: N802 - the functions keep pynvml's names
+"""A minimal stand-in for NVML whose calls cost almost nothing, counting every call.
+
+bench.sampler reads 8 "GPUs" through wattlog's real NVIDIA backend over this,
+so the CPU it measures is wattlog's (sampler, backend, integrator), not a
+simulator's: each field read is a few attribute stores into a preallocated
+array, like the real binding's ctypes array, with the driver's timestamp
+moving every 100 ms as a real board's publications do. It is not the fake
+pynvml (telemetry.sensors.fake_pynvml), which replays exact power traces.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+import pynvml
+
+_PUBLICATION_US = 100_000
+
+
+class StandInNvml:
+    """`gpus` boards at constant power behind pynvml's names; `calls` counts each function."""
+
+    NVMLError = pynvml.NVMLError
+
+    def __init__(self, gpus: int, power_w: float = 300.0) -> None:
+        self.gpus = gpus
+        self.power_mw = round(power_w * 1000)
+        self.calls: Counter[str] = Counter()
+        self._values = [(pynvml.c_nvmlFieldValue_t * 2)() for _ in range(gpus)]
+        self._start_us = int(time.time() * 1e6)
+        self._published = [0] * gpus
+
+    def nvmlInit(self) -> None:
+        """Start."""
+        self.calls["nvmlInit"] += 1
+
+    def nvmlShutdown(self) -> None:
+        """Stop."""
+        self.calls["nvmlShutdown"] += 1
+
+    def nvmlDeviceGetCount(self) -> int:
+        """The number of boards."""
+        self.calls["nvmlDeviceGetCount"] += 1
+        return self.gpus
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
+        """The handle is the index."""
+        self.calls["nvmlDeviceGetHandleByIndex"] += 1
+        return index
+
+    def nvmlDeviceGetUUID(self, handle: int) -> str:
+        """GPU-standin-N."""
+        self.calls["nvmlDeviceGetUUID"] += 1
+        return f"GPU-standin-{handle:04d}"
+
+    def nvmlDeviceGetName(self, handle: int) -> str:
+        """A board name."""
+        self.calls["nvmlDeviceGetName"] += 1
+        return "stand-in board"
+
+    def nvmlDeviceGetFieldValues(self, handle: int, field_ids: list[int]) -> Any:
+        """Power (186, mW) and energy (83, mJ), stamped with the latest 100 ms publication.
+
+        The array is rewritten only when a new publication is due, as a driver publishes.
+        """
+        self.calls["nvmlDeviceGetFieldValues"] += 1
+        now_us = int(time.time() * 1e6)
+        published_us = now_us - (now_us - self._start_us) % _PUBLICATION_US
+        values = self._values[handle]
+        if self._published[handle] != published_us or len(field_ids) != len(values):
+            if len(field_ids) != len(values):
+                values = self._values[handle] = (pynvml.c_nvmlFieldValue_t * len(field_ids))()
+            self._publish(values, field_ids, published_us)
+            self._published[handle] = published_us
+        return values
+
+    def _publish(self, values: Any, field_ids: list[int], published_us: int) -> None:
+        for value, field_id in zip(values, field_ids, strict=True):
+            value.fieldId = field_id
+            value.nvmlReturn = 0
+            value.timestamp = published_us
+            if field_id == pynvml.NVML_FI_DEV_POWER_INSTANT:
+                value.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_INT
+                value.value.uiVal = self.power_mw
+            else:
+                value.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+                value.value.ullVal = (published_us - self._start_us) * self.power_mw // 1_000_000
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: int) -> int:
+        """Energy in mJ (probed once; field 83 carries it afterwards)."""
+        self.calls["nvmlDeviceGetTotalEnergyConsumption"] += 1
+        return 0
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: int) -> int:
+        """700 W."""
+        self.calls["nvmlDeviceGetEnforcedPowerLimit"] += 1
+        return 700_000
+
+    def nvmlDeviceGetUtilizationRates(self, handle: int) -> Any:
+        """50 %."""
+        self.calls["nvmlDeviceGetUtilizationRates"] += 1
+        return pynvml.c_nvmlUtilization_t(gpu=50, memory=25)
+
+    def nvmlDeviceGetTemperature(self, handle: int, sensor: int) -> int:
+        """60 C."""
+        self.calls["nvmlDeviceGetTemperature"] += 1
+        return 60
+
+    def nvmlDeviceGetMemoryInfo(self, handle: int) -> Any:
+        """Half of 80 GB used."""
+        self.calls["nvmlDeviceGetMemoryInfo"] += 1
+        return pynvml.c_nvmlMemory_t(total=80 << 30, free=40 << 30, used=40 << 30)
+
+    def per_gpu_per_s(self, seconds: float, since: Counter[str] | None = None) -> float:
+        """Calls per GPU per second over `seconds`, counting from the `since` snapshot."""
+        calls = self.calls - (since or Counter())
+        return sum(calls.values()) / self.gpus / seconds

@@ -1,0 +1,81 @@
+"""Gaps shown: `wattlog gaps RUN`, and per run in `wattlog table` with the band widened."""
+
+from __future__ import annotations
+
+import pytest
+
+from wattlog.accounting.gaps import GapReason, classify, run_gaps
+from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.run_table import TableOptions, run_row
+from wattlog.accounting.sites import site_catalog
+from wattlog.cli import main
+from wattlog.clock import FakeClock
+from wattlog.records import EnergyInterval, Gap, Kind, Source
+
+T0 = 1_800_000_000.0
+
+
+def row(device: str, start: float, end: float, joules: float) -> EnergyInterval:
+    return EnergyInterval("n", device, Kind.GPU, Source.COUNTER, T0 + start, T0 + end, joules, joules, joules)
+
+
+@pytest.fixture
+def url(tmp_path) -> str:
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    clock = FakeClock(start_s=0.0, wall_offset_s=T0)
+    ledger = Ledger(make_engine(url), clock=clock)
+    run = ledger.start_run("gappy", site="jupiter")
+    ledger.record_intervals(
+        run.id,
+        [row("gpu0", 0, 10, 1000.0), row("gpu1", 0, 10, 1000.0)],
+        [
+            Gap("n", "gpu1", T0 + 4, T0 + 6, "lost: GPU_IS_LOST"),
+            Gap("n", "gpu0", T0 + 2, T0 + 2.5, "counter reset (energy before the reset unknown)"),
+            Gap("n", "gpu0", T0 + 8, T0 + 10, "agent down: the agent measuring this device stopped"),
+        ],
+    )
+    clock.advance(30)  # the job died at 10 s and came back at 30 s
+    ledger.start_run("gappy", resume=True)
+    ledger.record_intervals(run.id, [row("gpu0", 30, 40, 1000.0)])
+    ledger.engine.dispose()
+    return url
+
+
+def test_reasons_are_grouped() -> None:
+    assert classify("lost: gone") is GapReason.DEVICE_LOST
+    assert classify("counter may have wrapped more than once") is GapReason.COUNTER_RESET
+    assert classify("agent down: x") is GapReason.AGENT_DOWN
+    assert classify("spool full: energy of this stretch lost") is GapReason.NOT_STORED
+    assert classify("no readings for 0.2 s") is GapReason.READ_FAILED
+
+
+def test_run_gaps_counts_seconds_reasons_and_downtime_between_attempts(url: str) -> None:
+    summary = run_gaps(Ledger(make_engine(url)), "gappy")
+    assert summary.by_reason() == {
+        GapReason.COUNTER_RESET: (1, 0.5),
+        GapReason.DEVICE_LOST: (1, 2.0),
+        GapReason.AGENT_DOWN: (1, 2.0),
+        GapReason.DOWNTIME: (1, 20.0),
+    }
+    # widened for what no row's band holds: gpu0 at 100 W x 2 s agent down, the run's 3000 J / 40 s x 20 s
+    assert summary.widen_j == pytest.approx(100.0 * 2 + 3000.0 / 40 * 20)
+
+
+def test_the_table_row_names_its_gaps_and_widens_its_band(url: str) -> None:
+    ledger = Ledger(make_engine(url))
+    table_row = run_row(ledger, ledger.get_run("gappy"), TableOptions(catalog=site_catalog()))
+    [note] = [n for n in table_row.notes if n.startswith("gaps:")]
+    assert "4 gap(s), 24.5 s" in note and "device lost 1 (2.0 s)" in note
+    assert "downtime between attempts 1 (20.0 s)" in note
+    assert table_row.energy_band_mwh is not None
+    assert table_row.energy_band_mwh.hi * 3.6e9 == pytest.approx(3000.0 + 1700.0)
+
+
+def test_wattlog_gaps_lists_them(url: str, capsys) -> None:
+    assert main(["gaps", "gappy", "--db", url]) == 0
+    out = capsys.readouterr().out
+    for reason in ("device lost", "counter reset", "agent down", "downtime between attempts"):
+        assert reason in out
+    assert main(["table", "gappy", "--db", url]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "gaps: 4 gap(s), 24.5 s" in printed

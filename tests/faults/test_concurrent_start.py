@@ -1,0 +1,78 @@
+"""Fault: many processes start runs at once on a new ledger (SQLite and PostgreSQL).
+
+On the old code they raced on the migrations (SQLite: 3 of 4 failed to
+start; PostgreSQL: 6 of 16, duplicate type or key) and on creating the
+project of their first run.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration import postgres
+
+# Each process imports first, then waits for the go file, so all open the new ledger together.
+STARTER = """
+import sys, time, pathlib
+from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.records import EnergyInterval, Kind, Source
+url, name, go = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
+while not go.exists():
+    time.sleep(0.005)
+ledger = Ledger(make_engine(url))
+run = ledger.start_run(name, project="shared")
+ledger.record_intervals(run.id, [EnergyInterval("n", "gpu0", Kind.GPU, Source.COUNTER, 0, 1, 5.0, 5.0, 5.0)])
+print("started", name)
+"""
+
+
+def start_many(url: str, n: int, tmp_path: Path) -> list[subprocess.CompletedProcess[str]]:
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", STARTER, url, f"run-{i}", str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(n)
+    ]
+    time.sleep(2.0)  # let every process finish importing (2 shared cores)
+    go.touch()
+    done = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+    return done
+
+
+def check_all_started(done: list[subprocess.CompletedProcess[str]], url: str, n: int) -> None:
+    from wattlog.accounting.ledger import Ledger, make_engine
+
+    failures = [d.stderr.strip().splitlines()[-1] for d in done if d.returncode != 0]
+    print(f"{n - len(failures)} of {n} concurrent starts succeeded")
+    assert not failures, failures
+    ledger = Ledger(make_engine(url))
+    runs = ledger.runs("shared")
+    assert sorted(r.name for r in runs) == sorted(f"run-{i}" for i in range(n))
+    assert all(ledger.energy_totals(r.id)[0].energy_j == 5.0 for r in runs)
+
+
+@pytest.mark.parametrize("attempt", range(3))  # the race is timing-bound: three new ledgers
+def test_8_concurrent_starts_on_a_new_sqlite_ledger(tmp_path, attempt: int) -> None:
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    check_all_started(start_many(url, 8, tmp_path), url, 8)
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not postgres.available(), reason="apt-get install -y postgresql")
+def test_16_concurrent_starts_on_a_new_postgresql_ledger(tmp_path) -> None:
+    pytest.importorskip("psycopg")
+    with postgres.running_postgres() as server:
+        url = server.create_database()
+        check_all_started(start_many(url, 16, tmp_path), url, 16)

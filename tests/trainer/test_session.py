@@ -1,0 +1,84 @@
+"""The run session without torch: `wattlog run` in a venv where torch cannot be imported."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from wattlog.accounting.ledger import Ledger, Status, make_engine
+from wattlog.errors import ConfigError, LedgerError
+from wattlog.telemetry.agent import AgentConfig
+from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+from wattlog.trainer.session import RunSession, SessionConfig
+
+NO_TORCH = "import sys\nsys.modules['torch'] = None  # `import torch` raises ImportError, as without torch\n"
+
+
+def test_wattlog_run_works_without_torch(tmp_path: Path) -> None:
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(NO_TORCH)
+    env = {**os.environ, "PYTHONPATH": str(shim), "TMPDIR": str(tmp_path)}
+    probe = subprocess.run([sys.executable, "-c", "import torch"], env=env, capture_output=True, text=True)
+    assert probe.returncode != 0 and "torch" in probe.stderr  # the shim hides torch
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    done = subprocess.run(
+        [sys.executable, "-m", "wattlog", "run", "--run", "x", "--db", db, "--", "true"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr and "Run x finished (exit code 0)" in done.stdout
+    assert Ledger(make_engine(db)).get_run("x").status == "finished"
+
+
+def test_a_session_records_every_joule_its_agent_measured(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    config = SessionConfig(
+        "s", site="jupiter", db=db, agent_config=AgentConfig(port=None, flush_s=0.05, lock_dir=tmp_path)
+    )
+    session = RunSession(config, sensors=[SimulatedSensor(simulated_gpus(1))]).start()
+    assert session.run_id is not None and session.metrics_url is None
+    summary = session.close(Status.PREEMPTED)
+    stored = sum(t.energy_j for t in Ledger(make_engine(db)).energy_totals("s"))
+    assert summary.complete and summary.measured_j == pytest.approx(stored) and summary.recorded_j == stored
+    assert Ledger(make_engine(db)).get_run("s").status == "preempted"
+    assert session.close(Status.FINISHED).measured_j is None  # a second close does nothing
+
+
+def test_a_session_whose_rows_went_to_the_spool_says_incomplete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    config = SessionConfig("s", db=db, agent_config=AgentConfig(port=None, flush_s=0.05, lock_dir=tmp_path))
+    session = RunSession(config, sensors=[SimulatedSensor(simulated_gpus(1))]).start()
+
+    def down(*args: object, **kwargs: object) -> int:
+        raise LedgerError("could not record rows, nothing was written: connection refused")
+
+    monkeypatch.setattr(Ledger, "record_intervals", down)  # down to the end: the rows are spooled
+    time.sleep(0.3)  # a few flushes of measured energy
+    summary = session.close(Status.FINISHED)
+    assert summary.unwritten_rows > 0 and session.unwritten_rows == summary.unwritten_rows
+    assert not summary.complete and summary.measured_j is not None and summary.recorded_j < summary.measured_j
+    assert "INCOMPLETE" in summary.line() and "wattlog replay" in summary.line()
+
+
+def test_session_config_is_validated_once_and_reads_the_environment() -> None:
+    config = SessionConfig.from_env(environ={"WATTLOG_RUN_ID": "job-7", "RANK": "3", "LOCAL_RANK": "1"})
+    assert (config.run, config.resume, config.rank, config.local_rank) == ("job-7", True, 3, 1)
+    assert not config.owns_agent
+    with pytest.raises(ConfigError, match="run name"):
+        SessionConfig.from_env(environ={})
+    with pytest.raises(ConfigError, match=r"\$RANK must be an integer"):
+        SessionConfig.from_env("x", environ={"RANK": "zero"})
+    with pytest.raises(ConfigError, match="join_timeout_s"):
+        SessionConfig("x", join_timeout_s=-1)
