@@ -48,7 +48,9 @@ def test_tracker_joins_the_sidecar_that_holds_the_node(tmp_path: Path) -> None:
         config = AgentConfig(port=0, host="tracker", flush_s=0.1, lock_dir=locks)
         with Tracker("joined", db=db, sensors=[EstimateSensor()], agent_config=config, gc_every=None) as t:
             assert t.agent is not None and t.agent.devices == []
-            for _ in range(5):
+            # Past one of the estimate's 1 s publications: its counters advance once a second, so a
+            # shorter join could read the same value at both ends (0 J, honestly).
+            for _ in range(15):
                 t.step(loss=1.0, tokens=10)
                 time.sleep(0.1)
     totals = Ledger(make_engine(db)).energy_totals("joined")
