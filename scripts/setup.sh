@@ -12,8 +12,11 @@ cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
 DEBIAN_PACKAGES=(
-  prometheus prometheus-alertmanager prometheus-pushgateway postgresql chromium victoria-metrics nodejs npm
+  prometheus prometheus-alertmanager prometheus-pushgateway postgresql chromium victoria-metrics
 )
+# Node.js for the dashboard type check: only where no `npm` is on the PATH. Machines that ship
+# NodeSource's nodejs (which carries npm) must not get Debian's npm: the two conflict in apt.
+command -v npm >/dev/null || DEBIAN_PACKAGES+=(nodejs npm)
 GRAFANA_SCHEMA_DIR="${WATTLOG_GRAFANA_SCHEMA_DIR:-.grafana-schema}"
 NPM_PACKAGES=("@grafana/schema@13" "typescript@5")
 

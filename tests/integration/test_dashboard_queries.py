@@ -114,10 +114,16 @@ def test_every_panel_of_the_three_dashboards_returns_data(servers: Servers, tmp_
             prometheus.wait_for(
                 "rate(wattlog_train_tokens_total[5m]) > 0 and wattlog_train_mfu_ratio", timeout_s=30
             )
-            empty = []
-            for board, title, expr in queries():
-                if not prometheus.query(expr):
-                    empty.append(f"{board} / {title}: {expr}")
+            # Some panels need more history than the first scrapes give (a deriv() over a subquery
+            # wants two points of its own resolution): ask again for those, up to a minute.
+            pending = queries()
+            deadline = time.monotonic() + 60
+            while True:
+                pending = [(b, t, expr) for b, t, expr in pending if not prometheus.query(expr)]
+                if not pending or time.monotonic() > deadline:
+                    break
+                time.sleep(2)
+            empty = [f"{board} / {title}: {expr}" for board, title, expr in pending]
             assert not empty, "panels without data:\n" + "\n".join(empty)
             [up] = prometheus.query(f'up{{job="wattlog", host="{HOST}"}}')  # `up` carries the host too
             trained = prometheus.query(f'wattlog_train_loss_scale{{host="{HOST}", run="{RUN}"}}')
