@@ -81,12 +81,19 @@ def make_engine(url: str | None = None, *, migrate: bool = True, create: bool = 
             raise LedgerError(f"no driver for {backend} ({error.name}): pip install 'wattlog[pg]'") from error
         except (ArgumentError, SQLAlchemyError) as error:
             raise LedgerError(f"cannot use ledger {where}: {_first_line(error)}") from error
+    sqlite_file = (parsed.database or "") if backend == "sqlite" else None
     try:
-        with engine.begin() as connection:
-            revision = _revision(connection)
-        _check_known(revision, where)
-        if migrate and revision != HEAD_REVISION:
-            _migrate(engine, (parsed.database or "") if backend == "sqlite" else None, where)
+        # SQLite: the first opens of a new file (switching it to WAL, reading its schema) answer
+        # "database is locked" at once, without the busy timeout, while another process migrates
+        # it; so the whole open runs under the migration lock, one process at a time (milliseconds).
+        with _file_lock(sqlite_file) as locked:
+            with engine.begin() as connection:
+                revision = _revision(connection)
+            _check_known(revision, where)
+            if migrate and revision != HEAD_REVISION:
+                if not locked:
+                    raise LedgerError(f"cannot lock ledger {where} to migrate it: its folder is not writable")
+                _migrate(engine, where)
     except LedgerError:
         engine.dispose()
         raise
@@ -96,14 +103,14 @@ def make_engine(url: str | None = None, *, migrate: bool = True, create: bool = 
     return engine
 
 
-def _migrate(engine: Engine, sqlite_file: str | None, where: str) -> None:
+def _migrate(engine: Engine, where: str) -> None:
     """Upgrade under a lock, so processes starting at once on a new ledger migrate it once.
 
-    PostgreSQL: a transaction-scoped advisory lock. SQLite: an flock on a file
-    beside the database (every process that can open the file can lock it).
-    The revision is read again under the lock: whoever waited finds it done.
+    PostgreSQL: a transaction-scoped advisory lock, taken here. SQLite: the caller
+    (make_engine) holds an flock on a file beside the database. The revision is
+    read again under the lock: whoever waited finds it done.
     """
-    with _file_lock(sqlite_file), engine.begin() as connection:
+    with engine.begin() as connection:
         if connection.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK_KEY})
         revision = _revision(connection)
@@ -113,19 +120,25 @@ def _migrate(engine: Engine, sqlite_file: str | None, where: str) -> None:
 
 
 @contextlib.contextmanager
-def _file_lock(sqlite_file: str | None) -> Iterator[None]:
+def _file_lock(sqlite_file: str | None) -> Iterator[bool]:
+    """An flock beside a SQLite ledger, held while the block runs; yields whether it is held.
+
+    Nothing to lock for PostgreSQL or an in-memory database (True); a folder this user cannot
+    write gives no lock (False), which is enough for reading a ledger but not for migrating it.
+    """
     if not sqlite_file or sqlite_file == ":memory:":
-        yield
+        yield True
         return
     path = Path(sqlite_file).resolve()
     try:
         handle = open(path.with_name(path.name + ".migrate.lock"), "a")  # noqa: SIM115 (held across yield)
-    except OSError as error:
-        raise LedgerError(f"cannot lock ledger {path} to migrate it: {error.strerror}") from error
+    except OSError:
+        yield False
+        return
     with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            yield
+            yield True
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
