@@ -17,28 +17,14 @@ from pathlib import Path
 import pytest
 
 from tests.integration import postgres
+from tests.telemetry.fakes import ConstantSensor
 from wattlog.accounting.ledger import Ledger, LedgerSink, describe_url, make_engine
 from wattlog.accounting.ledger.spool import LOSS_REASON, Spool, replay_folder
 from wattlog.errors import LedgerError
 from wattlog.records import EnergyInterval, Gap, Kind, Source
 from wattlog.telemetry.agent import Agent, AgentConfig
-from wattlog.telemetry.types import DeviceInfo, Reading
 
 POWER_W = 150.0
-
-
-class ConstantSensor:
-    def __init__(self) -> None:
-        self.info = DeviceInfo("GPU-outage", "board", Kind.GPU, Source.SAMPLED, has_counter=False)
-
-    def devices(self) -> list[DeviceInfo]:
-        return [self.info]
-
-    def read(self, device: DeviceInfo, t_s: float) -> Reading:
-        return Reading(device.uuid, t_s, power_w=POWER_W)
-
-    def close(self) -> None:
-        pass
 
 
 def pg_ctl(server: postgres.PostgresServer, *args: str) -> None:
@@ -73,7 +59,7 @@ def test_postgresql_down_to_the_end_loses_nothing_after_replay(tmp_path) -> None
         spool = Spool(tmp_path / "spool", describe_url(url), run.id)
         sink = LedgerSink(ledger, run.id, spool)
         config = AgentConfig(port=None, flush_s=0.2, host="n", lock_dir=tmp_path / "locks")
-        agent = Agent(config, sensors=[ConstantSensor()], sinks=[sink]).start()
+        agent = Agent(config, sensors=[ConstantSensor("GPU-outage", POWER_W)], sinks=[sink]).start()
         time.sleep(0.7)
         pg_ctl(server, "-m", "fast", "-w", "stop")  # down from here to the end of the run
         time.sleep(1.0)

@@ -14,33 +14,15 @@ from pathlib import Path
 import pytest
 from pytest_httpserver import HTTPServer
 
+from tests.telemetry.fakes import ConstantSensor
 from wattlog.errors import ConfigError, SensorUnavailable, WattlogError
-from wattlog.records import EnergyInterval, Gap, Kind, Source
+from wattlog.records import EnergyInterval, Gap, Source
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 from wattlog.telemetry.sensors.traces import ConstantTrace
-from wattlog.telemetry.types import DeviceInfo, Reading
+from wattlog.telemetry.types import DeviceInfo
 
-POWER_W = 200.0
-
-
-class ConstantSensor:
-    """A real-looking (non-simulated) device at constant power: what device locks apply to."""
-
-    def __init__(self, uuid: str = "GPU-lock-test") -> None:
-        self.info = DeviceInfo(
-            uuid, "test board", Kind.GPU, Source.SAMPLED, has_counter=False, power_limit_w=400
-        )
-        self.closed = False
-
-    def devices(self) -> list[DeviceInfo]:
-        return [self.info]
-
-    def read(self, device: DeviceInfo, t_s: float) -> Reading:
-        return Reading(device.uuid, t_s, power_w=POWER_W)
-
-    def close(self) -> None:
-        self.closed = True
+POWER_W = 200.0  # ConstantSensor's default
 
 
 class BrokenSensor(ConstantSensor):
@@ -168,7 +150,7 @@ def test_an_agent_in_another_process_holds_the_device(tmp_path: Path) -> None:
     script = f"""
 import sys
 from pathlib import Path
-from tests.telemetry.test_agent import ConstantSensor
+from tests.telemetry.fakes import ConstantSensor
 from wattlog.telemetry.agent import Agent, AgentConfig
 agent = Agent(AgentConfig(port=None, host="other", lock_dir=Path({str(tmp_path / "locks")!r})),
               sensors=[ConstantSensor()]).start()

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.windows import run as window_errors
+from tests.telemetry.fakes import ConstantSensor
 from wattlog.clock import FakeClock
 from wattlog.records import EnergyInterval, Gap, Kind, Source, WindowEnergy
 from wattlog.telemetry.agent import Agent, AgentConfig
@@ -23,24 +24,7 @@ from wattlog.telemetry.sinks import JsonlSink
 from wattlog.telemetry.types import DeviceInfo, Reading
 from wattlog.telemetry.windows import Windows
 
-POWER_W = 200.0
-
-
-class ConstantSensor:
-    """A device without a counter at constant power, read on the agent's clock."""
-
-    info = DeviceInfo(
-        "GPU-const", "test board", Kind.GPU, Source.SAMPLED, has_counter=False, power_limit_w=400
-    )
-
-    def devices(self) -> list[DeviceInfo]:
-        return [self.info]
-
-    def read(self, device: DeviceInfo, t_s: float) -> Reading:
-        return Reading(device.uuid, t_s, power_w=POWER_W)
-
-    def close(self) -> None:
-        pass
+POWER_W = 200.0  # ConstantSensor's default
 
 
 class WindowListSink:
@@ -97,7 +81,7 @@ def test_windows_nest_and_name_their_parent(fake_clock: FakeClock) -> None:
 def test_close_reads_once_more_before_anything_shuts_down(tmp_path: Path) -> None:
     agent = Agent(
         AgentConfig(port=None, flush_s=3600.0, host="n", lock_dir=tmp_path / "locks"),
-        sensors=[ConstantSensor()],
+        sensors=[ConstantSensor("GPU-const")],
     )
     agent.start()
     after_start = time.monotonic()
@@ -114,7 +98,7 @@ def test_agent_windows_reach_the_sinks(tmp_path: Path) -> None:
     jsonl = JsonlSink(tmp_path / "rows.jsonl")
     with Agent(
         AgentConfig(port=None, flush_s=3600.0, host="n", lock_dir=tmp_path / "locks"),
-        sensors=[ConstantSensor()],
+        sensors=[ConstantSensor("GPU-const")],
         sinks=[sink, jsonl],
     ) as agent:
         synced: list[str] = []
