@@ -24,7 +24,7 @@ from wattlog.accounting.ledger.views import RunInfo
 from wattlog.accounting.ranges import Quantity, Range, bounds
 from wattlog.accounting.render import format_figure
 from wattlog.accounting.run_table import TableOptions, has_site, run_footprint
-from wattlog.accounting.units import readable, readable_co2_t, readable_water_kl, sig3
+from wattlog.accounting.units import mwh_to_j, readable, readable_co2_t, readable_water_kl, sig3
 
 GROUPINGS = ("group", "stage", "phase")
 """What `wattlog table --project P --by` groups Table 1 by."""
@@ -315,7 +315,7 @@ def break_even(figures: Sequence[RunFigures]) -> list[BreakEven]:
         if f.run.stage != Stage.INFERENCE.value or not f.run.requests or f.footprint is None:
             continue
         co2_g = Range.of(f.footprint.co2_t).mid * 1e6 / f.run.requests
-        energy_j = Range.of(f.footprint.facility_energy_mwh).mid * 3.6e9 / f.run.requests
+        energy_j = mwh_to_j(Range.of(f.footprint.facility_energy_mwh).mid) / f.run.requests
         if co2_g <= 0:
             continue
         out.append(BreakEven(f.run.name, f.run.requests, energy_j, co2_g, train_t, train_t * 1e6 / co2_g))

@@ -20,6 +20,7 @@ from wattlog.accounting.render import TableRow, table_cells, to_csv, to_latex, t
 from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
 from wattlog.accounting.sites import site_catalog
 from wattlog.accounting.split import Use, energy_split
+from wattlog.accounting.units import j_to_kwh
 from wattlog.events import EventKind
 from wattlog.records import Kind
 
@@ -117,10 +118,10 @@ def _energy_frames(records: list[EnergyRow]) -> tuple[pd.DataFrame, pd.DataFrame
     it = rows[~(rows["host"].isin(metered) & (rows["kind"] != Kind.NODE.value))]
     per_end = it.groupby("end_s", as_index=False)["energy_j"].sum().sort_values("end_s")
     cumulative = pd.DataFrame(
-        {"time": _utc(per_end["end_s"]), "energy_kwh": per_end["energy_j"].cumsum() / 3.6e6}
+        {"time": _utc(per_end["end_s"]), "energy_kwh": j_to_kwh(per_end["energy_j"].cumsum())}
     )
     kinds = rows.groupby(["kind", "source"], as_index=False)["energy_j"].sum()
-    kinds["energy_kwh"] = kinds.pop("energy_j") / 3.6e6
+    kinds["energy_kwh"] = j_to_kwh(kinds.pop("energy_j"))
     return by_interval[["time", "kind", "power_w"]], cumulative, kinds
 
 
@@ -187,7 +188,7 @@ def load_report(ledger: Ledger, run: str, options: TableOptions | None = None) -
     split = energy_split(ledger, row.id)
     by_use = pd.DataFrame(
         [
-            {"use": USE_LABELS[use], "energy_kwh": joules / 3.6e6, "share": split.share(use)}
+            {"use": USE_LABELS[use], "energy_kwh": j_to_kwh(joules), "share": split.share(use)}
             for use, joules in split.joules.items()
         ]
     )
