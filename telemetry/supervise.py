@@ -97,10 +97,20 @@ class StopRequested(BaseException):
         super().__init__(f"stopped by {signum.name}")
         self.signum = signum
 
+    @property
+    def exit_code(self) -> int:
+        """The process's exit code by shell convention: 128 + the signal's number."""
+        return stopped_by(self.signum)
+
+
+def stopped_by(signum: int) -> int:
+    """The exit code of a process stopped by signal `signum`, as a shell reports it: 128 + N."""
+    return 128 + signum
+
 
 def exit_code_of(returncode: int) -> int:
     """A child's return code as a shell reports it (killed by signal N: 128 + N)."""
-    return 128 - returncode if returncode < 0 else returncode
+    return stopped_by(-returncode) if returncode < 0 else returncode
 
 
 def cannot_start(program: str) -> Outcome | None:
@@ -185,7 +195,7 @@ class Supervisor:
         while self._received is None and (end_s is None or time.monotonic() < end_s):
             time.sleep(_POLL_S if end_s is None else max(0.0, min(_POLL_S, end_s - time.monotonic())))
         if self._received is not None:
-            return self._stopped(128 + self._received)
+            return self._stopped(stopped_by(self._received))
         return Outcome(0, Ending.FINISHED)
 
     def run(
@@ -208,7 +218,7 @@ class Supervisor:
         if not command:
             raise ConfigError("give the command to run after --, e.g. wattlog run -- python train.py")
         if self._received is not None:  # stopped before the command could start: do not start it
-            return self._stopped(128 + self._received)
+            return self._stopped(stopped_by(self._received))
         program = command[0]
         try:
             self._child = self._popen(list(command), env=env)
@@ -226,7 +236,7 @@ class Supervisor:
         code = exit_code_of(self._child.returncode)
         self._child = None
         if self._received is not None:  # whatever the child made of the signal, we were stopped by it
-            return self._stopped(128 + self._received)
+            return self._stopped(stopped_by(self._received))
         if timed_out:
             return Outcome(code, Ending.FINISHED, message=f"{timeout_s:g} s are up; stopped {program}")
         if code > 128 and code - 128 in _SIGNAL_NUMBERS:

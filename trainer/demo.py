@@ -123,7 +123,7 @@ def _demo(config: DemoConfig, console: Console, supervisor: Supervisor) -> int:
     try:
         _track(tracker, model, optimizer, warmup, data, config, console, supervisor)
     except StopRequested as stopped:
-        code = 128 + stopped.signum
+        code = stopped.exit_code
         console.print(f"Stopped by {stopped.signum.name}: training ended at step {tracker.current_step}.")
     t = tracker
     console.print(f"Trained {t.current_step} steps; run {run} {t.status}.")
