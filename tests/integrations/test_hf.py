@@ -84,6 +84,8 @@ def test_every_logging_step_carries_the_footprint_and_the_run_ends_with_the_tabl
     assert len(step_logs) == 3  # steps 2, 4, 6
     for logs in step_logs:
         assert logs["wattlog/simulated/energy_j"] > 0  # the source label is in the key: never "measured"
+        low, high = logs["wattlog/simulated/energy_j_low"], logs["wattlog/simulated/energy_j_high"]
+        assert low <= logs["wattlog/simulated/energy_j"] <= high  # and its band beside it
         assert logs["wattlog/simulated/co2_kg"] == pytest.approx(
             logs["wattlog/simulated/energy_j"] / 3.6e6 * 1.2 * 0.332  # kWh x PUE x kg/kWh, Jupiter
         )

@@ -39,6 +39,8 @@ def test_no_site_gives_energy_only_and_mixed_sources_say_so() -> None:
     out = figures_of(tracker)  # type: ignore[arg-type]
     assert out == {
         "wattlog/counter_estimated/energy_j": 3.6e6,
+        "wattlog/counter_estimated/energy_j_low": 3.6e6,
+        "wattlog/counter_estimated/energy_j_high": 3.6e6,
         "wattlog/counter_estimated/energy_kwh": 1.0,
         "wattlog/counter_estimated/power_w": 200.0,
     }

@@ -19,6 +19,7 @@ from rich.console import Console
 from wattlog.accounting.footprint import co2_t, energy_label, water_kl
 from wattlog.accounting.ranges import Quantity, bounds
 from wattlog.accounting.sites import get_site
+from wattlog.accounting.units import j_to_kwh, j_to_mwh
 from wattlog.events import EventCategory, EventKind
 from wattlog.trainer.tracker import Tracker
 
@@ -32,7 +33,8 @@ def figures_of(tracker: Tracker) -> dict[str, float]:
     """Energy, CO2, water and efficiency of a tracker's run so far, as flat log keys.
 
     Energy keys carry the energy's source label (``wattlog/simulated/energy_j``), so a
-    simulated or estimated figure never reads as a measured one in any logger. CO2 and
+    simulated or estimated figure never reads as a measured one in any logger, and its band
+    (``energy_j_low``, ``energy_j_high``). CO2 and
     water need the run's site (no silent default): without one only energy is given. A
     site figure given as a range yields ``_low`` and ``_high`` keys.
 
@@ -45,13 +47,19 @@ def figures_of(tracker: Tracker) -> dict[str, float]:
     energy_j = sum(d.energy_j for d in devices)
     source = energy_label(d.device.source for d in devices).replace("+", "_")
     base = f"{PREFIX}/{source}"
-    out: dict[str, float] = {f"{base}/energy_j": energy_j, f"{base}/energy_kwh": energy_j / 3.6e6}
+    out: dict[str, float] = {
+        f"{base}/energy_j": energy_j,
+        # the band beside the figure: summed over devices, as the energy is
+        f"{base}/energy_j_low": sum(d.low_j for d in devices),
+        f"{base}/energy_j_high": sum(d.high_j for d in devices),
+        f"{base}/energy_kwh": j_to_kwh(energy_j),
+    }
     power_w = tracker.power_w()
     if power_w is not None:
         out[f"{base}/power_w"] = power_w
     if tracker.site:
         site = get_site(tracker.site)
-        mwh = energy_j / 3.6e9
+        mwh = j_to_mwh(energy_j)
         _put(out, f"{base}/co2_kg", co2_t(mwh, site.pue, site.carbon_intensity_kg_per_kwh), 1000.0)
         water = water_kl(mwh, site.pue, site.wue_onsite_l_per_kwh, site.wue_offsite_l_per_kwh)
         _put(out, f"{base}/water_l", water, 1000.0)
