@@ -33,6 +33,7 @@ from typing import Any
 
 from prometheus_client.registry import Collector
 
+from wattlog.accounting.footprint import energy_label
 from wattlog.accounting.ledger import Ledger, LedgerSink, Status, describe_url, make_engine
 from wattlog.accounting.ledger.spool import Spool, default_folder
 from wattlog.clock import Clock, SystemClock
@@ -214,12 +215,18 @@ class SessionSummary:
         measured_j: Joules this session's agent integrated (None without an agent).
         recorded_j: Joules of those in the ledger (rows still in the spool or lost not counted).
         unwritten_rows: Energy rows not in the ledger: kept for retry, spooled (`wattlog replay`) or lost.
+        source: The measured energy's source label ("counter", "estimated+simulated", ...).
+        low_j: Lower end of the measured energy's band, joules.
+        high_j: Upper end of the measured energy's band, joules.
     """
 
     status: Status
     measured_j: float | None
     recorded_j: float
     unwritten_rows: int = 0
+    source: str = ""
+    low_j: float = 0.0
+    high_j: float = 0.0
 
     @property
     def complete(self) -> bool:
@@ -242,7 +249,10 @@ class SessionSummary:
             )
         else:
             verdict = "INCOMPLETE: the rest is not in the ledger"
-        return f"measured {self.measured_j:.3f} J, {self.recorded_j:.3f} J recorded in the ledger ({verdict})"
+        return (
+            f"measured {self.measured_j:.3f} J, {self.recorded_j:.3f} J recorded in the ledger ({verdict}); "
+            f"source {self.source or 'none'}, band {self.low_j:.3f}-{self.high_j:.3f} J"
+        )
 
 
 def status_for_error(error: BaseException | None) -> Status:
@@ -476,9 +486,19 @@ class RunSession:
             _safely("record the stop", self.recorder.event, EventKind.STOPPED, payload=payload)
         if self.recorder is not None:
             _safely("end_run", self._end_run, status)
-        measured = sum(d.energy_j for d in self.agent.snapshot()) if self.agent is not None else None
         recorded = self._sink.recorded_j if self._sink is not None else 0.0
-        return SessionSummary(status, measured, recorded, self.unwritten_rows)
+        if self.agent is None:
+            return SessionSummary(status, None, recorded, self.unwritten_rows)
+        devices = self.agent.snapshot()
+        return SessionSummary(
+            status,
+            sum(d.energy_j for d in devices),
+            recorded,
+            self.unwritten_rows,
+            source=energy_label(d.device.source for d in devices),
+            low_j=sum(d.low_j for d in devices),
+            high_j=sum(d.high_j for d in devices),
+        )
 
     # what the agent measures ----------------------------------------------
 

@@ -50,6 +50,8 @@ def test_a_session_records_every_joule_its_agent_measured(tmp_path: Path) -> Non
     summary = session.close(Status.PREEMPTED)
     stored = sum(t.energy_j for t in Ledger(make_engine(db)).energy_totals("s"))
     assert summary.complete and summary.measured_j == pytest.approx(stored) and summary.recorded_j == stored
+    assert summary.source == "simulated" and summary.low_j <= summary.measured_j <= summary.high_j
+    assert "source simulated, band" in summary.line()  # every figure names its source and band
     assert Ledger(make_engine(db)).get_run("s").status == "preempted"
     assert session.close(Status.FINISHED).measured_j is None  # a second close does nothing
 
