@@ -490,12 +490,14 @@ class RunSession:
         if self.agent is None:
             return SessionSummary(status, None, recorded, self.unwritten_rows)
         devices = self.agent.snapshot()
+        # A rank that joined another agent's node measures no device of its own: no source to name.
+        source = energy_label(d.device.source for d in devices) if devices else ""
         return SessionSummary(
             status,
             sum(d.energy_j for d in devices),
             recorded,
             self.unwritten_rows,
-            source=energy_label(d.device.source for d in devices),
+            source=source,
             low_j=sum(d.low_j for d in devices),
             high_j=sum(d.high_j for d in devices),
         )
