@@ -24,7 +24,7 @@ from rich.console import Console
 from wattlog.accounting.node import NodeAgent, NodeOptions
 from wattlog.errors import ConfigError
 from wattlog.telemetry.agent import AgentConfig
-from wattlog.telemetry.agent_cli import health_line, run_or_wait
+from wattlog.telemetry.agent_cli import print_ending, run_or_wait
 from wattlog.telemetry.supervise import Supervisor, cannot_start
 
 
@@ -112,15 +112,9 @@ def node(
         finally:
             node_agent.close()  # the agent lingers until the next scrape read its final counters
     if node_agent.agent is not None:
-        joules = sum(d.energy_j for d in node_agent.agent.snapshot())
-        devices = len(node_agent.agent.devices)
-        host = node_agent.job.host
-        console.print(f"wattlog node: {host}: {joules:.1f} J over {devices} devices in the ledger")
-        stats = node_agent.agent.stats()
-        if stats is not None:
-            console.print(health_line(stats))
         for sink in node_agent.sinks:
             console.print(f"wattlog node: ledger {sink.describe()}")
+        code = print_ending(node_agent.agent, console, "wattlog node", code)
     return code
 
 

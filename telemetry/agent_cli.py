@@ -98,17 +98,31 @@ def agent(
             outcome = run_or_wait(supervisor, command, seconds, console, "wattlog agent")
         finally:
             runner.close()
-        console.print(devices_table(runner.snapshot()))
-        stats = runner.stats()
-        if stats is not None:
-            console.print(health_line(stats))
-    if runner.unwritten_rows:
-        Console(stderr=True, highlight=False, soft_wrap=True).print(
-            f"wattlog agent: incomplete: {runner.unwritten_rows} energy rows could not be written",
-            markup=False,
-        )
-        return outcome.exit_code or INCOMPLETE_EXIT
-    return outcome.exit_code
+    return print_ending(runner, console, "wattlog agent", outcome.exit_code)
+
+
+def print_ending(agent: Agent, console: Console, who: str, exit_code: int) -> int:
+    """Print what a closed agent measured (each device's energy, band and source) and its health.
+
+    Args:
+        agent: The closed agent.
+        console: Where the table goes; a loss goes to stderr in one line.
+        who: The command's name in that line (e.g. "wattlog agent").
+        exit_code: The exit code so far (the command's).
+
+    Returns:
+        `exit_code`, or INCOMPLETE_EXIT when it was 0 but rows are not all stored.
+    """
+    console.print(devices_table(agent.snapshot()))
+    stats = agent.stats()
+    if stats is not None:
+        console.print(health_line(stats))
+    if not agent.unwritten_rows:
+        return exit_code
+    Console(stderr=True, highlight=False, soft_wrap=True).print(
+        f"{who}: incomplete: {agent.unwritten_rows} energy rows could not be written", markup=False
+    )
+    return exit_code or INCOMPLETE_EXIT
 
 
 def run_or_wait(
