@@ -259,7 +259,9 @@ class GpuCheck:
         uuid = self._load.gpu_uuid() if loaded else None
         target = next((d for d in devices if d.uuid == uuid), devices[0])
         self.report["target"] = target.uuid
-        sensor = NvmlSensor(nvml, include=lambda _index, u: u == target.uuid)
+        # unpaced: these steps study the sensor itself (every 2 ms poll, each tick's reading);
+        # the agent's own (paced) reads are what the step-time step measures
+        sensor = NvmlSensor(nvml, include=lambda _index, u: u == target.uuid, paced=False)
         try:
             sensor.devices()
             self._echo(f"timing NVML calls on {target.uuid} ...")
@@ -419,6 +421,7 @@ class GpuCheck:
             counter_w=sink.counter_mean_w(target.uuid) if target.has_counter else None,
             instant_j=integrator.sampled_energy_j(target.uuid) if main.power_w is not None else None,
             power_usage_j=energy[avg_uuid].energy_j if energy[avg_uuid].samples > 1 else None,
+            power_usage_span_s=sink.span_s(avg_uuid),
             samples=main.samples,
             failures=sink.failures,
             overruns=stats.overruns_total,

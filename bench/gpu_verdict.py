@@ -18,6 +18,8 @@ class RunFigures:
 
     counter_j is the integrator's figure over the readings' span; counter_w the
     mean power between the first and last counter changes seen (no end lag).
+    power_usage_span_s is the span of the nvmlDeviceGetPowerUsage readings: they
+    are taken on every tick, the paced field reads once per publication.
     """
 
     name: str
@@ -31,15 +33,17 @@ class RunFigures:
     counter_w: float | None
     instant_j: float | None
     power_usage_j: float | None
+    power_usage_span_s: float
     samples: int
     failures: int
     overruns: int
     lateness_p99_s: float | None
     notes: tuple[str, ...]
 
-    def mean_w(self, energy_j: float | None) -> float | None:
-        """Mean power over the run's span, watts."""
-        return energy_j / self.span_s if energy_j is not None and self.span_s > 0 else None
+    def mean_w(self, energy_j: float | None, span_s: float | None = None) -> float | None:
+        """Mean power over `span_s` (default: the run's span), watts."""
+        span_s = self.span_s if span_s is None else span_s
+        return energy_j / span_s if energy_j is not None and span_s > 0 else None
 
     def best_w(self) -> float | None:
         """The counter's mean power, else the field's."""
@@ -48,8 +52,8 @@ class RunFigures:
     def as_json(self) -> dict[str, Any]:
         """All fields plus mean powers and relative differences to the counter."""
         out = asdict(self)
-        for name in ("instant", "power_usage"):
-            out[f"{name}_w"] = power_w = self.mean_w(getattr(self, f"{name}_j"))
+        for name, span_s in (("instant", self.span_s), ("power_usage", self.power_usage_span_s)):
+            out[f"{name}_w"] = power_w = self.mean_w(getattr(self, f"{name}_j"), span_s)
             rel = None
             if self.counter_w and power_w is not None:
                 rel = (power_w - self.counter_w) / self.counter_w

@@ -18,8 +18,9 @@ phases alternate A-B, B-A so a change in the machine's load hits both):
 - With --torch: the sampler again beside a torch matmul loop (1 intra-op
   thread) on the main thread, for rate and lateness under load.
 - With --breakdown: the sampler thread's CPU as the hot path's parts are added
-  one by one (no device; the stand-in calls alone; the backend's parsing; the
-  integrator; the estimate), to show where a core's fraction goes.
+  one by one (no device; 8 GPUs read on every tick; the same paced, read once
+  per driver publication as the agent does; the integrator; the estimate), to
+  show where a core's fraction goes.
 
 Memory flatness is then checked on a FakeClock: a simulated hour of 8 GPUs at
 40 Hz, flushed every 10 s.
@@ -45,7 +46,7 @@ from wattlog.telemetry.sensors.fake_pynvml import FakeNvml
 from wattlog.telemetry.sensors.nvml import NvmlSensor
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 from wattlog.telemetry.sensors.traces import ConstantTrace
-from wattlog.telemetry.types import DeviceInfo, Reading
+from wattlog.telemetry.types import Reading
 
 PERIOD_S = 0.025
 GPUS = 8
@@ -121,25 +122,6 @@ class _NullSink:
         """Drop it."""
 
 
-class _CallsOnly:
-    """One stand-in field call per GPU per tick and a prebuilt reading: the NVML calls alone."""
-
-    def __init__(self, nvml: StandInNvml, devices: list[DeviceInfo]) -> None:
-        self._nvml, self._devices, self._reading = nvml, devices, Reading("-", 0.0)
-
-    def devices(self) -> list[DeviceInfo]:
-        """The GPUs."""
-        return self._devices
-
-    def read(self, device: DeviceInfo, t_s: float) -> Reading:
-        """One call, no parsing."""
-        self._nvml.nvmlDeviceGetFieldValues(device.index or 0, [186, 83])
-        return self._reading
-
-    def close(self) -> None:
-        """Nothing to release."""
-
-
 def breakdown(seconds: float) -> list[tuple[str, float]]:
     """Sampler thread CPU (% of a core) as the hot path's parts are added one by one."""
     clock = SystemClock()
@@ -157,11 +139,13 @@ def breakdown(seconds: float) -> list[tuple[str, float]]:
         return 100 * sampler.stats().thread_cpu_s / (time.monotonic() - start_s)
 
     everything = [*devices, *estimate.devices()]
+    every_tick = NvmlSensor(StandInNvml(GPUS), clock=clock, paced=False)
+    every_tick.devices()
     return [
         ("bare 40 Hz loop", bare_loop(seconds)),
         ("Sampler, no device", cpu([], _NullSink())),
-        ("+ 8 stand-in field calls", cpu([_CallsOnly(nvml, devices)], _NullSink())),
-        ("+ the NVIDIA backend's parsing", cpu([gpus], _NullSink())),
+        ("+ 8 GPUs read on every tick", cpu([every_tick], _NullSink())),
+        ("  paced: once per publication", cpu([gpus], _NullSink())),
         ("+ the Integrator", cpu([gpus], Integrator(devices, host="b", clock=clock, period_s=PERIOD_S))),
         (
             "+ the CPU/DRAM estimate",

@@ -116,6 +116,8 @@ class _Device:
     start_sampled_j: float = 0.0
     repeats: int = 0
     intervals_s: deque[float] = field(default_factory=lambda: deque(maxlen=_INTERVALS_KEPT))
+    intervals_n: int = 0  # publications timed so far (the deque keeps only the recent ones)
+    interval_median_s: float | None = None  # median of intervals_s, refreshed every few publications
     limit_w: float | None = None
     updates: deque[tuple[float, float, float]] = field(default_factory=lambda: deque(maxlen=_UPDATES_KEPT))
     p_max_seen_w: float = 0.0
@@ -144,7 +146,21 @@ class _Device:
 
     def publication_period_s(self) -> float | None:
         """Median time between the driver's publications (as Zeus infers it), once 5 are seen."""
-        return statistics.median(self.intervals_s) if len(self.intervals_s) >= 5 else None
+        return self.interval_median_s if len(self.intervals_s) >= 5 else None
+
+    def time_publication(self, dt: float) -> None:
+        """Take the time since the previous publication; the median is refreshed every 8 (it moves slowly)."""
+        self.intervals_s.append(dt)
+        self.intervals_n += 1
+        if self.intervals_n <= 8 or self.intervals_n % 8 == 0:
+            self.interval_median_s = statistics.median(self.intervals_s)
+
+    def max_read_spacing_s(self, max_gap_s: float) -> float:
+        """Longest stretch between reads that is not a gap: `max_gap_s`, or 2.5 publications of a
+        driver-timed device (a sampler may read it once per publication, not every tick)."""
+        if self.interval_median_s is None:
+            return max_gap_s
+        return max(max_gap_s, _GAP_PUBLICATIONS * self.interval_median_s)
 
     def cv(self) -> float:
         """Variation of the power from one publication to the next, relative to the mean.
@@ -209,7 +225,9 @@ class Integrator:
             power_t = t if reading.power_t_s is None else reading.power_t_s
             new_counter = energy_mj is not None and d.info.has_counter and counter_t != d.last_counter_t
             new_power = power_w is not None and power_t != d.last_power_t
-            if d.last_t is not None and t - d.last_t > self._max_gap_s and d.uses_counter:
+            spaced = d.last_t is not None and t - d.last_t > d.max_read_spacing_s(self._max_gap_s)
+            if spaced and d.uses_counter:
+                assert d.last_t is not None
                 d.bridged_s += t - d.last_t  # no reads for a while: the counter's difference spans it
             d.last_t = t
             d.samples += 1
@@ -253,7 +271,7 @@ class Integrator:
         else:
             dt = power_t - d.last_power_t
             if driver_timed:
-                d.intervals_s.append(dt)
+                d.time_publication(dt)
             self._power_step(d, power_w, dt, driver_timed)
         self._publication(d, power_t, power_w, driver_timed)
         d.last_power_w, d.last_power_t = power_w, power_t
@@ -442,9 +460,8 @@ class Integrator:
     def _power_step(self, d: _Device, power_w: float, dt: float, driver_timed: bool) -> None:
         """Integrate power over one step: the new published value over its own period, else a trapezoid."""
         assert d.last_power_w is not None and d.last_power_t is not None
-        max_gap_s = self._max_gap_s
-        if driver_timed:  # publications come every ~100 ms (the estimate: 1 s) whatever our period
-            max_gap_s = max(max_gap_s, _GAP_PUBLICATIONS * statistics.median(d.intervals_s))
+        # publications come every ~100 ms (the estimate: 1 s) whatever our period
+        max_gap_s = d.max_read_spacing_s(self._max_gap_s) if driver_timed else self._max_gap_s
         if dt > max_gap_s:
             if not d.uses_counter:  # a counter bridges the stretch; power alone does not
                 reason = d.failure_reason or f"no readings for {dt:.3f} s (> {max_gap_s:.3f} s)"

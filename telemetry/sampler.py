@@ -6,6 +6,11 @@ When a tick ends more than a period late (a blocked NVML call, a starved
 process), the deadlines it missed are skipped, not caught up in a burst, and
 counted as overruns. A failing read never kills the loop: it is handed to the
 sink as a failure (the integrator records the gap) and sampling goes on.
+
+A reading may say when its device can next show something new
+(`Reading.next_read_s`: a GPU's driver publishes every ~100 ms, so three
+25 ms reads in four would only repeat the last publication); ticks before
+then skip that device. Edge readings (start, close) read every device.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ logger = logging.getLogger(__name__)
 _LATENESS_WINDOW = 4096  # ring of recent lateness values: ~100 s at 40 Hz, memory flat
 _CPU_EVERY = 16  # ticks between reads of the thread's CPU time
 _WARN_EVERY_S = 60.0  # at most one warning per device per minute
+_ANY_TIME = -math.inf  # a device with no next_read_s is read on every tick
 
 
 class ReadingSink(Protocol):
@@ -104,6 +110,7 @@ class Sampler:
         self._name = name
         self._undiscovered = list(sensors)
         self._devices: list[tuple[Sensor, DeviceInfo]] = []
+        self._next_read_s: dict[str, float] = {}  # by UUID: skip the device on ticks before this
         self._last_warning_s: dict[str, float] = {}
         self._lock = threading.Lock()
         self._tick_lock = threading.Lock()  # the loop and an edge reading (start, close) never interleave
@@ -149,7 +156,10 @@ class Sampler:
     def _tick(self, now_s: float, lateness_s: float | None = None, *, counted: bool = True) -> None:
         if self._undiscovered:
             self._discover(now_s)
+        next_read_s = self._next_read_s
         for sensor, device in tuple(self._devices):  # a copy: a lost device is removed mid-loop
+            if counted and now_s < next_read_s.get(device.uuid, _ANY_TIME):
+                continue  # nothing new before its next publication
             self._reads += 1
             try:
                 reading = sensor.read(device, now_s)
@@ -157,6 +167,7 @@ class Sampler:
                 if problem is not None:  # NaN or negative: a failed read (a gap), never energy
                     raise ValueError(problem)
                 self._sink.add(reading)
+                next_read_s[device.uuid] = _ANY_TIME if reading.next_read_s is None else reading.next_read_s
             except DeviceLost as e:
                 self._errors += 1
                 self._devices.remove((sensor, device))

@@ -45,6 +45,9 @@ class Reading:
     and of the power value (its publication), on the same monotonic clock as
     `t_s`, where the driver says (NVML field timestamps); a repeated publication
     carries the same time again, and the integrator integrates on these times.
+    `next_read_s` is when the device can next show something new (its driver's
+    next publication, on the same clock); the sampler skips it on ticks before
+    then. None: read it on every tick.
     """
 
     device: str
@@ -57,6 +60,7 @@ class Reading:
     energy_t_s: float | None = None
     power_t_s: float | None = None
     power_limit_w: float | None = None
+    next_read_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -212,9 +212,14 @@ class EstimateSensor:
                 self._cpu = (t_s, utilisation, power_w)
             since_s, utilisation, power_w = self._cpu
             # power_t_s: when the estimate was made (it covers the time before), so the integrator
-            # counts the reads in between as repeats, as it does for a GPU's publications
+            # integrates it as it does a GPU's publications; nothing new before the next one is due
             return Reading(
-                device=device.uuid, t_s=t_s, power_w=power_w, utilisation_pct=utilisation, power_t_s=since_s
+                device=device.uuid,
+                t_s=t_s,
+                power_w=power_w,
+                utilisation_pct=utilisation,
+                power_t_s=since_s,
+                next_read_s=self._next_estimate_s(since_s),
             )
         if device.uuid != DRAM_UUID:
             raise SensorError(f"{device.uuid} is not an estimated device")
@@ -226,7 +231,17 @@ class EstimateSensor:
             if self._utilisation_period_s
             else t_s
         )
-        return Reading(device=device.uuid, t_s=t_s, power_w=self._dram_w, power_t_s=since_s)
+        return Reading(
+            device=device.uuid,
+            t_s=t_s,
+            power_w=self._dram_w,
+            power_t_s=since_s,
+            next_read_s=self._next_estimate_s(since_s),
+        )
+
+    def _next_estimate_s(self, since_s: float) -> float | None:
+        """When the next estimate is made (None: utilisation is read on every call)."""
+        return since_s + self._utilisation_period_s if self._utilisation_period_s else None
 
     def close(self) -> None:
         """Nothing to release."""

@@ -9,7 +9,11 @@ lock ~10 s of every 15 s), so utilisation, temperature, memory and the power
 limit are read only every `slow_period_s` (1 s). Each field value carries the
 driver's timestamp of its publication; it is handed on (on the sampler's
 monotonic clock) so the integrator counts repeated publications and
-integrates on the driver's own times. Where a field is missing the plain call
+integrates on the driver's own times. From those times each field's
+publication period is learned, and each reading says when the next one is due
+(`next_read_s`): the sampler skips the GPU until then, so a GPU that publishes
+every 100 ms is read ~10 times a second, not 40 (`paced=False` reads every
+tick). Where a field is missing the plain call
 takes its place, per field and per GPU: nvmlDeviceGetTotalEnergyConsumption,
 or nvmlDeviceGetPowerUsage (a 1 s trailing average on Ampere and newer, except
 GA100); the DeviceInfo note says which. A metric that answers NOT_SUPPORTED is
@@ -24,6 +28,7 @@ from __future__ import annotations
 import importlib
 import logging
 import math
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +63,13 @@ _get = object.__getattribute__
 # A field timestamp older than this, or ahead of the read by more than that, is on another clock.
 _STAMP_MAX_AGE_S = 5.0
 _STAMP_MAX_AHEAD_S = 0.5
+# Publications whose spacing gives a GPU's publication period (as Zeus infers it): the median
+# of the last 16, once 5 are in.
+_INTERVALS_KEPT = 16
+_INTERVALS_NEEDED = 5
+# A paced read is due this much before the driver's next publication is expected, so a tick
+# that lands a hair early (float rounding, clock slew) still reads it.
+_PACE_SLACK_S = 0.001
 # nvmlValueType_t -> the member of the nvmlValue_t union that holds it
 _VALUE_MEMBERS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 _NVML_TEMPERATURE_GPU = 0
@@ -94,6 +106,12 @@ class _GpuState:
     bad_stamps: bool = False
     last_stamps: tuple[int, int] = (0, 0)  # raw stamps of the last publication of (186, 83)
     last_fields: tuple[float | None, float | None, float | None, float | None] = (None, None, None, None)
+    # recent intervals between the driver's updates of (186, 83), us, and their medians, s
+    intervals_us: tuple[deque[int], deque[int]] = field(
+        default_factory=lambda: (deque(maxlen=_INTERVALS_KEPT), deque(maxlen=_INTERVALS_KEPT))
+    )
+    periods_s: list[float | None] = field(default_factory=lambda: [None, None])
+    next_read_s: float | None = None  # no new publication before then (None: read every tick)
     unsupported: set[str] = field(default_factory=set)
     lost: str = ""  # the reason, once lost
 
@@ -106,6 +124,8 @@ class NvmlSensor:
         include: (index, uuid) -> whether the GPU is the job's; None measures all of them.
         clock: The sampler's clock (field timestamps are wall time; readings are on its monotonic time).
         slow_period_s: How often utilisation, temperature, memory and the power limit are read.
+        paced: Tell the sampler when each GPU's next publication is due (``Reading.next_read_s``),
+            so a GPU is read once per publication (~10 Hz on A100/H100), not on every 25 ms tick.
 
     Raises:
         ConfigError: If slow_period_s is not positive.
@@ -118,6 +138,7 @@ class NvmlSensor:
         *,
         clock: Clock | None = None,
         slow_period_s: float = 1.0,
+        paced: bool = True,
     ) -> None:
         if not slow_period_s > 0:
             raise ConfigError(f"slow_period_s must be > 0, got {slow_period_s}; the default is 1.0")
@@ -126,6 +147,7 @@ class NvmlSensor:
         # a fake NVML stamps its fields from its own clock: read them on that clock
         self._clock = clock or getattr(nvml, "wattlog_clock", None) or SystemClock()
         self._slow_period_s = slow_period_s
+        self._paced = paced
         self._wall_offset_s = 0.0
         self._started = False
         self._devices: list[DeviceInfo] | None = None
@@ -288,8 +310,14 @@ class NvmlSensor:
                 state.has_counter = False
         if not state.instant_field:
             power_w = self._metric(uuid, state, "power", _power_usage)
+        # Every hot-path value is field-timed: nothing new can show before the next publication of
+        # either field, so the sampler may wait until then (slow metrics come with the read after due).
+        field_timed = state.instant_field and (state.energy_field or not state.has_counter)
+        next_read_s = state.next_read_s if field_timed else None
         if t_s < state.slow_due_s:
-            return Reading(uuid, t_s, energy_mj, power_w, energy_t_s=energy_t, power_t_s=power_t)
+            return Reading(
+                uuid, t_s, energy_mj, power_w, energy_t_s=energy_t, power_t_s=power_t, next_read_s=next_read_s
+            )
         # Slow metrics: their own deadline grid, skipping ahead after a stall (never a burst).
         due_s = state.slow_due_s + self._slow_period_s
         state.slow_due_s = due_s if due_s > t_s else t_s + self._slow_period_s
@@ -305,6 +333,7 @@ class NvmlSensor:
             energy_t_s=energy_t,
             power_t_s=power_t,
             power_limit_w=self._metric(uuid, state, "power limit", _power_limit),
+            next_read_s=next_read_s,
         )
 
     def _fields(
@@ -338,7 +367,25 @@ class NvmlSensor:
         if len(values) == 2 and power_t is not None and energy_t is not None:
             state.last_stamps = (_get(values[0], "timestamp"), _get(values[1], "timestamp"))
             state.last_fields = (energy_mj, energy_t, power_w, power_t)
+        state.next_read_s = self._next_publication_s(state, power_t, energy_t)
         return energy_mj, energy_t, power_w, power_t
+
+    def _next_publication_s(
+        self, state: _GpuState, power_t: float | None, energy_t: float | None
+    ) -> float | None:
+        """When the earlier of the two fields' next publications is due; None if either is untimed."""
+        if not self._paced:
+            return None
+        due: list[float] = []
+        for slot, t in ((0, power_t), (1, energy_t)):
+            wanted = (_FI_DEV_POWER_INSTANT, _FI_DEV_TOTAL_ENERGY_CONSUMPTION)[slot] in state.fields
+            if not wanted:
+                continue
+            period_s = state.periods_s[slot]
+            if t is None or period_s is None:
+                return None
+            due.append(t + period_s - _PACE_SLACK_S)
+        return min(due) if due else None
 
     def _driver_time(self, state: _GpuState, slot: int, stamp_us: int, t_s: float) -> float | None:
         """A field's timestamp (us since the epoch) on the sampler's monotonic clock; None if absent.
@@ -361,6 +408,11 @@ class NvmlSensor:
             return None
         t = min(t, t_s)  # a driver a little ahead of us: now
         state.stamps[slot] = (stamp_us, t)
+        if last_us > 0 and stamp_us > last_us:
+            intervals = state.intervals_us[slot]
+            intervals.append(stamp_us - last_us)
+            if len(intervals) >= _INTERVALS_NEEDED:
+                state.periods_s[slot] = sorted(intervals)[len(intervals) // 2] / 1e6
         return t
 
     def _field_failed(self, uuid: str, state: _GpuState, field_id: int, code: int) -> None:

@@ -18,7 +18,7 @@ from wattlog.telemetry.integrator import Integrator
 from wattlog.telemetry.sampler import Sampler
 from wattlog.telemetry.sensors.fake_pynvml import FakeNvml
 from wattlog.telemetry.sensors.nvml import NvmlSensor
-from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+from wattlog.telemetry.sensors.simulated import SensorModel, SimulatedSensor, simulated_gpus
 from wattlog.telemetry.sensors.traces import ConstantTrace, SquareWave
 from wattlog.telemetry.sinks import JsonlSink
 from wattlog.telemetry.types import DeviceInfo, Reading
@@ -111,13 +111,33 @@ def test_agent_windows_reach_the_sinks(tmp_path: Path) -> None:
     assert [row["name"] for row in lines if row["type"] == "window"] == ["eval"]
 
 
-def test_one_nvml_call_per_gpu_per_tick_and_slow_metrics_once_a_second(fake_clock: FakeClock) -> None:
+class PublicationSink:
+    """Integrates readings and keeps the driver times of the power publications they carried."""
+
+    def __init__(self, integrator: Integrator) -> None:
+        self.integrator = integrator
+        self.published: set[float] = set()
+
+    def add(self, reading: Reading) -> None:
+        if reading.power_t_s is not None:
+            self.published.add(reading.power_t_s)
+        self.integrator.add(reading)
+
+    def record_failure(self, device_uuid: str, t_s: float, reason: str, lost: bool) -> None:
+        self.integrator.record_failure(device_uuid, t_s, reason, lost)
+
+
+def _calls_per_gpu_s(fake: FakeNvml, before: dict[str, int], gpus: int, seconds: float) -> dict[str, float]:
+    return {name: (n - before.get(name, 0)) / gpus / seconds for name, n in fake.calls.items()}
+
+
+def test_unpaced_one_nvml_call_per_gpu_per_tick_and_slow_metrics_once_a_second(fake_clock: FakeClock) -> None:
     fake = FakeNvml(simulated_gpus(8, lambda i: ConstantTrace(300.0)), fake_clock)
-    sensor = NvmlSensor(fake)
+    sensor = NvmlSensor(fake, paced=False)
     integ = Integrator(sensor.devices(), host="h", clock=fake_clock)
     before = dict(fake.calls)
     Sampler([sensor], integ, period_s=0.025, clock=fake_clock).run_until(10.0)
-    per_gpu_per_s = {name: (n - before.get(name, 0)) / 8 / 10.0 for name, n in fake.calls.items()}
+    per_gpu_per_s = _calls_per_gpu_s(fake, before, 8, 10.0)
     assert per_gpu_per_s["nvmlDeviceGetFieldValues"] == pytest.approx(40.0)
     assert sum(per_gpu_per_s.values()) <= 45.0  # was 200: five calls every 25 ms
     assert per_gpu_per_s.get("nvmlDeviceGetTotalEnergyConsumption", 0) == 0  # field 83 rides along
@@ -127,6 +147,62 @@ def test_one_nvml_call_per_gpu_per_tick_and_slow_metrics_once_a_second(fake_cloc
     assert any("published every 100 ms" in n and "repeated a publication" in n for n in e.notes)
 
 
+@pytest.mark.parametrize("phase_s", [0.0, 0.0371, 0.0999])
+def test_paced_reads_come_once_per_publication_and_miss_none(fake_clock: FakeClock, phase_s: float) -> None:
+    model = SensorModel.h100().with_phase(phase_s)
+    fake = FakeNvml(simulated_gpus(8, lambda i: SquareWave(600.0, 150.0, 0.2, 0.17), model=model), fake_clock)
+    sensor = NvmlSensor(fake)
+    integ = Integrator(sensor.devices(), host="h", clock=fake_clock)
+    sink = PublicationSink(integ)
+    before = dict(fake.calls)
+    Sampler([sensor], sink, period_s=0.025, clock=fake_clock).run_until(10.0)
+    per_gpu_per_s = _calls_per_gpu_s(fake, before, 8, 10.0)
+    # 40 reads a second for the first 0.5 s (the period is inferred from 5 publications), then ~10
+    assert per_gpu_per_s["nvmlDeviceGetFieldValues"] <= 13.0
+    assert per_gpu_per_s["nvmlDeviceGetUtilizationRates"] == pytest.approx(1.0)
+    seen = sorted(sink.published)  # every publication of the 10 s: none skipped between two seen
+    assert len(seen) >= 100 and max(b - a for a, b in zip(seen, seen[1:], strict=False)) < 0.1 + 1e-6
+    paced = integ.snapshot()[0]
+
+    clock = FakeClock()  # the same GPUs read on every tick
+    fake = FakeNvml(simulated_gpus(8, lambda i: SquareWave(600.0, 150.0, 0.2, 0.17), model=model), clock)
+    unpaced = NvmlSensor(fake, paced=False)
+    reference = Integrator(unpaced.devices(), host="h", clock=clock)
+    Sampler([unpaced], reference, period_s=0.025, clock=clock).run_until(10.0)
+    every_tick = reference.snapshot()[0]
+    assert paced.energy_j == pytest.approx(every_tick.energy_j, rel=1e-9)  # the same publications
+    assert integ.sampled_energy_j(paced.device.uuid) == pytest.approx(
+        reference.sampled_energy_j(every_tick.device.uuid), rel=1e-9
+    )
+    assert (paced.gap_count, paced.gap_s) == (0, 0.0)
+    assert not any("bridged" in n for n in paced.notes)  # once per publication is not a stretch without reads
+
+
+def test_a_late_publication_is_read_next_tick_and_edges_read_every_device(fake_clock: FakeClock) -> None:
+    gpus = simulated_gpus(1, lambda i: ConstantTrace(300.0))
+    sensor = NvmlSensor(FakeNvml(gpus, fake_clock))
+    reads: list[Reading] = []
+    integ = Integrator(sensor.devices(), host="h", clock=fake_clock)
+
+    class Keep:
+        def add(self, reading: Reading) -> None:
+            reads.append(reading)
+            integ.add(reading)
+
+        def record_failure(self, device_uuid: str, t_s: float, reason: str, lost: bool) -> None:
+            pass
+
+    sampler = Sampler([sensor], Keep(), period_s=0.025, clock=fake_clock)
+    sampler.run_until(2.0)
+    due_s = reads[-1].next_read_s
+    assert due_s is not None and due_s > reads[-1].t_s  # paced: the next publication is ahead
+    n = len(reads)
+    sampler.edge()  # an edge (window start, close) reads every device, due or not
+    assert len(reads) == n + 1
+    gpus[0].model = SensorModel.h100().with_phase(0.05)  # the driver's grid slips by half a period
+    sampler.run_until(4.0)
+    stamps = [r.power_t_s for r in reads if r.t_s > 2.1]
+    assert len(set(stamps)) >= 18  # 100 ms publications kept coming through: none lost for long
 def test_the_first_counter_value_counts_from_the_read_not_from_the_drivers_update(
     fake_clock: FakeClock,
 ) -> None:
