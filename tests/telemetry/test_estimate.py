@@ -2,8 +2,11 @@ from __future__ import annotations
 
 import pytest
 
+from wattlog.clock import FakeClock
 from wattlog.errors import ConfigError, SensorError
 from wattlog.records import Kind, Source
+from wattlog.telemetry.integrator import Integrator
+from wattlog.telemetry.sampler import Sampler
 from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.sensors.estimate import (
     CPU_UUID,
@@ -97,3 +100,27 @@ def test_real_probes_return_plausible_values() -> None:
     assert 0.0 <= utilisation() <= 100.0  # since boot
     assert 0.0 <= utilisation() <= 100.0  # since the previous call
     assert job_memory_bytes() > 0
+
+
+def test_the_sampler_reads_the_estimate_once_per_estimate_and_the_energy_is_unchanged() -> None:
+    calls = {"cpu": 0}
+
+    def utilisation() -> float:
+        calls["cpu"] += 1
+        return 50.0
+
+    clock = FakeClock()
+    sensor = EstimateSensor(
+        EstimateConfig(cpu_tdp_w=100.0), cpu_percent=utilisation, memory_bytes=lambda: 64 * GB
+    )
+    integ = Integrator(sensor.devices(), host="h", clock=clock)
+    sampler = Sampler([sensor], integ, period_s=0.025, clock=clock)
+    sampler.run_until(10.0)
+    assert calls["cpu"] == 10  # one estimate a second
+    assert sampler.stats().reads_total == 2 * 10  # and one read of each device per estimate, not 400
+    cpu, dram = integ.snapshot()
+    assert (cpu.gap_count, dram.gap_count) == (0, 0)
+    assert cpu.energy_j == pytest.approx(60.5 * 9.0, rel=1e-9)  # held backwards over each second
+    assert dram.energy_j == pytest.approx(0.06 * 64 * 9.0, rel=1e-9)
+    reading = sensor.read(_device(sensor, Kind.CPU), 10.0)
+    assert reading.next_read_s == pytest.approx(11.0)
