@@ -11,6 +11,7 @@ pynvml (telemetry.sensors.fake_pynvml), which replays exact power traces.
 
 from __future__ import annotations
 
+import ctypes
 import time
 from collections import Counter
 from typing import Any
@@ -18,6 +19,8 @@ from typing import Any
 import pynvml
 
 _PUBLICATION_US = 100_000
+_set = ctypes.Structure.__setattr__
+_get = ctypes.Structure.__getattribute__
 
 
 class StandInNvml:
@@ -78,16 +81,19 @@ class StandInNvml:
         return values
 
     def _publish(self, values: Any, field_ids: list[int], published_us: int) -> None:
+        # ctypes' own setter, not pynvml's Python-level __setattr__ (~2 us a field): a driver
+        # fills this array in C, and the bench must time wattlog, not the stand-in
         for value, field_id in zip(values, field_ids, strict=True):
-            value.fieldId = field_id
-            value.nvmlReturn = 0
-            value.timestamp = published_us
+            _set(value, "fieldId", field_id)
+            _set(value, "nvmlReturn", 0)
+            _set(value, "timestamp", published_us)
+            union = _get(value, "value")
             if field_id == pynvml.NVML_FI_DEV_POWER_INSTANT:
-                value.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_INT
-                value.value.uiVal = self.power_mw
+                _set(value, "valueType", pynvml.NVML_VALUE_TYPE_UNSIGNED_INT)
+                union.uiVal = self.power_mw
             else:
-                value.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
-                value.value.ullVal = (published_us - self._start_us) * self.power_mw // 1_000_000
+                _set(value, "valueType", pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG)
+                union.ullVal = (published_us - self._start_us) * self.power_mw // 1_000_000
 
     def nvmlDeviceGetTotalEnergyConsumption(self, handle: int) -> int:
         """Energy in mJ (probed once; field 83 carries it afterwards)."""

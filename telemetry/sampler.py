@@ -36,6 +36,7 @@ _LATENESS_WINDOW = 4096  # ring of recent lateness values: ~100 s at 40 Hz, memo
 _CPU_EVERY = 16  # ticks between reads of the thread's CPU time
 _WARN_EVERY_S = 60.0  # at most one warning per device per minute
 _ANY_TIME = -math.inf  # a device with no next_read_s is read on every tick
+_GRID_EPS = 1e-9  # a due time on a deadline (to rounding) is that deadline, not the next
 
 
 class ReadingSink(Protocol):
@@ -55,7 +56,7 @@ class SamplerStats:
     """The sampler's health.
 
     Attributes:
-        samples_total: Ticks completed (each tick reads every live device once).
+        samples_total: Ticks completed (each reads every device that is due), slept-through ones included.
         reads_total: Device reads attempted.
         errors_total: Device reads that failed (each handed to the sink as a failure).
         overruns_total: Deadlines skipped because a tick ran more than a period late.
@@ -65,6 +66,7 @@ class SamplerStats:
         lateness_max_s: Largest lateness since start.
         running: Whether the background thread runs.
         thread_cpu_s: CPU time the sampler thread used since it started, seconds.
+        idle_ticks_total: Ticks slept through because no device was due (counted in samples_total).
     """
 
     samples_total: int
@@ -77,6 +79,7 @@ class SamplerStats:
     lateness_max_s: float | None
     running: bool
     thread_cpu_s: float = 0.0
+    idle_ticks_total: int = 0
 
 
 class Sampler:
@@ -117,6 +120,7 @@ class Sampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._ticks = 0
+        self._idle_ticks = 0
         self._reads = 0
         self._errors = 0
         self._overruns = 0
@@ -153,7 +157,10 @@ class Sampler:
             self._tick(now_s, counted=False)
             return now_s
 
-    def _tick(self, now_s: float, lateness_s: float | None = None, *, counted: bool = True) -> None:
+    def _tick(
+        self, now_s: float, lateness_s: float | None = None, *, counted: bool = True, idle: int = 0
+    ) -> None:
+        """Read every due device; `idle` deadlines before this one were slept through (nothing due)."""
         if self._undiscovered:
             self._discover(now_s)
         next_read_s = self._next_read_s
@@ -180,7 +187,8 @@ class Sampler:
         if not counted:
             return
         with self._lock:  # one lock per tick for every health figure
-            self._ticks += 1
+            self._ticks += 1 + idle
+            self._idle_ticks += idle
             if self._first_tick_s is None:
                 self._first_tick_s = now_s
             self._last_tick_s = now_s
@@ -238,27 +246,35 @@ class Sampler:
                 lateness_max_s=self._lateness_max_s,
                 running=self._thread is not None and self._thread.is_alive(),
                 thread_cpu_s=self._cpu_s,
+                idle_ticks_total=self._idle_ticks,
             )
 
     def _loop(self, end_s: float) -> None:
         cpu0_s = time.thread_time()
-        period_s, stopped = self._period_s, self._stop.is_set
-        monotonic, sleep = self._clock.monotonic, self._clock.sleep
+        period_s, stop = self._period_s, self._stop
+        monotonic, sleep, wait = self._clock.monotonic, self._clock.sleep, self._clock.wait
         t0_s = now_s = monotonic()
         k = 0
-        while not stopped():
+        idle = 0  # deadlines slept through since the last tick: no device was due on them
+        wakes = 0
+        while not stop.is_set():
             deadline_s = t0_s + k * period_s
             if deadline_s >= end_s:
                 break
-            # Sleep in slices of at most a period so stop() is noticed promptly.
-            while now_s < deadline_s and not stopped():
-                sleep(min(deadline_s - now_s, period_s))
+            # Up to a period: a plain sleep (the cheapest wake-up). Longer, when no device is due
+            # for a while: one wait on the stop event, so stop() is still noticed at once.
+            while now_s < deadline_s:
+                if deadline_s - now_s <= period_s:
+                    sleep(deadline_s - now_s)
+                elif wait(stop, deadline_s - now_s):
+                    break
                 now_s = monotonic()
-            if stopped():
+            if stop.is_set():
                 break
             with self._tick_lock:  # the tick reads at the time its lateness is measured from
-                self._tick(now_s, lateness_s=now_s - deadline_s)
+                self._tick(now_s, lateness_s=now_s - deadline_s, idle=idle)
             k += 1
+            wakes += 1
             now_s = monotonic()  # also the next deadline's first check
             behind = (now_s - t0_s) / period_s
             if behind > k + 1:  # more than a period late: skip to the next future deadline
@@ -266,9 +282,22 @@ class Sampler:
                 with self._lock:
                     self._overruns += skipped
                 k += skipped
-            if k % _CPU_EVERY == 0:  # a system call, not a vDSO read: not on every tick
+            # Sleep through the deadlines before the earliest device is due (never past a late one).
+            due_s = self._earliest_due_s()
+            idle = 0
+            if due_s > now_s + period_s:
+                idle = max(math.ceil((due_s - t0_s) / period_s - _GRID_EPS) - k, 0)
+                k += idle
+            if wakes % _CPU_EVERY == 0:  # a system call, not a vDSO read: not on every tick
                 self._cpu_s = time.thread_time() - cpu0_s
         self._cpu_s = time.thread_time() - cpu0_s
+
+    def _earliest_due_s(self) -> float:
+        """When the first live device may show something new (-inf: one is read on every tick)."""
+        if self._undiscovered or not self._devices:  # discovery is retried on every tick
+            return _ANY_TIME
+        next_read_s = self._next_read_s
+        return min(next_read_s.get(device.uuid, _ANY_TIME) for _, device in self._devices)
 
     def _discover(self, now_s: float) -> None:
         for sensor in list(self._undiscovered):

@@ -22,6 +22,10 @@ class Clock(Protocol):
         """Block for `seconds` (no-op when <= 0)."""
         ...
 
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        """Block for up to `seconds`, or until `event` is set; whether it is set."""
+        ...
+
 
 class SystemClock:
     """The real clocks: time.monotonic, time.time, time.sleep."""
@@ -38,6 +42,10 @@ class SystemClock:
         """See :meth:`Clock.sleep`."""
         if seconds > 0:
             time.sleep(seconds)
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        """See :meth:`Clock.wait`."""
+        return event.wait(seconds) if seconds > 0 else event.is_set()
 
 
 class FakeClock:
@@ -74,3 +82,9 @@ class FakeClock:
         """Advance instead of blocking."""
         if seconds > 0:
             self.advance(seconds)
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        """Advance by `seconds` unless `event` is already set; whether it is set."""
+        if not event.is_set():
+            self.sleep(seconds)
+        return event.is_set()

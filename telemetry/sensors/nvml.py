@@ -67,9 +67,10 @@ _STAMP_MAX_AHEAD_S = 0.5
 # of the last 16, once 5 are in.
 _INTERVALS_KEPT = 16
 _INTERVALS_NEEDED = 5
-# A paced read is due this much before the driver's next publication is expected, so a tick
-# that lands a hair early (float rounding, clock slew) still reads it.
-_PACE_SLACK_S = 0.001
+# A paced read is due this long after the driver's next publication is expected: a tick that
+# lands a hair before it would read the old one again (a wasted call); one tick of delay costs
+# nothing, since values are integrated on the driver's own times, not on when they were read.
+_PACE_MARGIN_S = 0.002
 # nvmlValueType_t -> the member of the nvmlValue_t union that holds it
 _VALUE_MEMBERS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 _NVML_TEMPERATURE_GPU = 0
@@ -384,7 +385,7 @@ class NvmlSensor:
             period_s = state.periods_s[slot]
             if t is None or period_s is None:
                 return None
-            due.append(t + period_s - _PACE_SLACK_S)
+            due.append(t + period_s + _PACE_MARGIN_S)
         return min(due) if due else None
 
     def _driver_time(self, state: _GpuState, slot: int, stamp_us: int, t_s: float) -> float | None:

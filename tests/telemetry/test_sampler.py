@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 
 import pytest
 
@@ -167,3 +168,46 @@ def test_the_thread_starts_and_stops() -> None:
 def test_a_non_positive_period_is_refused() -> None:
     with pytest.raises(ConfigError, match="0.025"):
         Sampler([], ListSink(), period_s=0.0)
+
+
+class PacedSensor(ScriptedSensor):
+    """Devices publishing every `every_s` (grid offset `phase_s`); each reading says when the next is due."""
+
+    def __init__(self, uuids: list[str], every_s: float, phase_s: float = 0.0) -> None:
+        super().__init__(uuids)
+        self.every_s, self.phase_s = every_s, phase_s
+
+    def read(self, device: DeviceInfo, t_s: float) -> Reading:
+        reading = super().read(device, t_s)
+        published_s = self.phase_s + math.floor((t_s - self.phase_s) / self.every_s + 1e-9) * self.every_s
+        return Reading(device.uuid, t_s, power_w=reading.power_w, next_read_s=published_s + self.every_s)
+
+
+def test_ticks_with_no_device_due_are_slept_through_and_still_counted(fake_clock: FakeClock) -> None:
+    sensor = PacedSensor(["a", "b"], every_s=0.1, phase_s=0.03)
+    sink = ListSink()
+    sampler = Sampler([sensor], sink, period_s=0.025, clock=fake_clock)
+    sampler.run_until(10.0)
+    times = [round(r.t_s, 6) for r in sink.readings if r.device == "a"]
+    # each publication (30 ms + k x 100 ms) is read at the first deadline after it: 50 ms + k x 100 ms
+    assert times[:4] == [0.0, 0.05, 0.15, 0.25] and len(times) == 101
+    assert sensor.reads == {"a": 101, "b": 101}
+    stats = sampler.stats()
+    assert stats.samples_total == 400 - 1  # the deadlines passed, 0 to 9.95 s (9.975 s is never woken for)
+    assert stats.idle_ticks_total == stats.samples_total - 101  # only the 101 reading deadlines woke it
+    assert stats.achieved_period_s == pytest.approx(0.025, rel=1e-3)
+
+
+def test_stop_is_noticed_at_once_while_nothing_is_due_for_an_hour() -> None:
+    sensor = PacedSensor(["a"], every_s=3600.0)
+    sampler = Sampler([sensor], ListSink(), period_s=0.025, clock=SystemClock()).start()
+    deadline = time.monotonic() + 5.0
+    while sensor.reads["a"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sensor.reads["a"] == 1
+    time.sleep(0.1)  # the thread now waits for a deadline an hour away
+    started = time.monotonic()
+    sampler.stop(timeout_s=5.0)
+    assert time.monotonic() - started < 0.5
+    assert not sampler.stats().running
+    assert sensor.reads["a"] == 1  # nothing was due: not read on the 25 ms ticks in between

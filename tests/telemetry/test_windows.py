@@ -170,9 +170,9 @@ def test_paced_reads_come_once_per_publication_and_miss_none(fake_clock: FakeClo
     reference = Integrator(unpaced.devices(), host="h", clock=clock)
     Sampler([unpaced], reference, period_s=0.025, clock=clock).run_until(10.0)
     every_tick = reference.snapshot()[0]
-    assert paced.energy_j == pytest.approx(every_tick.energy_j, rel=1e-9)  # the same publications
+    assert paced.energy_j == pytest.approx(every_tick.energy_j, rel=1e-7)  # the same publications
     assert integ.sampled_energy_j(paced.device.uuid) == pytest.approx(
-        reference.sampled_energy_j(every_tick.device.uuid), rel=1e-9
+        reference.sampled_energy_j(every_tick.device.uuid), rel=1e-7
     )
     assert (paced.gap_count, paced.gap_s) == (0, 0.0)
     assert not any("bridged" in n for n in paced.notes)  # once per publication is not a stretch without reads
