@@ -186,7 +186,8 @@ def health_line(stats: SamplerStats) -> str:
         return "n/a" if value is None else f"{value * 1000:.2f} ms"
 
     return (
-        f"sampler: {stats.samples_total} ticks, achieved period {ms(stats.achieved_period_s)}, "
+        f"sampler: {stats.samples_total} ticks ({stats.idle_ticks_total} slept through, nothing due), "
+        f"achieved period {ms(stats.achieved_period_s)}, "
         f"lateness p50 {ms(stats.lateness_p50_s)} p99 {ms(stats.lateness_p99_s)} "
         f"max {ms(stats.lateness_max_s)}, "
         f"{stats.overruns_total} overruns, {stats.errors_total} read errors, CPU {stats.thread_cpu_s:.2f} s"

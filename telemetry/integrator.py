@@ -477,11 +477,10 @@ class Integrator:
         d.both_sampled_s += dt
 
     def _publication(self, d: _Device, t: float, power_w: float, driver_timed: bool) -> None:
-        d.p_max_seen_w = max(d.p_max_seen_w, power_w)
-        same = d.last_power_w is not None and math.isclose(
-            power_w, d.last_power_w, rel_tol=1e-9, abs_tol=1e-9
-        )
-        if same and not driver_timed:
+        if power_w > d.p_max_seen_w:
+            d.p_max_seen_w = power_w
+        last_w = d.last_power_w
+        if not driver_timed and last_w is not None and math.isclose(power_w, last_w, abs_tol=1e-9):
             return  # without the driver's times, an equal value is taken for the same publication
         if d.recent:
             d.pub_d2 += (power_w - d.recent[-1][1]) ** 2

@@ -102,7 +102,10 @@ def reading_problem(reading: Reading) -> str | None:
     Such a reading is a failed read: integrating one NaN would make the
     device's energy NaN for good, and a negative one would subtract energy.
     """
-    for name, value in (("power", reading.power_w), ("energy counter", reading.energy_mj)):
-        if value is not None and not (math.isfinite(value) and value >= 0):
-            return f"invalid {name} reading {value!r} (not a finite number >= 0)"
+    # 0 <= v < inf is False for NaN, negatives and infinities: one comparison chain each (hot path)
+    power, energy = reading.power_w, reading.energy_mj
+    if power is not None and not 0.0 <= power < math.inf:
+        return f"invalid power reading {power!r} (not a finite number >= 0)"
+    if energy is not None and not 0.0 <= energy < math.inf:
+        return f"invalid energy counter reading {energy!r} (not a finite number >= 0)"
     return None

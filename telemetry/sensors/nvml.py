@@ -112,6 +112,7 @@ class _GpuState:
         default_factory=lambda: (deque(maxlen=_INTERVALS_KEPT), deque(maxlen=_INTERVALS_KEPT))
     )
     periods_s: list[float | None] = field(default_factory=lambda: [None, None])
+    timed: list[int] = field(default_factory=lambda: [0, 0])  # intervals taken so far, per field
     next_read_s: float | None = None  # no new publication before then (None: read every tick)
     unsupported: set[str] = field(default_factory=set)
     lost: str = ""  # the reason, once lost
@@ -412,7 +413,9 @@ class NvmlSensor:
         if last_us > 0 and stamp_us > last_us:
             intervals = state.intervals_us[slot]
             intervals.append(stamp_us - last_us)
-            if len(intervals) >= _INTERVALS_NEEDED:
+            state.timed[slot] += 1
+            n = state.timed[slot]
+            if n >= _INTERVALS_NEEDED and (n <= _INTERVALS_KEPT or n % 8 == 0):  # it moves slowly
                 state.periods_s[slot] = sorted(intervals)[len(intervals) // 2] / 1e6
         return t
 
