@@ -288,8 +288,16 @@ class Sampler:
             if due_s > now_s + period_s:
                 idle = max(math.ceil((due_s - t0_s) / period_s - _GRID_EPS) - k, 0)
                 k += idle
-            if wakes % _CPU_EVERY == 0:  # a system call, not a vDSO read: not on every tick
+            # a system call, not a vDSO read: not on every tick, but before every long sleep
+            if idle or wakes % _CPU_EVERY == 0:
                 self._cpu_s = time.thread_time() - cpu0_s
+        # deadlines slept through before the stop (or the end) are ticks too
+        passed = min(k, math.floor((monotonic() - t0_s) / period_s + _GRID_EPS) + 1) - (k - idle)
+        if idle and passed > 0:
+            with self._lock:
+                self._ticks += passed
+                self._idle_ticks += passed
+                self._last_tick_s = t0_s + (k - idle + passed - 1) * period_s
         self._cpu_s = time.thread_time() - cpu0_s
 
     def _earliest_due_s(self) -> float:

@@ -209,5 +209,9 @@ def test_stop_is_noticed_at_once_while_nothing_is_due_for_an_hour() -> None:
     started = time.monotonic()
     sampler.stop(timeout_s=5.0)
     assert time.monotonic() - started < 0.5
-    assert not sampler.stats().running
+    stats = sampler.stats()
+    assert not stats.running
     assert sensor.reads["a"] == 1  # nothing was due: not read on the 25 ms ticks in between
+    # the deadlines slept through until the stop are ticks: the achieved period is still 25 ms
+    assert stats.samples_total >= 5 and stats.idle_ticks_total == stats.samples_total - 1
+    assert stats.achieved_period_s == pytest.approx(0.025, rel=1e-6)
