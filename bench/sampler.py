@@ -17,6 +17,8 @@ phases alternate A-B, B-A so a change in the machine's load hits both):
   ratio (target: sampler <= 1.5 x the bare loop).
 - With --torch: the sampler again beside a torch matmul loop (1 intra-op
   thread) on the main thread, for rate and lateness under load.
+- With --this-machine: the agent as discovery sets it up here (on a machine
+  without GPUs, RAPL or the CPU/DRAM estimate), its sampler thread's CPU.
 - With --breakdown: the sampler thread's CPU as the hot path's parts are added
   one by one (no device; 8 GPUs read on every tick; the same paced, read once
   per driver publication as the agent does; the integrator; the estimate), to
@@ -32,12 +34,15 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from bench.standin_nvml import StandInNvml
 from wattlog.clock import FakeClock, SystemClock
+from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.integrator import Integrator
 from wattlog.telemetry.sampler import ReadingSink, Sampler
 from wattlog.telemetry.sensors.base import Sensor
@@ -154,6 +159,24 @@ def breakdown(seconds: float) -> list[tuple[str, float]]:
     ]
 
 
+def this_machine(seconds: float) -> str:
+    """The agent as discovery sets it up here (no GPU: RAPL or the CPU/DRAM estimate) for `seconds`."""
+    with tempfile.TemporaryDirectory() as folder:
+        agent = Agent(AgentConfig(port=None, host="bench", lock_dir=Path(folder) / "locks"))
+        start_s = time.monotonic()
+        with agent:
+            time.sleep(seconds)
+        stats = agent.stats()
+        wall_s = time.monotonic() - start_s
+    assert stats is not None
+    devices = ", ".join(e.device.uuid for e in agent.snapshot())
+    return (
+        f"the agent on this machine ({devices}), {seconds:g} s: sampler thread "
+        f"{100 * stats.thread_cpu_s / wall_s:.3f} % of a core, {stats.reads_total} reads, "
+        f"{stats.samples_total} ticks of which {stats.idle_ticks_total} slept through"
+    )
+
+
 def nvml_calls_exact(seconds: float = 60.0) -> dict[str, float]:
     """Calls per GPU per second by function, 8 simulated GPUs at 25 ms on a FakeClock (exact counts)."""
     clock = FakeClock()
@@ -205,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--torch", action="store_true", help="add a phase beside a torch matmul loop")
     parser.add_argument("--hours", type=float, default=0.25, help="simulated hours of the memory check")
     parser.add_argument("--breakdown", action="store_true", help="add the hot path's cost part by part")
+    parser.add_argument(
+        "--this-machine", action="store_true", help="add the agent as discovery sets it up on this machine"
+    )
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
     exact = nvml_calls_exact()
@@ -247,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         print("sampler thread CPU as the hot path's parts are added (% of a core):")
         for name, pct in breakdown(args.seconds):
             print(f"  {name:32} {pct:.3f}")
+    if args.this_machine:
+        print(this_machine(args.seconds))
     print(f"Python blocks held over {args.hours:g} simulated h (FakeClock): {memory_over_hours(args.hours)}")
     print(f"load average after {'/'.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
