@@ -82,9 +82,12 @@ def test_run_energy_events_and_metrics_reach_the_ledger_and_prometheus(
         **sim,
     ) as tracker:
         _train(tracker, model, 30, wrap=lambda v: v)
+        # The simulated counter updates every 100 ms and each ledger row holds the energy up to its
+        # last update: 30 quick steps can fit between two updates and leave the training's rows 0 J.
+        # A last step 0.35 s on makes the training span several updates.
+        time.sleep(0.35)
         tracker.step(loss=float("nan"), tokens=64)
         tracker.drain()
-        # The simulated counter publishes every 100 ms: 30 quick steps may fit between two updates.
         deadline = time.monotonic() + 5.0
         while not tracker.energy_j() and time.monotonic() < deadline:
             time.sleep(0.05)
