@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import statistics
 import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -33,6 +32,7 @@ from dataclasses import dataclass, field
 
 from wattlog.clock import Clock, SystemClock
 from wattlog.records import EnergyInterval, Gap
+from wattlog.telemetry.publications import PublicationPeriod
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, Reading
 from wattlog.telemetry.uncertainty import (
     BandInputs,
@@ -115,9 +115,7 @@ class _Device:
     start_counter_j: float = 0.0
     start_sampled_j: float = 0.0
     repeats: int = 0
-    intervals_s: deque[float] = field(default_factory=lambda: deque(maxlen=_INTERVALS_KEPT))
-    intervals_n: int = 0  # publications timed so far (the deque keeps only the recent ones)
-    interval_median_s: float | None = None  # median of intervals_s, refreshed every few publications
+    period: PublicationPeriod = field(default_factory=lambda: PublicationPeriod(_INTERVALS_KEPT, 5))
     limit_w: float | None = None
     updates: deque[tuple[float, float, float]] = field(default_factory=lambda: deque(maxlen=_UPDATES_KEPT))
     p_max_seen_w: float = 0.0
@@ -146,21 +144,13 @@ class _Device:
 
     def publication_period_s(self) -> float | None:
         """Median time between the driver's publications (as Zeus infers it), once 5 are seen."""
-        return self.interval_median_s if len(self.intervals_s) >= 5 else None
-
-    def time_publication(self, dt: float) -> None:
-        """Take the time since the previous publication; the median is refreshed every 8 (it moves slowly)."""
-        self.intervals_s.append(dt)
-        self.intervals_n += 1
-        if self.intervals_n <= 8 or self.intervals_n % 8 == 0:
-            self.interval_median_s = statistics.median(self.intervals_s)
+        return self.period.period_s
 
     def max_read_spacing_s(self, max_gap_s: float) -> float:
         """Longest stretch between reads that is not a gap: `max_gap_s`, or 2.5 publications of a
         driver-timed device (a sampler may read it once per publication, not every tick)."""
-        if self.interval_median_s is None:
-            return max_gap_s
-        return max(max_gap_s, _GAP_PUBLICATIONS * self.interval_median_s)
+        median_s = self.period.median_s
+        return max_gap_s if median_s is None else max(max_gap_s, _GAP_PUBLICATIONS * median_s)
 
     def cv(self) -> float:
         """Variation of the power from one publication to the next, relative to the mean.
@@ -271,7 +261,7 @@ class Integrator:
         else:
             dt = power_t - d.last_power_t
             if driver_timed:
-                d.time_publication(dt)
+                d.period.add(dt)
             self._power_step(d, power_w, dt, driver_timed)
         self._publication(d, power_t, power_w, driver_timed)
         d.last_power_w, d.last_power_t = power_w, power_t

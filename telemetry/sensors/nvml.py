@@ -28,7 +28,6 @@ from __future__ import annotations
 import importlib
 import logging
 import math
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +35,7 @@ from typing import Any
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, DeviceLost, NotSupported, SensorError, SensorUnavailable
 from wattlog.records import Kind, Source
+from wattlog.telemetry.publications import PublicationPeriod
 from wattlog.telemetry.types import DeviceInfo, Reading
 
 log = logging.getLogger(__name__)
@@ -107,12 +107,13 @@ class _GpuState:
     bad_stamps: bool = False
     last_stamps: tuple[int, int] = (0, 0)  # raw stamps of the last publication of (186, 83)
     last_fields: tuple[float | None, float | None, float | None, float | None] = (None, None, None, None)
-    # recent intervals between the driver's updates of (186, 83), us, and their medians, s
-    intervals_us: tuple[deque[int], deque[int]] = field(
-        default_factory=lambda: (deque(maxlen=_INTERVALS_KEPT), deque(maxlen=_INTERVALS_KEPT))
+    # the driver's publication period of (186, 83), from the intervals between their new stamps
+    periods: tuple[PublicationPeriod, PublicationPeriod] = field(
+        default_factory=lambda: (
+            PublicationPeriod(_INTERVALS_KEPT, _INTERVALS_NEEDED),
+            PublicationPeriod(_INTERVALS_KEPT, _INTERVALS_NEEDED),
+        )
     )
-    periods_s: list[float | None] = field(default_factory=lambda: [None, None])
-    timed: list[int] = field(default_factory=lambda: [0, 0])  # intervals taken so far, per field
     next_read_s: float | None = None  # no new publication before then (None: read every tick)
     unsupported: set[str] = field(default_factory=set)
     lost: str = ""  # the reason, once lost
@@ -383,7 +384,7 @@ class NvmlSensor:
             wanted = (_FI_DEV_POWER_INSTANT, _FI_DEV_TOTAL_ENERGY_CONSUMPTION)[slot] in state.fields
             if not wanted:
                 continue
-            period_s = state.periods_s[slot]
+            period_s = state.periods[slot].period_s
             if t is None or period_s is None:
                 return None
             due.append(t + period_s + _PACE_MARGIN_S)
@@ -411,12 +412,7 @@ class NvmlSensor:
         t = min(t, t_s)  # a driver a little ahead of us: now
         state.stamps[slot] = (stamp_us, t)
         if last_us > 0 and stamp_us > last_us:
-            intervals = state.intervals_us[slot]
-            intervals.append(stamp_us - last_us)
-            state.timed[slot] += 1
-            n = state.timed[slot]
-            if n >= _INTERVALS_NEEDED and (n <= _INTERVALS_KEPT or n % 8 == 0):  # it moves slowly
-                state.periods_s[slot] = sorted(intervals)[len(intervals) // 2] / 1e6
+            state.periods[slot].add((stamp_us - last_us) / 1e6)
         return t
 
     def _field_failed(self, uuid: str, state: _GpuState, field_id: int, code: int) -> None:
