@@ -37,6 +37,11 @@ _CPU_EVERY = 16  # ticks between reads of the thread's CPU time
 _WARN_EVERY_S = 60.0  # at most one warning per device per minute
 _ANY_TIME = -math.inf  # a device with no next_read_s is read on every tick
 _GRID_EPS = 1e-9  # a due time on a deadline (to rounding) is that deadline, not the next
+# Waits up to this long are a plain sleep: on this project's 2-core VM a wake from Event.wait
+# cost ~150 us of thread CPU against ~100 us for time.sleep, and a GPU paced once per 100 ms
+# publication waits ~75 ms at a time. Longer waits (an estimate published once a second, an
+# idle device) wait on the stop event. So stop() is noticed within max(period, this).
+_SLEEP_MAX_S = 0.15
 
 
 class ReadingSink(Protocol):
@@ -159,33 +164,46 @@ class Sampler:
 
     def _tick(
         self, now_s: float, lateness_s: float | None = None, *, counted: bool = True, idle: int = 0
-    ) -> None:
-        """Read every due device; `idle` deadlines before this one were slept through (nothing due)."""
+    ) -> float:
+        """Read every due device; `idle` deadlines before this one were slept through (nothing due).
+
+        Returns when the first live device may next show something new (-inf: one is read on
+        every tick, or discovery is still to be retried), found in the same pass.
+        """
         if self._undiscovered:
             self._discover(now_s)
         next_read_s = self._next_read_s
+        add, earliest_s, reads = self._sink.add, math.inf, 0
         for sensor, device in tuple(self._devices):  # a copy: a lost device is removed mid-loop
-            if counted and now_s < next_read_s.get(device.uuid, _ANY_TIME):
+            uuid = device.uuid
+            due_s = next_read_s.get(uuid, _ANY_TIME)
+            if counted and now_s < due_s:
+                earliest_s = min(earliest_s, due_s)
                 continue  # nothing new before its next publication
-            self._reads += 1
+            reads += 1
             try:
                 reading = sensor.read(device, now_s)
                 problem = reading_problem(reading)
                 if problem is not None:  # NaN or negative: a failed read (a gap), never energy
                     raise ValueError(problem)
-                self._sink.add(reading)
-                next_read_s[device.uuid] = _ANY_TIME if reading.next_read_s is None else reading.next_read_s
+                add(reading)
+                due_s = next_read_s[uuid] = _ANY_TIME if reading.next_read_s is None else reading.next_read_s
             except DeviceLost as e:
                 self._errors += 1
                 self._devices.remove((sensor, device))
-                logger.warning("device %s lost, no longer read: %s", device.uuid, e)
-                self._sink.record_failure(device.uuid, now_s, str(e), True)
+                logger.warning("device %s lost, no longer read: %s", uuid, e)
+                self._sink.record_failure(uuid, now_s, str(e), True)
+                continue
             except Exception as e:  # a sensor must never kill the loop: the gap is recorded
                 self._errors += 1
-                self._warn(device.uuid, now_s, e)
-                self._sink.record_failure(device.uuid, now_s, f"{type(e).__name__}: {e}", False)
+                self._warn(uuid, now_s, e)
+                self._sink.record_failure(uuid, now_s, f"{type(e).__name__}: {e}", False)
+            earliest_s = min(earliest_s, due_s)  # after a failure: its old due time, so retried next tick
+        self._reads += reads
+        if self._undiscovered or not self._devices:  # discovery is retried on every tick
+            earliest_s = _ANY_TIME
         if not counted:
-            return
+            return earliest_s
         with self._lock:  # one lock per tick for every health figure
             self._ticks += 1 + idle
             self._idle_ticks += idle
@@ -197,6 +215,7 @@ class Sampler:
                 self._lateness_n += 1
                 if self._lateness_max_s is None or lateness_s > self._lateness_max_s:
                     self._lateness_max_s = lateness_s
+        return earliest_s
 
     def run_until(self, end_s: float) -> None:
         """Run the deadline loop on the calling thread until the clock reaches `end_s` (or stop())."""
@@ -212,7 +231,7 @@ class Sampler:
         return self
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """Ask the loop to stop and join the thread (it notices within one period)."""
+        """Ask the loop to stop and join the thread (it notices within max(period, 150 ms))."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
@@ -252,6 +271,7 @@ class Sampler:
     def _loop(self, end_s: float) -> None:
         cpu0_s = time.thread_time()
         period_s, stop = self._period_s, self._stop
+        sleep_max_s = max(period_s, _SLEEP_MAX_S)
         monotonic, sleep, wait = self._clock.monotonic, self._clock.sleep, self._clock.wait
         t0_s = now_s = monotonic()
         k = 0
@@ -261,10 +281,10 @@ class Sampler:
             deadline_s = t0_s + k * period_s
             if deadline_s >= end_s:
                 break
-            # Up to a period: a plain sleep (the cheapest wake-up). Longer, when no device is due
-            # for a while: one wait on the stop event, so stop() is still noticed at once.
+            # Up to a GPU's publication period: a plain sleep (the cheapest wake-up). Longer, when
+            # no device is due for a while: one wait on the stop event, so stop() is noticed at once.
             while now_s < deadline_s:
-                if deadline_s - now_s <= period_s:
+                if deadline_s - now_s <= sleep_max_s:
                     sleep(deadline_s - now_s)
                 elif wait(stop, deadline_s - now_s):
                     break
@@ -272,7 +292,7 @@ class Sampler:
             if stop.is_set():
                 break
             with self._tick_lock:  # the tick reads at the time its lateness is measured from
-                self._tick(now_s, lateness_s=now_s - deadline_s, idle=idle)
+                due_s = self._tick(now_s, lateness_s=now_s - deadline_s, idle=idle)
             k += 1
             wakes += 1
             now_s = monotonic()  # also the next deadline's first check
@@ -283,7 +303,6 @@ class Sampler:
                     self._overruns += skipped
                 k += skipped
             # Sleep through the deadlines before the earliest device is due (never past a late one).
-            due_s = self._earliest_due_s()
             idle = 0
             if due_s > now_s + period_s:
                 idle = max(math.ceil((due_s - t0_s) / period_s - _GRID_EPS) - k, 0)
@@ -299,13 +318,6 @@ class Sampler:
                 self._idle_ticks += passed
                 self._last_tick_s = t0_s + (k - idle + passed - 1) * period_s
         self._cpu_s = time.thread_time() - cpu0_s
-
-    def _earliest_due_s(self) -> float:
-        """When the first live device may show something new (-inf: one is read on every tick)."""
-        if self._undiscovered or not self._devices:  # discovery is retried on every tick
-            return _ANY_TIME
-        next_read_s = self._next_read_s
-        return min(next_read_s.get(device.uuid, _ANY_TIME) for _, device in self._devices)
 
     def _discover(self, now_s: float) -> None:
         for sensor in list(self._undiscovered):

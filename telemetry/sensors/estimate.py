@@ -156,7 +156,8 @@ class EstimateSensor:
             raise ConfigError(f"utilisation_period_s must be >= 0, got {utilisation_period_s}; try 1.0")
         self._config = config or EstimateConfig()
         self._utilisation_period_s = utilisation_period_s
-        self._cpu: tuple[float, float, float] | None = None  # (due_s, utilisation, power_w)
+        self._cpu: tuple[float, float, float] | None = None  # (made_s, utilisation, power_w)
+        self._cpu_due_s = -math.inf  # when the next estimate is made
         self._cpu_percent = cpu_percent or CpuUtilisation()
         self._memory_bytes = memory_bytes
         self._cpu_count = cpu_count
@@ -205,11 +206,13 @@ class EstimateSensor:
     def read(self, device: DeviceInfo, t_s: float) -> Reading:
         """Estimated power of `device` now: utilisation since the last CPU read, or memory size."""
         if device.uuid == CPU_UUID:
-            if self._cpu is None or t_s >= self._cpu[0] + self._utilisation_period_s:
+            if self._cpu is None or t_s >= self._cpu_due_s:
                 utilisation = min(max(self._cpu_percent(), 0.0), 100.0)
                 idle = self._config.cpu_idle_fraction
                 power_w = self._cpu_tdp_w() * (idle + (1.0 - idle) * utilisation / 100.0)
                 self._cpu = (t_s, utilisation, power_w)
+                due_s = self._next_estimate_s(t_s)
+                self._cpu_due_s = -math.inf if due_s is None else due_s
             since_s, utilisation, power_w = self._cpu
             # power_t_s: when the estimate was made (it covers the time before), so the integrator
             # integrates it as it does a GPU's publications; nothing new before the next one is due
@@ -219,29 +222,31 @@ class EstimateSensor:
                 power_w=power_w,
                 utilisation_pct=utilisation,
                 power_t_s=since_s,
-                next_read_s=self._next_estimate_s(since_s),
+                next_read_s=self._next_estimate_s(t_s),
             )
         if device.uuid != DRAM_UUID:
             raise SensorError(f"{device.uuid} is not an estimated device")
         if self._dram_w is None:  # the memory size is read once, not 40 times a second
             self._dram_w = self._config.dram_w_per_gb * self._memory_bytes() / _GB
         # a constant: one "publication" per utilisation period, like the CPU's
-        since_s = (
-            self._utilisation_period_s * math.floor(t_s / self._utilisation_period_s)
-            if self._utilisation_period_s
-            else t_s
-        )
+        period_s = self._utilisation_period_s
+        since_s = period_s * math.floor(t_s / period_s) if period_s else t_s
         return Reading(
             device=device.uuid,
             t_s=t_s,
             power_w=self._dram_w,
             power_t_s=since_s,
-            next_read_s=self._next_estimate_s(since_s),
+            next_read_s=self._next_estimate_s(t_s),
         )
 
-    def _next_estimate_s(self, since_s: float) -> float | None:
-        """When the next estimate is made (None: utilisation is read on every call)."""
-        return since_s + self._utilisation_period_s if self._utilisation_period_s else None
+    def _next_estimate_s(self, t_s: float) -> float | None:
+        """The next multiple of the utilisation period after `t_s` (None: read on every call).
+
+        The CPU's and the DRAM's estimates fall due together on this grid, so a sampler
+        wakes once a second for both, not twice.
+        """
+        period_s = self._utilisation_period_s
+        return period_s * (math.floor(t_s / period_s) + 1) if period_s else None
 
     def close(self) -> None:
         """Nothing to release."""
