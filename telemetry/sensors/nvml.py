@@ -93,7 +93,7 @@ def _translate(e: Exception, device: str, metric: str) -> SensorError:
     return SensorError(f"NVML {metric} on {device} failed: {e}")
 
 
-@dataclass
+@dataclass(slots=True)
 class _GpuState:
     """What one GPU offers, learned at devices() and narrowed as reads fail."""
 
@@ -105,7 +105,8 @@ class _GpuState:
     stamps: list[tuple[int, float | None]] = field(default_factory=lambda: [(0, None), (0, None)])
     slow_due_s: float = -math.inf
     bad_stamps: bool = False
-    last_stamps: tuple[int, int] = (0, 0)  # raw stamps of the last publication of (186, 83)
+    # raw stamps of the last publication of (186, 83), once both were on this clock (None: none yet)
+    last_stamps: tuple[int | None, int | None] = (None, None)
     last_fields: tuple[float | None, float | None, float | None, float | None] = (None, None, None, None)
     # the driver's publication period of (186, 83), from the intervals between their new stamps
     periods: tuple[PublicationPeriod, PublicationPeriod] = field(
@@ -347,12 +348,10 @@ class NvmlSensor:
             values = self._nvml.nvmlDeviceGetFieldValues(state.handle, state.fields)
         except self._nvml.NVMLError as e:
             raise _translate(e, uuid, "power and energy fields") from e
-        if len(values) == 2:  # the usual case: 3 reads in 4 repeat the last publication of both
-            power, energy = values[0], values[1]
-            stamps = (_get(power, "timestamp"), _get(energy, "timestamp"))
-            repeated = stamps == state.last_stamps and stamps[0] > 0 and stamps[1] > 0
-            if repeated and not (_get(power, "nvmlReturn") or _get(energy, "nvmlReturn")):
-                return state.last_fields
+        if len(values) == 2:  # the usual layout: power then energy, asked in that order
+            power, energy = values
+            if not (_get(power, "nvmlReturn") or _get(energy, "nvmlReturn")):
+                return self._pair(state, power, energy, t_s)
         energy_mj = energy_t = power_w = power_t = None
         for value in values:
             field_id = int(_get(value, "fieldId"))
@@ -367,11 +366,23 @@ class NvmlSensor:
             else:
                 energy_mj = _number(value)
                 energy_t = self._driver_time(state, 1, stamp_us, t_s)
-        if len(values) == 2 and power_t is not None and energy_t is not None:
-            state.last_stamps = (_get(values[0], "timestamp"), _get(values[1], "timestamp"))
-            state.last_fields = (energy_mj, energy_t, power_w, power_t)
         state.next_read_s = self._next_publication_s(state, power_t, energy_t)
         return energy_mj, energy_t, power_w, power_t
+
+    def _pair(
+        self, state: _GpuState, power: Any, energy: Any, t_s: float
+    ) -> tuple[float | None, float | None, float | None, float | None]:
+        """Both fields answered (the hot path): the last publication again, or a new one parsed."""
+        stamps = (_get(power, "timestamp"), _get(energy, "timestamp"))
+        if stamps == state.last_stamps:  # unpaced, 3 reads in 4 repeat the last publication of both
+            return state.last_fields
+        power_t = self._driver_time(state, 0, stamps[0], t_s)
+        energy_t = self._driver_time(state, 1, stamps[1], t_s)
+        fields = (_number(energy), energy_t, _number(power) / 1e3, power_t)
+        if power_t is not None and energy_t is not None:  # both on the driver's clock: repeats are known
+            state.last_stamps, state.last_fields = stamps, fields
+        state.next_read_s = self._next_publication_s(state, power_t, energy_t)
+        return fields
 
     def _next_publication_s(
         self, state: _GpuState, power_t: float | None, energy_t: float | None
