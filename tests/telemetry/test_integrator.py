@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from wattlog.clock import FakeClock
 from wattlog.records import Kind, Source
-from wattlog.telemetry.integrator import Integrator
+from wattlog.telemetry.integrator import _PENDING_MAX, Integrator
 from wattlog.telemetry.types import DeviceInfo, Reading
 
 PERIOD_S = 0.025
@@ -216,3 +218,41 @@ def test_driver_timed_power_is_held_over_its_publication_and_a_stall_is_a_gap(fa
     # each published value covers the 100 ms before it: publications 1-4, then 16-19 after the gap
     held_j = sum((100.0 + 0.1 * j) * 0.1 for j in [*range(1, 5), *range(16, 20)])
     assert a.energy_j == pytest.approx(held_j, rel=1e-9)
+
+
+def test_readings_wait_in_a_bounded_queue_and_every_figure_integrates_them(fake_clock: FakeClock) -> None:
+    integ = Integrator([device("a", counter=False)], host="h", clock=fake_clock)
+    for k in range(_PENDING_MAX - 1):
+        integ.add(Reading("a", k * PERIOD_S, power_w=100.0))
+    assert integ.integration_cpu_s == 0.0  # queued: the sampler's wake pays no integration
+    integ.add(Reading("a", (_PENDING_MAX - 1) * PERIOD_S, power_w=100.0))
+    assert integ.integration_cpu_s > 0.0  # the queue is bounded: full, it is integrated at once
+    integ.add(Reading("a", _PENDING_MAX * PERIOD_S, power_w=100.0))
+    integ.record_failure("a", (_PENDING_MAX + 1) * PERIOD_S, "device a is lost: GPU_IS_LOST", True)
+    integ.add(Reading("a", (_PENDING_MAX + 2) * PERIOD_S, power_w=100.0))  # after the loss: ignored
+    e = by_uuid(integ, "a")  # a read integrates what is queued, in order
+    assert e.samples == _PENDING_MAX + 1 and e.lost
+    assert e.energy_j == pytest.approx(100.0 * _PENDING_MAX * PERIOD_S)
+
+
+def test_readings_added_while_another_thread_reads_the_figures_are_all_integrated_in_order() -> None:
+    clock = FakeClock()
+    integ = Integrator([device("a", counter=True)], host="h", clock=clock)
+    n = 20_000
+    done = threading.Event()
+
+    def sample() -> None:  # the sampler thread: readings in time order, a counter at 100 W
+        for k in range(n):
+            integ.add(Reading("a", k * PERIOD_S, energy_mj=k * 100.0 * PERIOD_S * 1e3, power_w=100.0))
+        done.set()
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    reads = 0
+    while not done.is_set():  # a scraper reading the figures meanwhile, as the agent's are read
+        integ.snapshot()
+        reads += 1
+    sampler.join()
+    e = by_uuid(integ, "a")
+    assert reads > 0 and e.samples == n and e.gap_count == 0
+    assert e.energy_j == pytest.approx(100.0 * (n - 1) * PERIOD_S, rel=1e-12)  # no reading lost
