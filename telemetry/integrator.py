@@ -28,7 +28,8 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from wattlog.clock import Clock, SystemClock
@@ -129,9 +130,6 @@ class _Device:
     start_sampled_j: float = 0.0
     repeats: int = 0
     period: PublicationPeriod = field(default_factory=lambda: PublicationPeriod(_INTERVALS_KEPT, 5))
-    # Longest stretch between reads that is not a gap: the sampler's max_gap_s, or 2.5 publications
-    # of a driver-timed device (a sampler may read it once per publication, not every tick).
-    read_spacing_s: float = 0.0
     limit_w: float | None = None
     updates: deque[tuple[float, float, float]] = field(default_factory=lambda: deque(maxlen=_UPDATES_KEPT))
     p_max_seen_w: float = 0.0
@@ -162,12 +160,11 @@ class _Device:
         """Median time between the driver's publications (as Zeus infers it), once 5 are seen."""
         return self.period.period_s
 
-    def add_period(self, interval_s: float, max_gap_s: float) -> None:
-        """Take a time between the driver's publications, and refresh the longest read spacing."""
-        self.period.add(interval_s)
+    def max_read_spacing_s(self, max_gap_s: float) -> float:
+        """Longest stretch between reads that is not a gap: `max_gap_s`, or 2.5 publications of a
+        driver-timed device (a sampler may read it once per publication, not every tick)."""
         median_s = self.period.median_s
-        assert median_s is not None  # one interval is in
-        self.read_spacing_s = max(max_gap_s, _GAP_PUBLICATIONS * median_s)
+        return max_gap_s if median_s is None else max(max_gap_s, _GAP_PUBLICATIONS * median_s)
 
     def cv(self) -> float:
         """Variation of the power from one publication to the next, relative to the mean.
@@ -211,7 +208,7 @@ class Integrator:
         self._host = host
         self._max_gap_s = max_gap_periods * period_s
         self._band = band if band is not None else BandModel()
-        self._devices = {d.uuid: _Device(d, read_spacing_s=self._max_gap_s) for d in devices}
+        self._devices = {d.uuid: _Device(d) for d in devices}
         self._lock = threading.Lock()
         self._wall_offset_s = self._clock.wall() - self._clock.monotonic()
         self._last_take_s = self._clock.monotonic()
@@ -235,17 +232,25 @@ class Integrator:
         ones brings no new publication: it is counted and costs nothing more. New
         values are integrated on the driver's times where given, else on `t_s`.
         """
-        self._pending.append(reading)
+        self._queue(reading)
+
+    def record_failure(self, device_uuid: str, t_s: float, reason: str, lost: bool) -> None:
+        """A read failed; a lost device is no longer integrated: one open gap from its last reading."""
+        self._queue(_Failure(device_uuid, t_s, reason, lost))
+
+    def _queue(self, item: Reading | _Failure) -> None:
+        """Queue a reading or a failure; integrate the queue at once when it is full."""
+        self._pending.append(item)
         if len(self._pending) >= _PENDING_MAX:
             with self._lock:
                 self._drain()
 
-    def record_failure(self, device_uuid: str, t_s: float, reason: str, lost: bool) -> None:
-        """A read failed; a lost device is no longer integrated: one open gap from its last reading."""
-        self._pending.append(_Failure(device_uuid, t_s, reason, lost))
-        if len(self._pending) >= _PENDING_MAX:
-            with self._lock:
-                self._drain()
+    @contextmanager
+    def _current(self) -> Iterator[None]:
+        """Hold the lock, with every queued reading integrated: how every figure is read."""
+        with self._lock:
+            self._drain()
+            yield
 
     def _drain(self) -> None:
         """Integrate every queued reading and failure, in order (the caller holds the lock)."""
@@ -255,7 +260,7 @@ class Integrator:
         cpu0_s = time.thread_time()
         while pending:
             item = pending.popleft()
-            if type(item) is _Failure:
+            if isinstance(item, _Failure):
                 self._failure(item)
             else:
                 self._integrate(item)
@@ -274,7 +279,7 @@ class Integrator:
         power_t = t if reading.power_t_s is None else reading.power_t_s
         new_counter = energy_mj is not None and d.info.has_counter and counter_t != d.last_counter_t
         new_power = power_w is not None and power_t != d.last_power_t
-        spaced = d.last_t is not None and t - d.last_t > d.read_spacing_s
+        spaced = d.last_t is not None and t - d.last_t > d.max_read_spacing_s(self._max_gap_s)
         if spaced and d.uses_counter:
             assert d.last_t is not None
             d.bridged_s += t - d.last_t  # no reads for a while: the counter's difference spans it
@@ -332,8 +337,8 @@ class Integrator:
         else:
             dt = power_t - last_t
             if driver_timed:  # publications come every ~100 ms (the estimate: 1 s) whatever our period
-                d.add_period(dt, self._max_gap_s)
-            max_gap_s = d.read_spacing_s if driver_timed else self._max_gap_s
+                d.period.add(dt)
+            max_gap_s = d.max_read_spacing_s(self._max_gap_s) if driver_timed else self._max_gap_s
             if dt > max_gap_s:
                 if not d.uses_counter:  # a counter bridges the stretch; power alone does not
                     reason = d.failure_reason or f"no readings for {dt:.3f} s (> {max_gap_s:.3f} s)"
@@ -375,8 +380,7 @@ class Integrator:
     def snapshot(self) -> list[DeviceEnergy]:
         """Cumulative energy, band and caveats of every device (no hardware access)."""
         self._refresh_locks()
-        with self._lock:
-            self._drain()
+        with self._current():
             now = self._clock.monotonic()
             return [self._energy(d, now) for d in self._devices.values()]
 
@@ -386,8 +390,7 @@ class Integrator:
 
     def sampled_energy_j(self, device_uuid: str) -> float:
         """Trapezoid over the device's power readings (beside the counter, for comparison), joules."""
-        with self._lock:
-            self._drain()
+        with self._current():
             return self._band.calibrated_j(
                 self._devices[device_uuid].info, self._devices[device_uuid].trapezoid_j
             )
@@ -395,8 +398,7 @@ class Integrator:
     def take_intervals(self) -> tuple[list[EnergyInterval], list[Gap]]:
         """Energy per device since the previous take, and the gaps closed since then (wall-clock times)."""
         self._refresh_locks()
-        with self._lock:
-            self._drain()
+        with self._current():
             now = self._clock.monotonic()
             start, self._last_take_s = self._last_take_s, now
             intervals: list[EnergyInterval] = []
@@ -435,8 +437,7 @@ class Integrator:
         [0, P_max] in the window's band. Cheap: called on the training thread, it runs no
         lock detection (the band uses what the last flush found).
         """
-        with self._lock:
-            self._drain()
+        with self._current():
             return {
                 d.info.uuid: self._mark(d, t_s)
                 for d in self._devices.values()
@@ -446,8 +447,7 @@ class Integrator:
     def window(self, start: Mapping[str, EdgeMark], end: Mapping[str, EdgeMark]) -> list[WindowDevice]:
         """Energy and band of every device marked at both edges, between them."""
         out: list[WindowDevice] = []
-        with self._lock:
-            self._drain()
+        with self._current():
             for uuid, b in end.items():
                 a = start.get(uuid)
                 d = self._devices.get(uuid)
@@ -471,8 +471,7 @@ class Integrator:
 
     def uses_counter(self, device_uuid: str) -> bool:
         """Whether the device's energy comes from its hardware counter."""
-        with self._lock:
-            self._drain()
+        with self._current():
             d = self._devices.get(device_uuid)
             return d is not None and d.uses_counter
 
@@ -486,8 +485,7 @@ class Integrator:
         The result always adds up to the counter's own difference. None while no
         update after `t_s` has been read (or for a device without a counter).
         """
-        with self._lock:
-            self._drain()
+        with self._current():
             d = self._devices.get(device_uuid)
             if d is None or not d.updates or d.updates[-1][0] <= t_s or d.updates[0][0] > t_s:
                 return None
@@ -498,8 +496,7 @@ class Integrator:
 
     def finish(self, t_s: float) -> None:
         """Extend every live device's energy to `t_s` from its latest power (the final edge, at close)."""
-        with self._lock:
-            self._drain()
+        with self._current():
             for d in self._devices.values():
                 if not d.samples or d.lost_at is not None or d.last_power_w is None:
                     continue
@@ -632,8 +629,7 @@ class Integrator:
         samples disagree beyond sampling error (then the counter is trusted).
         """
         band = self._band
-        with self._lock:
-            self._drain()
+        with self._current():
             todo = [
                 (d, list(d.recent), _compare(d), d.cv(), d.pub_n, d.publication_period_s(), d.repetition)
                 for d in self._devices.values()
