@@ -348,10 +348,11 @@ class NvmlSensor:
             values = self._nvml.nvmlDeviceGetFieldValues(state.handle, state.fields)
         except self._nvml.NVMLError as e:
             raise _translate(e, uuid, "power and energy fields") from e
-        if len(values) == 2:  # the usual layout: power then energy, asked in that order
+        if len(values) == 2:  # the usual layout; unpaced, 3 reads in 4 repeat the last publication of both
             power, energy = values
-            if not (_get(power, "nvmlReturn") or _get(energy, "nvmlReturn")):
-                return self._pair(state, power, energy, t_s)
+            stamps = (_get(power, "timestamp"), _get(energy, "timestamp"))
+            if stamps == state.last_stamps and not (_get(power, "nvmlReturn") or _get(energy, "nvmlReturn")):
+                return state.last_fields
         energy_mj = energy_t = power_w = power_t = None
         for value in values:
             field_id = int(_get(value, "fieldId"))
@@ -366,23 +367,11 @@ class NvmlSensor:
             else:
                 energy_mj = _number(value)
                 energy_t = self._driver_time(state, 1, stamp_us, t_s)
+        if len(values) == 2 and power_t is not None and energy_t is not None:  # repeats are now known
+            state.last_stamps = (_get(values[0], "timestamp"), _get(values[1], "timestamp"))
+            state.last_fields = (energy_mj, energy_t, power_w, power_t)
         state.next_read_s = self._next_publication_s(state, power_t, energy_t)
         return energy_mj, energy_t, power_w, power_t
-
-    def _pair(
-        self, state: _GpuState, power: Any, energy: Any, t_s: float
-    ) -> tuple[float | None, float | None, float | None, float | None]:
-        """Both fields answered (the hot path): the last publication again, or a new one parsed."""
-        stamps = (_get(power, "timestamp"), _get(energy, "timestamp"))
-        if stamps == state.last_stamps:  # unpaced, 3 reads in 4 repeat the last publication of both
-            return state.last_fields
-        power_t = self._driver_time(state, 0, stamps[0], t_s)
-        energy_t = self._driver_time(state, 1, stamps[1], t_s)
-        fields = (_number(energy), energy_t, _number(power) / 1e3, power_t)
-        if power_t is not None and energy_t is not None:  # both on the driver's clock: repeats are known
-            state.last_stamps, state.last_fields = stamps, fields
-        state.next_read_s = self._next_publication_s(state, power_t, energy_t)
-        return fields
 
     def _next_publication_s(
         self, state: _GpuState, power_t: float | None, energy_t: float | None
@@ -391,8 +380,7 @@ class NvmlSensor:
         if not self._paced:
             return None
         due: list[float] = []
-        for slot, t in ((0, power_t), (1, energy_t)):
-            wanted = (_FI_DEV_POWER_INSTANT, _FI_DEV_TOTAL_ENERGY_CONSUMPTION)[slot] in state.fields
+        for slot, t, wanted in ((0, power_t, state.instant_field), (1, energy_t, state.energy_field)):
             if not wanted:
                 continue
             period_s = state.periods[slot].period_s
