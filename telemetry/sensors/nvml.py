@@ -28,7 +28,8 @@ from __future__ import annotations
 import importlib
 import logging
 import math
-from collections.abc import Callable
+import struct
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,9 +58,22 @@ _SUCCESS = 0
 _NO_DRIVER = (9, 12)
 _FI_DEV_POWER_INSTANT = 186  # needs nvidia-ml-py >= 11.525.112 and a driver >= 525
 _FI_DEV_TOTAL_ENERGY_CONSUMPTION = 83  # mJ since the driver loaded, as nvmlDeviceGetTotalEnergyConsumption
-# pynvml's structures decode bytes in a Python-level __getattribute__ (~1.5 us an access); the
-# numeric fields of a field value need none of it, and this path runs 40 times a second per GPU.
-_get = object.__getattribute__
+# nvmlFieldValue_t as nvml.h lays it out (40 bytes, native order): fieldId, scopeId, timestamp
+# (us since the epoch), latencyUsec, valueType, nvmlReturn, and the value, an 8-byte union. One
+# unpack reads a whole array in C: pynvml's structures decode in a Python-level __getattribute__
+# (~1.5 us an attribute), and this is the hot path, once per GPU per driver publication.
+_FIELD_VALUE = struct.Struct("=IIqqII8s")
+# nvmlValueType_t -> the union's bytes read as that type (unknown types as unsigned long long)
+_VALUE_TYPES = {
+    0: struct.Struct("=d"),  # double
+    1: struct.Struct("=I"),  # unsigned int
+    2: struct.Struct("=Q"),  # unsigned long (64-bit on the platforms NVML ships for)
+    3: struct.Struct("=Q"),  # unsigned long long
+    4: struct.Struct("=q"),  # signed long long
+    5: struct.Struct("=i"),  # signed int
+    6: struct.Struct("=H"),  # unsigned short
+}
+_UNSIGNED_LONG_LONG = _VALUE_TYPES[3]
 # A field timestamp older than this, or ahead of the read by more than that, is on another clock.
 _STAMP_MAX_AGE_S = 5.0
 _STAMP_MAX_AHEAD_S = 0.5
@@ -71,8 +85,6 @@ _INTERVALS_NEEDED = 5
 # lands a hair before it would read the old one again (a wasted call); one tick of delay costs
 # nothing, since values are integrated on the driver's own times, not on when they were read.
 _PACE_MARGIN_S = 0.002
-# nvmlValueType_t -> the member of the nvmlValue_t union that holds it
-_VALUE_MEMBERS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 _NVML_TEMPERATURE_GPU = 0
 _POWER_INSTANT = "power: NVML_FI_DEV_POWER_INSTANT"
 _POWER_AVERAGE = "power: nvmlDeviceGetPowerUsage (1 s average on Ampere+)"
@@ -105,9 +117,6 @@ class _GpuState:
     stamps: list[tuple[int, float | None]] = field(default_factory=lambda: [(0, None), (0, None)])
     slow_due_s: float = -math.inf
     bad_stamps: bool = False
-    # raw stamps of the last publication of (186, 83), once both were on this clock (None: none yet)
-    last_stamps: tuple[int | None, int | None] = (None, None)
-    last_fields: tuple[float | None, float | None, float | None, float | None] = (None, None, None, None)
     # the driver's publication period of (186, 83), from the intervals between their new stamps
     periods: tuple[PublicationPeriod, PublicationPeriod] = field(
         default_factory=lambda: (
@@ -258,9 +267,9 @@ class NvmlSensor:
         wanted = [_FI_DEV_POWER_INSTANT, _FI_DEV_TOTAL_ENERGY_CONSUMPTION]
         try:
             values = self._nvml.nvmlDeviceGetFieldValues(handle, wanted)
-            answered = [int(v.fieldId) for v in values if int(v.nvmlReturn) == _SUCCESS]
-        except (self._nvml.NVMLError, AttributeError):  # old bindings lack the function
-            answered = []
+            answered = [field_id for field_id, code, _, _ in _unpack(values) if code == _SUCCESS]
+        except (self._nvml.NVMLError, AttributeError, struct.error):  # old bindings lack the function
+            answered = []  # (or lay the array out otherwise than nvml.h): the plain calls then
         fields = [f for f in wanted if f in answered]
         energy_field = _FI_DEV_TOTAL_ENERGY_CONSUMPTION in fields
         return _GpuState(
@@ -348,28 +357,16 @@ class NvmlSensor:
             values = self._nvml.nvmlDeviceGetFieldValues(state.handle, state.fields)
         except self._nvml.NVMLError as e:
             raise _translate(e, uuid, "power and energy fields") from e
-        if len(values) == 2:  # the usual layout; unpaced, 3 reads in 4 repeat the last publication of both
-            power, energy = values
-            stamps = (_get(power, "timestamp"), _get(energy, "timestamp"))
-            if stamps == state.last_stamps and not (_get(power, "nvmlReturn") or _get(energy, "nvmlReturn")):
-                return state.last_fields
         energy_mj = energy_t = power_w = power_t = None
-        for value in values:
-            field_id = int(_get(value, "fieldId"))
-            code = int(_get(value, "nvmlReturn"))
+        for field_id, code, stamp_us, value in _unpack(values):
             if code != _SUCCESS:
                 self._field_failed(uuid, state, field_id, code)
-                continue
-            stamp_us = int(_get(value, "timestamp"))
-            if field_id == _FI_DEV_POWER_INSTANT:
-                power_w = _number(value) / 1e3
+            elif field_id == _FI_DEV_POWER_INSTANT:
+                power_w = value / 1e3
                 power_t = self._driver_time(state, 0, stamp_us, t_s)
             else:
-                energy_mj = _number(value)
+                energy_mj = value
                 energy_t = self._driver_time(state, 1, stamp_us, t_s)
-        if len(values) == 2 and power_t is not None and energy_t is not None:  # repeats are now known
-            state.last_stamps = (_get(values[0], "timestamp"), _get(values[1], "timestamp"))
-            state.last_fields = (energy_mj, energy_t, power_w, power_t)
         state.next_read_s = self._next_publication_s(state, power_t, energy_t)
         return energy_mj, energy_t, power_w, power_t
 
@@ -445,10 +442,15 @@ class NvmlSensor:
             raise error from e
 
 
-def _number(value: Any) -> float:
-    """The number in an nvmlFieldValue_t, whatever its value type."""
-    member = _VALUE_MEMBERS.get(int(_get(value, "valueType")), "ullVal")
-    return float(_get(_get(value, "value"), member))
+def _unpack(values: Any) -> Iterator[tuple[int, int, int, float]]:
+    """(fieldId, nvmlReturn, timestamp in us, value as a float) of each nvmlFieldValue_t in `values`."""
+    for field_id, _, stamp_us, _, value_type, code, value in _FIELD_VALUE.iter_unpack(values):
+        yield (
+            field_id,
+            code,
+            stamp_us,
+            float(_VALUE_TYPES.get(value_type, _UNSIGNED_LONG_LONG).unpack_from(value)[0]),
+        )
 
 
 def _text(value: str | bytes) -> str:

@@ -222,3 +222,34 @@ def test_a_driver_without_field_timestamps_is_read_on_the_read_times(fake_clock:
         readings.append(s.read(a, fake_clock.monotonic()))
     assert all(r.power_w is not None and r.energy_mj is not None for r in readings)  # not the cache
     assert all(r.power_t_s is None and r.energy_t_s is None for r in readings)
+
+
+@pytest.mark.parametrize(
+    ("value_type", "member", "power_mw", "energy_mj"),
+    [
+        (pynvml.NVML_VALUE_TYPE_DOUBLE, "dVal", 312_500.25, 7_000.5),
+        (pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG, "ulVal", 312_500, 2**40 + 3),
+        (pynvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG, "sllVal", 312_500, 2**40 + 3),
+        (pynvml.NVML_VALUE_TYPE_SIGNED_INT, "siVal", 312_500, 70_000),
+        (pynvml.NVML_VALUE_TYPE_UNSIGNED_SHORT, "usVal", 31_250, 7_000),
+    ],
+)
+def test_each_value_type_is_read_from_the_union_as_that_type(
+    fake_clock: FakeClock, value_type: int, member: str, power_mw: float, energy_mj: float
+) -> None:
+    class Typed(FakeNvml):
+        def nvmlDeviceGetFieldValues(self, handle, fieldIds):  # type: ignore[no-untyped-def]  # noqa: N802, N803
+            values = super().nvmlDeviceGetFieldValues(handle, fieldIds)
+            for value in values:
+                value.value.ullVal = 0xFFFF_FFFF_FFFF_FFFF  # the union's bytes beyond the type are noise
+                value.valueType = value_type
+                number = power_mw if value.fieldId == pynvml.NVML_FI_DEV_POWER_INSTANT else energy_mj
+                setattr(value.value, member, number)
+            return values
+
+    s = NvmlSensor(Typed(gpus(), fake_clock))
+    a = s.devices()[0]
+    fake_clock.advance(0.025)
+    reading = s.read(a, fake_clock.monotonic())
+    assert reading.power_w == power_mw / 1e3
+    assert reading.energy_mj == energy_mj
