@@ -32,8 +32,10 @@ class StandInNvml:
         self.gpus = gpus
         self.power_mw = round(power_w * 1000)
         self.calls: Counter[str] = Counter()
-        self._values = [(pynvml.c_nvmlFieldValue_t * 2)() for _ in range(gpus)]
-        self._start_us = int(time.time() * 1e6)
+        self._field_ids: list[list[int] | None] = [None] * gpus  # the layout of each board's array
+        self._values: list[Any] = [None] * gpus
+        self._energy_slot: list[int | None] = [None] * gpus  # where field 83 sits in it
+        self._start_us = time.time_ns() // 1000
         self._published = [0] * gpus
 
     def nvmlInit(self) -> None:
@@ -67,33 +69,44 @@ class StandInNvml:
     def nvmlDeviceGetFieldValues(self, handle: int, field_ids: list[int]) -> Any:
         """Power (186, mW) and energy (83, mJ), stamped with the latest 100 ms publication.
 
-        The array is rewritten only when a new publication is due, as a driver publishes.
+        A driver fills the array in C; here a new publication writes only what it changes (the
+        stamps and the energy), so the bench times wattlog, not the stand-in.
         """
         self.calls["nvmlDeviceGetFieldValues"] += 1
-        now_us = int(time.time() * 1e6)
+        now_us = time.time_ns() // 1000
         published_us = now_us - (now_us - self._start_us) % _PUBLICATION_US
+        if field_ids != self._field_ids[handle]:
+            self._values[handle] = self._layout(field_ids)
+            self._field_ids[handle] = list(field_ids)
+            energy = pynvml.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION
+            self._energy_slot[handle] = field_ids.index(energy) if energy in field_ids else None
+            self._published[handle] = 0
         values = self._values[handle]
-        if self._published[handle] != published_us or len(field_ids) != len(values):
-            if len(field_ids) != len(values):
-                values = self._values[handle] = (pynvml.c_nvmlFieldValue_t * len(field_ids))()
-            self._publish(values, field_ids, published_us)
+        if self._published[handle] != published_us:
             self._published[handle] = published_us
+            # ctypes' own setter, not pynvml's Python-level __setattr__ (~2 us a field)
+            for value in values:
+                _set(value, "timestamp", published_us)
+            if (energy := self._energy_slot[handle]) is not None:
+                _get(values[energy], "value").ullVal = (
+                    (published_us - self._start_us) * self.power_mw // 1_000_000
+                )
         return values
 
-    def _publish(self, values: Any, field_ids: list[int], published_us: int) -> None:
-        # ctypes' own setter, not pynvml's Python-level __setattr__ (~2 us a field): a driver
-        # fills this array in C, and the bench must time wattlog, not the stand-in
+    def _layout(self, field_ids: list[int]) -> Any:
+        """A fresh array for `field_ids`: every field answers, power in mW, energy in mJ."""
+        values = (pynvml.c_nvmlFieldValue_t * len(field_ids))()
         for value, field_id in zip(values, field_ids, strict=True):
             _set(value, "fieldId", field_id)
             _set(value, "nvmlReturn", 0)
-            _set(value, "timestamp", published_us)
-            union = _get(value, "value")
             if field_id == pynvml.NVML_FI_DEV_POWER_INSTANT:
                 _set(value, "valueType", pynvml.NVML_VALUE_TYPE_UNSIGNED_INT)
-                union.uiVal = self.power_mw
-            else:
+                _get(value, "value").uiVal = self.power_mw
+            elif field_id == pynvml.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION:
                 _set(value, "valueType", pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG)
-                union.ullVal = (published_us - self._start_us) * self.power_mw // 1_000_000
+            else:
+                _set(value, "nvmlReturn", pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return values
 
     def nvmlDeviceGetTotalEnergyConsumption(self, handle: int) -> int:
         """Energy in mJ (probed once; field 83 carries it afterwards)."""
