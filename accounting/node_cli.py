@@ -23,7 +23,7 @@ from rich.console import Console
 
 from wattlog.accounting.node import NodeAgent, NodeOptions
 from wattlog.errors import ConfigError
-from wattlog.telemetry.agent import AgentConfig
+from wattlog.telemetry.agent import AgentConfig, default_lock_dir
 from wattlog.telemetry.agent_cli import print_ending, run_or_wait
 from wattlog.telemetry.supervise import Supervisor, cannot_start
 
@@ -88,7 +88,7 @@ def node(
             listen_host=listen,
             port=None if port == -1 else port,
             linger_s=linger_s,
-            **({"lock_dir": lock_dir} if lock_dir is not None else {}),
+            lock_dir=lock_dir if lock_dir is not None else default_lock_dir(),
         ),
         project=project,
         site=site,

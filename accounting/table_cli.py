@@ -143,8 +143,13 @@ def table(
             intensity=read_intensity(intensity, intensity_format, authority=authority) if intensity else None,
             convention=water,
         )
-        rows = [*(reference_table_rows() if reference else []), row]
-        _emit(rows, fmt, [*footnotes(rows), f"Energy: {prometheus} (dcgm-exporter)."], notes_file)
+        prometheus_rows = [*(reference_table_rows() if reference else []), row]
+        _emit(
+            prometheus_rows,
+            fmt,
+            [*footnotes(prometheus_rows), f"Energy: {prometheus} (dcgm-exporter)."],
+            notes_file,
+        )
         return
     options = TableOptions(
         catalog=site_catalog(sites_file),
@@ -240,7 +245,7 @@ def _show_project(
         return
     out_fmt = _grid_format(fmt)
     notes: list[str] = []
-    parts = []
+    parts: list[str | Group] = []
     for grid in grids:
         notes += grid.notes
         rendered = render_grid(grid.headers, grid.cells, grid.notes, out_fmt, grid.right)

@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from wattlog.numbers import MAX_SIMULATED_GPUS, check_number, check_port
-from wattlog.telemetry.agent import Agent, AgentConfig
+from wattlog.telemetry.agent import Agent, AgentConfig, default_lock_dir
 from wattlog.telemetry.sampler import SamplerStats
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 from wattlog.telemetry.sinks import INCOMPLETE_EXIT, JsonlSink
@@ -78,7 +78,7 @@ def agent(
         pushgateway_url=push,
         run=run,
         linger_s=linger_s,
-        **({"lock_dir": lock_dir} if lock_dir is not None else {}),
+        lock_dir=lock_dir if lock_dir is not None else default_lock_dir(),
     )
     extra = [SimulatedSensor(simulated_gpus(simulate, t0_s=time.monotonic()))] if simulate else []
     # A pipe or a log file gets a wide table; a terminal gets its own width.

@@ -312,7 +312,9 @@ def serve(registry: CollectorRegistry, host: str = "127.0.0.1", port: int = 9464
         ConfigError: The port is taken or the address cannot be bound.
     """
     # a backlog of 128 and bounded workers: a burst of scrapes is queued or answered 503, never reset
-    server_class = type("MetricsHTTPServer", (BoundedWSGIServer,), {"address_family": family_of(host)})
+    server_class: type[BoundedWSGIServer] = type(
+        "MetricsHTTPServer", (BoundedWSGIServer,), {"address_family": family_of(host)}
+    )
     app = make_wsgi_app(registry)
     try:
         server = make_server(host, port, app, server_class, handler_class=QuietWSGIHandler)

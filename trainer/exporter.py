@@ -209,6 +209,6 @@ class TrainingCollector(Collector):
                 ("wattlog_bookkeeping_dropped", "Metric batches dropped (behind).", health.dropped),
                 ("wattlog_bookkeeping_failures", "Bookkeeping operations that raised.", health.failed),
             ):
-                family = CounterMetricFamily(name, doc, labels=LABELS)
-                family.add_metric(self._labels, float(value))
-                yield family
+                counter = CounterMetricFamily(name, doc, labels=LABELS)
+                counter.add_metric(self._labels, float(value))
+                yield counter

@@ -207,7 +207,7 @@ def _holder_rows(
     ledger: Ledger, run_id: int, device: DeviceCounter, start_s: float, end_s: float
 ) -> list[tuple[float, float, float, float, float]]:
     e = EnergyRecord
-    query = select(e.start_s, e.end_s, e.energy_j, e.low_j, e.high_j).where(
+    query = select(col(e.start_s), col(e.end_s), col(e.energy_j), col(e.low_j), col(e.high_j)).where(
         (col(e.host) == device.host)
         & (col(e.device) == device.device)
         & (col(e.run_id) != run_id)

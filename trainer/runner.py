@@ -15,7 +15,7 @@ from rich.console import Console
 
 from wattlog.accounting.run_report import print_run_report
 from wattlog.errors import ConfigError, WattlogError
-from wattlog.telemetry.agent import AgentConfig
+from wattlog.telemetry.agent import AgentConfig, default_lock_dir
 from wattlog.telemetry.sinks import INCOMPLETE_EXIT
 from wattlog.telemetry.supervise import Ending, Supervisor
 from wattlog.trainer.session import RunSession, SessionConfig, status_for_outcome
@@ -55,8 +55,9 @@ def run_command(
     console = console or Console()
     stderr = Console(stderr=True, highlight=False)
     if agent_config is None:
-        locks = {"lock_dir": lock_dir} if lock_dir is not None else {}
-        agent_config = AgentConfig(port=port, flush_s=flush_s, **locks)
+        agent_config = AgentConfig(
+            port=port, flush_s=flush_s, lock_dir=lock_dir if lock_dir is not None else default_lock_dir()
+        )
     # Ranks and the job's identity (SLURM / torchrun) from the environment: a node sampled out by
     # --sample-nodes still joins the job's run and reports, it only starts no agent.
     config = SessionConfig.from_env(

@@ -56,7 +56,9 @@ class BoundedThreadingMixIn:
         self.refused = 0
         super().__init__(*args, **kwargs)
 
-    def process_request(self, request: socket.socket, client_address: Any) -> None:
+    # `request` is typed as socketserver's own (a socket, or a datagram and its socket): this mixin
+    # serves TCP servers only, whose request is the connection's socket.
+    def process_request(self, request: Any, client_address: Any) -> None:
         """Queue the connection for a worker, or answer 503 when the queue is full."""
         if not self._slots.acquire(blocking=False):
             self.refused += 1

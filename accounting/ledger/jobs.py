@@ -181,7 +181,7 @@ def created_by_job(ledger: Ledger, run: str, job_id: str | None) -> bool:
         return False
     with ledger.transaction("read job nodes") as session:
         query = (
-            select(JobNode.host)
+            select(col(JobNode.host))
             .join(Run, col(Run.id) == col(JobNode.run_id))
             .where(col(Run.name) == run, col(JobNode.job_id) == job_id)
         )

@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, TypedDict, TypeVar, cast
 
 from sqlalchemy import Engine, Table, delete, func, insert, select
 from sqlalchemy.exc import SQLAlchemyError
@@ -595,9 +595,16 @@ def _member(enum: type[_E], value: _E | str, what: str) -> _E:
         raise ConfigError(f"unknown {what} {value!r}: use {allowed}") from error
 
 
-def _run_labels(
-    phase: Phase | str, stage: Stage | str, scale_group: str, device_model: str
-) -> dict[str, str]:
+class _RunLabels(TypedDict):
+    """A new run's labels, as Run's columns."""
+
+    phase: str
+    stage: str
+    scale_group: str
+    device_model: str
+
+
+def _run_labels(phase: Phase | str, stage: Stage | str, scale_group: str, device_model: str) -> _RunLabels:
     """The checked phase, stage, scale group and device model of a new run ("" where not given)."""
     if len(scale_group) > 100 or len(device_model) > 100:
         raise ConfigError("scale group and device model must be at most 100 characters")
