@@ -10,7 +10,9 @@ sink as a failure (the integrator records the gap) and sampling goes on.
 A reading may say when its device can next show something new
 (`Reading.next_read_s`: a GPU's driver publishes every ~100 ms, so three
 25 ms reads in four would only repeat the last publication); ticks before
-then skip that device. Edge readings (start, close) read every device.
+then skip that device, and devices due at nearby times share one wake
+(each read by halfway to its next publication: see _next_deadline). Edge
+readings (start, close) read every device.
 """
 
 from __future__ import annotations
@@ -119,6 +121,7 @@ class Sampler:
         self._undiscovered = list(sensors)
         self._devices: list[tuple[Sensor, DeviceInfo]] = []
         self._next_read_s: dict[str, float] = {}  # by UUID: skip the device on ticks before this
+        self._spacing_s: dict[str, float] = {}  # by UUID: the shortest step seen between its due times
         self._last_warning_s: dict[str, float] = {}
         # Held for a whole tick: the loop and an edge reading (start, close) never interleave, and
         # stats() copies the health figures between ticks. One lock, not one for reads and one for
@@ -166,23 +169,19 @@ class Sampler:
 
     def _tick(
         self, now_s: float, lateness_s: float | None = None, *, counted: bool = True, idle: int = 0
-    ) -> float:
+    ) -> None:
         """Read every due device; `idle` deadlines before this one were slept through (nothing due).
 
         The caller holds self._lock.
-
-        Returns when the first live device may next show something new (-inf: one is read on
-        every tick, or discovery is still to be retried), found in the same pass.
         """
         if self._undiscovered:
             self._discover(now_s)
-        next_read_s = self._next_read_s
-        add, earliest_s, reads = self._sink.add, math.inf, 0
+        next_read_s, spacing_s = self._next_read_s, self._spacing_s
+        add, reads = self._sink.add, 0
         for sensor, device in tuple(self._devices):  # a copy: a lost device is removed mid-loop
             uuid = device.uuid
             due_s = next_read_s.get(uuid, _ANY_TIME)
             if counted and now_s < due_s:
-                earliest_s = min(earliest_s, due_s)
                 continue  # nothing new before its next publication
             reads += 1
             try:
@@ -191,34 +190,60 @@ class Sampler:
                 if problem is not None:  # NaN or negative: a failed read (a gap), never energy
                     raise ValueError(problem)
                 add(reading)
-                due_s = next_read_s[uuid] = _ANY_TIME if reading.next_read_s is None else reading.next_read_s
+                new_due_s = _ANY_TIME if reading.next_read_s is None else reading.next_read_s
+                if _ANY_TIME < due_s < new_due_s < math.inf:
+                    spacing_s[uuid] = min(spacing_s.get(uuid, math.inf), new_due_s - due_s)
+                next_read_s[uuid] = new_due_s
             except DeviceLost as e:
                 self._errors += 1
                 self._devices.remove((sensor, device))
                 logger.warning("device %s lost, no longer read: %s", uuid, e)
                 self._sink.record_failure(uuid, now_s, str(e), True)
-                continue
             except Exception as e:  # a sensor must never kill the loop: the gap is recorded
                 self._errors += 1
                 self._warn(uuid, now_s, e)
                 self._sink.record_failure(uuid, now_s, f"{type(e).__name__}: {e}", False)
-            earliest_s = min(earliest_s, due_s)  # after a failure: its old due time, so retried next tick
+                # its due time stays the old one, so it is retried on the next tick
         self._reads += reads
-        if self._undiscovered or not self._devices:  # discovery is retried on every tick
-            earliest_s = _ANY_TIME
-        if not counted:
-            return earliest_s
-        self._ticks += 1 + idle
-        self._idle_ticks += idle
-        if self._first_tick_s is None:
-            self._first_tick_s = now_s
-        self._last_tick_s = now_s
-        if lateness_s is not None:
-            self._lateness[self._lateness_n % _LATENESS_WINDOW] = lateness_s
-            self._lateness_n += 1
-            if self._lateness_max_s is None or lateness_s > self._lateness_max_s:
-                self._lateness_max_s = lateness_s
-        return earliest_s
+        if counted:
+            self._ticks += 1 + idle
+            self._idle_ticks += idle
+            if self._first_tick_s is None:
+                self._first_tick_s = now_s
+            self._last_tick_s = now_s
+            if lateness_s is not None:
+                self._lateness[self._lateness_n % _LATENESS_WINDOW] = lateness_s
+                self._lateness_n += 1
+                if self._lateness_max_s is None or lateness_s > self._lateness_max_s:
+                    self._lateness_max_s = lateness_s
+
+    def _next_deadline(self, t0_s: float, period_s: float) -> float:
+        """Which deadline (k of t0 + k x period) to read on next; -inf: the next one, whatever it is.
+
+        A device due at d (its next publication) may be read on any deadline from the first
+        at or after d to the last at or before d + s / 2, s the shortest step seen between its
+        due times (0 until two are known; then the first deadline after d only, as for a
+        device that publishes faster than the sampler wakes). Halfway to the publication after
+        d, a late read never misses one, and a stall that skipped one does not widen s. The
+        next read is on the latest first deadline that no device's last deadline precedes:
+        the earliest wake that still reads every device a later one could. Devices due
+        together are read when due; 8 GPUs whose drivers publish at 8 phases share 2-3 wakes
+        per publication instead of 4, and the estimate is read on a GPU's wake. -inf while a
+        device is read on every tick, or discovery is still to be retried.
+        """
+        if self._undiscovered or not self._devices:
+            return _ANY_TIME
+        firsts: list[int] = []
+        last = math.inf
+        for _, device in self._devices:
+            due_s = self._next_read_s.get(device.uuid, _ANY_TIME)
+            if due_s == _ANY_TIME:
+                return _ANY_TIME
+            first = math.ceil((due_s - t0_s) / period_s - _GRID_EPS)
+            by_s = due_s + self._spacing_s.get(device.uuid, 0.0) / 2
+            last = min(last, max(first, math.floor((by_s - t0_s) / period_s + _GRID_EPS)))
+            firsts.append(first)
+        return max(first for first in firsts if first <= last)
 
     def run_until(self, end_s: float) -> None:
         """Run the deadline loop on the calling thread until the clock reaches `end_s` (or stop())."""
@@ -295,7 +320,8 @@ class Sampler:
             if stop.is_set():
                 break
             with self._lock:  # the tick reads at the time its lateness is measured from
-                due_s = self._tick(now_s, lateness_s=now_s - deadline_s, idle=idle)
+                self._tick(now_s, lateness_s=now_s - deadline_s, idle=idle)
+                wake_k = self._next_deadline(t0_s, period_s)
             k += 1
             wakes += 1
             now_s = monotonic()  # also the next deadline's first check
@@ -305,10 +331,10 @@ class Sampler:
                 with self._lock:
                     self._overruns += skipped
                 k += skipped
-            # Sleep through the deadlines before the earliest device is due (never past a late one).
+            # Sleep through the deadlines before the next read (never past a late one).
             idle = 0
-            if due_s > now_s + period_s:
-                idle = max(math.ceil((due_s - t0_s) / period_s - _GRID_EPS) - k, 0)
+            if wake_k > k:
+                idle = int(wake_k) - k
                 k += idle
             # a system call, not a vDSO read: not on every tick, but before every long sleep
             if idle or wakes % _CPU_EVERY == 0:

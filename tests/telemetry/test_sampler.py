@@ -198,6 +198,32 @@ def test_ticks_with_no_device_due_are_slept_through_and_still_counted(fake_clock
     assert stats.achieved_period_s == pytest.approx(0.025, rel=1e-3)
 
 
+def test_devices_due_at_different_phases_share_wakes_and_no_publication_is_missed(
+    fake_clock: FakeClock,
+) -> None:
+    # 8 GPUs whose drivers publish every 100 ms at 8 phases 12.5 ms apart, and a 1 s estimate
+    gpus = [PacedSensor([f"g{i}"], every_s=0.1, phase_s=0.0125 * i) for i in range(8)]
+    estimate = PacedSensor(["cpu"], every_s=1.0, phase_s=0.31)
+    sink = ListSink()
+    sampler = Sampler([*gpus, estimate], sink, period_s=0.025, clock=fake_clock)
+    sampler.run_until(10.0)
+    times: dict[str, list[float]] = {}
+    for sensor in [*gpus, estimate]:
+        (uuid,) = sensor.reads
+        every_s, phase_s = sensor.every_s, sensor.phase_s
+        times[uuid] = [r.t_s for r in sink.readings if r.device == uuid]
+        published = [phase_s + math.floor((t - phase_s) / every_s + 1e-9) * every_s for t in times[uuid]]
+        # once two due times are known, every publication is read once, and by halfway to the next
+        steps = {round((b - a) / every_s, 6) for a, b in zip(published[2:], published[3:], strict=False)}
+        assert steps == {1.0}
+        assert all(t - p <= every_s / 2 + 1e-9 for t, p in zip(times[uuid][1:], published[1:], strict=True))
+    gpu_times = {t for i in range(8) for t in times[f"g{i}"]}
+    assert set(times["cpu"][2:]) <= gpu_times  # the estimate is read on a GPU's wake
+    stats = sampler.stats()
+    wakes = stats.samples_total - stats.idle_ticks_total
+    assert wakes <= 10.0 * 25  # 2-3 a publication; reading each device when due woke every deadline (400)
+
+
 def test_stop_is_noticed_at_once_while_nothing_is_due_for_an_hour() -> None:
     sensor = PacedSensor(["a"], every_s=3600.0)
     sampler = Sampler([sensor], ListSink(), period_s=0.025, clock=SystemClock()).start()
