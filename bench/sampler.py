@@ -12,7 +12,9 @@ phases alternate A-B, B-A so a change in the machine's load hits both):
 - sampler: wattlog's real Sampler, NVIDIA backend and Integrator reading 8 GPUs
   through a stand-in NVML whose calls cost almost nothing (bench.standin_nvml),
   plus the CPU/DRAM estimate (psutil), with a flush thread doing what the
-  agent does (a scrape snapshot every second, intervals every 10 s).
+  agent does (a scrape snapshot every second, intervals every 10 s). Twice:
+  the 8 boards publishing together (aligned), and at 8 phases 12.5 ms apart
+  (staggered), as boards whose drivers keep their own timers may.
 - CPU % of a core of each loop's own thread (time.thread_time), and their
   ratio (target: sampler <= 1.5 x the bare loop).
 - With --torch: the sampler again beside a torch matmul loop (1 intra-op
@@ -76,10 +78,12 @@ def bare_loop(seconds: float) -> float:
     return 100 * cpu[0] / seconds
 
 
-def sampler_phase(seconds: float, load: Callable[[float], object] | None = None) -> dict[str, float]:
-    """The agent's sampler over 8 stand-in GPUs and the estimate for `seconds`; its figures."""
+def sampler_phase(
+    seconds: float, load: Callable[[float], object] | None = None, *, staggered: bool = False
+) -> dict[str, float]:
+    """The agent's sampler over 8 stand-in GPUs (publishing at 8 phases if `staggered`) and the estimate."""
     clock = SystemClock()
-    nvml = StandInNvml(GPUS)
+    nvml = StandInNvml(GPUS, staggered=staggered)
     sensors = [NvmlSensor(nvml, clock=clock), EstimateSensor()]
     devices = [d for s in sensors for d in s.devices()]
     integ = Integrator(devices, host="bench", clock=clock, period_s=PERIOD_S)
@@ -119,6 +123,7 @@ def sampler_phase(seconds: float, load: Callable[[float], object] | None = None)
         "rate_hz": 1 / stats.achieved_period_s if stats.achieved_period_s else 0.0,
         "late_p99_ms": 1e3 * (stats.lateness_p99_s or 0.0),
         "overruns": float(stats.overruns_total),
+        "wakes_per_s": (stats.samples_total - stats.idle_ticks_total) / wall_s,
     }
 
 
@@ -241,32 +246,44 @@ def main(argv: list[str] | None = None) -> int:
     exact = nvml_calls_exact()
     bare: list[float] = []
     runs: list[dict[str, float]] = []
+    staggered: list[dict[str, float]] = []
+    phases = ["bare", "sampler", "staggered"]
     for i in range(args.rounds):
-        for phase in ("bare", "sampler") if i % 2 == 0 else ("sampler", "bare"):
+        for phase in phases[i % 3 :] + phases[: i % 3]:  # each phase first in turn
             if phase == "bare":
                 bare.append(bare_loop(args.seconds))
             else:
-                runs.append(sampler_phase(args.seconds))
+                (runs if phase == "sampler" else staggered).append(
+                    sampler_phase(args.seconds, staggered=phase == "staggered")
+                )
     print(
         f"\n{GPUS} GPUs at {1 / PERIOD_S:g} Hz + CPU/DRAM estimate, {args.rounds} x {args.seconds:g} s per "
         f"phase, {os.cpu_count()} CPUs, load average before {load_before[0]:.2f} (shared cores: noisy)"
     )
     print(
-        "round | bare loop CPU % | sampler CPU % (thread + integration) | ratio | NVML calls/GPU/s | "
-        "rate Hz | p99 late ms"
+        "GPUs publishing together (aligned), and at 8 phases 12.5 ms apart (staggered: each driver "
+        "keeps its own timer)"
     )
-    for i, (b, r) in enumerate(zip(bare, runs, strict=True)):
-        parts = f"{r['cpu_pct']:.3f} ({r['sampler_thread_pct']:.3f} + {r['integration_pct']:.3f})"
-        print(
-            f"{i:5d} | {b:15.3f} | {parts:>36} | {r['cpu_pct'] / b:5.2f} | "
-            f"{r['nvml_per_gpu_s']:16.1f} | {r['rate_hz']:7.3f} | {r['late_p99_ms']:11.2f}"
-        )
-    b_med, s_med = statistics.median(bare), statistics.median(r["cpu_pct"] for r in runs)
-    calls = statistics.median(r["nvml_per_gpu_s"] for r in runs)
     print(
-        f"median: bare loop {b_med:.3f} % of a core, sampler {s_med:.3f} %, ratio {s_med / b_med:.2f} "
-        "(target <= 1.5)"
+        "round | bare loop CPU % | GPUs    | sampler CPU % (thread + integration) | ratio | wakes/s | "
+        "NVML calls/GPU/s | rate Hz | p99 late ms"
     )
+    for i, b in enumerate(bare):
+        for name, r in (("aligned", runs[i]), ("stagger", staggered[i])):
+            parts = f"{r['cpu_pct']:.3f} ({r['sampler_thread_pct']:.3f} + {r['integration_pct']:.3f})"
+            print(
+                f"{i:5d} | {b:15.3f} | {name} | {parts:>36} | {r['cpu_pct'] / b:5.2f} | "
+                f"{r['wakes_per_s']:7.1f} | {r['nvml_per_gpu_s']:16.1f} | {r['rate_hz']:7.3f} | "
+                f"{r['late_p99_ms']:11.2f}"
+            )
+    b_med = statistics.median(bare)
+    for name, rows in (("aligned", runs), ("staggered", staggered)):
+        s_med = statistics.median(r["cpu_pct"] for r in rows)
+        print(
+            f"median, {name}: bare loop {b_med:.3f} % of a core, sampler {s_med:.3f} %, "
+            f"ratio {s_med / b_med:.2f} (target <= 1.5)"
+        )
+    calls = statistics.median(r["nvml_per_gpu_s"] for r in runs + staggered)
     print(f"NVML calls per GPU per second: {calls:.1f} live, {sum(exact.values()):.1f} exact (target <= 45)")
     print("  exact, by function: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(exact.items())))
     if args.torch:

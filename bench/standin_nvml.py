@@ -24,18 +24,25 @@ _get = ctypes.Structure.__getattribute__
 
 
 class StandInNvml:
-    """`gpus` boards at constant power behind pynvml's names; `calls` counts each function."""
+    """`gpus` boards at constant power behind pynvml's names; `calls` counts each function.
+
+    Every board publishes every 100 ms; with `staggered`, board i publishes i/gpus of a period
+    after board 0 (each driver keeps its own timer; real boards need not publish together),
+    else all publish at once.
+    """
 
     NVMLError = pynvml.NVMLError
 
-    def __init__(self, gpus: int, power_w: float = 300.0) -> None:
+    def __init__(self, gpus: int, power_w: float = 300.0, *, staggered: bool = False) -> None:
         self.gpus = gpus
         self.power_mw = round(power_w * 1000)
         self.calls: Counter[str] = Counter()
         self._field_ids: list[list[int] | None] = [None] * gpus  # the layout of each board's array
         self._values: list[Any] = [None] * gpus
         self._energy_slot: list[int | None] = [None] * gpus  # where field 83 sits in it
-        self._start_us = time.time_ns() // 1000
+        # the counters start a period back, so no board's first publication precedes them
+        self._start_us = time.time_ns() // 1000 - _PUBLICATION_US
+        self._phase_us = [i * _PUBLICATION_US // gpus if staggered else 0 for i in range(gpus)]
         self._published = [0] * gpus
 
     def nvmlInit(self) -> None:
@@ -74,7 +81,7 @@ class StandInNvml:
         """
         self.calls["nvmlDeviceGetFieldValues"] += 1
         now_us = time.time_ns() // 1000
-        published_us = now_us - (now_us - self._start_us) % _PUBLICATION_US
+        published_us = now_us - (now_us - self._start_us - self._phase_us[handle]) % _PUBLICATION_US
         if field_ids != self._field_ids[handle]:
             self._values[handle] = self._layout(field_ids)
             self._field_ids[handle] = list(field_ids)
