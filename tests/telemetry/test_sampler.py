@@ -7,6 +7,8 @@ import threading
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from wattlog.clock import FakeClock, SystemClock
 from wattlog.errors import ConfigError, DeviceLost, SensorError
@@ -222,6 +224,37 @@ def test_devices_due_at_different_phases_share_wakes_and_no_publication_is_misse
     stats = sampler.stats()
     wakes = stats.samples_total - stats.idle_ticks_total
     assert wakes <= 10.0 * 25  # 2-3 a publication; reading each device when due woke every deadline (400)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0.03, 2.0), st.floats(0.0, 1.0)),  # (publication period, phase as a fraction)
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_shared_wakes_read_every_publication_once_for_any_periods_and_phases(
+    devices: list[tuple[float, float]],
+) -> None:
+    clock = FakeClock()
+    sensors = [
+        PacedSensor([f"d{i}"], every_s=round(every_s, 3), phase_s=round(every_s * phase, 3))
+        for i, (every_s, phase) in enumerate(devices)
+    ]
+    sink = ListSink()
+    Sampler(sensors, sink, period_s=0.025, clock=clock).run_until(20.0)
+    for sensor in sensors:
+        (uuid,) = sensor.reads
+        every_s, phase_s = sensor.every_s, sensor.phase_s
+        times = [r.t_s for r in sink.readings if r.device == uuid]
+        published = [phase_s + math.floor((t - phase_s) / every_s + 1e-9) * every_s for t in times]
+        steps = [round((b - a) / every_s, 6) for a, b in zip(published[1:], published[2:], strict=False)]
+        assert all(step == 1.0 for step in steps), steps  # none missed, none read twice
+        # read by halfway to the next publication, or on the first deadline after it
+        assert all(
+            t - p <= max(every_s / 2, 0.025) + 1e-9 for t, p in zip(times[1:], published[1:], strict=True)
+        )
 
 
 def test_stop_is_noticed_at_once_while_nothing_is_due_for_an_hour() -> None:
