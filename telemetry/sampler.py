@@ -124,8 +124,8 @@ class Sampler:
         self._spacing_s: dict[str, float] = {}  # by UUID: the shortest step seen between its due times
         self._last_warning_s: dict[str, float] = {}
         # Held for a whole tick: the loop and an edge reading (start, close) never interleave, and
-        # stats() copies the health figures between ticks. One lock, not one for reads and one for
-        # figures: each costs ~20 us of CPU to take right after a wake on a busy machine.
+        # stats() copies the health figures between ticks (one lock per tick, not one for the reads
+        # and another for the figures).
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
