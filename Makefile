@@ -14,6 +14,7 @@ test:
 	scripts/setup.sh --servers
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 	$(BIN)/ruff check wattlog telemetry accounting trainer dashboards tests bench
+	$(BIN)/ruff format --check -q wattlog telemetry accounting trainer dashboards tests bench
 	$(MAKE) --no-print-directory typecheck
 
 # mypy does not follow setuptools' editable finder (wattlog.trainer lives in trainer/): it checks the
@@ -22,6 +23,7 @@ TYPECHECK := build/typecheck
 
 lint: setup
 	$(BIN)/ruff check wattlog telemetry accounting trainer dashboards tests bench
+	$(BIN)/ruff format --check -q wattlog telemetry accounting trainer dashboards tests bench
 	$(MAKE) --no-print-directory typecheck
 
 typecheck:

@@ -95,7 +95,6 @@ class DeviceEnergy:
     notes: tuple[str, ...] = ()
 
 
-
 def reading_problem(reading: Reading) -> str | None:
     """Why a reading cannot be energy (a non-finite or negative power or counter), None if it can.
 

@@ -184,8 +184,14 @@ def test_mypy_sees_the_trackers_real_signature(site: Path, tmp_path: Path) -> No
     snippet.write_text("import wattlog\nreveal_type(wattlog.Tracker)\nreveal_type(wattlog.RunSession)\n")
     mypy = Path(sys.executable).with_name("mypy")
     result = subprocess.run(
-        [str(mypy), "--config-file", str(ROOT / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache"),
-         str(snippet)],
+        [
+            str(mypy),
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            str(snippet),
+        ],
         capture_output=True,
         text=True,
         env={**os.environ, "MYPYPATH": str(site)},
@@ -196,6 +202,6 @@ def test_mypy_sees_the_trackers_real_signature(site: Path, tmp_path: Path) -> No
     tracker, session = revealed
     assert "def (run: str | None =, *, site: str =, model: str =" in tracker
     assert "callbacks: typing.Sequence[wattlog.trainer.callback.Callback] =" in tracker
-    assert tracker.endswith("-> wattlog.trainer.tracker.Tracker\"")
+    assert tracker.endswith('-> wattlog.trainer.tracker.Tracker"')
     assert "config: wattlog.trainer.session.SessionConfig" in session
     assert "Any" not in tracker.split("config:")[0]  # every parameter before the free-form config is typed

@@ -192,7 +192,7 @@ class Down(Ledger):
     def record_intervals(self, run, intervals, gaps=()):
         raise LedgerError("could not record rows, nothing was written: connection refused")
 
-ledger = Down(make_engine("sqlite:///{tmp_path / 'l.db'}"))
+ledger = Down(make_engine("sqlite:///{tmp_path / "l.db"}"))
 sink = LedgerSink(ledger, 1, Spool(Path({str(tmp_path / "spool")!r}), "l.db", 1))
 sink.write([EnergyInterval("n", "gpu0", Kind.GPU, Source.COUNTER, 0.0, 1.0, 5.0, 5.0, 5.0)], [])
 sink.close()

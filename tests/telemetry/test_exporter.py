@@ -131,10 +131,7 @@ def test_sampler_health(registry: CollectorRegistry) -> None:
     assert registry.get_sample_value("wattlog_sample_errors_total", h) == 3
     assert registry.get_sample_value("wattlog_sample_overruns_total", h) == 2
     assert registry.get_sample_value("wattlog_sample_period_seconds", h) == 0.025
-    assert (
-        registry.get_sample_value("wattlog_sample_lateness_seconds", {**h, "stat": "p99"})
-        == 0.003
-    )
+    assert registry.get_sample_value("wattlog_sample_lateness_seconds", {**h, "stat": "p99"}) == 0.003
     assert registry.get_sample_value("wattlog_sampler_running", h) == 1
     assert registry.get_sample_value("wattlog_sampler_cpu_seconds_total", h) == 0.5
 
@@ -177,8 +174,7 @@ def test_serve_on_port_zero_picks_a_free_port_and_closes(registry: CollectorRegi
         body = urllib.request.urlopen(server.url, timeout=5).read().decode()
         assert (
             'wattlog_energy_joules_total{device="GPU-aaaa",host="node1",kind="gpu",run="r1",'
-            'source="simulated"} 1500.0'
-            in body
+            'source="simulated"} 1500.0' in body
         )
     finally:
         server.close()

@@ -64,8 +64,12 @@ def test_sigterm_is_forwarded_and_the_outcome_says_preempted() -> None:
 
 
 def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_period() -> None:
-    stubborn = [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-                "print('ready', flush=True); time.sleep(30)"]
+    stubborn = [
+        sys.executable,
+        "-c",
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "print('ready', flush=True); time.sleep(30)",
+    ]
     with Supervisor(grace_s=0.5) as supervisor:
         threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
         started = time.monotonic()

@@ -203,6 +203,8 @@ def test_a_late_publication_is_read_next_tick_and_edges_read_every_device(fake_c
     sampler.run_until(4.0)
     stamps = [r.power_t_s for r in reads if r.t_s > 2.1]
     assert len(set(stamps)) >= 18  # 100 ms publications kept coming through: none lost for long
+
+
 def test_the_first_counter_value_counts_from_the_read_not_from_the_drivers_update(
     fake_clock: FakeClock,
 ) -> None:
