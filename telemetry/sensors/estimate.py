@@ -157,7 +157,6 @@ class EstimateSensor:
         self._config = config or EstimateConfig()
         self._utilisation_period_s = utilisation_period_s
         self._cpu: tuple[float, float, float] | None = None  # (made_s, utilisation, power_w)
-        self._cpu_due_s = -math.inf  # when the next estimate is made
         self._cpu_percent = cpu_percent or CpuUtilisation()
         self._memory_bytes = memory_bytes
         self._cpu_count = cpu_count
@@ -206,14 +205,15 @@ class EstimateSensor:
     def read(self, device: DeviceInfo, t_s: float) -> Reading:
         """Estimated power of `device` now: utilisation since the last CPU read, or memory size."""
         if device.uuid == CPU_UUID:
-            if self._cpu is None or t_s >= self._cpu_due_s:
+            cpu = self._cpu
+            due_s = None if cpu is None else self._next_estimate_s(cpu[0])  # the next estimate
+            if cpu is None or due_s is None or t_s >= due_s:
                 utilisation = min(max(self._cpu_percent(), 0.0), 100.0)
                 idle = self._config.cpu_idle_fraction
                 power_w = self._cpu_tdp_w() * (idle + (1.0 - idle) * utilisation / 100.0)
-                self._cpu = (t_s, utilisation, power_w)
+                cpu = self._cpu = (t_s, utilisation, power_w)
                 due_s = self._next_estimate_s(t_s)
-                self._cpu_due_s = -math.inf if due_s is None else due_s
-            since_s, utilisation, power_w = self._cpu
+            since_s, utilisation, power_w = cpu
             # power_t_s: when the estimate was made (it covers the time before), so the integrator
             # integrates it as it does a GPU's publications; nothing new before the next one is due
             return Reading(
@@ -222,7 +222,7 @@ class EstimateSensor:
                 power_w=power_w,
                 utilisation_pct=utilisation,
                 power_t_s=since_s,
-                next_read_s=self._next_estimate_s(t_s),
+                next_read_s=due_s,
             )
         if device.uuid != DRAM_UUID:
             raise SensorError(f"{device.uuid} is not an estimated device")
