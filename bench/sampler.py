@@ -2,8 +2,9 @@
 
 Run: ``.venv/bin/python -m bench.sampler [--seconds 20] [--rounds 3] [--torch]``
 
-Printed side by side, from one run (timings are noisy on shared cores: the
-phases alternate A-B, B-A so a change in the machine's load hits both):
+Printed side by side, from one run (timings are noisy on shared cores: each
+round runs every phase, each phase first in turn, so a change in the machine's
+load hits all of them):
 
 - NVML calls per GPU per second: counted by a stand-in NVML under the real
   clock, and by the fake pynvml over a FakeClock (exact; target <= 45).
