@@ -9,6 +9,8 @@ before they start. The rollup must match its rows.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import Table, func, or_, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -75,6 +77,7 @@ def _bad_energy(connection, table: Table, what: str) -> list[str]:  # type: igno
         c.energy_j > 1e300,
         c.high_j > 1e300,
         *([c.end_s < c.start_s] if "start_s" in c else []),
+        *(_bad_random_parts(c) if "random_low_j" in c else []),
     )
     count = connection.execute(select(func.count()).select_from(table).where(bad)).scalar_one()
     if not count:
@@ -85,4 +88,20 @@ def _bad_energy(connection, table: Table, what: str) -> list[str]:  # type: igno
     shown = ", ".join(
         f"run {run} {device}: {energy} J, band [{low}, {high}]" for run, device, energy, low, high in examples
     )
-    return [f"{count} {what} with energy negative, not finite or outside its band ({shown})"]
+    return [
+        f"{count} {what} with energy negative, not finite or outside its band, or a band whose "
+        f"sampling-error parts lie outside it ({shown})"
+    ]
+
+
+def _bad_random_parts(c: Any) -> list[Any]:
+    """Conditions on the band's sampling-error parts: none negative, each inside its side (to rounding)."""
+    slack = 1e-9 * (c.energy_j + 1.0)
+    return [
+        c.random_low_j < 0,
+        c.random_high_j < 0,
+        c.random_low_sq < 0,
+        c.random_high_sq < 0,
+        c.random_low_j > c.energy_j - c.low_j + slack,
+        c.random_high_j > c.high_j - c.energy_j + slack,
+    ]

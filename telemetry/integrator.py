@@ -408,7 +408,7 @@ class Integrator:
                 cur = self._totals(d, now)
                 prev, d.taken = d.taken, cur
                 delta = self._inputs(d, cur, prev)
-                low, high = self._band.band(d.info, delta)
+                band = self._band.band_parts(d.info, delta)
                 intervals.append(
                     EnergyInterval(
                         host=self._host,
@@ -418,8 +418,10 @@ class Integrator:
                         start_s=start + self._wall_offset_s,
                         end_s=now + self._wall_offset_s,
                         energy_j=delta.energy_j,
-                        low_j=low,
-                        high_j=high,
+                        low_j=band.low_j,
+                        high_j=band.high_j,
+                        random_low_j=band.random_low_j,
+                        random_high_j=band.random_high_j,
                     )
                 )
                 if d.lost_at is not None and now > d.lost_at:

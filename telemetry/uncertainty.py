@@ -18,6 +18,11 @@ True energy is bracketed by three independent effects, composed in this order:
 3. Gaps: each unmeasured second adds [0, P_max] with P_max the power limit (or
    the highest power seen).
 
+Of these, only the sampling term (z x cv / sqrt(n), less its floor) is an error
+independent between spans of a run; `band_parts` says how much of each side it
+is, so the ledger adds it in quadrature when it sums a run's rows, and the rest
+linearly (wattlog.records.summed_band).
+
 2b. When the published values repeat exactly (the load's period is commensurate
    with the sensor's), partial observation is no longer a random error that
    averages out but a fixed one, bounded from the samples (analyse_repetition):
@@ -107,6 +112,22 @@ class BandInputs:
     counter_true: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Band:
+    """The joules that true energy lies in, and the parts of each side that are sampling error.
+
+    The sampling error of partial observation (z x cv / sqrt(n)) is independent between
+    spans of the run, so spans summed later (the ledger's intervals) add it in quadrature;
+    the rest of each side (calibration, the floor, a repetition's bound, gaps) is systematic
+    and adds up linearly. 0: no sampling error in that side.
+    """
+
+    low_j: float
+    high_j: float
+    random_low_j: float = 0.0
+    random_high_j: float = 0.0
+
+
 @dataclass
 class BandModel:
     """How wide the band around each device's energy is; see the module docstring for why.
@@ -162,26 +183,35 @@ class BandModel:
 
     def band(self, device: DeviceInfo, x: BandInputs) -> tuple[float, float]:
         """(low_j, high_j) that true energy lies in, for `device` and the span `x` describes."""
+        parts = self.band_parts(device, x)
+        return parts.low_j, parts.high_j
+
+    def band_parts(self, device: DeviceInfo, x: BandInputs) -> Band:
+        """The band of `band`, with the part of each side that is sampling error (see `Band`)."""
         gap_j = x.gap_s * x.p_max_w
         if device.source is Source.ESTIMATED:
-            return x.energy_j * (1 - self.estimated_rel), x.energy_j * (1 + self.estimated_rel) + gap_j
+            return Band(x.energy_j * (1 - self.estimated_rel), x.energy_j * (1 + self.estimated_rel) + gap_j)
         lo_f, hi_f = self._calibration(device)
         f = self.fraction_seen(device)
         trusted = x.from_counter and (self.counter_integrates_true or x.counter_true)
-        po = 0.0
+        po = random = 0.0
         if f < 1 and trusted:
             po = 0.0 if self.counter_integrates_true else self.floor_rel
         elif f < 1 and x.alias_rel is not None:  # a repetition: a systematic error, bounded from the samples
             po = max(self.floor_rel, x.alias_rel)
         elif f < 1:
             po = self.sampling_rel(x.cv, x.publications)
-        low = x.energy_j * lo_f * (1 - po)
-        high = x.energy_j * hi_f * (1 + po)
+            random = max(po - self.floor_rel, 0.0)  # the z x cv / sqrt(n) part; the floor is systematic
+        low, random_low = x.energy_j * lo_f * (1 - po), x.energy_j * lo_f * random
+        high, random_high = x.energy_j * hi_f * (1 + po), x.energy_j * hi_f * random
         if x.phase_lock and f < 1 and not trusted and x.alias_rel is None:
+            # the lock's floor, where wider, is a systematic bound: no sampling error left in that side
             seen_j = x.sampled_j if x.sampled_j is not None else x.energy_j
-            low = min(low, f * seen_j * lo_f)
-            high = max(high, f * seen_j * hi_f + (1 - f) * x.p_max_w * x.measured_s)
-        return low, high + gap_j
+            if (lock_low := f * seen_j * lo_f) < low:
+                low, random_low = lock_low, 0.0
+            if (lock_high := f * seen_j * hi_f + (1 - f) * x.p_max_w * x.measured_s) > high:
+                high, random_high = lock_high, 0.0
+        return Band(low, high + gap_j, random_low, random_high)
 
     def sampling_rel(self, cv: float, publications: int) -> float:
         """Relative error partial observation may cause, for values of variation `cv` over `publications`."""

@@ -134,6 +134,12 @@ class EnergyRecord(SQLModel, table=True):
     energy_j: float
     low_j: float
     high_j: float
+    # The sampling-error parts of the band's sides, and their squares, summed over the rows an hourly
+    # row folds: sums of rows add them in quadrature (wattlog.records.summed_band). 0 in old rows.
+    random_low_j: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
+    random_high_j: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
+    random_low_sq: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
+    random_high_sq: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
 
 
 class EnergyRollup(SQLModel, table=True):
@@ -154,6 +160,11 @@ class EnergyRollup(SQLModel, table=True):
     low_j: float
     high_j: float
     records: int  # raw rows added (compaction leaves it alone)
+    # as in EnergyRecord: sums of the band's sampling-error parts and of their squares
+    random_low_j: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
+    random_high_j: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
+    random_low_sq: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
+    random_high_sq: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
 
 
 class GapRecord(SQLModel, table=True):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -41,13 +42,16 @@ from wattlog.accounting.ledger.views import EnergyRow, EventInfo, GapInfo, RunIn
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, LedgerError, RunNotFound
 from wattlog.events import EventCategory, EventKind, Restart
-from wattlog.records import EnergyInterval, Gap
+from wattlog.records import EnergyInterval, Gap, summed_band
 
 logger = logging.getLogger(__name__)
 _E = TypeVar("_E", Role, Status, Phase, Stage)
 _ENERGY = cast(Table, EnergyRecord.__table__)  # type: ignore[attr-defined]
 _ROLLUP = cast(Table, EnergyRollup.__table__)  # type: ignore[attr-defined]
 _KEY = ("run_id", "host", "device", "kind", "source")
+# What a sum of rows adds up, beside the energy: its band, and the band's sampling-error parts and
+# their squares (which the sum adds in quadrature: wattlog.records.summed_band).
+_SUMMED = ("low_j", "high_j", "random_low_j", "random_high_j", "random_low_sq", "random_high_sq")
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,11 +421,14 @@ class Ledger:
         with self.transaction("read energy") as session:
             run_id = self._id(session, run)
             query = (
-                select(r.host, r.device, r.kind, r.source, r.energy_j, r.low_j, r.high_j, r.records)
+                select(r.host, r.device, r.kind, r.source, r.energy_j, r.records, *(r[k] for k in _SUMMED))
                 .where(r.run_id == run_id)
                 .order_by(r.host, r.kind, r.device, r.source)
             )
-            return [EnergyTotal(run_id, *row) for row in session.execute(query)]
+            return [
+                EnergyTotal(run_id, host, device, kind, source, energy_j, *summed_band(*band), records)
+                for host, device, kind, source, energy_j, records, *band in session.execute(query)
+            ]
 
     def rebuild_totals(self, run: int | str | None = None) -> int:
         """Recompute the rollup from the energy records (after bulk loads or repairs); returns rows.
@@ -434,8 +441,7 @@ class Ledger:
             query = select(
                 *(e[k] for k in _KEY),
                 func.sum(e.energy_j),
-                func.sum(e.low_j),
-                func.sum(e.high_j),
+                *(func.sum(e[k]) for k in _SUMMED),
                 func.count(),
             ).group_by(*(e[k] for k in _KEY))
             wipe = delete(_ROLLUP)
@@ -444,7 +450,7 @@ class Ledger:
                 query = query.where(e.run_id == run_id)
                 wipe = wipe.where(_ROLLUP.c.run_id == run_id)
             session.execute(wipe)
-            columns = [*_KEY, "energy_j", "low_j", "high_j", "records"]
+            columns = [*_KEY, "energy_j", *_SUMMED, "records"]
             rows = [dict(zip(columns, row, strict=True)) for row in session.execute(query)]
             if rows:
                 session.execute(insert(_ROLLUP), rows)
@@ -467,16 +473,17 @@ class Ledger:
         e = _ENERGY.c
         with self.transaction("read hourly energy") as session:
             run_id = self._id(session, run)
-            query = select(
-                e.hour, e.kind, e.source, func.sum(e.energy_j), func.sum(e.low_j), func.sum(e.high_j)
-            )
+            query = select(e.hour, e.kind, e.source, func.sum(e.energy_j), *(func.sum(e[k]) for k in _SUMMED))
             query = query.where(e.run_id == run_id)
             if kinds is not None:
                 query = query.where(e.kind.in_(list(kinds)))
             if exclude_hosts:
                 query = query.where(e.host.not_in(list(exclude_hosts)))
             query = query.group_by(e.hour, e.kind, e.source).order_by(e.hour, e.kind, e.source)
-            return [HourEnergy(*row) for row in session.execute(query)]
+            return [
+                HourEnergy(hour, kind, source, energy_j, *summed_band(*band))
+                for hour, kind, source, energy_j, *band in session.execute(query)
+            ]
 
     def compact_hourly(self, older_than_s: float, *, now_s: float | None = None) -> Compaction:
         """Fold raw rows of whole hours older than `older_than_s` into hourly rows, totals kept exactly.
@@ -496,8 +503,7 @@ class Ledger:
                 func.min(e.start_s),
                 func.max(e.end_s),
                 func.sum(e.energy_j),
-                func.sum(e.low_j),
-                func.sum(e.high_j),
+                *(func.sum(e[k]) for k in _SUMMED),
             )
             .where(old)
             .group_by(*keys)
@@ -515,8 +521,7 @@ class Ledger:
                     "start_s": r[6],
                     "end_s": r[7],
                     "energy_j": r[8],
-                    "low_j": r[9],
-                    "high_j": r[10],
+                    **dict(zip(_SUMMED, r[9:], strict=True)),
                     "resolution": Resolution.HOURLY.value,
                 }
                 for r in session.execute(folded)
@@ -626,17 +631,28 @@ def _check_interval(row: EnergyInterval) -> None:
         )
     if not row.end_s >= row.start_s:
         raise ConfigError(f"interval of {row.device} ends before it starts ({row.start_s} > {row.end_s})")
+    # a sampling-error part lies inside its side of the band (so a sum never narrows past the
+    # energy), to rounding: a side that is all sampling error equals its part only to the last bit
+    slack_j = 1e-9 * max(row.energy_j, 1.0)
+    low_room_j, high_room_j = row.energy_j - row.low_j + slack_j, row.high_j - row.energy_j + slack_j
+    if not (0.0 <= row.random_low_j <= low_room_j and 0.0 <= row.random_high_j <= high_room_j):
+        raise ConfigError(
+            f"band parts of {row.device} must lie inside the band, got {row.random_low_j} J below "
+            f"and {row.random_high_j} J above {row.low_j} <= {row.energy_j} <= {row.high_j} J"
+        )
 
 
 def _add_to_rollup(session: Session, run_id: int, intervals: Sequence[EnergyInterval]) -> None:
     """Add a flush's energy to the per-device totals with one upsert (SQLite and PostgreSQL)."""
-    sums: dict[tuple[str, str, str, str], list[float]] = {}
+    added = ("energy_j", *_SUMMED)
+    sums: dict[tuple[str, str, str, str], dict[str, float]] = {}
+    records: Counter[tuple[str, str, str, str]] = Counter()
     for row in intervals:
-        acc = sums.setdefault((row.host, row.device, str(row.kind), str(row.source)), [0.0, 0.0, 0.0, 0])
-        acc[0] += row.energy_j
-        acc[1] += row.low_j
-        acc[2] += row.high_j
-        acc[3] += 1
+        key = (row.host, row.device, str(row.kind), str(row.source))
+        stored, acc = _energy_row(run_id, row), sums.setdefault(key, dict.fromkeys(added, 0.0))
+        for name in added:
+            acc[name] += stored[name]
+        records[key] += 1
     values = [
         {
             "run_id": run_id,
@@ -644,18 +660,16 @@ def _add_to_rollup(session: Session, run_id: int, intervals: Sequence[EnergyInte
             "device": d,
             "kind": k,
             "source": s,
-            "energy_j": a[0],
-            "low_j": a[1],
-            "high_j": a[2],
-            "records": int(a[3]),
+            **acc,
+            "records": records[h, d, k, s],
         }
-        for (h, d, k, s), a in sums.items()
+        for (h, d, k, s), acc in sums.items()
     ]
     statement = upsert_into(session, _ROLLUP).values(values)
     new = statement.excluded
     statement = statement.on_conflict_do_update(
         index_elements=list(_KEY),
-        set_={name: _ROLLUP.c[name] + new[name] for name in ("energy_j", "low_j", "high_j", "records")},
+        set_={name: _ROLLUP.c[name] + new[name] for name in ("energy_j", *_SUMMED, "records")},
     )
     session.execute(statement)
 
@@ -692,4 +706,8 @@ def _energy_row(run_id: int | None, row: EnergyInterval) -> dict[str, Any]:
         "energy_j": row.energy_j,
         "low_j": row.low_j,
         "high_j": row.high_j,
+        "random_low_j": row.random_low_j,
+        "random_high_j": row.random_high_j,
+        "random_low_sq": row.random_low_j**2,
+        "random_high_sq": row.random_high_j**2,
     }

@@ -316,3 +316,48 @@ def test_a_missing_run_is_a_typed_run_not_found(ledger: Ledger) -> None:
     assert isinstance(missing.value, LedgerError) and isinstance(missing.value, LookupError)
     assert missing.value.run == "ghost"
     assert ledger.find_run("ghost") is None and ledger.find_run(ledger.start_run("here").id) is not None
+
+
+def test_a_runs_band_adds_its_rows_sampling_error_in_quadrature(ledger: Ledger) -> None:
+    run = ledger.start_run("r")
+    hour_s = 3600.0 * 500_000
+    # an hour of 10 s rows of 100 J: calibration -5/+5 J (adds up), sampling error 10 J a side (does not)
+    rows = [
+        dataclasses.replace(
+            interval("gpu0", hour_s + 10 * i, 100.0),
+            low_j=85.0,
+            high_j=115.0,
+            random_low_j=10.0,
+            random_high_j=10.0,
+        )
+        for i in range(360)
+    ]
+    for i in range(0, 360, 60):
+        ledger.record_intervals(run.id, rows[i : i + 60])
+    expected = (
+        pytest.approx(360 * 95.0 - 10 * math.sqrt(360)),
+        pytest.approx(360 * 105.0 + 10 * math.sqrt(360)),
+    )
+    [total] = ledger.energy_totals(run.id)
+    [hour] = ledger.energy_by_hour(run.id)
+    assert total.energy_j == hour.energy_j == pytest.approx(36_000.0)
+    assert (total.low_j, total.high_j) == expected  # not the linear 30,600-41,400 J
+    assert (hour.low_j, hour.high_j) == expected
+    # folded into an hourly row, and the rollup rebuilt from it: the same band
+    assert ledger.compact_hourly(older_than_s=0, now_s=hour_s + 7200).hourly_rows == 1
+    assert ledger.rebuild_totals(run.id) == 1
+    [total] = ledger.energy_totals(run.id)
+    [hour] = ledger.energy_by_hour(run.id)
+    assert (total.low_j, total.high_j) == expected and (hour.low_j, hour.high_j) == expected
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [{"random_low_j": 6.0}, {"random_high_j": 6.0}, {"random_low_j": -1.0}, {"random_high_j": math.nan}],
+)
+def test_a_sampling_error_part_outside_its_side_of_the_band_is_refused_whole(ledger: Ledger, parts) -> None:
+    run = ledger.start_run("r")
+    bad = dataclasses.replace(interval("gpu0", 3600.0, 100.0), **parts)  # the band is 95-105 J
+    with pytest.raises(ConfigError, match="band parts of gpu0"):
+        ledger.record_intervals(run.id, [interval("gpu1", 3600.0, 1.0), bad])
+    assert count(ledger, EnergyRecord) == 0 and ledger.energy_totals(run.id) == []

@@ -199,3 +199,25 @@ sink.close()
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert "ledger unavailable" in done.stderr and "not in the ledger" in done.stderr, done.stderr
+
+
+def test_replayed_rows_keep_the_sampling_error_parts_of_their_bands(tmp_path) -> None:
+    rows = [
+        EnergyInterval(
+            "n", "gpu0", Kind.GPU, Source.COUNTER, 10.0 * i, 10.0 * i + 10, 100.0, 85.0, 115.0, 10.0, 10.0
+        )
+        for i in range(100)
+    ]
+    up_url, down_url = f"sqlite:///{tmp_path / 'up.db'}", f"sqlite:///{tmp_path / 'down.db'}"
+    up, down = Ledger(make_engine(up_url)), Ledger(make_engine(down_url))
+    up_run, down_run = up.start_run("r"), down.start_run("r")
+    assert up_run.id is not None and down_run.id is not None
+    up.record_intervals(up_run.id, rows)
+    spool = Spool(tmp_path / "spool", describe_url(down_url), down_run.id)
+    spool.append(down_run.id, rows, [])
+    assert spool.replay(down) == 100
+    # the same band as rows written straight away: narrower than the linear 8,500-11,500 J
+    [written] = up.energy_totals(up_run.id)
+    [replayed] = down.energy_totals(down_run.id)
+    assert (replayed.low_j, replayed.high_j) == (written.low_j, written.high_j)
+    assert (written.low_j, written.high_j) == (9500.0 - 100.0, 10_500.0 + 100.0)

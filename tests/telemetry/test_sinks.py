@@ -32,6 +32,8 @@ def test_rows_and_gaps_are_appended_with_their_labels(tmp_path: Path) -> None:
         "energy_j": 3000.0,
         "low_j": 2800.0,
         "high_j": 3300.0,
+        "random_low_j": 0.0,
+        "random_high_j": 0.0,
     }
     assert lines[1] == {
         "type": "gap",

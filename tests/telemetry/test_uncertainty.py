@@ -177,3 +177,38 @@ def test_exact_200_ms_steps_seen_at_two_phases_are_a_lock_and_the_band_holds() -
     assert flagged and any("repeats at 2 phases" in n for n in e.notes)
     assert e.low_j <= true_j <= e.high_j
     assert e.low_j > 0.5 * true_j  # bounded from the samples, not the old -77 % floor
+
+
+def test_the_sampling_error_part_is_the_sampling_term_without_its_floor() -> None:
+    model = BandModel()
+    x = inputs(cv=0.4, publications=100)
+    band = model.band_parts(GPU, x)
+    random_rel = model.sampling_rel(0.4, 100) - model.floor_rel
+    assert random_rel > 0.1
+    assert band.random_low_j == pytest.approx(1000 / 1.064 * random_rel)
+    assert band.random_high_j == pytest.approx(1000 / 0.905 * random_rel)
+    assert (band.low_j, band.high_j) == model.band(GPU, x)
+
+
+@pytest.mark.parametrize(
+    ("device", "model", "x"),
+    [
+        (GPU, BandModel(counter_integrates_true=True), inputs(cv=0.4, publications=100)),  # trusted counter
+        (GPU, BandModel(), inputs(cv=0.4, publications=100, counter_true=True)),  # shown to be true
+        (GPU, BandModel(), inputs(cv=0.4, publications=100, alias_rel=0.03)),  # a repetition's bound
+        (DeviceInfo("c", "c", Kind.CPU, Source.ESTIMATED, False), BandModel(), inputs(from_counter=False)),
+    ],
+    ids=["counter-true", "counter-shown-true", "repetition", "estimated"],
+)
+def test_systematic_bands_have_no_sampling_error_part(
+    device: DeviceInfo, model: BandModel, x: BandInputs
+) -> None:
+    band = model.band_parts(device, x)
+    assert (band.random_low_j, band.random_high_j) == (0.0, 0.0)
+
+
+def test_a_phase_lock_floor_that_widens_a_side_leaves_no_sampling_error_in_it() -> None:
+    x = inputs(250.0, measured_s=1.0, phase_lock=True, cv=0.4, publications=100)
+    band = BandModel().band_parts(GPU, x)
+    assert band.low_j == pytest.approx(0.25 * 250.0 / 1.064)  # the lock's floor, systematic
+    assert band.random_low_j == 0.0 and band.random_high_j == 0.0

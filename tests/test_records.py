@@ -1,0 +1,57 @@
+"""Sums of energy rows: the band's systematic parts add up, its sampling-error parts in quadrature."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from wattlog.records import summed_band
+
+# one row: (energy_j, systematic half-widths below and above, sampling-error parts below and above)
+_ROW = st.tuples(*(st.floats(0.0, 1e6, allow_nan=False) for _ in range(5)))
+
+
+def _sums(rows: list[tuple[float, float, float, float, float]]) -> tuple[float, ...]:
+    """What the ledger keeps of `rows`: energy, band, sampling-error parts and their squares, summed."""
+    energy = sum(e for e, *_ in rows)
+    low = sum(e - sl - rl for e, sl, _, rl, _ in rows)
+    high = sum(e + sh + rh for e, _, sh, _, rh in rows)
+    return (
+        energy,
+        low,
+        high,
+        sum(r[3] for r in rows),
+        sum(r[4] for r in rows),
+        sum(r[3] ** 2 for r in rows),
+        sum(r[4] ** 2 for r in rows),
+    )
+
+
+def test_without_sampling_error_parts_the_band_adds_up_linearly() -> None:
+    assert summed_band(80.0, 130.0, 0.0, 0.0, 0.0, 0.0) == (80.0, 130.0)
+
+
+def test_one_row_keeps_its_own_band() -> None:
+    assert summed_band(85.0, 115.0, 10.0, 10.0, 100.0, 100.0) == (85.0, 115.0)
+
+
+def test_an_hour_of_equal_rows_narrows_their_sampling_error_by_the_root_of_their_number() -> None:
+    # 360 rows of 100 J: systematic -5/+5 J, sampling error 10 J each side
+    low, high = summed_band(360 * 85.0, 360 * 115.0, 3600.0, 3600.0, 360 * 100.0, 360 * 100.0)
+    assert (low, high) == (
+        pytest.approx(360 * 95.0 - 10 * math.sqrt(360)),
+        pytest.approx(360 * 105.0 + 10 * math.sqrt(360)),
+    )
+
+
+@given(st.lists(_ROW, min_size=1, max_size=50))
+def test_the_summed_band_lies_between_the_systematic_band_and_the_linear_one(rows) -> None:
+    energy, low, high, random_low, random_high, low_sq, high_sq = _sums(rows)
+    summed_low, summed_high = summed_band(low, high, random_low, random_high, low_sq, high_sq)
+    slack = 1e-9 * (energy + sum(sum(r[1:]) for r in rows) + 1.0)
+    assert low - slack <= summed_low <= low + random_low + slack  # never wider than linear, never past
+    assert high - random_high - slack <= summed_high <= high + slack  # the systematic band
+    assert summed_low <= energy + slack and summed_high >= energy - slack
