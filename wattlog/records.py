@@ -76,14 +76,28 @@ def summed_band(
     return low, high
 
 
+BAND_TERMS = ("low_j", "high_j", "random_low_j", "random_high_j", "random_low_sq", "random_high_sq")
+"""What a sum of rows adds up beside the energy, in `summed_band`'s order (the ledger's columns)."""
+
+
+def band_terms(row: EnergyInterval) -> tuple[float, float, float, float, float, float]:
+    """What `row` adds to each of BAND_TERMS."""
+    return (
+        row.low_j,
+        row.high_j,
+        row.random_low_j,
+        row.random_high_j,
+        row.random_low_j**2,
+        row.random_high_j**2,
+    )
+
+
 def band_of_sum(rows: Iterable[EnergyInterval]) -> tuple[float, float]:
     """The band (low_j, high_j) of the sum of `rows`' energy, as the ledger gives it (`summed_band`)."""
-    sums = [0.0] * 6
+    sums = [0.0] * len(BAND_TERMS)
     for row in rows:
-        for i, value in enumerate((row.low_j, row.high_j, row.random_low_j, row.random_high_j)):
-            sums[i] += value
-        sums[4] += row.random_low_j**2
-        sums[5] += row.random_high_j**2
+        for i, term in enumerate(band_terms(row)):
+            sums[i] += term
     return summed_band(*sums)
 
 

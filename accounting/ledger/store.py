@@ -42,16 +42,13 @@ from wattlog.accounting.ledger.views import EnergyRow, EventInfo, GapInfo, RunIn
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, LedgerError, RunNotFound
 from wattlog.events import EventCategory, EventKind, Restart
-from wattlog.records import EnergyInterval, Gap, summed_band
+from wattlog.records import BAND_TERMS, EnergyInterval, Gap, band_terms, summed_band
 
 logger = logging.getLogger(__name__)
 _E = TypeVar("_E", Role, Status, Phase, Stage)
 _ENERGY = cast(Table, EnergyRecord.__table__)  # type: ignore[attr-defined]
 _ROLLUP = cast(Table, EnergyRollup.__table__)  # type: ignore[attr-defined]
 _KEY = ("run_id", "host", "device", "kind", "source")
-# What a sum of rows adds up, beside the energy: its band, and the band's sampling-error parts and
-# their squares (which the sum adds in quadrature: wattlog.records.summed_band).
-_SUMMED = ("low_j", "high_j", "random_low_j", "random_high_j", "random_low_sq", "random_high_sq")
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,8 +339,9 @@ class Ledger:
             intervals = _new_intervals(session, run_id, intervals)
             gaps = _new_gaps(session, run_id, gaps)
             if intervals:
-                session.execute(insert(_ENERGY), [_energy_row(run_id, row) for row in intervals])
-                _add_to_rollup(session, run_id, intervals)
+                stored = [_energy_row(run_id, row) for row in intervals]
+                session.execute(insert(_ENERGY), stored)
+                _add_to_rollup(session, stored)
             if gaps:
                 session.execute(
                     insert(GapRecord),
@@ -421,7 +419,7 @@ class Ledger:
         with self.transaction("read energy") as session:
             run_id = self._id(session, run)
             query = (
-                select(r.host, r.device, r.kind, r.source, r.energy_j, r.records, *(r[k] for k in _SUMMED))
+                select(r.host, r.device, r.kind, r.source, r.energy_j, r.records, *(r[k] for k in BAND_TERMS))
                 .where(r.run_id == run_id)
                 .order_by(r.host, r.kind, r.device, r.source)
             )
@@ -441,7 +439,7 @@ class Ledger:
             query = select(
                 *(e[k] for k in _KEY),
                 func.sum(e.energy_j),
-                *(func.sum(e[k]) for k in _SUMMED),
+                *(func.sum(e[k]) for k in BAND_TERMS),
                 func.count(),
             ).group_by(*(e[k] for k in _KEY))
             wipe = delete(_ROLLUP)
@@ -450,7 +448,7 @@ class Ledger:
                 query = query.where(e.run_id == run_id)
                 wipe = wipe.where(_ROLLUP.c.run_id == run_id)
             session.execute(wipe)
-            columns = [*_KEY, "energy_j", *_SUMMED, "records"]
+            columns = [*_KEY, "energy_j", *BAND_TERMS, "records"]
             rows = [dict(zip(columns, row, strict=True)) for row in session.execute(query)]
             if rows:
                 session.execute(insert(_ROLLUP), rows)
@@ -473,7 +471,9 @@ class Ledger:
         e = _ENERGY.c
         with self.transaction("read hourly energy") as session:
             run_id = self._id(session, run)
-            query = select(e.hour, e.kind, e.source, func.sum(e.energy_j), *(func.sum(e[k]) for k in _SUMMED))
+            query = select(
+                e.hour, e.kind, e.source, func.sum(e.energy_j), *(func.sum(e[k]) for k in BAND_TERMS)
+            )
             query = query.where(e.run_id == run_id)
             if kinds is not None:
                 query = query.where(e.kind.in_(list(kinds)))
@@ -503,7 +503,7 @@ class Ledger:
                 func.min(e.start_s),
                 func.max(e.end_s),
                 func.sum(e.energy_j),
-                *(func.sum(e[k]) for k in _SUMMED),
+                *(func.sum(e[k]) for k in BAND_TERMS),
             )
             .where(old)
             .group_by(*keys)
@@ -521,7 +521,7 @@ class Ledger:
                     "start_s": r[6],
                     "end_s": r[7],
                     "energy_j": r[8],
-                    **dict(zip(_SUMMED, r[9:], strict=True)),
+                    **dict(zip(BAND_TERMS, r[9:], strict=True)),
                     "resolution": Resolution.HOURLY.value,
                 }
                 for r in session.execute(folded)
@@ -642,34 +642,25 @@ def _check_interval(row: EnergyInterval) -> None:
         )
 
 
-def _add_to_rollup(session: Session, run_id: int, intervals: Sequence[EnergyInterval]) -> None:
-    """Add a flush's energy to the per-device totals with one upsert (SQLite and PostgreSQL)."""
-    added = ("energy_j", *_SUMMED)
-    sums: dict[tuple[str, str, str, str], dict[str, float]] = {}
-    records: Counter[tuple[str, str, str, str]] = Counter()
-    for row in intervals:
-        key = (row.host, row.device, str(row.kind), str(row.source))
-        stored, acc = _energy_row(run_id, row), sums.setdefault(key, dict.fromkeys(added, 0.0))
+def _add_to_rollup(session: Session, stored: Sequence[dict[str, Any]]) -> None:
+    """Add a flush's rows (as inserted) to the per-device totals with one upsert (SQLite and PostgreSQL)."""
+    added = ("energy_j", *BAND_TERMS)
+    sums: dict[tuple[Any, ...], dict[str, float]] = {}
+    records: Counter[tuple[Any, ...]] = Counter()
+    for row in stored:
+        key = tuple(row[k] for k in _KEY)
+        acc = sums.setdefault(key, dict.fromkeys(added, 0.0))
         for name in added:
-            acc[name] += stored[name]
+            acc[name] += row[name]
         records[key] += 1
     values = [
-        {
-            "run_id": run_id,
-            "host": h,
-            "device": d,
-            "kind": k,
-            "source": s,
-            **acc,
-            "records": records[h, d, k, s],
-        }
-        for (h, d, k, s), acc in sums.items()
+        {**dict(zip(_KEY, key, strict=True)), **acc, "records": records[key]} for key, acc in sums.items()
     ]
     statement = upsert_into(session, _ROLLUP).values(values)
     new = statement.excluded
     statement = statement.on_conflict_do_update(
         index_elements=list(_KEY),
-        set_={name: _ROLLUP.c[name] + new[name] for name in ("energy_j", *_SUMMED, "records")},
+        set_={name: _ROLLUP.c[name] + new[name] for name in ("energy_j", *BAND_TERMS, "records")},
     )
     session.execute(statement)
 
@@ -704,10 +695,5 @@ def _energy_row(run_id: int | None, row: EnergyInterval) -> dict[str, Any]:
         "start_s": row.start_s,
         "end_s": row.end_s,
         "energy_j": row.energy_j,
-        "low_j": row.low_j,
-        "high_j": row.high_j,
-        "random_low_j": row.random_low_j,
-        "random_high_j": row.random_high_j,
-        "random_low_sq": row.random_low_j**2,
-        "random_high_sq": row.random_high_j**2,
+        **dict(zip(BAND_TERMS, band_terms(row), strict=True)),
     }
