@@ -1,14 +1,17 @@
 """One import package: the wheel installs `wattlog` and nothing else, and its layers hold.
 
-The wheel is built once per session from the working tree; the layering contract
-(pyproject's [tool.importlinter]) is checked on the wheel's own layout, where
-`wattlog.telemetry` really is a folder under `wattlog/` as it is for users.
+The wheel is built once per session from a copy of the files git would commit (never the
+working tree itself, where a stale egg-info or build/ folder can smuggle a removed file
+into the wheel). The layering contract (pyproject's [tool.importlinter]) is checked on
+the wheel's own layout, as users install it, and on the checkout, where wattlog/telemetry
+is a relative link to telemetry/ that every tool follows.
 """
 
 from __future__ import annotations
 
 import csv
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -27,13 +30,35 @@ FOLDERS = {
 }
 
 
+def _committable_copy(target: Path) -> Path:
+    """The files git would commit (tracked or new, not ignored), links kept as links."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+    ).stdout.split(b"\0")
+    for name in filter(None, (item.decode() for item in listed)):
+        source = ROOT / name
+        if not source.is_symlink() and not source.exists():
+            continue  # deleted in the working tree, not yet committed
+        copy = target / name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():
+            copy.symlink_to(os.readlink(source))
+        else:
+            shutil.copy2(source, copy)
+    return target
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel pip builds from the working tree (no build isolation: setuptools is in the venv)."""
+    """The wheel pip builds from a clean copy of the tree (no build isolation: setuptools is in the venv)."""
+    source = _committable_copy(tmp_path_factory.mktemp("source"))
     out = tmp_path_factory.mktemp("wheel")
     pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
     subprocess.run(
-        [*pip_wheel, "-w", str(out), str(ROOT)],
+        [*pip_wheel, "-w", str(out), str(source)],
         check=True,
         capture_output=True,
         cwd=out,
@@ -75,15 +100,53 @@ def test_the_wheel_carries_the_data_files(site: Path) -> None:
         assert (site / relative).is_file(), relative
 
 
-def test_pyproject_lists_every_package_folder() -> None:
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    listed = set(config["tool"]["setuptools"]["packages"])
-    found = set()
+def test_the_wheel_holds_every_package_folder(site: Path) -> None:
+    """Packages are discovered through the links: a new subpackage needs no listing anywhere."""
     for folder, dotted in FOLDERS.items():
         for init in (ROOT / folder).rglob("__init__.py"):
             relative = init.parent.relative_to(ROOT / folder).parts
-            found.add(".".join((dotted, *relative)))
-    assert listed == found
+            installed = site.joinpath(*dotted.split("."), *relative, "__init__.py")
+            assert installed.is_file(), ".".join((dotted, *relative))
+
+
+def test_the_layer_folders_are_relative_links_into_the_package() -> None:
+    for folder in FOLDERS.keys() - {"wattlog"}:
+        link = ROOT / "wattlog" / folder
+        assert link.is_symlink(), f"wattlog/{folder} must link to ../{folder}"
+        assert os.readlink(link) == f"../{folder}"
+
+
+def test_the_layer_contract_names_every_module() -> None:
+    """A module of wattlog/ left out of the layers would be free to import anything."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    (contract,) = config["tool"]["importlinter"]["contracts"]
+    named = {name.strip() for layer in contract["layers"] for name in layer.split("|")}
+    modules = {f"wattlog.{p.stem}" for p in (ROOT / "wattlog").glob("*.py") if p.stem != "__init__"}
+    modules |= {f"wattlog.{p.parent.name}" for p in (ROOT / "wattlog").glob("*/__init__.py")}
+    assert modules == named
+
+
+def test_the_checkout_resolves_every_module_to_its_folder(tmp_path: Path) -> None:
+    """From the repository root, with nothing installed, wattlog.telemetry.agent is telemetry/agent.py."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    code = (
+        "import sys, os; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f)]; "
+        "import wattlog.telemetry.agent as m; print(os.path.realpath(m.__file__))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(ROOT / "telemetry" / "agent.py")
+    lint = subprocess.run(
+        [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert "KEPT" in lint.stdout
 
 
 def _lint_imports(site: Path) -> subprocess.CompletedProcess[str]:
@@ -179,7 +242,7 @@ def test_installed_commands_find_their_data_files(site: Path, tmp_path: Path, ar
 
 
 def test_mypy_sees_the_trackers_real_signature(site: Path, tmp_path: Path) -> None:
-    """mypy does not follow setuptools' editable finder: it reads the wheel's layout (MYPYPATH)."""
+    """The signature users' mypy sees, from the wheel's layout as installed (MYPYPATH)."""
     snippet = tmp_path / "snippet.py"
     snippet.write_text("import wattlog\nreveal_type(wattlog.Tracker)\nreveal_type(wattlog.RunSession)\n")
     mypy = Path(sys.executable).with_name("mypy")
