@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wattlog.records import summed_band
+from wattlog.records import EnergyFigure, EnergyInterval, Kind, Source, band_of_sum, summed_band
 
 # one row: (energy_j, systematic half-widths below and above, sampling-error parts below and above)
 _ROW = st.tuples(*(st.floats(0.0, 1e6, allow_nan=False) for _ in range(5)))
@@ -55,3 +57,37 @@ def test_the_summed_band_lies_between_the_systematic_band_and_the_linear_one(row
     assert low - slack <= summed_low <= low + random_low + slack  # never wider than linear, never past
     assert high - random_high - slack <= summed_high <= high + slack  # the systematic band
     assert summed_low <= energy + slack and summed_high >= energy - slack
+
+
+@given(st.lists(_ROW, min_size=1, max_size=30))
+def test_adding_figures_gives_the_ledgers_summed_band_in_any_grouping(rows) -> None:
+    figures = [
+        EnergyFigure(Kind.GPU, Source.COUNTER, e, e - sl - rl, e + sh + rh, rl, rh)
+        for e, sl, sh, rl, rh in rows
+    ]
+    energy, *terms = _sums(rows)
+    want_low, want_high = summed_band(*terms)
+    left = functools.reduce(operator.add, figures)
+    right = functools.reduce(lambda acc, f: f + acc, reversed(figures))
+    slack = 1e-6 * (1.0 + sum(e + sl + sh + rl + rh for e, sl, sh, rl, rh in rows))
+    for total in (left, right):
+        assert total.energy_j == pytest.approx(energy, abs=slack)
+        assert total.low_j == pytest.approx(want_low, abs=slack)
+        assert total.high_j == pytest.approx(want_high, abs=slack)
+        assert total.random_low_j == pytest.approx(math.sqrt(terms[4]), abs=slack)
+
+
+def test_an_interval_is_a_figure_with_who_and_when() -> None:
+    row = EnergyInterval("n", "gpu0", Kind.GPU, Source.SAMPLED, 0.0, 10.0, 100.0, 90.0, 120.0, 3.0, 4.0)
+    assert row.figure == EnergyFigure(Kind.GPU, Source.SAMPLED, 100.0, 90.0, 120.0, 3.0, 4.0)
+    assert band_of_sum([row, row]) == pytest.approx(
+        ((row.figure + row.figure).low_j, (row.figure + row.figure).high_j)
+    )
+
+
+def test_figures_of_different_kinds_or_sources_do_not_add() -> None:
+    gpu = EnergyFigure(Kind.GPU, Source.COUNTER, 1.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="cannot add"):
+        gpu + EnergyFigure(Kind.CPU, Source.COUNTER, 1.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="cannot add"):
+        gpu + EnergyFigure(Kind.GPU, Source.ESTIMATED, 1.0, 1.0, 1.0)

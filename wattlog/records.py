@@ -31,6 +31,49 @@ class Source(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class EnergyFigure:
+    """Joules with their band, the band's random part, the device kind and the figure's source.
+
+    The one value type for "an energy figure" in every layer: an interval, a window, a
+    ledger total, a Prometheus increase and a run's summary are this plus who and when.
+    [low_j, high_j] is the band; `random_low_j`/`random_high_j` are the parts of its two
+    sides that are sampling error (independent between figures, so a sum adds them in
+    quadrature); the rest of each side adds linearly. Conversions to kWh or MWh happen
+    where a figure is printed, never here.
+    """
+
+    kind: Kind
+    source: Source
+    energy_j: float
+    low_j: float
+    high_j: float
+    random_low_j: float = 0.0
+    random_high_j: float = 0.0
+
+    def __add__(self, other: EnergyFigure) -> EnergyFigure:
+        """The sum of two figures of one kind and source, its band as the ledger sums rows.
+
+        Quadrature is associative (sqrt(sqrt(a^2 + b^2)^2 + c^2) = sqrt(a^2 + b^2 + c^2)),
+        so figures may be added in any grouping and give `summed_band`'s result.
+        """
+        if (self.kind, self.source) != (other.kind, other.source):
+            raise ValueError(f"cannot add {other.kind}/{other.source} energy to {self.kind}/{self.source}")
+        random_low = math.hypot(self.random_low_j, other.random_low_j)
+        random_high = math.hypot(self.random_high_j, other.random_high_j)
+        energy = self.energy_j + other.energy_j
+        below = (self.energy_j - self.low_j - self.random_low_j) + (
+            other.energy_j - other.low_j - other.random_low_j
+        )
+        above = (self.high_j - self.energy_j - self.random_high_j) + (
+            other.high_j - other.energy_j - other.random_high_j
+        )
+        return EnergyFigure(
+            self.kind, self.source, energy, energy - below - random_low, energy + above + random_high,
+            random_low, random_high,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
 class EnergyInterval:
     """Energy of one device over one flush interval: the row the ledger stores.
 
@@ -54,6 +97,19 @@ class EnergyInterval:
     high_j: float
     random_low_j: float = 0.0
     random_high_j: float = 0.0
+
+    @property
+    def figure(self) -> EnergyFigure:
+        """The interval's energy as a figure, without who and when."""
+        return EnergyFigure(
+            self.kind,
+            self.source,
+            self.energy_j,
+            self.low_j,
+            self.high_j,
+            self.random_low_j,
+            self.random_high_j,
+        )
 
 
 def summed_band(
