@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from wattlog.clock import Clock, SystemClock
 from wattlog.records import EnergyInterval, Gap
 from wattlog.telemetry.publications import PublicationPeriod
-from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, Reading
+from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, Reading, SensorProfile
 from wattlog.telemetry.uncertainty import (
     BandInputs,
     BandModel,
@@ -514,6 +514,10 @@ class Integrator:
 
     # -- internals (called with the lock held, except _refresh_locks) --------
 
+    def _profile(self, d: _Device) -> SensorProfile:
+        """The sensor profile whose publication period and observed fraction `d`'s analysis assumes."""
+        return self._band.profile(d.info) or self._band.gpu_profile
+
     def _mark(self, d: _Device, t_s: float) -> EdgeMark:
         last_t = d.last_counter_t if d.uses_counter else d.last_power_t
         tail_s = max(t_s - last_t, 0.0) if last_t is not None else 0.0
@@ -599,7 +603,7 @@ class Integrator:
     def _notes(self, d: _Device) -> tuple[str, ...]:
         notes: list[str] = []
         if d.lock is not None:
-            notes.append(d.lock.note(d.publication_period_s() or self._band.publication_period_s))
+            notes.append(d.lock.note(d.publication_period_s() or self._profile(d).publication_period_s))
         elif d.repetition is not None:
             notes.append(d.repetition.note())
         compared = _compare(d)
@@ -642,11 +646,13 @@ class Integrator:
                 )
             ]
         for d, recent, compared, cv, pub_n, period_s, seen in todo:
+            profile = self._profile(d)
+            period_s = period_s or profile.publication_period_s
             repetition = analyse_repetition(
                 [t for t, _ in recent],
                 [p for _, p in recent],
-                publication_period_s=period_s or band.publication_period_s,
-                observed_fraction=band.observed_fraction,
+                publication_period_s=period_s,
+                observed_fraction=profile.observed_fraction,
             )
             found: PhaseLock | None = None
             if repetition is not None and repetition.alias_rel > band.lock_rel:
@@ -667,9 +673,7 @@ class Integrator:
                 rel = counter_disagreement(1.0, 1.0 + compared[0], expected)
                 if rel is not None:
                     # a locked window sees one phase: the load's period is then the publication period
-                    found = found or PhaseLock(
-                        period_s or band.publication_period_s, abs(rel), f"sampled {rel:+.0%} vs counter"
-                    )
+                    found = found or PhaseLock(period_s, abs(rel), f"sampled {rel:+.0%} vs counter")
             with self._lock:
                 d.checked_at_pub, d.checked_at_both_s = pub_n, compared[1] if compared else 0.0
                 if repetition is not None and (

@@ -1,8 +1,14 @@
-"""Which GPUs belong to this job: CUDA_VISIBLE_DEVICES, else SLURM's allocation, else all.
+"""Which accelerators belong to this job: a vendor's visibility rules, else all of them.
 
 Measuring every GPU of a shared node inflates a job's footprint (CodeCarbon
 issue 567), so the sensors measure only the GPUs selected here unless the
 whole node is asked for. Pure functions: the environment is passed in.
+
+Each vendor backend names its rules (`Visibility`), most specific first, and
+the first whose variable is set decides: NVIDIA's are CUDA_VISIBLE_DEVICES
+(`VisibleDevices`) then SLURM's GPU binding (`SlurmGpus`); another runtime's
+list of visible devices (HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES) is another
+`VisibleDevices` of that backend. `job_selection` without rules applies NVIDIA's.
 
 CUDA's rules for CUDA_VISIBLE_DEVICES (CUDA C Programming Guide, "CUDA
 Environment Variables"): a comma-separated list of indices or UUIDs
@@ -15,8 +21,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from wattlog.errors import ConfigError
 
@@ -91,12 +98,73 @@ class GpuSelection:
         return f"measuring GPUs of this job: {self.origin}"
 
 
-def job_selection(environ: Mapping[str, str] = os.environ, *, whole_node: bool = False) -> GpuSelection:
+class Visibility(Protocol):
+    """One way a job is told which of the node's accelerators it has (a variable, an allocation)."""
+
+    def select(self, environ: Mapping[str, str]) -> GpuSelection | None:
+        """The selection this rule makes from `environ`; None if its variable is not set.
+
+        Raises:
+            ConfigError: The variable is set but cannot be read without guessing.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class VisibleDevices:
+    """A runtime's list of visible devices, read by CUDA's rules (indices or UUIDs, see the module doc).
+
+    Attributes:
+        variable: The variable, e.g. "CUDA_VISIBLE_DEVICES".
+        order_variable: The variable that makes the runtime number devices in PCI bus order
+            (its value `pci_order`), or "" if the runtime always does.
+        pci_order: The value of `order_variable` that means PCI bus order.
+    """
+
+    variable: str = "CUDA_VISIBLE_DEVICES"
+    order_variable: str = "CUDA_DEVICE_ORDER"
+    pci_order: str = "PCI_BUS_ID"
+
+    def select(self, environ: Mapping[str, str]) -> GpuSelection | None:
+        """The devices listed in `variable`; None if it is not set."""
+        value = environ.get(self.variable)
+        if value is None:
+            return None
+        in_pci_order = not self.order_variable or environ.get(self.order_variable, "") == self.pci_order
+        return _from_list(self, value, in_pci_order)
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmGpus:
+    """SLURM's GPU binding: the step's GPUs, the job's, then the gres plugin's ordinal list."""
+
+    variables: tuple[str, ...] = _SLURM_VARS
+
+    def select(self, environ: Mapping[str, str]) -> GpuSelection | None:
+        """The node indices SLURM gave the job; None if none of its variables is set."""
+        for name in self.variables:
+            value = environ.get(name)
+            if value is not None:
+                return _from_slurm(name, value)
+        return None
+
+
+NVIDIA_VISIBILITY: tuple[Visibility, ...] = (VisibleDevices(), SlurmGpus())
+"""NVIDIA's rules: CUDA_VISIBLE_DEVICES, else SLURM's GPU binding (the NVML backend's visibility)."""
+
+
+def job_selection(
+    environ: Mapping[str, str] = os.environ,
+    *,
+    whole_node: bool = False,
+    rules: Sequence[Visibility] = NVIDIA_VISIBILITY,
+) -> GpuSelection:
     """Select the job's GPUs from its environment.
 
     Args:
         environ: The process environment (injected for tests).
         whole_node: Measure every GPU of the node instead (one agent per node).
+        rules: The vendor's visibility rules, most specific first (default: NVIDIA's).
 
     Returns:
         The selection, with its origin for display.
@@ -106,14 +174,17 @@ def job_selection(environ: Mapping[str, str] = os.environ, *, whole_node: bool =
     """
     if whole_node:
         return GpuSelection(True, None, None, "whole node (--whole-node)")
-    cuda = environ.get("CUDA_VISIBLE_DEVICES")
-    if cuda is not None:
-        return _from_cuda(cuda, environ.get("CUDA_DEVICE_ORDER", ""))
-    for name in _SLURM_VARS:
-        value = environ.get(name)
-        if value is not None:
-            return _from_slurm(name, value)
-    return GpuSelection(False, None, None, "all visible GPUs (no CUDA_VISIBLE_DEVICES or SLURM allocation)")
+    for rule in rules:
+        selection = rule.select(environ)
+        if selection is not None:
+            return selection
+    names = " or ".join(_variables(rules)) or "visibility rule"
+    return GpuSelection(False, None, None, f"all visible GPUs (no {names})")
+
+
+def _variables(rules: Sequence[Visibility]) -> list[str]:
+    """How the rules are named in the origin of a selection none of them made."""
+    return ["SLURM allocation" if isinstance(r, SlurmGpus) else getattr(r, "variable", "") for r in rules]
 
 
 def _normalise(uuid: str) -> str:
@@ -122,8 +193,9 @@ def _normalise(uuid: str) -> str:
     return lowered if lowered.startswith(("gpu-", "mig-")) else f"gpu-{lowered}"
 
 
-def _from_cuda(value: str, device_order: str) -> GpuSelection:
-    origin = f"CUDA_VISIBLE_DEVICES={value}"
+def _from_list(rule: VisibleDevices, value: str, in_pci_order: bool) -> GpuSelection:
+    """The selection `value` of `rule`'s variable makes (CUDA's rules; see the module docstring)."""
+    origin = f"{rule.variable}={value}"
     if value.strip() in ("", _NO_DEVICES):
         return GpuSelection(False, frozenset(), frozenset(), origin)
     indices: set[int] = set()
@@ -135,13 +207,13 @@ def _from_cuda(value: str, device_order: str) -> GpuSelection:
             indices.add(int(entry))
         elif entry.lower().startswith(("gpu-", "mig-")) or _HEX_UUID.match(entry.lower()):
             uuids.add(_mig_parent(_normalise(entry)))
-        else:  # CUDA ignores this entry and everything after it
-            notes.append(f"CUDA_VISIBLE_DEVICES stops at invalid entry {entry!r}, as CUDA does")
+        else:  # the runtime ignores this entry and everything after it
+            notes.append(f"{rule.variable} stops at invalid entry {entry!r}, as CUDA does")
             break
-    if indices and device_order != "PCI_BUS_ID":
+    if indices and not in_pci_order:
         notes.append(
             "indices are matched in NVML's PCI bus order; CUDA numbers fastest-first unless "
-            "CUDA_DEVICE_ORDER=PCI_BUS_ID: on a node of mixed GPUs set it, or list UUIDs"
+            f"{rule.order_variable}={rule.pci_order}: on a node of mixed GPUs set it, or list UUIDs"
         )
     if any(entry.startswith("mig-") for entry in uuids):
         notes.append("MIG instances have no power sensor: their whole parent GPU is measured")

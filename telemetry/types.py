@@ -4,8 +4,64 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import StrEnum
 
 from wattlog.records import Kind, Source
+
+
+class Vendor(StrEnum):
+    """Who made an accelerator: the backend that reads it and the profile its band comes from."""
+
+    NVIDIA = "nvidia"
+    AMD = "amd"
+    INTEL = "intel"
+    HABANA = "habana"  # Intel Gaudi
+
+    @property
+    def label(self) -> str:
+        """The vendor's name as notes and tables show it."""
+        return {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "habana": "Intel Gaudi"}[self.value]
+
+
+@dataclass(frozen=True, slots=True)
+class SensorProfile:
+    """How one board family's power sensor behaves; the band reads it (telemetry.uncertainty).
+
+    Loaded from the backend's data file, each number with its source (`sources`).
+
+    Attributes:
+        family: Key of the family in its data file ("nvidia-hopper", "unknown").
+        label: Human name, shown beside the band ("NVIDIA Hopper (H100, H200)").
+        gain_low: Lowest relative gain error of the family's boards (-0.095: reads 9.5 % low).
+        gain_high: Highest relative gain error.
+        observed_fraction: Share of each publication period a power value averages (0, 1].
+        publication_period_s: How often the sensor publishes a new power value, seconds.
+        instant_power: Whether an instantaneous power reading exists (else only an average).
+        average_window_s: Window of the averaged power reading, seconds (None: not averaged).
+        counter_unit: Unit of the energy counter ("mJ"), "" if the family has none.
+        counter_range_mj: Value at which the counter wraps, mJ (None: never in practice).
+        counter_integrates_true: Whether the counter integrates true power (None: not known).
+        known: False for the wide profile given to a board no data file describes.
+        sources: (field, where its number comes from), one per number.
+    """
+
+    family: str
+    label: str
+    gain_low: float
+    gain_high: float
+    observed_fraction: float
+    publication_period_s: float
+    instant_power: bool = True
+    average_window_s: float | None = None
+    counter_unit: str = ""
+    counter_range_mj: float | None = None
+    counter_integrates_true: bool | None = None
+    known: bool = True
+    sources: tuple[tuple[str, str], ...] = ()
+
+    def source(self, name: str) -> str:
+        """Where the number in field `name` comes from ("" if the data file names none)."""
+        return dict(self.sources).get(name, "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +78,9 @@ class DeviceInfo:
         power_limit_w: Enforced power limit, if known; bounds gap estimates.
         index: Index as the driver numbers it (NVML index), if any.
         note: How it is read, e.g. "power from NVML_FI_DEV_POWER_INSTANT".
+        vendor: Who made the accelerator (None for host zones and hand-built devices).
+        profile: How its sensor behaves, from its backend's data file (None: the band's default
+            for its kind, see telemetry.uncertainty.BandModel).
     """
 
     uuid: str
@@ -33,6 +92,8 @@ class DeviceInfo:
     power_limit_w: float | None = None
     index: int | None = None
     note: str = ""
+    vendor: Vendor | None = None
+    profile: SensorProfile | None = None
 
 
 @dataclass(frozen=True, slots=True)

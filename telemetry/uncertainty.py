@@ -2,6 +2,12 @@
 
 True energy is bracketed by three independent effects, composed in this order:
 
+The numbers that depend on the sensor (gain range, observed fraction,
+publication period, whether the counter integrates true power) come from the
+device's sensor profile (DeviceInfo.profile, loaded by its backend from its
+data file with sources); a GPU that carries none gets BandModel's own fields,
+NVIDIA's numbers (telemetry/sensors/nvidia.toml) unless set otherwise.
+
 1. Calibration. NVIDIA boards read power with a gain error: Yang, Adamek and
    Armour (SC24, "Accurate and Convenient Energy Measurements for GPUs: A
    Detailed Study of NVIDIA GPU's Built-In Power Sensor") measured -9.5 % to
@@ -62,6 +68,7 @@ once 100 new publications or 10 s of counter comparison have come in.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -69,7 +76,13 @@ from dataclasses import dataclass, field
 
 from wattlog.errors import ConfigError
 from wattlog.records import Kind, Source
-from wattlog.telemetry.types import DeviceInfo
+from wattlog.telemetry.sensors.profiles import check_profile, load_table
+from wattlog.telemetry.types import DeviceInfo, SensorProfile
+
+
+def _gpu_default() -> SensorProfile:
+    """The profile of a GPU that carries none: NVIDIA's default family, as wattlog always assumed."""
+    return load_table("nvidia.toml").default
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,18 +149,21 @@ class BandModel:
         ConfigError: On construction, if a range is inverted or a fraction is out of (0, 1].
     """
 
-    gain_low: float = -0.095
-    """Lowest board gain error (SC24, Yang, Adamek, Armour: -9.5 %)."""
-    gain_high: float = 0.064
-    """Highest board gain error (SC24: +6.4 %)."""
+    gain_low: float = field(default_factory=lambda: _gpu_default().gain_low)
+    """Lowest board gain error of a GPU without a profile (nvidia.toml: SC24, -9.5 %)."""
+    gain_high: float = field(default_factory=lambda: _gpu_default().gain_high)
+    """Highest board gain error of a GPU without a profile (nvidia.toml: SC24, +6.4 %)."""
     other_gain_rel: float = 0.05
     """Gain error assumed for non-GPU sensors (RAPL), +-."""
-    observed_fraction: float = 0.25
-    """Share of each publication period a GPU reading averages (25 ms of 100 ms on A100/H100)."""
-    publication_period_s: float = 0.1
-    """How often a GPU publishes a new power value."""
-    counter_integrates_true: bool | None = None
-    """Whether GPU counters integrate true power (None: unknown, so they get the sampling term)."""
+    observed_fraction: float = field(default_factory=lambda: _gpu_default().observed_fraction)
+    """Share of each publication period a reading of a GPU without a profile averages (25 ms of 100 ms)."""
+    publication_period_s: float = field(default_factory=lambda: _gpu_default().publication_period_s)
+    """How often a GPU without a profile publishes a new power value."""
+    counter_integrates_true: bool | None = field(
+        default_factory=lambda: _gpu_default().counter_integrates_true
+    )
+    """Whether the counters of GPUs without a profile integrate true power (None: unknown, so they
+    get the sampling term)."""
     z: float = 3.0
     """Standard errors of the partial-observation term."""
     floor_rel: float = 0.005
@@ -163,14 +179,33 @@ class BandModel:
     """Band of estimated sources, +-."""
     calibrations: Mapping[str, Calibration] = field(default_factory=dict)
     """Per-device calibration against a meter, by UUID."""
+    _gpu: SensorProfile = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not self.gain_low < 0 < self.gain_high or self.gain_low <= -1:
-            raise ConfigError(f"need -1 < gain_low < 0 < gain_high, got {self.gain_low}, {self.gain_high}")
-        if not 0 < self.observed_fraction <= 1:
-            raise ConfigError(f"observed_fraction must be in (0, 1], got {self.observed_fraction}")
-        if self.publication_period_s <= 0 or self.z < 0 or self.floor_rel < 0:
-            raise ConfigError("publication_period_s must be > 0, z and floor_rel >= 0")
+        if self.z < 0 or self.floor_rel < 0:
+            raise ConfigError(f"z and floor_rel must be >= 0, got {self.z}, {self.floor_rel}")
+        self._gpu = check_profile(
+            dataclasses.replace(
+                _gpu_default(),
+                family="band-default",
+                gain_low=self.gain_low,
+                gain_high=self.gain_high,
+                observed_fraction=self.observed_fraction,
+                publication_period_s=self.publication_period_s,
+                counter_integrates_true=self.counter_integrates_true,
+            )
+        )
+
+    @property
+    def gpu_profile(self) -> SensorProfile:
+        """The profile a GPU without one gets: this model's gain, fraction, period and counter fields."""
+        return self._gpu
+
+    def profile(self, device: DeviceInfo) -> SensorProfile | None:
+        """The sensor profile `device`'s band reads: its own, else this model's for a GPU, else None."""
+        if device.profile is not None:
+            return device.profile
+        return self._gpu if device.kind is Kind.GPU else None
 
     def calibrated_j(self, device: DeviceInfo, raw_j: float) -> float:
         """`raw_j` with the device's calibration factor applied (unchanged if uncalibrated)."""
@@ -178,8 +213,9 @@ class BandModel:
         return raw_j * cal.factor if cal is not None else raw_j
 
     def fraction_seen(self, device: DeviceInfo) -> float:
-        """Share of the time the device's power readings observe (1 for non-GPU sensors)."""
-        return self.observed_fraction if device.kind is Kind.GPU else 1.0
+        """Share of the time the device's power readings observe (1 for a sensor without a profile: RAPL)."""
+        profile = self.profile(device)
+        return profile.observed_fraction if profile is not None else 1.0
 
     def band(self, device: DeviceInfo, x: BandInputs) -> tuple[float, float]:
         """(low_j, high_j) that true energy lies in, for `device` and the span `x` describes."""
@@ -191,12 +227,14 @@ class BandModel:
         gap_j = x.gap_s * x.p_max_w
         if device.source is Source.ESTIMATED:
             return Band(x.energy_j * (1 - self.estimated_rel), x.energy_j * (1 + self.estimated_rel) + gap_j)
-        lo_f, hi_f = self._calibration(device)
-        f = self.fraction_seen(device)
-        trusted = x.from_counter and (self.counter_integrates_true or x.counter_true)
+        profile = self.profile(device)
+        lo_f, hi_f = self._calibration(device, profile)
+        f = profile.observed_fraction if profile is not None else 1.0
+        integrates_true = profile is not None and profile.counter_integrates_true is True
+        trusted = x.from_counter and (integrates_true or x.counter_true)
         po = random = 0.0
         if f < 1 and trusted:
-            po = 0.0 if self.counter_integrates_true else self.floor_rel
+            po = 0.0 if integrates_true else self.floor_rel
         elif f < 1 and x.alias_rel is not None:  # a repetition: a systematic error, bounded from the samples
             po = max(self.floor_rel, x.alias_rel)
         elif f < 1:
@@ -218,13 +256,13 @@ class BandModel:
         n_eff = max(publications / self.correlated_publications, 1.0)
         return min(self.floor_rel + self.z * cv / math.sqrt(n_eff), 1.0)
 
-    def _calibration(self, device: DeviceInfo) -> tuple[float, float]:
+    def _calibration(self, device: DeviceInfo, profile: SensorProfile | None) -> tuple[float, float]:
         """Factors taking a reading to the lowest and highest truth it allows."""
         cal = self.calibrations.get(device.uuid)
         if cal is not None:
             return 1 - cal.uncertainty_rel, 1 + cal.uncertainty_rel
-        if device.kind is Kind.GPU:
-            return 1 / (1 + self.gain_high), 1 / (1 + self.gain_low)
+        if profile is not None:
+            return 1 / (1 + profile.gain_high), 1 / (1 + profile.gain_low)
         return 1 / (1 + self.other_gain_rel), 1 / (1 - self.other_gain_rel)
 
 

@@ -1,14 +1,44 @@
 """Sensor backends behind one Protocol (base.Sensor), one module per backend.
 
-- base: the Sensor protocol.
-- nvml: NVIDIA GPUs; powercap: RAPL CPU and DRAM; estimate: labelled CPU/DRAM model;
-  simulated (+ fake_pynvml, traces): the simulated GPU.
+- base: the Sensor protocol, and the Backend protocol of a vendor's accelerators.
+- backends: the registry of vendor backends discovery loops over (nvidia: NVIDIA today).
+- nvml (+ nvml_fields, nvidia.toml): NVIDIA GPUs; powercap: RAPL CPU and DRAM; estimate: labelled
+  CPU/DRAM model; simulated (+ fake_pynvml, traces): the simulated GPU.
+- profiles: sensor profiles per board family, from each backend's data file; unknown_board().
 - discovery: `discover()` probes them all and says why any was not used.
+
+Names are imported on first use: a module that needs only profiles loads no backend.
 """
 
 from __future__ import annotations
 
-from wattlog.telemetry.sensors.base import Sensor
-from wattlog.telemetry.sensors.discovery import Discovery, discover
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Discovery", "Sensor", "discover"]
+if TYPE_CHECKING:
+    from wattlog.telemetry.sensors.base import Backend, Sensor
+    from wattlog.telemetry.sensors.discovery import Discovery, discover
+
+_HOMES = {
+    "Backend": "wattlog.telemetry.sensors.base",
+    "Discovery": "wattlog.telemetry.sensors.discovery",
+    "Sensor": "wattlog.telemetry.sensors.base",
+    "discover": "wattlog.telemetry.sensors.discovery",
+}
+
+__all__ = ["Backend", "Discovery", "Sensor", "discover"]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    """Public names, for completion."""
+    return sorted(__all__)

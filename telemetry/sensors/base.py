@@ -1,10 +1,14 @@
-"""The one small Protocol every sensor backend implements."""
+"""The one small Protocol every sensor implements, and the one every vendor backend implements."""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
-from wattlog.telemetry.types import DeviceInfo, Reading
+from wattlog.clock import Clock
+from wattlog.telemetry.selection import GpuSelection
+from wattlog.telemetry.types import DeviceInfo, Reading, Vendor
 
 
 @runtime_checkable
@@ -27,4 +31,47 @@ class Sensor(Protocol):
 
     def close(self) -> None:
         """Release the backend (nvmlShutdown, file handles)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeOptions:
+    """What discovery hands every vendor backend's probe.
+
+    Attributes:
+        clock: The sampler's clock (driver timestamps are put on it); None: the system clock.
+        slow_period_s: How often slow metrics (utilisation, temperature, memory, power limit) are read.
+        modules: Vendor library modules by import name ("pynvml"), e.g. a simulated one for tests;
+            a backend imports the real one for a name not given.
+    """
+
+    clock: Clock | None = None
+    slow_period_s: float = 1.0
+    modules: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """One vendor's accelerators: which of them a process sees, and a Sensor that reads them.
+
+    Discovery loops over the registered backends (discovery.GPU_BACKENDS); everything a
+    vendor does differently (its library, its visibility variables, its sensor profiles)
+    stays inside its backend.
+    """
+
+    @property
+    def vendor(self) -> Vendor:
+        """Who made the accelerators; notes on screen start with its name."""
+        ...
+
+    def visibility(self, environ: Mapping[str, str], *, whole_node: bool = False) -> GpuSelection:
+        """The job's accelerators by this vendor's rules (its runtime's variables, SLURM's binding).
+
+        Raises:
+            ConfigError: A visibility variable is set but cannot be read without guessing.
+        """
+        ...
+
+    def probe(self, selection: GpuSelection, options: ProbeOptions) -> Sensor | str:
+        """A Sensor with at least one of the selected accelerators, or one line saying why not."""
         ...

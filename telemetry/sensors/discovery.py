@@ -1,13 +1,17 @@
-"""Pick the sensors this machine has: NVIDIA GPUs, RAPL for CPU and DRAM, else the estimate.
+"""Pick the sensors this machine has: each registered vendor's GPUs, RAPL for CPU and DRAM, else the estimate.
 
-A function, not a registry: the caller (the agent, `wattlog sensors`) composes
-what it returns. Every backend that is not used leaves one line saying why, so
-"no NVIDIA driver" is a note on screen, never a traceback.
+Accelerators come from the vendor backends in GPU_BACKENDS (NVIDIA today), each
+probed with the job's selection by its own visibility rules; the host backends
+(RAPL powercap, then the CPU/DRAM estimate for what RAPL does not measure)
+follow. A function, not a global: the caller (the agent, `wattlog sensors`)
+composes what it returns. Every backend that is not used leaves one line
+saying why, so "no NVIDIA driver" is a note on screen, never a traceback.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,14 +19,17 @@ from typing import Any
 from wattlog.clock import Clock
 from wattlog.errors import SensorError
 from wattlog.records import Kind
-from wattlog.telemetry.selection import GpuSelection, job_selection
-from wattlog.telemetry.sensors.base import Sensor
+from wattlog.telemetry.selection import GpuSelection
+from wattlog.telemetry.sensors.base import Backend, ProbeOptions, Sensor
 from wattlog.telemetry.sensors.estimate import EstimateConfig, EstimateSensor
-from wattlog.telemetry.sensors.nvml import NvmlSensor
+from wattlog.telemetry.sensors.nvidia import NvidiaBackend
 from wattlog.telemetry.sensors.powercap import PowercapSensor
 from wattlog.telemetry.types import DeviceInfo
 
 _HOST_KINDS = (Kind.CPU, Kind.DRAM)
+
+GPU_BACKENDS: tuple[Callable[[], Backend], ...] = (NvidiaBackend,)
+"""The registered vendor backends, in the order discovery probes them (a UUID is measured once)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,11 +63,14 @@ def discover(
     extra: Sequence[Sensor] = (),
     clock: Clock | None = None,
     slow_period_s: float = 1.0,
+    backends: Sequence[Backend] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Discovery:
     """Probe every backend and keep those that answer.
 
     Args:
-        selection: The job's GPUs (default: from this process's environment).
+        selection: The job's GPUs, for every vendor (default: each backend's own visibility
+            rules read from `environ`).
         nvml: A pynvml-compatible module (default: the real one; tests pass the simulated one).
         powercap_root: The powercap tree to read RAPL from.
         estimate: Constants of the CPU/DRAM estimate (default EstimateConfig()); it
@@ -69,33 +79,54 @@ def discover(
         clock: The sampler's clock (NVML field timestamps are put on it).
         slow_period_s: How often slow metrics (GPU utilisation, temperature, memory, power
             limit; the CPU estimate's utilisation) are read.
+        backends: The vendor backends to probe (default: one of each in GPU_BACKENDS).
+        environ: The environment visibility is read from (default: this process's).
 
     Returns:
         The sensors, their devices and the notes on what was not used.
     """
-    selection = selection or job_selection()
+    options = ProbeOptions(clock, slow_period_s, {"pynvml": nvml} if nvml is not None else {})
     found = _Found()
-    gpus = found.probe(
-        "NVIDIA", NvmlSensor(nvml=nvml, include=selection.includes, clock=clock, slow_period_s=slow_period_s)
-    )
-    if gpus == []:
-        why = (
-            "the driver lists no GPU" if selection.selects_all else f"no GPU of this job ({selection.origin})"
-        )
-        found.notes.append(f"NVIDIA: {why}")
+    selections = [
+        _probe_vendor(found, backend, selection, options, os.environ if environ is None else environ)
+        for backend in (backends if backends is not None else [make() for make in GPU_BACKENDS])
+    ]
+    _probe_host(found, powercap_root, estimate or EstimateConfig(), slow_period_s)
+    for sensor in extra:
+        found.probe(type(sensor).__name__, sensor)
+    shown = selection or (selections[0] if selections else GpuSelection(False, None, None, "no GPU backend"))
+    return Discovery(tuple(found.sensors), tuple(found.devices), tuple(found.notes), shown)
+
+
+def _probe_vendor(
+    found: _Found,
+    backend: Backend,
+    selection: GpuSelection | None,
+    options: ProbeOptions,
+    environ: Mapping[str, str],
+) -> GpuSelection:
+    """Add `backend`'s sensor (or a note why there is none); the selection it was probed with."""
+    label = backend.vendor.label
+    chosen = selection or backend.visibility(environ)
+    result = backend.probe(chosen, options)
+    if isinstance(result, str):
+        found.notes.append(f"{label}: {result}")
+    else:
+        found.probe(label, result)
+    return chosen
+
+
+def _probe_host(found: _Found, powercap_root: Path, config: EstimateConfig, slow_period_s: float) -> None:
+    """RAPL for CPU and DRAM, then the estimate for the kinds RAPL does not measure."""
     rapl = found.probe("RAPL", PowercapSensor(root=powercap_root)) or []
     measured = {device.kind for device in rapl}
     missing = [kind for kind in _HOST_KINDS if kind not in measured]
-    config = estimate or EstimateConfig()
     if missing and rapl:
         found.notes.append(f"RAPL has no {'/'.join(missing)} zone here (AMD has no DRAM domain)")
     if missing and config.enabled:
         found.probe("estimate", EstimateSensor(config, kinds=missing, utilisation_period_s=slow_period_s))
     elif missing:
         found.notes.append(f"estimate disabled: {'/'.join(missing)} not measured")
-    for sensor in extra:
-        found.probe(type(sensor).__name__, sensor)
-    return Discovery(tuple(found.sensors), tuple(found.devices), tuple(found.notes), selection)
 
 
 class _Found:

@@ -37,7 +37,8 @@ from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, DeviceLost, NotSupported, SensorError, SensorUnavailable
 from wattlog.records import Kind, Source
 from wattlog.telemetry.publications import PublicationPeriod
-from wattlog.telemetry.types import DeviceInfo, Reading
+from wattlog.telemetry.sensors.profiles import load_table
+from wattlog.telemetry.types import DeviceInfo, Reading, Vendor
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ _INTERVALS_NEEDED = 5
 # nothing, since values are integrated on the driver's own times, not on when they were read.
 _PACE_MARGIN_S = 0.002
 _NVML_TEMPERATURE_GPU = 0
+_PROFILES = "nvidia.toml"  # the board families' sensor profiles, beside this module
 _POWER_INSTANT = "power: NVML_FI_DEV_POWER_INSTANT"
 _POWER_AVERAGE = "power: nvmlDeviceGetPowerUsage (1 s average on Ampere+)"
 _ENERGY_COUNTER = "energy: nvmlDeviceGetTotalEnergyConsumption"
@@ -244,6 +246,7 @@ class NvmlSensor:
                 else "no energy counter",
             ]
             source = Source.COUNTER if state.has_counter else Source.SAMPLED
+            profile = load_table(_PROFILES).for_board(name)
             if simulated:
                 source, notes = Source.SIMULATED, ["simulated (fake pynvml)", *notes]
             found.append(
@@ -253,10 +256,12 @@ class NvmlSensor:
                     kind=Kind.GPU,
                     source=source,
                     has_counter=state.has_counter,
-                    counter_range_mj=None,  # unsigned 64-bit millijoules: never wraps in practice
+                    counter_range_mj=profile.counter_range_mj,
                     power_limit_w=self._power_limit_w(handle),
                     index=index,
                     note="; ".join(notes),
+                    vendor=Vendor.NVIDIA,
+                    profile=profile,
                 )
             )
         self._devices = found

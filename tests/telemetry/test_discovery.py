@@ -1,17 +1,21 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from wattlog.clock import FakeClock
 from wattlog.records import Kind, Source
-from wattlog.telemetry.selection import job_selection
+from wattlog.telemetry.selection import GpuSelection, VisibleDevices, job_selection
 from wattlog.telemetry.sensors import discover
-from wattlog.telemetry.sensors.discovery import Discovery
+from wattlog.telemetry.sensors.base import Backend, ProbeOptions, Sensor
+from wattlog.telemetry.sensors.discovery import GPU_BACKENDS, Discovery
 from wattlog.telemetry.sensors.estimate import CPU_UUID, DRAM_UUID, EstimateConfig
 from wattlog.telemetry.sensors.fake_pynvml import FakeNvml
-from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+from wattlog.telemetry.sensors.simulated import SimulatedGpu, SimulatedSensor, simulated_gpus
+from wattlog.telemetry.sensors.traces import ConstantTrace
+from wattlog.telemetry.types import Vendor
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "powercap"
 ALL = job_selection({})
@@ -100,3 +104,51 @@ def test_simulated_only_machine(tmp_path: Path, n: int) -> None:
         extra=[SimulatedSensor(simulated_gpus(n))],
     )
     assert [d.source for _, d in found.devices].count(Source.SIMULATED) == n
+
+
+class _OtherVendor:
+    """A second vendor's backend: its own visibility variable, simulated GPUs as its sensor."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.probed_with: list[str] = []
+
+    @property
+    def vendor(self) -> Vendor:
+        return Vendor.AMD
+
+    def visibility(self, environ: Mapping[str, str], *, whole_node: bool = False) -> GpuSelection:
+        return job_selection(
+            environ, whole_node=whole_node, rules=(VisibleDevices("HIP_VISIBLE_DEVICES", ""),)
+        )
+
+    def probe(self, selection: GpuSelection, options: ProbeOptions) -> Sensor | str:
+        self.probed_with.append(selection.origin)
+        if not self.n:
+            return "no amdsmi here"
+        gpus = [
+            SimulatedGpu(f"GPU-amd-{i:04d}", "AMD Instinct (simulated)", ConstantTrace(300.0))
+            for i in range(self.n)
+        ]
+        return SimulatedSensor([g for i, g in enumerate(gpus) if selection.includes(i, g.uuid)])
+
+
+def test_discovery_loops_over_the_registered_backends_each_with_its_own_visibility(tmp_path: Path) -> None:
+    other = _OtherVendor(3)
+    environ = {"CUDA_VISIBLE_DEVICES": "0", "HIP_VISIBLE_DEVICES": "1,2"}
+    backends = [*(make() for make in GPU_BACKENDS), other]
+    found = discover(nvml=_nvml(2), powercap_root=tmp_path / "none", backends=backends, environ=environ)
+    assert _uuids(found)[:3] == ["GPU-sim-0000", "GPU-amd-0001", "GPU-amd-0002"]
+    assert other.probed_with == ["HIP_VISIBLE_DEVICES=1,2"]
+    assert found.selection.origin == "CUDA_VISIBLE_DEVICES=0"
+
+
+def test_a_backend_that_finds_nothing_leaves_a_note_named_by_its_vendor(tmp_path: Path) -> None:
+    found = discover(ALL, nvml=_nvml(1), powercap_root=DATA / "intel", backends=[_OtherVendor(0)])
+    assert found.notes == ("AMD: no amdsmi here",)
+    assert all(device.kind is not Kind.GPU for _, device in found.devices)
+
+
+def test_nvidia_is_the_one_gpu_backend_registered() -> None:
+    assert [make().vendor for make in GPU_BACKENDS] == [Vendor.NVIDIA]
+    assert all(isinstance(make(), Backend) for make in GPU_BACKENDS)

@@ -3,7 +3,14 @@ from __future__ import annotations
 import pytest
 
 from wattlog.errors import ConfigError
-from wattlog.telemetry.selection import GpuSelection, job_selection
+from wattlog.telemetry.selection import (
+    NVIDIA_VISIBILITY,
+    GpuSelection,
+    SlurmGpus,
+    VisibleDevices,
+    job_selection,
+)
+from wattlog.telemetry.sensors.nvidia import NvidiaBackend
 
 UUID_A = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6"
 UUID_B = "GPU-1f2e3d4c-0000-1111-2222-333344445555"
@@ -105,3 +112,23 @@ def test_selection_is_frozen_data() -> None:
     assert isinstance(selection, GpuSelection)
     with pytest.raises(AttributeError):
         selection.whole_node = True  # type: ignore[misc]
+
+
+def test_a_vendor_adds_its_own_visibility_variable_before_slurms() -> None:
+    hip = (VisibleDevices("HIP_VISIBLE_DEVICES", ""), SlurmGpus())
+    selection = job_selection(
+        {"HIP_VISIBLE_DEVICES": "1", "CUDA_VISIBLE_DEVICES": "0", "SLURM_JOB_GPUS": "3"}, rules=hip
+    )
+    assert selection.origin == "HIP_VISIBLE_DEVICES=1"
+    assert selection.includes(1, UUID_A) and not selection.includes(0, UUID_A)
+    assert selection.notes == ()  # no device-order variable: the runtime's order is the driver's
+    assert job_selection({"SLURM_JOB_GPUS": "3"}, rules=hip).origin == "SLURM_JOB_GPUS=3"
+    assert job_selection({"CUDA_VISIBLE_DEVICES": "0"}, rules=hip).describe() == (
+        "measuring all visible GPUs (no HIP_VISIBLE_DEVICES or SLURM allocation)"
+    )
+
+
+def test_nvidias_rules_are_the_default() -> None:
+    environ = {"CUDA_VISIBLE_DEVICES": "0,2", "SLURM_JOB_GPUS": "3"}
+    assert job_selection(environ) == job_selection(environ, rules=NVIDIA_VISIBILITY)
+    assert NvidiaBackend().visibility(environ) == job_selection(environ)
