@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -114,3 +118,25 @@ def test_sample_nodes_from_flag_or_environment() -> None:
             sample_nodes_from({"WATTLOG_SAMPLE_NODES": bad})
     job = job_identity({"SLURM_NNODES": "16", "SLURM_NODEID": "4"}, host="x")
     assert job.measured(4) and not job.measured(3) and job.measured(None)
+
+
+def test_importing_the_environment_parser_loads_no_sampler_sensor_or_psutil() -> None:
+    """wattlog.telemetry.job parses SLURM's environment: the package around it must not load the rest."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import wattlog.telemetry.job"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    loaded = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line]
+    assert "wattlog.telemetry.job" in loaded
+    heavy = [
+        name
+        for name in loaded
+        if name.split(".")[0] == "psutil"
+        or name.startswith(
+            ("wattlog.telemetry.sensors", "wattlog.telemetry.sampler", "wattlog.telemetry.integrator")
+        )
+    ]
+    assert heavy == []
