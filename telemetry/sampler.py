@@ -258,12 +258,38 @@ class Sampler:
         self._thread.start()
         return self
 
-    def stop(self, timeout_s: float = 5.0) -> None:
-        """Ask the loop to stop and join the thread (it notices within max(period, 150 ms))."""
+    def stop(self, timeout_s: float = 5.0) -> bool:
+        """Ask the loop to stop and join the thread (it notices within max(period, 150 ms)).
+
+        A read that blocks (NVML on a faulted GPU can hold a call for tens of seconds)
+        keeps the thread alive past `timeout_s`: that is logged as a warning naming the
+        thread, the thread stays referenced (`running` stays True), and a later stop()
+        joins it again.
+
+        Returns:
+            True if the thread has stopped (or never ran), False if it is still running.
+        """
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-            self._thread = None
+        thread = self._thread
+        if thread is None:
+            return True
+        thread.join(timeout_s)
+        if thread.is_alive():
+            logger.warning(
+                "sampler thread %r still running %.1f s after stop (a sensor read is blocked); "
+                "its readings after this are not integrated",
+                thread.name,
+                timeout_s,
+            )
+            return False
+        self._thread = None
+        return True
+
+    @property
+    def running(self) -> bool:
+        """Whether the background thread is alive; never waits (stats() waits for a tick to end)."""
+        thread = self._thread
+        return thread is not None and thread.is_alive()
 
     def __enter__(self) -> Sampler:
         return self.start()
@@ -291,7 +317,7 @@ class Sampler:
                 lateness_p50_s=_percentile(recent, 0.50),
                 lateness_p99_s=_percentile(recent, 0.99),
                 lateness_max_s=self._lateness_max_s,
-                running=self._thread is not None and self._thread.is_alive(),
+                running=self.running,
                 thread_cpu_s=self._cpu_s,
                 idle_ticks_total=self._idle_ticks,
             )

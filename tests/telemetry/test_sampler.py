@@ -274,3 +274,32 @@ def test_stop_is_noticed_at_once_while_nothing_is_due_for_an_hour() -> None:
     # the deadlines slept through until the stop are ticks: the achieved period is still 25 ms
     assert stats.samples_total >= 5 and stats.idle_ticks_total == stats.samples_total - 1
     assert stats.achieved_period_s == pytest.approx(0.025, rel=1e-6)
+
+
+def test_stop_reports_and_logs_a_thread_held_by_a_blocked_read(caplog: pytest.LogCaptureFixture) -> None:
+    release = threading.Event()
+    reading = threading.Event()
+
+    class Stuck(ScriptedSensor):
+        def read(self, device: DeviceInfo, t_s: float) -> Reading:
+            reading.set()
+            release.wait(10.0)  # a driver call that does not return
+            return super().read(device, t_s)
+
+    sampler = Sampler(
+        [Stuck(["a"])], ListSink(), period_s=0.025, clock=SystemClock(), name="wattlog-sampler-test"
+    )
+    sampler.start()
+    assert reading.wait(5.0)
+    with caplog.at_level("WARNING", logger="wattlog.telemetry.sampler"):
+        stopped = sampler.stop(timeout_s=0.1)
+    assert stopped is False
+    assert sampler.running  # stats() would wait for the blocked tick to end
+    assert any("wattlog-sampler-test" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
+    release.set()
+    assert sampler.stop(timeout_s=5.0) is True
+    assert not sampler.running and not sampler.stats().running
+
+
+def test_stop_of_a_sampler_that_never_ran_is_true() -> None:
+    assert Sampler([ScriptedSensor(["a"])], ListSink()).stop() is True
