@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from wattlog.clock import Clock, SystemClock
-from wattlog.records import EnergyInterval, Gap
+from wattlog.records import EnergyFigure, EnergyInterval, Gap
 from wattlog.telemetry.publications import PublicationPeriod
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, Reading, SensorProfile
 from wattlog.telemetry.uncertainty import (
@@ -86,13 +86,26 @@ class EdgeMark:
 
 @dataclass(frozen=True, slots=True)
 class WindowDevice:
-    """Energy of one device between two edges, with its band and the unmeasured seconds inside."""
+    """One device between two edges: its energy figure (edge uncertainty in the band), unmeasured seconds."""
 
     device: DeviceInfo
-    energy_j: float
-    low_j: float
-    high_j: float
+    figure: EnergyFigure
     gap_s: float
+
+    @property
+    def energy_j(self) -> float:
+        """Best estimate, joules."""
+        return self.figure.energy_j
+
+    @property
+    def low_j(self) -> float:
+        """Lower end of the band, joules."""
+        return self.figure.low_j
+
+    @property
+    def high_j(self) -> float:
+        """Upper end of the band, joules."""
+        return self.figure.high_j
 
 
 @dataclass(frozen=True, slots=True)
@@ -460,15 +473,10 @@ class Integrator:
                 p_max = d.p_max_w()
                 energy_j = core_j + b.tail_j - a.tail_j
                 # the tails are power x time: the truth of each lies in [0, P_max x its length]
-                out.append(
-                    WindowDevice(
-                        d.info,
-                        energy_j,
-                        low - p_max * a.tail_s,
-                        high + p_max * b.tail_s,
-                        b.totals.gap_s - a.totals.gap_s,
-                    )
+                figure = EnergyFigure(
+                    d.info.kind, d.info.source, energy_j, low - p_max * a.tail_s, high + p_max * b.tail_s
                 )
+                out.append(WindowDevice(d.info, figure, b.totals.gap_s - a.totals.gap_s))
         return out
 
     def uses_counter(self, device_uuid: str) -> bool:
@@ -586,12 +594,19 @@ class Integrator:
 
     def _energy(self, d: _Device, now: float) -> DeviceEnergy:
         tot = self._totals(d, now)
-        low, high = self._band.band(d.info, self._inputs(d, tot, _Totals()))
+        band = self._band.band_parts(d.info, self._inputs(d, tot, _Totals()))
+        figure = EnergyFigure(
+            d.info.kind,
+            d.info.source,
+            tot.energy_j,
+            band.low_j,
+            band.high_j,
+            band.random_low_j,
+            band.random_high_j,
+        )
         return DeviceEnergy(
             device=d.info,
-            energy_j=tot.energy_j,
-            low_j=low,
-            high_j=high,
+            figure=figure,
             power_w=d.last_power_w,
             samples=d.samples,
             gap_count=d.gap_count,

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
-from wattlog.records import Kind, Source
+from wattlog.records import EnergyFigure, Kind, Source
 
 
 class Vendor(StrEnum):
@@ -128,14 +128,13 @@ class Reading:
 class DeviceEnergy:
     """Cumulative energy of one device since the agent started (what scrapes and CLIs show).
 
-    The band [low_j, high_j] is the honest uncertainty of energy_j against true
-    power: sensor calibration, partial observation, and gaps.
+    The figure's band [low_j, high_j] is the honest uncertainty of its energy against
+    true power: sensor calibration, partial observation, and gaps; its kind and source
+    are the device's.
 
     Attributes:
         device: The device.
-        energy_j: Best estimate, joules.
-        low_j: Lower end of the uncertainty band, joules.
-        high_j: Upper end of the uncertainty band, joules.
+        figure: The energy, its band and the band's random part, joules.
         power_w: Latest power reading, watts (None if the device gives none).
         samples: Readings integrated.
         gap_count: Gaps recorded (failed reads, lost device, too long between readings).
@@ -145,15 +144,28 @@ class DeviceEnergy:
     """
 
     device: DeviceInfo
-    energy_j: float
-    low_j: float
-    high_j: float
+    figure: EnergyFigure
     power_w: float | None
     samples: int
     gap_count: int
     gap_s: float
     lost: bool = False
     notes: tuple[str, ...] = ()
+
+    @property
+    def energy_j(self) -> float:
+        """Best estimate, joules."""
+        return self.figure.energy_j
+
+    @property
+    def low_j(self) -> float:
+        """Lower end of the uncertainty band, joules."""
+        return self.figure.low_j
+
+    @property
+    def high_j(self) -> float:
+        """Upper end of the uncertainty band, joules."""
+        return self.figure.high_j
 
 
 def reading_problem(reading: Reading) -> str | None:

@@ -8,7 +8,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from wattlog.accounting.prometheus_energy import PrometheusError, energy_from_prometheus
-from wattlog.records import Kind, Source
+from wattlog.records import EnergyFigure, Kind, Source
 from wattlog.telemetry.exporter import EnergyCollector, serve
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo
 
@@ -23,7 +23,8 @@ def test_energy_of_a_window_matches_the_exporters_counter(servers) -> None:  # t
 
     def snapshot() -> list[DeviceEnergy]:
         energy_j = POWER_W * (time.time() - t0)  # a device drawing a constant 250 W
-        return [DeviceEnergy(gpu, energy_j, 0.95 * energy_j, 1.05 * energy_j, POWER_W, 1, 0, 0.0)]
+        figure = EnergyFigure(gpu.kind, gpu.source, energy_j, 0.95 * energy_j, 1.05 * energy_j)
+        return [DeviceEnergy(gpu, figure, POWER_W, 1, 0, 0.0)]
 
     registry = CollectorRegistry()
     registry.register(EnergyCollector(snapshot, host="node0"))

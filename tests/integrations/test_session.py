@@ -8,13 +8,15 @@ from typing import Any
 import pytest
 
 from wattlog.integrations.session import figures_of
-from wattlog.records import Kind, Source
+from wattlog.records import EnergyFigure, Kind, Source
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo
 
 
 def device(uuid: str, source: Source, energy_j: float) -> DeviceEnergy:
     info = DeviceInfo(uuid=uuid, name=uuid, kind=Kind.GPU, source=source, has_counter=True)
-    return DeviceEnergy(info, energy_j, energy_j, energy_j, 100.0, 10, 0, 0.0)
+    return DeviceEnergy(
+        info, EnergyFigure(info.kind, info.source, energy_j, energy_j, energy_j), 100.0, 10, 0, 0.0
+    )
 
 
 @dataclass

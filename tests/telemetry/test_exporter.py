@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pytest_httpserver import HTTPServer
 
 from wattlog.errors import ConfigError, WattlogError
-from wattlog.records import Kind, Source
+from wattlog.records import EnergyFigure, Kind, Source
 from wattlog.telemetry.exporter import (
     AgentStateCollector,
     EnergyCollector,
@@ -40,9 +40,7 @@ def snapshot() -> list[DeviceEnergy]:
     return [
         DeviceEnergy(
             GPU,
-            energy_j=1500.0,
-            low_j=1400.0,
-            high_j=1600.0,
+            figure=EnergyFigure(GPU.kind, GPU.source, 1500.0, 1400.0, 1600.0),
             power_w=300.0,
             samples=200,
             gap_count=1,
@@ -51,9 +49,7 @@ def snapshot() -> list[DeviceEnergy]:
         ),
         DeviceEnergy(
             CPU,
-            energy_j=250.0,
-            low_j=125.0,
-            high_j=375.0,
+            figure=EnergyFigure(CPU.kind, CPU.source, 250.0, 125.0, 375.0),
             power_w=None,
             samples=200,
             gap_count=0,
@@ -156,7 +152,16 @@ def test_each_scrape_reads_a_fresh_snapshot() -> None:
 
     def counting() -> list[DeviceEnergy]:
         calls.append(1)
-        return [DeviceEnergy(GPU, float(len(calls)), 0.0, 2.0 * len(calls), 1.0, 1, 0, 0.0)]
+        return [
+            DeviceEnergy(
+                GPU,
+                EnergyFigure(GPU.kind, GPU.source, float(len(calls)), 0.0, 2.0 * len(calls)),
+                1.0,
+                1,
+                0,
+                0.0,
+            )
+        ]
 
     reg = CollectorRegistry()
     reg.register(EnergyCollector(counting, "n"))
