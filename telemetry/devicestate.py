@@ -1,0 +1,212 @@
+"""What the integrator keeps per device: running sums, grouped by what they measure.
+
+A device's state is a handful of small records (its counter, its power
+readings, the span where both exist, the publications seen, its health and
+the lock analysis), so each integration step touches one of them; the
+integrator (telemetry.integrator) owns them and holds its lock around them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from wattlog.telemetry.publications import PublicationPeriod
+from wattlog.telemetry.types import DeviceInfo
+from wattlog.telemetry.uncertainty import PhaseLock, Repetition
+
+PUBLICATIONS_KEPT = 256  # recent distinct published values per device, for lock detection (>= 25 s)
+_INTERVALS_KEPT = 64  # recent times between the driver's publications, for its publication period
+_UPDATES_KEPT = 256  # recent counter updates (time, running joules, power then), to resolve window edges
+_GAP_PUBLICATIONS = 2.5  # driver-timed power: a stretch this many publication periods long is a gap
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """Running sums whose differences give an interval."""
+
+    energy_j: float = 0.0
+    sampled_j: float = 0.0
+    measured_s: float = 0.0
+    gap_s: float = 0.0
+    publications: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeMark:
+    """One device at one window edge: its running totals, and the tail since its last update.
+
+    Attributes:
+        t_s: The edge, monotonic seconds.
+        totals: Running sums up to the last counter update (or publication) before t_s.
+        tail_j: Energy from there to t_s, from the latest power reading (calibrated), joules.
+        tail_s: Length of that tail, seconds.
+    """
+
+    t_s: float
+    totals: Totals
+    tail_j: float
+    tail_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A failed read, queued in order with the readings (see Integrator.add)."""
+
+    device_uuid: str
+    t_s: float
+    reason: str
+    lost: bool
+
+
+@dataclass(slots=True)
+class CounterState:
+    """The hardware energy counter: its last value, the sum of its differences, resets and wraps."""
+
+    last_counter_mj: float | None = None
+    last_counter_t: float | None = None
+    counter_j: float = 0.0
+    start_counter_j: float = 0.0  # the sliver before the first value that is not ours
+    resets: int = 0
+    wraps: int = 0
+    bridged_s: float = 0.0  # stretches without reads that the counter's difference spans
+    updates: deque[tuple[float, float, float]] = field(default_factory=lambda: deque(maxlen=_UPDATES_KEPT))
+
+
+@dataclass(slots=True)
+class PowerState:
+    """The power readings: the last publication, their trapezoid, the driver's publication period."""
+
+    last_power_w: float | None = None
+    last_power_t: float | None = None
+    trapezoid_j: float = 0.0
+    start_sampled_j: float = 0.0
+    p_max_seen_w: float = 0.0
+    period: PublicationPeriod = field(default_factory=lambda: PublicationPeriod(_INTERVALS_KEPT, 5))
+    repeats: int = 0  # reads that repeated a publication
+
+
+@dataclass(slots=True)
+class Agreement:
+    """Counter and sampled energy over the span where both were clean, to compare them."""
+
+    both_counter_j: float = 0.0
+    both_trapezoid_j: float = 0.0
+    both_counter_s: float = 0.0
+    both_sampled_s: float = 0.0
+
+
+@dataclass(slots=True)
+class Publications:
+    """Statistics of the distinct published power values: count, mean, variance, successive differences."""
+
+    pub_n: int = 0
+    pub_mean: float = 0.0
+    pub_m2: float = 0.0
+    pub_d2: float = 0.0  # sum of squared differences of successive publications
+    recent: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=PUBLICATIONS_KEPT))
+
+    def add(self, power_t: float, power_w: float) -> None:
+        """Count one new publication."""
+        if self.recent:
+            self.pub_d2 += (power_w - self.recent[-1][1]) ** 2
+        self.recent.append((power_t, power_w))
+        self.pub_n += 1
+        delta = power_w - self.pub_mean
+        self.pub_mean += delta / self.pub_n
+        self.pub_m2 += delta * (power_w - self.pub_mean)
+
+    def cv(self) -> float:
+        """Variation of the power from one publication to the next, relative to the mean.
+
+        The von Neumann estimate, sqrt(mean squared successive difference / 2): what a
+        window of 25 ms in 100 ms can miss is the power's variation within ~100 ms,
+        not the slow swings (checkpoint stalls) that publications every 100 ms follow.
+        """
+        if self.pub_n < 2 or self.pub_mean <= 0:
+            return 0.0
+        return math.sqrt(self.pub_d2 / (2 * (self.pub_n - 1))) / self.pub_mean
+
+
+@dataclass(slots=True)
+class Health:
+    """Failed reads, loss and the gaps recorded for them."""
+
+    failure_reason: str | None = None
+    first_failure_t: float | None = None
+    lost_at: float | None = None
+    lost_reason: str = ""
+    gap_count: int = 0
+    closed_gap_s: float = 0.0
+
+
+@dataclass(slots=True)
+class LockState:
+    """What the repetition and phase-lock analysis found so far, and when it last looked."""
+
+    checked_at_pub: int = 0
+    checked_at_both_s: float = 0.0
+    lock: PhaseLock | None = None
+    repetition: Repetition | None = None
+    counter_true: bool = False  # the counter saw what the samples did not: it integrates true power
+
+
+@dataclass(slots=True)
+class DeviceState:
+    """Everything the integrator keeps for one device."""
+
+    info: DeviceInfo
+    last_t: float | None = None
+    samples: int = 0
+    measured_s: float = 0.0
+    limit_w: float | None = None
+    taken: Totals = field(default_factory=Totals)
+    counter: CounterState = field(default_factory=CounterState)
+    power: PowerState = field(default_factory=PowerState)
+    both: Agreement = field(default_factory=Agreement)
+    pubs: Publications = field(default_factory=Publications)
+    health: Health = field(default_factory=Health)
+    check: LockState = field(default_factory=LockState)
+
+    @property
+    def uses_counter(self) -> bool:
+        """Whether energy comes from the hardware counter (it has one and it answered)."""
+        return self.info.has_counter and self.counter.last_counter_mj is not None
+
+    def p_max_w(self) -> float:
+        """Bound on power while unobserved: the limit read, the declared limit, else the highest seen."""
+        return self.limit_w or self.info.power_limit_w or self.power.p_max_seen_w
+
+    def publication_period_s(self) -> float | None:
+        """Median time between the driver's publications (as Zeus infers it), once 5 are seen."""
+        return self.power.period.period_s
+
+    def max_read_spacing_s(self, max_gap_s: float) -> float:
+        """Longest stretch between reads that is not a gap: `max_gap_s`, or 2.5 publications of a
+        driver-timed device (a sampler may read it once per publication, not every tick)."""
+        median_s = self.power.period.median_s
+        return max_gap_s if median_s is None else max(max_gap_s, _GAP_PUBLICATIONS * median_s)
+
+    def cv(self) -> float:
+        """Variation of the power from one publication to the next (Publications.cv)."""
+        return self.pubs.cv()
+
+    def compare(self) -> tuple[float, float] | None:
+        """(sampled vs counter mean power, relative; the shorter of their spans in s), where both exist."""
+        both = self.both
+        if not (
+            self.uses_counter
+            and both.both_counter_j > 0
+            and both.both_counter_s > 0
+            and both.both_sampled_s > 0
+        ):
+            return None
+        counter_w = both.both_counter_j / both.both_counter_s
+        sampled_w = both.both_trapezoid_j / both.both_sampled_s
+        return sampled_w / counter_w - 1, min(both.both_counter_s, both.both_sampled_s)
+
+    def both_s(self) -> float:
+        """Seconds over which counter and samples have been compared."""
+        compared = self.compare()
+        return compared[1] if compared is not None else 0.0

@@ -1,0 +1,145 @@
+"""Repetition and phase-lock analysis of one device, from a copy of its state taken under the lock.
+
+The integrator copies what the analysis needs (`LockCheck.of`, holding its
+lock), runs `LockCheck.analyse` outside the lock (a few ms over 256
+publications), and folds the finding back in (`Finding.apply`, holding it
+again). See telemetry.uncertainty for what a repetition and a lock are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from wattlog.telemetry.devicestate import DeviceState
+from wattlog.telemetry.types import SensorProfile
+from wattlog.telemetry.uncertainty import (
+    BandModel,
+    PhaseLock,
+    Repetition,
+    analyse_repetition,
+    counter_disagreement,
+)
+
+_CHECK_EVERY_PUBLICATIONS = 100
+MIN_COMPARE_S = 10.0  # counter vs sampled compared only after this much common time
+_TRUST_COMPARE_S = 60.0  # span before a counter/samples difference proves a true-power counter
+
+
+def due(d: DeviceState, band: BandModel) -> bool:
+    """Whether `d` is partially observed and enough new publications or comparison came in."""
+    return band.fraction_seen(d.info) < 1 and (
+        d.pubs.pub_n - d.check.checked_at_pub >= _CHECK_EVERY_PUBLICATIONS
+        or d.both_s() - d.check.checked_at_both_s >= MIN_COMPARE_S
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """What one analysis found: the repetition, a lock, whether the counter integrates true power."""
+
+    pub_n: int
+    compared_s: float
+    repetition: Repetition | None
+    lock: PhaseLock | None
+    disagrees: bool
+
+    def apply(self, d: DeviceState) -> None:
+        """Fold the finding into `d` (the caller holds the integrator's lock); locks are sticky."""
+        check = d.check
+        check.checked_at_pub, check.checked_at_both_s = self.pub_n, self.compared_s
+        if self.repetition is not None and (
+            check.repetition is None or self.repetition.alias_rel >= check.repetition.alias_rel
+        ):
+            check.repetition = self.repetition  # the widest bound seen stays
+        check.counter_true = check.counter_true or self.disagrees
+        check.lock = check.lock or self.lock
+
+
+@dataclass(frozen=True, slots=True)
+class LockCheck:
+    """A copy of what the analysis of one device reads, so it runs outside the integrator's lock."""
+
+    recent: tuple[tuple[float, float], ...]
+    compared: tuple[float, float] | None
+    cv: float
+    pub_n: int
+    period_s: float | None
+    seen: Repetition | None
+
+    @classmethod
+    def of(cls, d: DeviceState) -> LockCheck:
+        """The copy, taken while the caller holds the lock."""
+        return cls(
+            tuple(d.pubs.recent),
+            d.compare(),
+            d.cv(),
+            d.pubs.pub_n,
+            d.publication_period_s(),
+            d.check.repetition,
+        )
+
+    def analyse(self, band: BandModel, profile: SensorProfile) -> Finding:
+        """Repetition and lock from the copy.
+
+        A repetition whose phases cover the load (harmless) only bounds the band; a lock is
+        flagged when that bound exceeds `BandModel.lock_rel`, or when the counter and the
+        samples disagree beyond sampling error (then the counter is trusted).
+        """
+        period_s = self.period_s or profile.publication_period_s
+        repetition = analyse_repetition(
+            [t for t, _ in self.recent],
+            [p for _, p in self.recent],
+            publication_period_s=period_s,
+            observed_fraction=profile.observed_fraction,
+        )
+        found: PhaseLock | None = None
+        if repetition is not None and repetition.alias_rel > band.lock_rel:
+            found = PhaseLock(
+                repetition.load_period_s,
+                repetition.score,
+                f"published power repeats at {repetition.phases} phases of the load, "
+                f"readings may be off by up to {repetition.alias_rel:.0%}",
+            )
+        disagrees = False
+        compared = self.compared
+        if compared is not None and compared[1] >= MIN_COMPARE_S:
+            # a disagreement within what a repetition seen so far may cause is no lock
+            aliasing = max((r.alias_rel for r in (repetition, self.seen) if r is not None), default=0.0)
+            expected = max(band.sampling_rel(self.cv, self.pub_n), aliasing, 0.02)
+            # a counter summing only the observed windows equals the samples: one that
+            # differs by more integrates true power, so aliasing does not touch its figure
+            disagrees = compared[1] >= _TRUST_COMPARE_S and abs(compared[0]) > band.counter_evidence_rel
+            rel = counter_disagreement(1.0, 1.0 + compared[0], expected)
+            if rel is not None:
+                # a locked window sees one phase: the load's period is then the publication period
+                found = found or PhaseLock(period_s, abs(rel), f"sampled {rel:+.0%} vs counter")
+        return Finding(self.pub_n, compared[1] if compared else 0.0, repetition, found, disagrees)
+
+
+def notes(d: DeviceState, profile: SensorProfile) -> tuple[str, ...]:
+    """The plain-language caveats of `d`'s figure: lock or repetition, comparison, counter events, loss."""
+    out: list[str] = []
+    if d.check.lock is not None:
+        out.append(d.check.lock.note(d.publication_period_s() or profile.publication_period_s))
+    elif d.check.repetition is not None:
+        out.append(d.check.repetition.note())
+    compared = d.compare()
+    if compared is not None:
+        rel, span_s = compared
+        out.append(f"counter vs sampled power over {span_s:.0f} s: sampled {rel:+.2%}")
+    period_s = d.publication_period_s()
+    if period_s is not None:
+        out.append(
+            f"power published every {period_s * 1e3:.0f} ms (the driver's timestamps); "
+            f"{d.power.repeats} of {d.samples} reads repeated a publication"
+        )
+    counter = d.counter
+    if counter.resets:
+        out.append(f"counter went backwards {counter.resets}x (reset): counted from the new value, never < 0")
+    if counter.wraps:
+        out.append(f"counter wrapped {counter.wraps}x at {d.info.counter_range_mj:g} mJ")
+    if counter.bridged_s:
+        out.append(f"{counter.bridged_s:.1f} s without readings bridged exactly by the counter")
+    if d.health.lost_at is not None:
+        out.append(f"lost: {d.health.lost_reason}")
+    return tuple(out)
