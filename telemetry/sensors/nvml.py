@@ -27,108 +27,41 @@ from __future__ import annotations
 
 import importlib
 import logging
-import math
 import struct
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, DeviceLost, NotSupported, SensorError, SensorUnavailable
 from wattlog.records import Kind, Source
-from wattlog.telemetry.publications import PublicationPeriod
+from wattlog.telemetry.sensors.nvml_fields import (
+    ENERGY_COUNTER,
+    ENERGY_FIELD,
+    FI_DEV_POWER_INSTANT,
+    FI_DEV_TOTAL_ENERGY_CONSUMPTION,
+    NO_DRIVER,
+    PACE_MARGIN_S,
+    POWER_AVERAGE,
+    POWER_INSTANT,
+    PROFILES,
+    STAMP_MAX_AGE_S,
+    STAMP_MAX_AHEAD_S,
+    SUCCESS,
+    GpuState,
+    energy,
+    memory_used,
+    power_limit,
+    power_usage,
+    temperature,
+    text,
+    translate,
+    unpack,
+    utilisation,
+)
 from wattlog.telemetry.sensors.profiles import load_table
 from wattlog.telemetry.types import DeviceInfo, Reading, Vendor
 
 log = logging.getLogger(__name__)
-
-# NVML return codes (stable across driver versions) -> wattlog errors. Codes not
-# listed become a plain SensorError: the sampler records a gap and goes on.
-_ERROR_MAP: dict[int, type[SensorError]] = {
-    1: SensorUnavailable,  # NVML_ERROR_UNINITIALIZED
-    3: NotSupported,  # NVML_ERROR_NOT_SUPPORTED
-    4: NotSupported,  # NVML_ERROR_NO_PERMISSION
-    9: SensorUnavailable,  # NVML_ERROR_DRIVER_NOT_LOADED
-    12: SensorUnavailable,  # NVML_ERROR_LIBRARY_NOT_FOUND
-    13: NotSupported,  # NVML_ERROR_FUNCTION_NOT_FOUND (driver older than the binding)
-    15: DeviceLost,  # NVML_ERROR_GPU_IS_LOST
-    18: SensorUnavailable,  # NVML_ERROR_LIB_RM_VERSION_MISMATCH (driver updated, not reloaded)
-    999: DeviceLost,  # NVML_ERROR_UNKNOWN
-}
-_SUCCESS = 0
-_NO_DRIVER = (9, 12)
-_FI_DEV_POWER_INSTANT = 186  # needs nvidia-ml-py >= 11.525.112 and a driver >= 525
-_FI_DEV_TOTAL_ENERGY_CONSUMPTION = 83  # mJ since the driver loaded, as nvmlDeviceGetTotalEnergyConsumption
-# nvmlFieldValue_t as nvml.h lays it out (40 bytes, native order): fieldId, scopeId, timestamp
-# (us since the epoch), latencyUsec, valueType, nvmlReturn, and the value, an 8-byte union. One
-# unpack reads a whole array in C: pynvml's structures decode in a Python-level __getattribute__
-# (~1.5 us an attribute), and this is the hot path, once per GPU per driver publication.
-_FIELD_VALUE = struct.Struct("=IIqqII8s")
-# nvmlValueType_t -> the union's bytes read as that type (unknown types as unsigned long long)
-_VALUE_TYPES = {
-    0: struct.Struct("=d"),  # double
-    1: struct.Struct("=I"),  # unsigned int
-    2: struct.Struct("=Q"),  # unsigned long (64-bit on the platforms NVML ships for)
-    3: struct.Struct("=Q"),  # unsigned long long
-    4: struct.Struct("=q"),  # signed long long
-    5: struct.Struct("=i"),  # signed int
-    6: struct.Struct("=H"),  # unsigned short
-}
-_UNSIGNED_LONG_LONG = _VALUE_TYPES[3]
-# A field timestamp older than this, or ahead of the read by more than that, is on another clock.
-_STAMP_MAX_AGE_S = 5.0
-_STAMP_MAX_AHEAD_S = 0.5
-# Publications whose spacing gives a GPU's publication period (as Zeus infers it): the median
-# of the last 16, once 5 are in.
-_INTERVALS_KEPT = 16
-_INTERVALS_NEEDED = 5
-# A paced read is due this long after the driver's next publication is expected: a tick that
-# lands a hair before it would read the old one again (a wasted call); one tick of delay costs
-# nothing, since values are integrated on the driver's own times, not on when they were read.
-_PACE_MARGIN_S = 0.002
-_NVML_TEMPERATURE_GPU = 0
-_PROFILES = "nvidia.toml"  # the board families' sensor profiles, beside this module
-_POWER_INSTANT = "power: NVML_FI_DEV_POWER_INSTANT"
-_POWER_AVERAGE = "power: nvmlDeviceGetPowerUsage (1 s average on Ampere+)"
-_ENERGY_COUNTER = "energy: nvmlDeviceGetTotalEnergyConsumption"
-_ENERGY_FIELD = " (field 83, read with power in one call)"
-
-
-def _translate(e: Exception, device: str, metric: str) -> SensorError:
-    """The wattlog error for an NVMLError raised reading `metric` of `device`."""
-    code = getattr(e, "value", None)
-    cls = _ERROR_MAP.get(code, SensorError) if isinstance(code, int) else SensorError
-    if cls is NotSupported:
-        return NotSupported(metric, device)
-    if cls is DeviceLost:
-        return DeviceLost(device, f"{metric}: {e}")
-    if cls is SensorUnavailable:
-        return SensorUnavailable(f"NVML stopped answering ({metric} on {device}: {e})")
-    return SensorError(f"NVML {metric} on {device} failed: {e}")
-
-
-@dataclass(slots=True)
-class _GpuState:
-    """What one GPU offers, learned at devices() and narrowed as reads fail."""
-
-    handle: Any
-    has_counter: bool
-    instant_field: bool
-    energy_field: bool = False
-    fields: list[int] = field(default_factory=list)  # asked together on every tick
-    stamps: list[tuple[int, float | None]] = field(default_factory=lambda: [(0, None), (0, None)])
-    slow_due_s: float = -math.inf
-    bad_stamps: bool = False
-    # the driver's publication period of (186, 83), from the intervals between their new stamps
-    periods: tuple[PublicationPeriod, PublicationPeriod] = field(
-        default_factory=lambda: (
-            PublicationPeriod(_INTERVALS_KEPT, _INTERVALS_NEEDED),
-            PublicationPeriod(_INTERVALS_KEPT, _INTERVALS_NEEDED),
-        )
-    )
-    next_read_s: float | None = None  # no new publication before then (None: read every tick)
-    unsupported: set[str] = field(default_factory=set)
-    lost: str = ""  # the reason, once lost
 
 
 class NvmlSensor:
@@ -166,7 +99,7 @@ class NvmlSensor:
         self._wall_offset_s = 0.0
         self._started = False
         self._devices: list[DeviceInfo] | None = None
-        self._state: dict[str, _GpuState] = {}
+        self._state: dict[str, GpuState] = {}
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -184,7 +117,7 @@ class NvmlSensor:
             try:
                 nvml.nvmlInit()
             except nvml.NVMLError as e:
-                if getattr(e, "value", None) in _NO_DRIVER:
+                if getattr(e, "value", None) in NO_DRIVER:
                     raise SensorUnavailable(
                         "no NVIDIA driver found (libnvidia-ml.so.1 could not be loaded): not measuring GPUs"
                     ) from e
@@ -230,23 +163,23 @@ class NvmlSensor:
         for index in range(count):
             try:
                 handle = nvml.nvmlDeviceGetHandleByIndex(index)
-                uuid = _text(nvml.nvmlDeviceGetUUID(handle))
+                uuid = text(nvml.nvmlDeviceGetUUID(handle))
                 if self._include is not None and not self._include(index, uuid):
                     continue
-                name = _text(nvml.nvmlDeviceGetName(handle))
+                name = text(nvml.nvmlDeviceGetName(handle))
             except nvml.NVMLError as e:
                 log.warning("skipping GPU %d: NVML could not identify it (%s)", index, e)
                 continue
             state = self._probe(handle)
             self._state[uuid] = state
             notes = [
-                _POWER_INSTANT if state.instant_field else _POWER_AVERAGE,
-                (_ENERGY_COUNTER + (_ENERGY_FIELD if state.energy_field else ""))
+                POWER_INSTANT if state.instant_field else POWER_AVERAGE,
+                (ENERGY_COUNTER + (ENERGY_FIELD if state.energy_field else ""))
                 if state.has_counter
                 else "no energy counter",
             ]
             source = Source.COUNTER if state.has_counter else Source.SAMPLED
-            profile = load_table(_PROFILES).for_board(name)
+            profile = load_table(PROFILES).for_board(name)
             if simulated:
                 source, notes = Source.SIMULATED, ["simulated (fake pynvml)", *notes]
             found.append(
@@ -267,20 +200,20 @@ class NvmlSensor:
         self._devices = found
         return list(found)
 
-    def _probe(self, handle: Any) -> _GpuState:
+    def _probe(self, handle: Any) -> GpuState:
         """Which of the two fields answer, and whether a counter exists by either road."""
-        wanted = [_FI_DEV_POWER_INSTANT, _FI_DEV_TOTAL_ENERGY_CONSUMPTION]
+        wanted = [FI_DEV_POWER_INSTANT, FI_DEV_TOTAL_ENERGY_CONSUMPTION]
         try:
             values = self._nvml.nvmlDeviceGetFieldValues(handle, wanted)
-            answered = [field_id for field_id, code, _, _ in _unpack(values) if code == _SUCCESS]
+            answered = [field_id for field_id, code, _, _ in unpack(values) if code == SUCCESS]
         except (self._nvml.NVMLError, AttributeError, struct.error):  # old bindings lack the function
             answered = []  # (or lay the array out otherwise than nvml.h): the plain calls then
         fields = [f for f in wanted if f in answered]
-        energy_field = _FI_DEV_TOTAL_ENERGY_CONSUMPTION in fields
-        return _GpuState(
+        energy_field = FI_DEV_TOTAL_ENERGY_CONSUMPTION in fields
+        return GpuState(
             handle,
             has_counter=energy_field or self._probe_counter(handle),
-            instant_field=_FI_DEV_POWER_INSTANT in fields,
+            instant_field=FI_DEV_POWER_INSTANT in fields,
             energy_field=energy_field,
             fields=fields,
         )
@@ -318,16 +251,16 @@ class NvmlSensor:
             state.lost = e.reason
             raise
 
-    def _read(self, uuid: str, state: _GpuState, t_s: float) -> Reading:
+    def _read(self, uuid: str, state: GpuState, t_s: float) -> Reading:
         energy_mj = power_w = energy_t = power_t = None
         if state.fields:
             energy_mj, energy_t, power_w, power_t = self._fields(uuid, state, t_s)
         if state.has_counter and not state.energy_field:
-            energy_mj = self._metric(uuid, state, "energy", _energy)
+            energy_mj = self._metric(uuid, state, "energy", energy)
             if energy_mj is None:  # it answered at devices() but not now: stop asking
                 state.has_counter = False
         if not state.instant_field:
-            power_w = self._metric(uuid, state, "power", _power_usage)
+            power_w = self._metric(uuid, state, "power", power_usage)
         # Every hot-path value is field-timed: nothing new can show before the next publication of
         # either field, so the sampler may wait until then (slow metrics come with the read after due).
         field_timed = state.instant_field and (state.energy_field or not state.has_counter)
@@ -345,28 +278,28 @@ class NvmlSensor:
             t_s,
             energy_mj,
             power_w,
-            utilisation_pct=self._metric(uuid, state, "utilisation", _utilisation),
-            temperature_c=self._metric(uuid, state, "temperature", _temperature),
-            memory_used_bytes=self._metric(uuid, state, "memory", _memory_used),
+            utilisation_pct=self._metric(uuid, state, "utilisation", utilisation),
+            temperature_c=self._metric(uuid, state, "temperature", temperature),
+            memory_used_bytes=self._metric(uuid, state, "memory", memory_used),
             energy_t_s=energy_t,
             power_t_s=power_t,
-            power_limit_w=self._metric(uuid, state, "power limit", _power_limit),
+            power_limit_w=self._metric(uuid, state, "power limit", power_limit),
             next_read_s=next_read_s,
         )
 
     def _fields(
-        self, uuid: str, state: _GpuState, t_s: float
+        self, uuid: str, state: GpuState, t_s: float
     ) -> tuple[float | None, float | None, float | None, float | None]:
         """(energy_mj, its driver time, power_w, its driver time) from one nvmlDeviceGetFieldValues call."""
         try:
             values = self._nvml.nvmlDeviceGetFieldValues(state.handle, state.fields)
         except self._nvml.NVMLError as e:
-            raise _translate(e, uuid, "power and energy fields") from e
+            raise translate(e, uuid, "power and energy fields") from e
         energy_mj = energy_t = power_w = power_t = None
-        for field_id, code, stamp_us, value in _unpack(values):
-            if code != _SUCCESS:
+        for field_id, code, stamp_us, value in unpack(values):
+            if code != SUCCESS:
                 self._field_failed(uuid, state, field_id, code)
-            elif field_id == _FI_DEV_POWER_INSTANT:
+            elif field_id == FI_DEV_POWER_INSTANT:
                 power_w = value / 1e3
                 power_t = self._driver_time(state, 0, stamp_us, t_s)
             else:
@@ -376,7 +309,7 @@ class NvmlSensor:
         return energy_mj, energy_t, power_w, power_t
 
     def _next_publication_s(
-        self, state: _GpuState, power_t: float | None, energy_t: float | None
+        self, state: GpuState, power_t: float | None, energy_t: float | None
     ) -> float | None:
         """When the earlier of the two fields' next publications is due; None if either is untimed."""
         if not self._paced:
@@ -388,10 +321,10 @@ class NvmlSensor:
             period_s = state.periods[slot].period_s
             if t is None or period_s is None:
                 return None
-            due.append(t + period_s + _PACE_MARGIN_S)
+            due.append(t + period_s + PACE_MARGIN_S)
         return min(due) if due else None
 
-    def _driver_time(self, state: _GpuState, slot: int, stamp_us: int, t_s: float) -> float | None:
+    def _driver_time(self, state: GpuState, slot: int, stamp_us: int, t_s: float) -> float | None:
         """A field's timestamp (us since the epoch) on the sampler's monotonic clock; None if absent.
 
         The same publication read again keeps exactly the same time (the raw stamp is
@@ -403,7 +336,7 @@ class NvmlSensor:
         if stamp_us == last_us:
             return last_t
         t = stamp_us / 1e6 - self._wall_offset_s
-        if not t_s - _STAMP_MAX_AGE_S <= t <= t_s + _STAMP_MAX_AHEAD_S:
+        if not t_s - STAMP_MAX_AGE_S <= t <= t_s + STAMP_MAX_AHEAD_S:
             if not state.bad_stamps:
                 log.info(
                     "NVML field timestamps are %.3f s off this clock: integrating on read times", t - t_s
@@ -416,14 +349,14 @@ class NvmlSensor:
             state.periods[slot].add((stamp_us - last_us) / 1e6)
         return t
 
-    def _field_failed(self, uuid: str, state: _GpuState, field_id: int, code: int) -> None:
+    def _field_failed(self, uuid: str, state: GpuState, field_id: int, code: int) -> None:
         """A field answered an error: fall back to the plain call for NOT_SUPPORTED, raise otherwise."""
-        metric = "power" if field_id == _FI_DEV_POWER_INSTANT else "energy"
-        error = _translate(self._nvml.NVMLError(code), uuid, metric)
+        metric = "power" if field_id == FI_DEV_POWER_INSTANT else "energy"
+        error = translate(self._nvml.NVMLError(code), uuid, metric)
         if not isinstance(error, NotSupported):
             raise error
         state.fields = [f for f in state.fields if f != field_id]
-        if field_id == _FI_DEV_POWER_INSTANT:
+        if field_id == FI_DEV_POWER_INSTANT:
             log.info("%s: NVML_FI_DEV_POWER_INSTANT stopped answering, using nvmlDeviceGetPowerUsage", uuid)
             state.instant_field = False
         else:
@@ -432,56 +365,16 @@ class NvmlSensor:
             )
             state.energy_field = False
 
-    def _metric(self, uuid: str, state: _GpuState, metric: str, get: Callable[[Any, Any], Any]) -> Any:
+    def _metric(self, uuid: str, state: GpuState, metric: str, get: Callable[[Any, Any], Any]) -> Any:
         """get(nvml, handle), or None once the metric answered NOT_SUPPORTED."""
         if metric in state.unsupported:
             return None
         try:
             return get(self._nvml, state.handle)
         except self._nvml.NVMLError as e:
-            error = _translate(e, uuid, metric)
+            error = translate(e, uuid, metric)
             if isinstance(error, NotSupported):
                 log.info("%s: %s not supported, not asking again", uuid, metric)
                 state.unsupported.add(metric)
                 return None
             raise error from e
-
-
-def _unpack(values: Any) -> Iterator[tuple[int, int, int, float]]:
-    """(fieldId, nvmlReturn, timestamp in us, value as a float) of each nvmlFieldValue_t in `values`."""
-    for field_id, _, stamp_us, _, value_type, code, value in _FIELD_VALUE.iter_unpack(values):
-        yield (
-            field_id,
-            code,
-            stamp_us,
-            float(_VALUE_TYPES.get(value_type, _UNSIGNED_LONG_LONG).unpack_from(value)[0]),
-        )
-
-
-def _text(value: str | bytes) -> str:
-    """Old bindings return bytes, new ones str."""
-    return value.decode() if isinstance(value, bytes) else value
-
-
-def _power_limit(nvml: Any, handle: Any) -> float:
-    return float(nvml.nvmlDeviceGetEnforcedPowerLimit(handle)) / 1e3
-
-
-def _energy(nvml: Any, handle: Any) -> float:
-    return float(nvml.nvmlDeviceGetTotalEnergyConsumption(handle))
-
-
-def _power_usage(nvml: Any, handle: Any) -> float:
-    return float(nvml.nvmlDeviceGetPowerUsage(handle)) / 1e3
-
-
-def _utilisation(nvml: Any, handle: Any) -> float:
-    return float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
-
-
-def _temperature(nvml: Any, handle: Any) -> float:
-    return float(nvml.nvmlDeviceGetTemperature(handle, _NVML_TEMPERATURE_GPU))
-
-
-def _memory_used(nvml: Any, handle: Any) -> int:
-    return int(nvml.nvmlDeviceGetMemoryInfo(handle).used)
