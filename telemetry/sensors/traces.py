@@ -17,6 +17,7 @@ import math
 import random
 from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
@@ -272,39 +273,16 @@ class TrainingTrace(PiecewiseTrace):
             step_grid_s: Round every step to a whole multiple of this (e.g. 0.1: steps of exactly
                 200 ms, 1.3 s, ...; jitter then only picks among multiples). None: no rounding.
         """
-        lo, hi = step_s
-        grid_ok = step_grid_s is None or step_grid_s > 0
-        if (
-            not (0 < lo <= hi and duration_s > 0 and 0 <= comm_fraction < 1 and jitter >= 0 and warmup_s >= 0)
-            or not grid_ok
-        ):
+        shape = _Shape(
+            step_s, compute_w, comm_w, comm_fraction, idle_w, checkpoint_every_s or 0.0, checkpoint_s,
+            idle_w if checkpoint_w is None else checkpoint_w, vary, jitter, power_jitter, step_grid_s,
+        )  # fmt: skip
+        if not (duration_s > 0 and warmup_s >= 0 and shape.valid()):
             raise ConfigError(
                 "TrainingTrace needs 0 < step_s[0] <= step_s[1], duration_s > 0, "
                 "0 <= comm_fraction < 1, jitter >= 0, warmup_s >= 0 and step_grid_s > 0 (or None)"
             )
-        rng = random.Random(seed)
-        stall_w = idle_w if checkpoint_w is None else checkpoint_w
-        run_step_s = rng.uniform(lo, hi)
-        points: list[tuple[float, float]] = [(0.0, idle_w)] if warmup_s > 0 else []
-        t = warmup_s
-        since_checkpoint_s = 0.0
-        while t < duration_s:
-            if checkpoint_every_s and since_checkpoint_s >= checkpoint_every_s:
-                points.append((t, stall_w))
-                t += checkpoint_s
-                since_checkpoint_s = 0.0
-                continue
-            step = rng.uniform(lo, hi) if vary == "step" else run_step_s
-            if jitter:
-                step *= 1.0 + rng.uniform(-jitter, jitter)
-            if step_grid_s:
-                step = max(round(step / step_grid_s), 1) * step_grid_s
-            scale = 1.0 + rng.uniform(-power_jitter, power_jitter) if power_jitter else 1.0
-            points.append((t, compute_w * scale))
-            if comm_fraction:
-                points.append((t + step * (1.0 - comm_fraction), comm_w * scale))
-            t += step
-            since_checkpoint_s += step
+        points = shape.points(random.Random(seed), duration_s, warmup_s)
         starts, powers = _merged([p for p in points if p[0] < duration_s])
         trace = cls(starts, powers, duration_s, repeats=True)
         trace.seed = seed
@@ -326,3 +304,53 @@ class TrainingTrace(PiecewiseTrace):
         if not (period_s > 0 and 0 < comm_fraction < 1):
             raise ConfigError("phase_locked needs period_s > 0 and 0 < comm_fraction < 1")
         return cls([0.0, (1.0 - comm_fraction) * period_s], [compute_w, comm_w], period_s, repeats=True)
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """The arguments of TrainingTrace.generate that shape each step (see it for their meaning)."""
+
+    step_s: tuple[float, float]
+    compute_w: float
+    comm_w: float
+    comm_fraction: float
+    idle_w: float
+    checkpoint_every_s: float
+    checkpoint_s: float
+    stall_w: float
+    vary: Literal["run", "step"]
+    jitter: float
+    power_jitter: float
+    step_grid_s: float | None
+
+    def valid(self) -> bool:
+        """Whether the steps can be drawn (lengths ordered and positive, fractions in range)."""
+        lo, hi = self.step_s
+        grid_ok = self.step_grid_s is None or self.step_grid_s > 0
+        return 0 < lo <= hi and 0 <= self.comm_fraction < 1 and self.jitter >= 0 and grid_ok
+
+    def points(self, rng: random.Random, duration_s: float, warmup_s: float) -> list[tuple[float, float]]:
+        """(start, power) of every level: warmup, then compute/comm steps with checkpoint stalls."""
+        lo, hi = self.step_s
+        run_step_s = rng.uniform(lo, hi)
+        points: list[tuple[float, float]] = [(0.0, self.idle_w)] if warmup_s > 0 else []
+        t = warmup_s
+        since_checkpoint_s = 0.0
+        while t < duration_s:
+            if self.checkpoint_every_s and since_checkpoint_s >= self.checkpoint_every_s:
+                points.append((t, self.stall_w))
+                t += self.checkpoint_s
+                since_checkpoint_s = 0.0
+                continue
+            step = rng.uniform(lo, hi) if self.vary == "step" else run_step_s
+            if self.jitter:
+                step *= 1.0 + rng.uniform(-self.jitter, self.jitter)
+            if self.step_grid_s:
+                step = max(round(step / self.step_grid_s), 1) * self.step_grid_s
+            scale = 1.0 + rng.uniform(-self.power_jitter, self.power_jitter) if self.power_jitter else 1.0
+            points.append((t, self.compute_w * scale))
+            if self.comm_fraction:
+                points.append((t + step * (1.0 - self.comm_fraction), self.comm_w * scale))
+            t += step
+            since_checkpoint_s += step
+        return points
