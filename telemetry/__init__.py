@@ -17,9 +17,10 @@ parser) loads neither the sampler, nor a sensor, nor psutil.
 
 from __future__ import annotations
 
-import importlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from wattlog.telemetry.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from wattlog.telemetry.integrator import Integrator
@@ -54,16 +55,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name on first use."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    """Public names, for completion."""
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

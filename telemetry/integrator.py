@@ -36,7 +36,7 @@ from wattlog.records import EnergyFigure, EnergyInterval, Gap
 from wattlog.telemetry.accumulate import Steps
 from wattlog.telemetry.devicestate import DeviceState, EdgeMark, Failure, Totals
 from wattlog.telemetry.lockcheck import LockCheck, due, notes
-from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, Reading, SensorProfile
+from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, FigureView, Reading, SensorProfile
 from wattlog.telemetry.uncertainty import BandInputs, BandModel
 
 __all__ = ["EdgeMark", "Integrator", "WindowDevice"]
@@ -46,27 +46,12 @@ _PENDING_MAX = 512
 
 
 @dataclass(frozen=True, slots=True)
-class WindowDevice:
+class WindowDevice(FigureView):
     """One device between two edges: its energy figure (edge uncertainty in the band), unmeasured seconds."""
 
     device: DeviceInfo
     figure: EnergyFigure
     gap_s: float
-
-    @property
-    def energy_j(self) -> float:
-        """Best estimate, joules."""
-        return self.figure.energy_j
-
-    @property
-    def low_j(self) -> float:
-        """Lower end of the band, joules."""
-        return self.figure.low_j
-
-    @property
-    def high_j(self) -> float:
-        """Upper end of the band, joules."""
-        return self.figure.high_j
 
 
 class Integrator:

@@ -124,8 +124,30 @@ class Reading:
     next_read_s: float | None = None
 
 
+class FigureView:
+    """The joules of a record built on an EnergyFigure (its `figure`), read as attributes."""
+
+    __slots__ = ()
+    figure: EnergyFigure
+
+    @property
+    def energy_j(self) -> float:
+        """Best estimate, joules."""
+        return self.figure.energy_j
+
+    @property
+    def low_j(self) -> float:
+        """Lower end of the uncertainty band, joules."""
+        return self.figure.low_j
+
+    @property
+    def high_j(self) -> float:
+        """Upper end of the uncertainty band, joules."""
+        return self.figure.high_j
+
+
 @dataclass(frozen=True, slots=True)
-class DeviceEnergy:
+class DeviceEnergy(FigureView):
     """Cumulative energy of one device since the agent started (what scrapes and CLIs show).
 
     The figure's band [low_j, high_j] is the honest uncertainty of its energy against
@@ -151,21 +173,6 @@ class DeviceEnergy:
     gap_s: float
     lost: bool = False
     notes: tuple[str, ...] = ()
-
-    @property
-    def energy_j(self) -> float:
-        """Best estimate, joules."""
-        return self.figure.energy_j
-
-    @property
-    def low_j(self) -> float:
-        """Lower end of the uncertainty band, joules."""
-        return self.figure.low_j
-
-    @property
-    def high_j(self) -> float:
-        """Upper end of the uncertainty band, joules."""
-        return self.figure.high_j
 
 
 def reading_problem(reading: Reading) -> str | None:

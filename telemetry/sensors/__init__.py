@@ -12,8 +12,9 @@ Names are imported on first use: a module that needs only profiles loads no back
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from wattlog.telemetry.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from wattlog.telemetry.sensors.base import Backend, Sensor
@@ -29,16 +30,4 @@ _HOMES = {
 __all__ = ["Backend", "Discovery", "Sensor", "discover"]
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name on first use."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    """Public names, for completion."""
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)
