@@ -119,11 +119,15 @@ class VisibleDevices:
         order_variable: The variable that makes the runtime number devices in PCI bus order
             (its value `pci_order`), or "" if the runtime always does.
         pci_order: The value of `order_variable` that means PCI bus order.
+        runtime: The runtime that reads the variable, as notes name it.
+        driver: The library whose numbering the sensor matches indices in, as notes name it.
     """
 
     variable: str = "CUDA_VISIBLE_DEVICES"
     order_variable: str = "CUDA_DEVICE_ORDER"
     pci_order: str = "PCI_BUS_ID"
+    runtime: str = "CUDA"
+    driver: str = "NVML"
 
     def select(self, environ: Mapping[str, str]) -> GpuSelection | None:
         """The devices listed in `variable`; None if it is not set."""
@@ -208,12 +212,12 @@ def _from_list(rule: VisibleDevices, value: str, in_pci_order: bool) -> GpuSelec
         elif entry.lower().startswith(("gpu-", "mig-")) or _HEX_UUID.match(entry.lower()):
             uuids.add(_mig_parent(_normalise(entry)))
         else:  # the runtime ignores this entry and everything after it
-            notes.append(f"{rule.variable} stops at invalid entry {entry!r}, as CUDA does")
+            notes.append(f"{rule.variable} stops at invalid entry {entry!r}, as {rule.runtime} does")
             break
     if indices and not in_pci_order:
         notes.append(
-            "indices are matched in NVML's PCI bus order; CUDA numbers fastest-first unless "
-            f"{rule.order_variable}={rule.pci_order}: on a node of mixed GPUs set it, or list UUIDs"
+            f"indices are matched in {rule.driver}'s PCI bus order; {rule.runtime} numbers fastest-first "
+            f"unless {rule.order_variable}={rule.pci_order}: on a node of mixed GPUs set it, or list UUIDs"
         )
     if any(entry.startswith("mig-") for entry in uuids):
         notes.append("MIG instances have no power sensor: their whole parent GPU is measured")
