@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from wattlog.accounting.intensity import HourlySeries
-from wattlog.accounting.intensity_files import EIA_FACTORS, detect_format, read_intensity
+from wattlog.accounting.intensity.eia930 import EIA_FACTORS
+from wattlog.accounting.intensity.registry import detect_format, read_intensity
 from wattlog.errors import ConfigError
 
 H0 = 1_767_225_600  # 2026-01-01T00:00:00Z
