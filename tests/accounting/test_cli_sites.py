@@ -89,3 +89,16 @@ def test_error_text_with_brackets_is_printed_verbatim(
     path.write_text("title = 'no sites'\n", encoding="utf-8")
     assert main(["sites", "--sites-file", str(path)]) == 2
     assert "no [sites.NAME] tables found" in capsys.readouterr().err
+
+
+def test_a_site_with_an_hourly_source_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "sites.toml"
+    path.write_text(
+        "[sites.texas]\npue = 1.2\nwue_onsite_l_per_kwh = 0\nwue_offsite_l_per_kwh = 1.29\n"
+        'carbon_intensity_kg_per_kwh = 0.4\n[sites.texas.intensity]\nsource = "ledger"\nseries = "ercot"\n',
+        encoding="utf-8",
+    )
+    assert main(["sites", "--sites-file", str(path), "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "| texas | Carbon intensity in tables | hourly | ledger ercot |" in out
+    assert "| jupiter | Carbon intensity in tables" not in out
