@@ -92,3 +92,23 @@ def test_without_a_running_path_a_constant_site_still_needs_no_hours() -> None:
     tracker = FakeTracker("jupiter", [_reading(3.6e9)])
     out = figures_of(tracker)  # type: ignore[arg-type]
     assert out["wattlog/counter/co2_kg"] == pytest.approx(1000 * 1.2 * 0.332)
+
+
+def test_a_site_whose_intensity_cannot_open_stops_the_agent_before_training() -> None:
+    from wattlog.errors import ConfigError
+    from wattlog.integrations.session import TrackerSession
+
+    closed: list[BaseException | None] = []
+
+    @dataclass
+    class StartingTracker(FakeTracker):
+        def start(self) -> StartingTracker:
+            return self
+
+        def close(self, error: BaseException | None = None) -> None:
+            closed.append(error)
+
+    session = TrackerSession("r", {}, tracker_factory=lambda run, **kw: StartingTracker("atlantis"))
+    with pytest.raises(ConfigError, match="unknown site 'atlantis'"):
+        session.start(rank=0, local_rank=0)
+    assert len(closed) == 1 and isinstance(closed[0], ConfigError) and not session.active

@@ -88,6 +88,15 @@ def figures_of(
     return out
 
 
+def _live_carbon(tracker: Tracker) -> LiveCarbon | None:
+    """The run's CO2 path fed from the agent's start, hour by hour as the table splits it (None: no site)."""
+    if not tracker.site:
+        return None
+    site = get_site(tracker.site)
+    wall = tracker.session.clock.wall
+    return LiveCarbon(CarbonPath.of(site, ledger=tracker.ledger), HourSplitter(wall()))
+
+
 def _put(out: dict[str, float], key: str, value: Quantity, scale: float) -> None:
     lo, hi = bounds(value)
     if lo == hi:
@@ -137,12 +146,14 @@ class TrackerSession:
         if resume_step:
             kwargs.setdefault("resume", True)
             kwargs.setdefault("resume_step", resume_step)
-        self.tracker = self._factory(self.run, **kwargs).start()
-        if self.tracker.site:  # CO2 hour by hour from the agent's start, as the table splits it
-            site = get_site(self.tracker.site)
-            wall = self.tracker.session.clock.wall
-            self._carbon = LiveCarbon(CarbonPath.of(site, ledger=self.tracker.ledger), HourSplitter(wall()))
-        return self.tracker
+        tracker = self._factory(self.run, **kwargs).start()
+        try:
+            self._carbon = _live_carbon(tracker)
+        except Exception as error:  # e.g. the site's series unreadable: stop the agent, then say why
+            tracker.close(error)
+            raise
+        self.tracker = tracker
+        return tracker
 
     def step(self, step: int, *, loss: Any = None, tokens: Any = None, grad_norm: Any = None) -> None:
         """Report one optimizer step (values may be device tensors: never synced here)."""
