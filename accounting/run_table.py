@@ -14,7 +14,14 @@ from dataclasses import dataclass, field, replace
 
 from wattlog.accounting.devices import Overhead
 from wattlog.accounting.extrapolate import job_energy
-from wattlog.accounting.footprint import Energy, Footprint, WaterConvention, energy_label, footprint_for
+from wattlog.accounting.footprint import (
+    CarbonPath,
+    Energy,
+    Footprint,
+    WaterConvention,
+    energy_label,
+    footprint_for,
+)
 from wattlog.accounting.gaps import run_gaps, with_gaps
 from wattlog.accounting.intensity import IntensitySource
 from wattlog.accounting.ledger.jobs import JobNodes, job_nodes
@@ -71,7 +78,8 @@ def run_footprint(ledger: Ledger, run: RunInfo, options: TableOptions) -> Footpr
             f"run {run.name!r} was recorded without a site: pass --site NAME (see `wattlog sites`)"
         )
     site = get_site(site_name, options.catalog)
-    hourly = options.intensity is not None and options.intensity.constant_kg_per_kwh is None
+    carbon = CarbonPath.of(site, options.intensity, ledger)  # the site's own source unless overridden
+    hourly = carbon.hourly
     nodes = job_nodes(ledger, run.name)
     if options.prometheus_url:
         energy = job_energy(_prometheus_rows(run, options, nodes), nodes.node_count)
@@ -84,7 +92,7 @@ def run_footprint(ledger: Ledger, run: RunInfo, options: TableOptions) -> Footpr
     if gpu_only_overhead(ledger, run, options):
         assert options.overhead is not None
         energy = with_overhead(energy, options.overhead.factor)
-    return footprint_for(energy, site, intensity=options.intensity, convention=options.convention)
+    return footprint_for(energy, site, intensity=carbon.intensity, convention=options.convention)
 
 
 def gpu_only_overhead(ledger: Ledger, run: RunInfo, options: TableOptions) -> bool:
