@@ -14,7 +14,7 @@ from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.run_table import TableOptions, run_footprint
 from wattlog.accounting.sites import site_catalog
 from wattlog.integrations.session import figures_of
-from wattlog.records import EnergyInterval, Kind, Source
+from wattlog.records import EnergyFigure, EnergyInterval, Kind, Source
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo
 
 H0 = 1_767_225_600  # 2026-01-01T00:00:00Z
@@ -57,7 +57,9 @@ class FakeTracker:
 
 def _reading(total_j: float) -> DeviceEnergy:
     info = DeviceInfo(uuid="GPU-0", name="GPU-0", kind=Kind.GPU, source=Source.COUNTER, has_counter=True)
-    return DeviceEnergy(info, total_j, total_j, total_j, None, 10, 0, 0.0)
+    return DeviceEnergy(
+        info, EnergyFigure(info.kind, info.source, total_j, total_j, total_j), None, 10, 0, 0.0
+    )
 
 
 def test_table_co2_of_a_site_naming_an_hourly_series(sites_file: Path, tmp_path: Path) -> None:
