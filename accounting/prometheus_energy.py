@@ -15,9 +15,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from wattlog.accounting.ledger.views import EnergyTotal
 from wattlog.errors import ConfigError, WattlogError
 
 ENERGY_METRIC = "wattlog_energy_joules_total"
@@ -29,17 +29,8 @@ class PrometheusError(WattlogError):
     """Prometheus could not be reached or answered with an error."""
 
 
-@dataclass(frozen=True, slots=True)
-class PromEnergy:
-    """Energy of one device over a window, from Prometheus (joules), with its source label and band."""
-
-    host: str
-    device: str
-    kind: str
-    source: str
-    energy_j: float
-    low_j: float
-    high_j: float
+PromEnergy = EnergyTotal
+"""Energy of one device over a window from Prometheus: an EnergyTotal with its host and device."""
 
 
 def energy_from_prometheus(
@@ -51,7 +42,7 @@ def energy_from_prometheus(
     since_start: bool = False,
     timeout_s: float = 10.0,
     opener: Callable[..., Any] = urllib.request.urlopen,
-) -> list[PromEnergy]:
+) -> list[EnergyTotal]:
     """Per-device energy over [start_s, end_s] (Unix seconds) from the Prometheus at `url`.
 
     The band scales the increase by each device's latest low/energy and
@@ -106,7 +97,7 @@ def energy_from_prometheus(
         low = value * ratio.get(key, {}).get("low", 1.0)
         high = value * ratio.get(key, {}).get("high", 1.0)
         host, device, kind, source = key
-        rows.append(PromEnergy(host, device, kind, source, value, min(low, value), max(high, value)))
+        rows.append(EnergyTotal.of(host, device, kind, source, value, min(low, value), max(high, value)))
     return sorted(rows, key=lambda r: (r.host, r.kind, r.device, r.source))
 
 

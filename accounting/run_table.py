@@ -17,11 +17,11 @@ from wattlog.accounting.extrapolate import job_energy
 from wattlog.accounting.footprint import Energy, Footprint, WaterConvention, energy_label, footprint_for
 from wattlog.accounting.gaps import run_gaps, with_gaps
 from wattlog.accounting.intensity import IntensitySource
-from wattlog.accounting.ledger.jobs import JobNodes, job_nodes
+from wattlog.accounting.ledger.jobs import job_nodes
 from wattlog.accounting.ledger.models import Role, Status
 from wattlog.accounting.ledger.store import Ledger
-from wattlog.accounting.ledger.views import RunInfo
-from wattlog.accounting.prometheus_energy import PromEnergy, energy_from_prometheus
+from wattlog.accounting.ledger.views import EnergyTotal, JobNodes, RunInfo
+from wattlog.accounting.prometheus_energy import energy_from_prometheus
 from wattlog.accounting.ranges import Quantity, Range
 from wattlog.accounting.render import TableRow
 from wattlog.accounting.run_energy import ledger_energy
@@ -92,7 +92,7 @@ def gpu_only_overhead(ledger: Ledger, run: RunInfo, options: TableOptions) -> bo
     if options.overhead is None or options.prometheus_url:
         return False
     kinds = {total.kind for total in ledger.energy_totals(run.name)}
-    return kinds == {Kind.GPU.value}
+    return kinds == {Kind.GPU}
 
 
 def with_overhead(energy: Energy, factor: float) -> Energy:
@@ -200,7 +200,7 @@ def _sum_row(label: str, footprints: Sequence[Footprint | None]) -> TableRow:
     )
 
 
-def _prometheus_rows(run: RunInfo, options: TableOptions, nodes: JobNodes) -> list[PromEnergy]:
+def _prometheus_rows(run: RunInfo, options: TableOptions, nodes: JobNodes) -> list[EnergyTotal]:
     """The run's devices in Prometheus: by its `run` label when it spans nodes, else by its host."""
     assert options.prometheus_url is not None
     end_s = run.end_s if run.end_s is not None else options.now_s()
