@@ -76,10 +76,33 @@ def energy_from_prometheus(
     energy = query_vector(
         url, f"sum by ({by}) ({over}({ENERGY_METRIC}{selector}[{window_s}s]))", end_s, timeout_s, opener
     )
+    ratio = _band_ratios(url, selector, matchers or {}, window_s, end_s, timeout_s, opener)
+    rows = []
+    for sample in energy:
+        key = _key(sample["metric"])
+        value = float(sample["value"][1])
+        low = value * ratio.get(key, {}).get("low", 1.0)
+        high = value * ratio.get(key, {}).get("high", 1.0)
+        host, device, kind, source = key
+        rows.append(EnergyTotal.of(host, device, kind, source, value, min(low, value), max(high, value)))
+    return sorted(rows, key=lambda r: (r.host, r.kind, r.device, r.source))
+
+
+def _band_ratios(
+    url: str,
+    selector: str,
+    matchers: Mapping[str, str],
+    window_s: int,
+    end_s: float,
+    timeout_s: float,
+    opener: Callable[..., Any],
+) -> dict[tuple[str, ...], dict[str, float]]:
+    """Each series' latest low/energy and high/energy ratios ("low", "high"): the agent's cumulative band."""
+    by = ", ".join(LABELS)
     # last_over_time, not the instant value: once a job's agents have exited, their series are stale.
     last = f"last_over_time({ENERGY_METRIC}{selector}[{window_s}s])"
     totals = query_vector(url, f"sum by ({by}) ({last})", end_s, timeout_s, opener)
-    band_selector = _selector({**(matchers or {})}, extra='bound=~"low|high"')
+    band_selector = _selector({**matchers}, extra='bound=~"low|high"')
     band_last = f"last_over_time({BAND_METRIC}{band_selector}[{window_s}s])"
     bands = query_vector(url, f"sum by ({by}, bound) ({band_last})", end_s, timeout_s, opener)
     total_of = {_key(s["metric"]): float(s["value"][1]) for s in totals}
@@ -90,15 +113,7 @@ def energy_from_prometheus(
             ratio.setdefault(key, {})[sample["metric"].get("bound", "")] = (
                 float(sample["value"][1]) / total_of[key]
             )
-    rows = []
-    for sample in energy:
-        key = _key(sample["metric"])
-        value = float(sample["value"][1])
-        low = value * ratio.get(key, {}).get("low", 1.0)
-        high = value * ratio.get(key, {}).get("high", 1.0)
-        host, device, kind, source = key
-        rows.append(EnergyTotal.of(host, device, kind, source, value, min(low, value), max(high, value)))
-    return sorted(rows, key=lambda r: (r.host, r.kind, r.device, r.source))
+    return ratio
 
 
 def _selector(matchers: Mapping[str, str], extra: str = "") -> str:
