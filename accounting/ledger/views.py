@@ -22,6 +22,7 @@ from wattlog.accounting.ledger.models import (
     GapRecord,
     Phase,
     RankProgress,
+    Resolution,
     Role,
     Run,
     Stage,
@@ -224,13 +225,20 @@ The name stays for callers that annotate with it; new code names EnergyInterval.
 def interval_of(row: EnergyRecord) -> EnergyInterval:
     """The interval a stored energy row holds.
 
-    A compacted hourly row stores the sums of its flushes' band terms; its band is theirs
-    summed as a total is (`summed_band`), its random parts the roots of the summed squares.
-    A raw row reads back exactly as it was written.
+    A raw row reads back exactly as it was written. A compacted hourly row stores the
+    sums of its flushes' band terms: its band is theirs summed as a total is
+    (`summed_band`), its random parts the roots of the summed squares.
     """
-    low_j, high_j = summed_band(
-        row.low_j, row.high_j, row.random_low_j, row.random_high_j, row.random_low_sq, row.random_high_sq
-    )
+    low_j, high_j = row.low_j, row.high_j
+    random_low_j, random_high_j = row.random_low_j, row.random_high_j
+    if row.resolution != Resolution.RAW.value:
+        low_j, high_j = summed_band(
+            low_j, high_j, random_low_j, random_high_j, row.random_low_sq, row.random_high_sq
+        )
+        random_low_j, random_high_j = (
+            math.sqrt(max(row.random_low_sq, 0.0)),
+            math.sqrt(max(row.random_high_sq, 0.0)),
+        )
     return EnergyInterval(
         row.host,
         row.device,
@@ -241,8 +249,8 @@ def interval_of(row: EnergyRecord) -> EnergyInterval:
         row.energy_j,
         low_j,
         high_j,
-        math.sqrt(max(row.random_low_sq, 0.0)),
-        math.sqrt(max(row.random_high_sq, 0.0)),
+        random_low_j,
+        random_high_j,
     )
 
 
