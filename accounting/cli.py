@@ -28,6 +28,7 @@ _FIELD_LABELS = {
     "wue_offsite_l_per_kwh": "WUE off-site (L/kWh)",
     "carbon_intensity_kg_per_kwh": "Carbon intensity (kg CO2e/kWh)",
 }
+_HOURLY_LABEL = "Carbon intensity in tables"
 
 
 def register(app: typer.Typer) -> None:
@@ -50,9 +51,15 @@ def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RI
 
 
 def site_cells(sites: Iterable[Site]) -> list[list[str]]:
-    """One row per site and figure: site, figure name, value ("1.29-4.26" for a range), source."""
-    return [
-        [site.name, _FIELD_LABELS[name], format_quantity(getattr(site, name), "g"), site.source(name)]
-        for site in sites
-        for name in SITE_FIELDS
-    ]
+    """One row per site and figure: site, figure name, value ("1.29-4.26" for a range), source.
+
+    A site whose tables use an hourly intensity has one more row naming that source.
+    """
+    cells: list[list[str]] = []
+    for site in sites:
+        for name in SITE_FIELDS:
+            value = format_quantity(getattr(site, name), "g")
+            cells.append([site.name, _FIELD_LABELS[name], value, site.source(name)])
+        if site.intensity_source.source != "constant":
+            cells.append([site.name, _HOURLY_LABEL, "hourly", site.intensity_source.describe()])
+    return cells

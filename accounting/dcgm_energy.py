@@ -66,18 +66,7 @@ def dcgm_energy(
     """
     if not end_s > start_s:
         raise ConfigError(f"the time range must end after it starts ({start_s} >= {end_s})")
-    matchers = []
-    for label, values in (("Hostname", hosts), ("gpu", [g for g in gpus if g.isdigit()])):
-        if values:
-            matchers.append(f'{label}=~"{_alternatives(values)}"')
-    uuids = [g for g in gpus if not g.isdigit()]
-    if uuids:
-        matchers.append(f'UUID=~"{_alternatives(uuids)}"')
-    if job:
-        matchers.append(f'{JOB_LABEL}="{_literal(job)}"')
-    selector = "{" + ", ".join(matchers) + "}" if matchers else ""
-    window_s = max(1, math.ceil(end_s - start_s))
-    promql = f"sum by (Hostname, gpu, UUID) (increase({DCGM_ENERGY_METRIC}{selector}[{window_s}s])) / 1000"
+    promql = _increase_query(math.ceil(end_s - start_s), hosts, gpus, job)
     band = BandModel()
     rows = []
     for sample in query_vector(url, promql, end_s, timeout_s, opener):
@@ -96,6 +85,22 @@ def dcgm_energy(
             )
         )
     return sorted(rows, key=lambda r: (r.host, r.device))
+
+
+def _increase_query(range_s: int, hosts: Sequence[str], gpus: Sequence[str], job: str | None) -> str:
+    """PromQL for each selected GPU's counter increase over the last `range_s` seconds, in joules."""
+    matchers = []
+    for label, values in (("Hostname", hosts), ("gpu", [g for g in gpus if g.isdigit()])):
+        if values:
+            matchers.append(f'{label}=~"{_alternatives(values)}"')
+    uuids = [g for g in gpus if not g.isdigit()]
+    if uuids:
+        matchers.append(f'UUID=~"{_alternatives(uuids)}"')
+    if job:
+        matchers.append(f'{JOB_LABEL}="{_literal(job)}"')
+    selector = "{" + ", ".join(matchers) + "}" if matchers else ""
+    window_s = max(1, range_s)
+    return f"sum by (Hostname, gpu, UUID) (increase({DCGM_ENERGY_METRIC}{selector}[{window_s}s])) / 1000"
 
 
 def _literal(value: str) -> str:

@@ -9,6 +9,11 @@ The paper multiplies both water terms by PUE (harmless there: its on-site WUE
 is 0); the Green Grid defines on-site WUE per unit of IT energy. PUE multiplies
 once. Every input may be a Range, and ranges propagate as (min, max). The
 ledger stores IT energy; facility energy is derived here, never stored.
+
+:class:`CarbonPath` is the one way CO2 is computed from a site: tables and DCGM rows
+(:func:`footprint_for`), the integrations' live logs (:class:`LiveCarbon`) and the
+Prometheus rules' `intensity_source` label (:func:`rule_intensity_label`) all go
+through it, so a live figure and the table cannot disagree.
 """
 
 from __future__ import annotations
@@ -17,13 +22,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
-from wattlog.accounting.intensity import IntensitySource, hour_start_s
+from wattlog.accounting.intensity import HourSplitter, IntensitySource, hour_start_s
 from wattlog.accounting.ranges import Quantity, Range, check_at_least
 from wattlog.accounting.sites import Site
+from wattlog.accounting.units import j_to_mwh
 from wattlog.errors import ConfigError
 from wattlog.records import Source
+
+if TYPE_CHECKING:
+    from wattlog.accounting.ledger.store import Ledger
 
 PUBLISHED = "published"
 """Energy source label of figures taken from a publication, not measured by wattlog."""
@@ -150,6 +159,84 @@ def co2_t_hourly(
 
 
 @dataclass(frozen=True, slots=True)
+class CarbonPath:
+    """CO2 = IT energy x PUE x intensity, constant or hour by hour: the one path every CO2 figure takes.
+
+    Attributes:
+        pue: Power usage effectiveness.
+        intensity: Where the intensity comes from.
+    """
+
+    pue: Quantity
+    intensity: IntensitySource
+
+    @classmethod
+    def of(
+        cls, site: Site, intensity: IntensitySource | None = None, ledger: Ledger | None = None
+    ) -> CarbonPath:
+        """The path of `site`: its PUE and the intensity it names (or `intensity`, which overrides it).
+
+        Raises:
+            ConfigError: The site's series cannot be read (a stored one needs `ledger`).
+        """
+        return cls(site.pue, intensity if intensity is not None else site.open_intensity(ledger))
+
+    @property
+    def hourly(self) -> bool:
+        """Whether CO2 needs the energy of each hour."""
+        return self.intensity.constant_kg_per_kwh is None
+
+    def co2_t(self, it_mwh: Quantity, by_hour_mwh: Mapping[int, float] | None = None) -> Quantity:
+        """Tonnes CO2e of `it_mwh` (IT energy, MWh; `by_hour_mwh` its split by hour, for an hourly intensity).
+
+        Raises:
+            ConfigError: An hourly intensity without energy per hour, or an hour the series lacks.
+        """
+        constant = self.intensity.constant_kg_per_kwh
+        if constant is not None:
+            return co2_t(it_mwh, self.pue, constant)
+        if by_hour_mwh is None:
+            raise ConfigError(
+                f"{self.intensity.label} needs the run's energy per hour; pass Energy(by_hour_mwh=...)"
+            )
+        return co2_t_hourly(by_hour_mwh, self.pue, self.intensity)
+
+
+@dataclass(slots=True)
+class LiveCarbon:
+    """The CO2 path fed with a running total (what live logs read): same hours, same CO2 as the table.
+
+    Each reading's increase is split into clock hours as the ledger's rows are, so an
+    hourly intensity weighs each hour's energy, as :func:`footprint_for` does.
+
+    Attributes:
+        path: The site's CO2 path.
+        hours: The running total's energy by hour (started when the total was 0).
+    """
+
+    path: CarbonPath
+    hours: HourSplitter
+
+    def co2_t(self, t_s: float, total_j: float) -> Quantity:
+        """Tonnes CO2e of `total_j` (joules since the start) read at `t_s` (Unix s)."""
+        by_hour = self.hours.add(t_s, total_j)
+        return self.path.co2_t(j_to_mwh(total_j), by_hour)
+
+
+def rule_intensity_label(site: Site) -> str:
+    """The `intensity_source` label of the site's Prometheus intensity rule: what its figure is and whence.
+
+    A static rule publishes the site's constant; a site whose tables use an hourly series
+    says so, naming the series, so a panel never passes the constant off as the series.
+    """
+    clause = site.source("carbon_intensity_kg_per_kwh").split(";")[0].strip()
+    ref = site.intensity_source
+    if ref.source == "constant":
+        return f"constant: {clause}"
+    return f"hourly {ref.describe()} (tables); constant: {clause} (this rule)"
+
+
+@dataclass(frozen=True, slots=True)
 class Energy:
     """A run's IT energy (what the sensors measured) and how far to trust it.
 
@@ -229,14 +316,16 @@ def footprint_for(
     *,
     intensity: IntensitySource | None = None,
     convention: WaterConvention = WaterConvention.PAPER,
+    ledger: Ledger | None = None,
 ) -> Footprint:
     """The footprint of `energy` drawn at `site`.
 
     Args:
         energy: IT energy with its label (and per-hour split for an hourly intensity).
-        site: PUE, WUE and (unless `intensity` is given) carbon intensity.
-        intensity: Overrides the site's constant intensity, e.g. an HourlySeries.
+        site: PUE, WUE and (unless `intensity` is given) the carbon intensity it names.
+        intensity: Overrides the site's intensity, e.g. an HourlySeries.
         convention: How on-site water is charged.
+        ledger: Where a site's stored series is read from.
 
     Returns:
         The footprint, its notes saying which intensity and convention were used.
@@ -244,18 +333,14 @@ def footprint_for(
     Raises:
         ConfigError: An hourly intensity without energy per hour, or hours the series lacks.
     """
-    source = intensity if intensity is not None else site.intensity
+    carbon = CarbonPath.of(site, intensity, ledger)
+    source = carbon.intensity
     facility = facility_energy_mwh(energy.it_mwh, site.pue)
-    constant = source.constant_kg_per_kwh
+    emissions = carbon.co2_t(energy.it_mwh, energy.by_hour_mwh)
     notes = [f"site {site.name}: PUE and WUE from the site catalog"]
-    if constant is not None:
-        emissions = co2_t(energy.it_mwh, site.pue, constant)
-        mean_intensity: Quantity = constant
-    else:
-        if energy.by_hour_mwh is None:
-            raise ConfigError(f"{source.label} needs the run's energy per hour; pass Energy(by_hour_mwh=...)")
-        emissions = co2_t_hourly(energy.by_hour_mwh, site.pue, source)
-        mean_intensity = _mean_intensity(emissions, facility)
+    constant = source.constant_kg_per_kwh
+    mean_intensity = constant if constant is not None else _mean_intensity(emissions, facility)
+    if carbon.hourly:
         notes.append(f"{source.label}: emissions summed hour by hour; the intensity shown is their mean")
     notes.append(f"carbon intensity: {source.label}")
     return Footprint(
@@ -267,7 +352,7 @@ def footprint_for(
         facility_energy_mwh=facility,
         intensity_kg_per_kwh=mean_intensity,
         intensity_label=source.label,
-        hourly=constant is None,
+        hourly=carbon.hourly,
         co2_t=emissions,
         wue_onsite_l_per_kwh=site.wue_onsite_l_per_kwh,
         wue_offsite_l_per_kwh=site.wue_offsite_l_per_kwh,

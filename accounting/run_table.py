@@ -14,7 +14,14 @@ from dataclasses import dataclass, field, replace
 
 from wattlog.accounting.devices import Overhead
 from wattlog.accounting.extrapolate import job_energy
-from wattlog.accounting.footprint import Energy, Footprint, WaterConvention, energy_label, footprint_for
+from wattlog.accounting.footprint import (
+    CarbonPath,
+    Energy,
+    Footprint,
+    WaterConvention,
+    energy_label,
+    footprint_for,
+)
 from wattlog.accounting.gaps import GapSummary, gaps_of, with_gaps
 from wattlog.accounting.intensity import IntensitySource
 from wattlog.accounting.ledger.models import Role, Status
@@ -79,9 +86,33 @@ class RunRead:
     gaps: GapSummary | None
 
 
-def read_run(ledger: Ledger, run: RunInfo, options: TableOptions, *, gaps: bool = True) -> RunRead:
-    """One transaction reading what a run's row needs, the run found once (Prometheus is asked later)."""
-    hourly = options.intensity is not None and options.intensity.constant_kg_per_kwh is None
+def carbon_path(ledger: Ledger, run: RunInfo, options: TableOptions) -> tuple[Site, CarbonPath]:
+    """The run's site and CO2 path: the intensity the site names, unless `options.intensity` overrides it.
+
+    Raises:
+        ConfigError: The run has no site and none was given, or its intensity cannot be opened.
+    """
+    site_name = options.site or run.site
+    if not site_name:
+        raise ConfigError(
+            f"run {run.name!r} was recorded without a site: pass --site NAME (see `wattlog sites`)"
+        )
+    site = get_site(site_name, options.catalog)
+    return site, CarbonPath.of(site, options.intensity, ledger)
+
+
+def read_run(
+    ledger: Ledger, run: RunInfo, options: TableOptions, *, hourly: bool, gaps: bool = True
+) -> RunRead:
+    """One transaction reading what a run's row needs, the run found once (Prometheus is asked later).
+
+    Args:
+        ledger: The ledger.
+        run: The run.
+        options: How runs become rows.
+        hourly: Also read the energy of each hour (an hourly intensity needs it).
+        gaps: Also read the gaps.
+    """
     with ledger.reading(run.id, f"read run {run.name!r}") as read:
         totals = read.energy_totals()
         return RunRead(
@@ -94,17 +125,15 @@ def read_run(ledger: Ledger, run: RunInfo, options: TableOptions, *, gaps: bool 
 
 def run_footprint(ledger: Ledger, run: RunInfo, options: TableOptions) -> Footprint | None:
     """The footprint of one run, or None if it recorded no energy."""
-    return footprint_of(read_run(ledger, run, options, gaps=False), run, options)
+    site, carbon = carbon_path(ledger, run, options)
+    read = read_run(ledger, run, options, hourly=carbon.hourly, gaps=False)
+    return footprint_of(read, run, options, site, carbon)
 
 
-def footprint_of(read: RunRead, run: RunInfo, options: TableOptions) -> Footprint | None:
+def footprint_of(
+    read: RunRead, run: RunInfo, options: TableOptions, site: Site, carbon: CarbonPath
+) -> Footprint | None:
     """The footprint of one run from what was read of it, or None if it recorded no energy."""
-    site_name = options.site or run.site
-    if not site_name:
-        raise ConfigError(
-            f"run {run.name!r} was recorded without a site: pass --site NAME (see `wattlog sites`)"
-        )
-    site = get_site(site_name, options.catalog)
     nodes = read.nodes
     if options.prometheus_url:
         energy = job_energy(_prometheus_rows(run, options, nodes), nodes.node_count)
@@ -117,7 +146,7 @@ def footprint_of(read: RunRead, run: RunInfo, options: TableOptions) -> Footprin
     if _gpu_only(read.totals, options):
         assert options.overhead is not None
         energy = with_overhead(energy, options.overhead.factor)
-    return footprint_for(energy, site, intensity=options.intensity, convention=options.convention)
+    return footprint_for(energy, site, intensity=carbon.intensity, convention=options.convention)
 
 
 def gpu_only_overhead(ledger: Ledger, run: RunInfo, options: TableOptions) -> bool:
@@ -155,8 +184,9 @@ def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
     label = f"{run.model or run.name} ({run.name}, {run.role})"
     if not has_site(run, options):
         return TableRow(label, None, None, None, None, None, None, "none", notes=(SITELESS_NOTE,))
-    read = read_run(ledger, run, options)
-    found = footprint_of(read, run, options)
+    site, carbon = carbon_path(ledger, run, options)
+    read = read_run(ledger, run, options, hourly=carbon.hourly)
+    found = footprint_of(read, run, options, site, carbon)
     if found is None:
         return TableRow(label, None, None, None, None, None, None, "none", notes=("no energy recorded",))
     notes = _run_notes(run, options)

@@ -14,7 +14,14 @@ overrides built-in ones by name. A user file looks like::
     [sites.mylab.sources]
     pue = "facility report 2025"
 
-A value without a source is labelled with the file it came from.
+    [sites.mylab.intensity]                 # optional: hourly intensity instead of the constant
+    source = "eia930"                       # a name from the intensity registry
+    series = "EIA930_BALANCE_2026.csv"      # a file (relative to this one) or a stored series
+    zone = "ERCO"                           # where the series holds several zones
+
+A value without a source is labelled with the file it came from. A site with an
+hourly source keeps its constant: it is what Prometheus rules publish (their
+`intensity_source` label says so), as a static rule cannot follow the hours.
 """
 
 from __future__ import annotations
@@ -24,10 +31,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from wattlog.accounting.intensity import ConstantIntensity
+from wattlog.accounting.intensity import ConstantIntensity, IntensityRef, IntensitySource, OpenContext
+from wattlog.accounting.intensity.registry import by_name, open_intensity
 from wattlog.accounting.ranges import Quantity, check_at_least, parse_quantity
 from wattlog.errors import ConfigError
+
+if TYPE_CHECKING:
+    from wattlog.accounting.ledger.store import Ledger
 
 SITE_FIELDS = ("pue", "wue_onsite_l_per_kwh", "wue_offsite_l_per_kwh", "carbon_intensity_kg_per_kwh")
 """The sourced figures of a site, in the order tables show them."""
@@ -45,6 +57,8 @@ class Site:
         carbon_intensity_kg_per_kwh: Grid carbon intensity, kg CO2e per kWh.
         sources: Where each figure comes from, keyed by field name.
         description: What the site is.
+        intensity_source: Which registered source gives its hourly intensity ("constant": the
+            figure above), with its series and zone.
     """
 
     name: str
@@ -54,6 +68,7 @@ class Site:
     carbon_intensity_kg_per_kwh: Quantity
     sources: Mapping[str, str] = field(default_factory=dict)
     description: str = ""
+    intensity_source: IntensityRef = IntensityRef()
 
     def __post_init__(self) -> None:
         if not self.name.strip():
@@ -69,6 +84,12 @@ class Site:
             f"{who}: carbon_intensity_kg_per_kwh",
             "carbon intensity cannot be negative",
         )
+        ref = self.intensity_source
+        by_name(ref.source)  # an unknown source fails here, listing the known ones
+        if ref.source != "constant" and not ref.series:
+            raise ConfigError(
+                f"{who}: intensity source {ref.source!r} needs a series (a file or stored name)"
+            )
 
     def source(self, field_name: str) -> str:
         """The source of one figure ("unsourced" if none was given)."""
@@ -76,14 +97,23 @@ class Site:
 
     @property
     def intensity(self) -> ConstantIntensity:
-        """The site's carbon intensity as an intensity source."""
+        """The site's constant carbon intensity as an intensity source."""
         return ConstantIntensity(self.carbon_intensity_kg_per_kwh, self.source("carbon_intensity_kg_per_kwh"))
+
+    def open_intensity(self, ledger: Ledger | None = None) -> IntensitySource:
+        """The intensity the site names, opened through the registry (a stored series needs `ledger`).
+
+        Raises:
+            ConfigError: A series that cannot be read, or a stored one without a ledger.
+            LedgerError: A stored series that is not in the ledger.
+        """
+        return open_intensity(self.intensity_source, OpenContext(constant=self.intensity, ledger=ledger))
 
 
 def builtin_sites() -> dict[str, Site]:
     """The built-in catalog, read from the package's sites.toml."""
     text = resources.files("wattlog.accounting").joinpath("data/sites.toml").read_text(encoding="utf-8")
-    return _sites_from_text(text, "built-in sites.toml", default_source=None)
+    return _sites_from_text(text, "built-in sites.toml", default_source=None, base_dir=None)
 
 
 def load_sites(path: Path | str) -> dict[str, Site]:
@@ -104,7 +134,7 @@ def load_sites(path: Path | str) -> dict[str, Site]:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise ConfigError(f"cannot read sites file {path}: {error.strerror or error}") from None
-    return _sites_from_text(text, str(path), default_source=f"user sites file {path}")
+    return _sites_from_text(text, str(path), default_source=f"user sites file {path}", base_dir=path.parent)
 
 
 def site_catalog(sites_file: Path | str | None = None) -> dict[str, Site]:
@@ -129,7 +159,9 @@ def get_site(name: str, catalog: Mapping[str, Site] | None = None) -> Site:
     return site
 
 
-def _sites_from_text(text: str, origin: str, default_source: str | None) -> dict[str, Site]:
+def _sites_from_text(
+    text: str, origin: str, default_source: str | None, base_dir: Path | None
+) -> dict[str, Site]:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -138,15 +170,18 @@ def _sites_from_text(text: str, origin: str, default_source: str | None) -> dict
     if not isinstance(tables, dict) or not tables:
         raise ConfigError(f"{origin}: no [sites.NAME] tables found")
     try:
-        return {name.lower(): _site(name.lower(), table, default_source) for name, table in tables.items()}
+        return {
+            name.lower(): _site(name.lower(), table, default_source, base_dir)
+            for name, table in tables.items()
+        }
     except ConfigError as error:
         raise ConfigError(f"{origin}: {error}") from None
 
 
-def _site(name: str, table: object, default_source: str | None) -> Site:
+def _site(name: str, table: object, default_source: str | None, base_dir: Path | None) -> Site:
     if not isinstance(table, dict):
         raise ConfigError(f"site '{name}': expected a table [sites.{name}]")
-    allowed = {*SITE_FIELDS, "description", "sources"}
+    allowed = {*SITE_FIELDS, "description", "sources", "intensity"}
     unknown = sorted(set(table) - allowed)
     if unknown:
         allowed_text = ", ".join(sorted(allowed))
@@ -165,4 +200,20 @@ def _site(name: str, table: object, default_source: str | None) -> Site:
         **values,
         sources={f: sources.get(f, default_source or "") for f in SITE_FIELDS},
         description=str(table.get("description", "")),
+        intensity_source=_intensity_ref(name, table.get("intensity", {}), base_dir),
     )
+
+
+def _intensity_ref(name: str, table: object, base_dir: Path | None) -> IntensityRef:
+    """A site's [sites.NAME.intensity] table; a file series is taken relative to the sites file."""
+    keys = {"source", "series", "zone"}
+    if (
+        not isinstance(table, dict)
+        or set(table) - keys
+        or not all(isinstance(v, str) for v in table.values())
+    ):
+        raise ConfigError(f"site '{name}': [sites.{name}.intensity] takes strings source, series and zone")
+    ref = IntensityRef(table.get("source", "constant"), table.get("series", ""), table.get("zone", ""))
+    if ref.series and base_dir is not None and by_name(ref.source).reads_file:
+        ref = IntensityRef(ref.source, str(base_dir / ref.series), ref.zone)
+    return ref

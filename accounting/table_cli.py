@@ -18,7 +18,7 @@ from wattlog.accounting.dcgm_energy import dcgm_row
 from wattlog.accounting.devices import Overhead
 from wattlog.accounting.exports import grids_csv, grids_json
 from wattlog.accounting.footprint import WaterConvention
-from wattlog.accounting.intensity_files import read_intensity
+from wattlog.accounting.intensity.registry import formats_help, read_intensity
 from wattlog.accounting.ledger.engine import describe_url, make_engine, resolve_url
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import RunInfo
@@ -68,13 +68,13 @@ def table(
         Path | None,
         typer.Option(
             "--intensity",
-            help="Hourly carbon intensity file: timestamp,kg_co2_per_kwh CSV, Electricity Maps hourly CSV "
-            "or EIA-930 balance CSV.",
+            help="Hourly carbon intensity file (overrides the site's source), in one of the formats of "
+            "--intensity-format.",
         ),
     ] = None,
     intensity_format: Annotated[
         str,
-        typer.Option("--intensity-format", help="auto, csv, electricitymaps, electricitymaps-lca or eia930."),
+        typer.Option("--intensity-format", help=f"The file's format: {formats_help()}."),
     ] = "auto",
     authority: Annotated[
         str | None, typer.Option("--authority", help="EIA-930 balancing authority code (e.g. ERCO).")

@@ -26,10 +26,12 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +47,7 @@ from bench.cluster_report import (
     three_ways,
 )
 from wattlog.accounting.ledger import make_engine
-from wattlog.telemetry.job import compress_nodelist
+from wattlog.telemetry.job import compress_nodelist, sampled_nodes
 
 _URL_LINE = re.compile(r"metrics at (http://\S+/metrics)")
 _FLUSH_LINE = re.compile(r"ledger (\d+) rows in (\d+) flushes, latency p50 ([\d.]+) ms p99 ([\d.]+) ms")
@@ -112,7 +114,7 @@ def run_cluster(
     """
     make_engine(ledger_url).dispose()  # migrate once: concurrent first opens race on the version table
     started_s = time.time()
-    nodes = _start_nodes(config, ledger_url)
+    nodes = _start_nodes(config, ledger_url, prometheus)
     failed = [n.host for n in nodes if n.url is None]
     time.sleep(min(config.seconds * 0.5, 3 * config.scrape_s))  # a few scrapes with every node up
     _measure_memory(nodes)
@@ -163,27 +165,64 @@ def prepare(config: ClusterConfig) -> None:
     _write_targets(config, [])
 
 
-def _start_nodes(config: ClusterConfig, ledger_url: str) -> list[_Node]:
+def _start_nodes(config: ClusterConfig, ledger_url: str, prometheus: object) -> list[_Node]:
+    """Start the nodes in batches, each only once Prometheus scrapes its port.
+
+    Prometheus's file discovery takes 1-6 s to pick up a changed targets file; a node
+    started before that lives through its first scrapes unseen, and one that saw fewer
+    than two scrapes does not wait for a final one at close, so its last counters would
+    never reach Prometheus (3 of 6 four-node runs failed that way under load). Each
+    batch's ports are picked and listed first, and the nodes start once Prometheus
+    reports them as targets, so every node is scraped from its first second.
+    """
     prepare(config)
     nodelist = compress_nodelist(config.hosts)
     nodes: list[_Node] = []
+    listed: list[str] = []
+    serving = set(sampled_nodes(config.nodes, config.sample_nodes))  # the others never serve metrics
     for first in range(0, config.nodes, config.start_batch):
-        batch = []
-        for index in range(first, min(config.nodes, first + config.start_batch)):
-            batch.append(_spawn(config, ledger_url, index, nodelist))
+        indices = range(first, min(config.nodes, first + config.start_batch))
+        ports = {index: _free_port() for index in indices}
+        listed += [f"127.0.0.1:{ports[index]}" for index in indices if index in serving]
+        _write_targets(config, listed)
+        _wait_until_targets(prometheus, listed, timeout_s=60.0)
+        batch = [_spawn(config, ledger_url, index, nodelist, ports[index]) for index in indices]
         _wait_for_urls(batch, timeout_s=120.0)
         nodes.extend(batch)
-        _write_targets(config, [n for n in nodes if n.url is not None])
     return nodes
 
 
-def _spawn(config: ClusterConfig, ledger_url: str, index: int, nodelist: str) -> _Node:
+def _free_port() -> int:
+    """A loopback port nothing listens on now (the node binds it moments later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_until_targets(prometheus: object, addresses: list[str], timeout_s: float) -> None:
+    """Wait until Prometheus's active targets hold every address (its discovery has read the file)."""
+    url = f"{prometheus.url}/api/v1/targets?state=active"  # type: ignore[attr-defined]
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            targets = json.load(answer)["data"]["activeTargets"]
+        known = {t["labels"].get("instance") for t in targets}
+        if known >= set(addresses):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"Prometheus did not discover {sorted(set(addresses) - known)} in {timeout_s:g} s"
+            )
+        time.sleep(0.2)
+
+
+def _spawn(config: ClusterConfig, ledger_url: str, index: int, nodelist: str, port: int) -> _Node:
     host = config.hosts[index]
     log = config.workdir / f"{host}.log"
     args = [
         sys.executable, "-m", "wattlog", "node",
         "--run", config.run, "--db", ledger_url, "--host", host, "--site", config.site,
-        "--port", "0", "--period-ms", f"{config.period_s * 1000:g}", "--flush-s", f"{config.flush_s:g}",
+        "--port", str(port), "--period-ms", f"{config.period_s * 1000:g}", "--flush-s", f"{config.flush_s:g}",
         "--seconds", f"{config.seconds:g}", "--linger-s", f"{3 * config.scrape_s:g}",
         "--simulate", str(config.gpus), "--simulate-load", f"{config.load(index):.3f}",
         "--lock-dir", str(config.workdir / "locks"),  # one machine: its CPU is measured by one agent
@@ -222,8 +261,8 @@ def _wait_for_urls(batch: list[_Node], timeout_s: float) -> None:
         time.sleep(0.2)
 
 
-def _write_targets(config: ClusterConfig, nodes: list[_Node]) -> None:
-    groups = [{"targets": [n.url.split("/")[2]], "labels": {"run": config.run}} for n in nodes if n.url]
+def _write_targets(config: ClusterConfig, addresses: list[str]) -> None:
+    groups = [{"targets": [address], "labels": {"run": config.run}} for address in addresses]
     path = targets_path(config)
     scratch = path.with_suffix(".tmp")
     scratch.write_text(json.dumps(groups))

@@ -164,89 +164,9 @@ def _vs(run: dict[str, Any], label: str) -> str:
 
 def print_table(report: dict[str, Any], echo: Callable[[str], None] = print) -> None:
     """The report as compact tables: GPUs, call costs, update periods, runs, locked runs, verdict."""
-    echo(f"NVML: {report.get('nvml', {})}")
-    for d in report.get("devices", []):
-        limit = f"{d['power_limit_w']:.0f} W" if d["power_limit_w"] else "limit ?"
-        mark = "*" if d["uuid"] == report.get("target") else " "
-        echo(f"{mark}[{d['index']}] {d['uuid']}  {d['name']}  source={d['source']}  {limit}  {d['note']}")
-    if "error" in report:
-        echo(f"error: {report['error']}")
-    echo(f"load: {report.get('load', {})}")
-    if report.get("call_cost"):
-        echo(f"\n{'NVML call (one GPU)':40} {'calls':>6} {'median us':>10} {'p99 us':>10} {'max us':>10}")
-        for name, c in report["call_cost"].items():
-            cells = [
-                f"{c[k]:10.1f}" if c[k] is not None else f"{'-':>10}"
-                for k in ("median_us", "p99_us", "max_us")
-            ]
-            echo(f"{name:40} {c['calls']:6d} {' '.join(cells)}  {c['error']}")
-    if "updates" in report:
-        u = report["updates"]
-
-        def ms(x: float | None) -> str:
-            return f"{x * 1e3:.2f} ms" if x is not None else "-"
-
-        echo(
-            f"\nupdates under steady load (read every {u['poll_period_s'] * 1e3:g} ms): "
-            f"counter every {ms(u['counter']['median_s'])} (fitted {ms(u['counter']['fitted_s'])}), "
-            f"field 186 every {ms(u['power_field']['median_s'])} "
-            f"(fitted {ms(u['power_field']['fitted_s'])})"
-        )
-    cadence = report.get("field_cadence")
-    if cadence:
-        for name in ("field 186 (power)", "field 83 (energy)"):
-            f = cadence[name]
-            echo(
-                f"{name} timestamps: {f['publications']} publications, every {_ms(f['median_ms'])} "
-                f"(p10 {_ms(f['p10_ms'])}, p90 {_ms(f['p90_ms'])})"
-            )
-        echo(
-            f"reads per publication {cadence['reads_per_publication'] or 0:.1f}, "
-            f"a value's age when read: median {_ms(cadence['age_median_ms'])}"
-        )
-    runs = report.get("runs", [])
-    if runs:
-        src = next((d["source"] for d in report["devices"] if d["uuid"] == report["target"]), "?")
-        trap = "simulated" if src == "simulated" else "sampled"
-        echo(f"\nmean power, W (counter: {src}; field 186 and GetPowerUsage trapezoids at 25 ms: {trap})")
-        echo(
-            f"{'run':32} {'s':>6} {'counter':>9} {'field186':>9} {'GetPwrUsg':>9} "
-            f"{'186 vs c':>8} {'avg vs c':>8}"
-        )
-        for r in runs:
-            echo(
-                f"{r['name']:32} {r['span_s']:6.1f} {_w(r['counter_w'])} {_w(r['instant_w'])} "
-                f"{_w(r['power_usage_w'])} {_pct(r['instant_vs_counter_rel'])} "
-                f"{_pct(r['power_usage_vs_counter_rel'])}"
-            )
-        for r in runs:
-            if r["role"] == "steady" and r["counter_j"]:
-                echo(
-                    f"steady energy over {r['span_s']:.1f} s: counter {r['counter_j']:.1f} J ({src}); "
-                    + _vs(r, trap)
-                )
-    analysis = report.get("analysis")
-    if analysis:
-        echo(
-            f"\nlocked runs, W (sampled x {analysis['gain_counter_over_field']:.4f}, "
-            "the steady counter/field ratio)"
-        )
-        echo(f"{'run':32} {'expected':>9} {'on/off':>9} {'counter':>9} {'sampled':>9}  says")
-        for c in analysis["calls"]:
-            echo(
-                f"{c['run']:32} {_w(c['expected_w'])} {_w(c['onoff_mix_w'])} {_w(c['counter_w'])} "
-                f"{_w(c['sampled_w'])}  {c['says']}"
-            )
-        for c in analysis["controls"]:
-            echo(
-                f"control {c['run']:24} counter {c['counter_w']:.1f} W, sampled {c['sampled_w']:.1f} W "
-                f"({c['rel']:+.2%}) {'ok' if c['ok'] else 'DISAGREE'}"
-            )
-        verdict = analysis["verdict"]
-        answer = {"true": "integrates TRUE power", "observed": "integrates only the OBSERVED windows"}
-        echo(f"\nverdict: the energy counter {answer.get(verdict['answer'], 'is INCONCLUSIVE')}")
-        for reason in verdict["reasons"]:
-            echo(f"  - {reason}")
+    for section in (_print_devices, _print_call_cost, _print_updates, _print_cadence, _print_runs):
+        section(report, echo)
+    _print_analysis(report, echo)
     cost = report.get("agent_cost")
     if cost:
         echo(
@@ -257,3 +177,107 @@ def print_table(report: dict[str, Any], echo: Callable[[str], None] = print) -> 
     for skipped in report.get("skipped", []):
         echo(f"skipped: {skipped}")
     echo(f"elapsed {report.get('elapsed_s', 0):.1f} s of a {report['config']['budget_s']:g} s budget")
+
+
+def _print_devices(report: dict[str, Any], echo: Callable[[str], None]) -> None:
+    echo(f"NVML: {report.get('nvml', {})}")
+    for d in report.get("devices", []):
+        limit = f"{d['power_limit_w']:.0f} W" if d["power_limit_w"] else "limit ?"
+        mark = "*" if d["uuid"] == report.get("target") else " "
+        echo(f"{mark}[{d['index']}] {d['uuid']}  {d['name']}  source={d['source']}  {limit}  {d['note']}")
+    if "error" in report:
+        echo(f"error: {report['error']}")
+    echo(f"load: {report.get('load', {})}")
+
+
+def _print_call_cost(report: dict[str, Any], echo: Callable[[str], None]) -> None:
+    if not report.get("call_cost"):
+        return
+    echo(f"\n{'NVML call (one GPU)':40} {'calls':>6} {'median us':>10} {'p99 us':>10} {'max us':>10}")
+    for name, c in report["call_cost"].items():
+        cells = [
+            f"{c[k]:10.1f}" if c[k] is not None else f"{'-':>10}" for k in ("median_us", "p99_us", "max_us")
+        ]
+        echo(f"{name:40} {c['calls']:6d} {' '.join(cells)}  {c['error']}")
+
+
+def _print_updates(report: dict[str, Any], echo: Callable[[str], None]) -> None:
+    if "updates" not in report:
+        return
+    u = report["updates"]
+
+    def ms(x: float | None) -> str:
+        return f"{x * 1e3:.2f} ms" if x is not None else "-"
+
+    echo(
+        f"\nupdates under steady load (read every {u['poll_period_s'] * 1e3:g} ms): "
+        f"counter every {ms(u['counter']['median_s'])} (fitted {ms(u['counter']['fitted_s'])}), "
+        f"field 186 every {ms(u['power_field']['median_s'])} "
+        f"(fitted {ms(u['power_field']['fitted_s'])})"
+    )
+
+
+def _print_cadence(report: dict[str, Any], echo: Callable[[str], None]) -> None:
+    cadence = report.get("field_cadence")
+    if not cadence:
+        return
+    for name in ("field 186 (power)", "field 83 (energy)"):
+        f = cadence[name]
+        echo(
+            f"{name} timestamps: {f['publications']} publications, every {_ms(f['median_ms'])} "
+            f"(p10 {_ms(f['p10_ms'])}, p90 {_ms(f['p90_ms'])})"
+        )
+    echo(
+        f"reads per publication {cadence['reads_per_publication'] or 0:.1f}, "
+        f"a value's age when read: median {_ms(cadence['age_median_ms'])}"
+    )
+
+
+def _print_runs(report: dict[str, Any], echo: Callable[[str], None]) -> None:
+    runs = report.get("runs", [])
+    if not runs:
+        return
+    src = next((d["source"] for d in report["devices"] if d["uuid"] == report["target"]), "?")
+    trap = "simulated" if src == "simulated" else "sampled"
+    echo(f"\nmean power, W (counter: {src}; field 186 and GetPowerUsage trapezoids at 25 ms: {trap})")
+    echo(
+        f"{'run':32} {'s':>6} {'counter':>9} {'field186':>9} {'GetPwrUsg':>9} {'186 vs c':>8} {'avg vs c':>8}"
+    )
+    for r in runs:
+        echo(
+            f"{r['name']:32} {r['span_s']:6.1f} {_w(r['counter_w'])} {_w(r['instant_w'])} "
+            f"{_w(r['power_usage_w'])} {_pct(r['instant_vs_counter_rel'])} "
+            f"{_pct(r['power_usage_vs_counter_rel'])}"
+        )
+    for r in runs:
+        if r["role"] == "steady" and r["counter_j"]:
+            echo(
+                f"steady energy over {r['span_s']:.1f} s: counter {r['counter_j']:.1f} J ({src}); "
+                + _vs(r, trap)
+            )
+
+
+def _print_analysis(report: dict[str, Any], echo: Callable[[str], None]) -> None:
+    analysis = report.get("analysis")
+    if not analysis:
+        return
+    echo(
+        f"\nlocked runs, W (sampled x {analysis['gain_counter_over_field']:.4f}, "
+        "the steady counter/field ratio)"
+    )
+    echo(f"{'run':32} {'expected':>9} {'on/off':>9} {'counter':>9} {'sampled':>9}  says")
+    for c in analysis["calls"]:
+        echo(
+            f"{c['run']:32} {_w(c['expected_w'])} {_w(c['onoff_mix_w'])} {_w(c['counter_w'])} "
+            f"{_w(c['sampled_w'])}  {c['says']}"
+        )
+    for c in analysis["controls"]:
+        echo(
+            f"control {c['run']:24} counter {c['counter_w']:.1f} W, sampled {c['sampled_w']:.1f} W "
+            f"({c['rel']:+.2%}) {'ok' if c['ok'] else 'DISAGREE'}"
+        )
+    verdict = analysis["verdict"]
+    answer = {"true": "integrates TRUE power", "observed": "integrates only the OBSERVED windows"}
+    echo(f"\nverdict: the energy counter {answer.get(verdict['answer'], 'is INCONCLUSIVE')}")
+    for reason in verdict["reasons"]:
+        echo(f"  - {reason}")

@@ -4,7 +4,9 @@ Generated into dashboards/prometheus/sites.rules.yml by `python -m wattlog.dashb
 so the footprint rules and dashboards use the very figures accounting's site catalog
 holds (each with its source as a comment). A figure given as a range is published at
 its upper end: budget alerts should warn early rather than late (the comment says so).
-The intensity carries an `intensity_source` label that the CO2 rules pass on to panels.
+The intensity carries an `intensity_source` label that the CO2 rules pass on to panels:
+accounting's :func:`~wattlog.accounting.footprint.rule_intensity_label`, which names a
+site's hourly series where it has one (a static rule can only publish the constant).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from wattlog.accounting.footprint import rule_intensity_label
 from wattlog.accounting.ranges import bounds
 from wattlog.accounting.sites import Site
 
@@ -36,7 +39,7 @@ groups:
 
 def intensity_source(site: Site) -> str:
     """The `intensity_source` label: the intensity's kind and the first clause of its source."""
-    return "constant: " + site.source("carbon_intensity_kg_per_kwh").split(";")[0].strip()
+    return rule_intensity_label(site)
 
 
 def site_rules(catalog: Mapping[str, Site]) -> str:

@@ -55,14 +55,14 @@ install_python() {
   [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
   local stamp="$VENV/.wattlog-installed"
   local want
-  want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+  want=$(cat pyproject.toml scripts/constraints.txt | sha256sum | cut -d' ' -f1)
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     return 0
   fi
   echo "setup: installing wattlog and its Python dependencies into $VENV (first time: ~2 min)"
   "$VENV/bin/pip" install -q --upgrade pip
-  # torch==2.13.0 is pinned in the torch extra: a CPU build that pip finds locally.
-  "$VENV/bin/pip" install -q -e ".[all,test]"
+  # The extras bound torch from below only; the constraints file gives this venv the CPU build.
+  "$VENV/bin/pip" install -q -c scripts/constraints.txt -e ".[all,test]"
   echo "$want" > "$stamp"
 }
 

@@ -268,3 +268,23 @@ def test_mypy_sees_the_trackers_real_signature(site: Path, tmp_path: Path) -> No
     assert tracker.endswith('-> wattlog.trainer.tracker.Tracker"')
     assert "config: wattlog.trainer.session.SessionConfig" in session
     assert "Any" not in tracker.split("config:")[0]  # every parameter before the free-form config is typed
+
+
+def test_no_extra_chooses_the_users_torch(wheel: Path) -> None:
+    """Requires-Dist as pip reads it: torch bounded from below at most, never pinned or capped."""
+    from packaging.requirements import Requirement
+
+    with zipfile.ZipFile(wheel) as archive:
+        (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        lines = archive.read(metadata).decode().splitlines()
+    torch = [Requirement(line.split(":", 1)[1]) for line in lines if line.startswith("Requires-Dist: torch")]
+    assert torch, "the torch extra is gone: update this test"
+    for requirement in torch:
+        operators = {spec.operator for spec in requirement.specifier}
+        assert operators <= {">="}, f"{requirement} would change a user's torch"
+
+
+def test_the_projects_own_venv_takes_torch_from_its_constraints() -> None:
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    assert "-c scripts/constraints.txt" in setup
+    assert "torch==" in (ROOT / "scripts" / "constraints.txt").read_text()

@@ -1,4 +1,9 @@
-"""User sites and carbon-intensity series kept in the ledger, so every reader sees the same figures."""
+"""User sites and carbon-intensity series kept in the ledger, so every reader sees the same figures.
+
+A site reads a stored series back through the intensity registry (its source "ledger",
+its series the stored name: :mod:`wattlog.accounting.intensity.stored`), each hour
+with the source it was stored with.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlmodel import col
 
+from wattlog.accounting.intensity.base import HourlySeries, HourProvenance
 from wattlog.accounting.ledger.models import SECONDS_PER_HOUR, IntensityPoint, SiteRecord
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.errors import ConfigError, LedgerError
@@ -58,9 +64,22 @@ def load_intensity(ledger: Ledger, series: str) -> dict[int, float]:
     Raises:
         LedgerError: No series of that name.
     """
+    return dict(load_series(ledger, series).kg_per_kwh_by_hour)
+
+
+def load_series(ledger: Ledger, series: str) -> HourlySeries:
+    """A stored series as an intensity source, each hour keeping the source it was stored with.
+
+    Raises:
+        LedgerError: No series of that name.
+    """
     with ledger.transaction(f"read intensity series {series!r}") as session:
         query = select(IntensityPoint).where(col(IntensityPoint.series) == series)
         points = session.execute(query.order_by(col(IntensityPoint.hour))).scalars().all()
     if not points:
         raise LedgerError(f"intensity series {series!r} is not in the ledger: store it first")
-    return {p.hour * SECONDS_PER_HOUR: p.kg_per_kwh for p in points}
+    values = {p.hour * SECONDS_PER_HOUR: p.kg_per_kwh for p in points}
+    provenance = {p.hour * SECONDS_PER_HOUR: HourProvenance(p.source or "unsourced") for p in points}
+    sources = sorted({p.source for p in points if p.source})
+    origin = f"ledger series {series}" + (f" ({'; '.join(sources)})" if sources else "")
+    return HourlySeries(values, origin, provenance)

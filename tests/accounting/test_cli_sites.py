@@ -29,17 +29,24 @@ def test_sites_default_rich_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert "jupiter" in out and "Ember" in out
 
 
-def test_sites_file_adds_a_site(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _list_sites(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, wue_offsite: str, more: str = ""
+) -> str:
+    """`wattlog sites --format markdown` with a sites file holding one site (PUE 1.3, intensity 0.25)."""
     path = tmp_path / "sites.toml"
     path.write_text(
-        "[sites.mylab]\npue = 1.3\nwue_onsite_l_per_kwh = 0\nwue_offsite_l_per_kwh = [1, 2]\n"
-        "carbon_intensity_kg_per_kwh = 0.25\n",
+        f"[sites.{name}]\npue = 1.3\nwue_onsite_l_per_kwh = 0\nwue_offsite_l_per_kwh = {wue_offsite}\n"
+        f"carbon_intensity_kg_per_kwh = 0.25\n{more}",
         encoding="utf-8",
     )
     assert main(["sites", "--sites-file", str(path), "--format", "markdown"]) == 0
-    out = capsys.readouterr().out
+    return capsys.readouterr().out
+
+
+def test_sites_file_adds_a_site(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = _list_sites(tmp_path, capsys, "mylab", "[1, 2]")
     assert "| mylab | WUE off-site (L/kWh) | 1-2 |" in out
-    assert f"user sites file {path}" in out
+    assert f"user sites file {tmp_path / 'sites.toml'}" in out
 
 
 @pytest.mark.parametrize(
@@ -89,3 +96,10 @@ def test_error_text_with_brackets_is_printed_verbatim(
     path.write_text("title = 'no sites'\n", encoding="utf-8")
     assert main(["sites", "--sites-file", str(path)]) == 2
     assert "no [sites.NAME] tables found" in capsys.readouterr().err
+
+
+def test_a_site_with_an_hourly_source_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hourly = '[sites.texas.intensity]\nsource = "ledger"\nseries = "ercot"\n'
+    out = _list_sites(tmp_path, capsys, "texas", "1.29", hourly)
+    assert "| texas | Carbon intensity in tables | hourly | ledger ercot |" in out
+    assert "| jupiter | Carbon intensity in tables" not in out

@@ -129,3 +129,16 @@ def test_hourly_accepts_datetime_keys_and_needs_energy_by_hour(tmp_path: Path) -
         footprint_for(Energy(it_mwh=1.0, source="counter"), get_site("world"), intensity=series)
     with pytest.raises(ConfigError, match="no value for the hour"):
         co2_t_hourly({T0 + 3600: 1.0}, 1.0, series)
+
+
+def test_the_table_flag_overrides_the_series_a_site_names(tmp_path: Path) -> None:
+    from wattlog.accounting.intensity import IntensityRef
+
+    path = tmp_path / "grid.csv"
+    path.write_text(f"{T0},0.1\n", encoding="utf-8")
+    site = Site("lab", 1.5, 0, 1, 0.9, intensity_source=IntensityRef("csv", str(path)))
+    by_hour = {T0: 2.0}
+    own = footprint_for(Energy(it_mwh=2.0, source="counter", by_hour_mwh=by_hour), site)
+    assert own.hourly and own.co2_t == pytest.approx(2.0 * 1.5 * 0.1)  # the site's series, not its 0.9
+    given = footprint_for(Energy(it_mwh=2.0, source="counter"), site, intensity=ConstantIntensity(0.5, "x"))
+    assert not given.hourly and given.co2_t == pytest.approx(2.0 * 1.5 * 0.5)

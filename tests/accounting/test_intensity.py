@@ -104,3 +104,15 @@ def test_split_by_hour_spreads_intervals_and_keeps_the_total() -> None:
 
 def test_split_by_hour_zero_length_interval_lands_in_its_hour() -> None:
     assert split_by_hour_mwh([_interval(T0 + 10, T0 + 10, 1.0)]) == pytest.approx({T0: 1.0})
+
+
+def test_a_running_total_splits_into_the_hours_its_intervals_would() -> None:
+    from wattlog.accounting.intensity import HourSplitter
+
+    splitter = HourSplitter(T0 + 1800)
+    assert splitter.add(T0 + 1800, 0.0) == {}
+    splitter.add(T0 + 5400, 2.0 * 3.6e9)  # 2 MWh over 01:30..02:30 of the clock, as one reading
+    by_hour = splitter.add(T0 + 5410, 2.5 * 3.6e9)
+    expected = split_by_hour_mwh([_interval(T0 + 1800, T0 + 5400, 2.0), _interval(T0 + 5400, T0 + 5410, 0.5)])
+    assert by_hour == pytest.approx(expected)
+    assert splitter.add(T0 + 5420, 2.5 * 3.6e9) == pytest.approx(expected)  # no energy, no change

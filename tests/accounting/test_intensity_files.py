@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from wattlog.accounting.intensity import HourlySeries
-from wattlog.accounting.intensity_files import EIA_FACTORS, detect_format, read_intensity
+from wattlog.accounting.intensity.eia930 import EIA_FACTORS
+from wattlog.accounting.intensity.registry import detect_format, read_intensity
 from wattlog.errors import ConfigError
 
 H0 = 1_767_225_600  # 2026-01-01T00:00:00Z
@@ -111,3 +112,15 @@ def test_table_reads_an_electricity_maps_file(tmp_path: Path, capsys: pytest.Cap
     out = capsys.readouterr().out
     assert "| 0.877 |" in out  # 1 MWh x 1.2 x 0.3805 + 1 MWh x 1.2 x 0.350
     assert "1 of 2 hours marked estimated" in out
+
+
+def test_a_sites_zone_picks_its_rows_of_an_electricity_maps_file(tmp_path: Path) -> None:
+    from wattlog.accounting.intensity import IntensityRef
+    from wattlog.accounting.intensity.registry import open_intensity
+
+    path = write(tmp_path, "DE.csv", [EM_HEADER, *EM_ROWS])
+    assert open_intensity(IntensityRef("electricitymaps", str(path), "DE")).kg_per_kwh_at(
+        H0
+    ) == pytest.approx(0.3805)
+    with pytest.raises(ConfigError, match="no intensity rows"):
+        open_intensity(IntensityRef("electricitymaps", str(path), "FR"))  # never another zone's hours

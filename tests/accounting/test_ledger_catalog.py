@@ -42,3 +42,32 @@ def test_bad_series_writes_nothing(ledger: Ledger, points: dict[int, float], mat
 def test_missing_series_is_a_clear_error(ledger: Ledger) -> None:
     with pytest.raises(LedgerError, match="series 'nope' is not in the ledger"):
         load_intensity(ledger, "nope")
+
+
+def test_a_site_reads_a_stored_series_back_through_the_registry(ledger: Ledger, tmp_path) -> None:
+    from wattlog.accounting.run_table import TableOptions, run_footprint
+    from wattlog.accounting.sites import load_sites
+    from wattlog.records import EnergyInterval, Kind, Source
+
+    h0 = 1_767_225_600
+    save_intensity(ledger, "ercot-2026", {h0: 0.5, h0 + 3600: 0.1}, source="ERCOT fuel mix 2026")
+    sites = tmp_path / "sites.toml"
+    sites.write_text(
+        "[sites.texas]\npue = 1.2\nwue_onsite_l_per_kwh = 0\nwue_offsite_l_per_kwh = 1.29\n"
+        "carbon_intensity_kg_per_kwh = 0.4\n"
+        '[sites.texas.intensity]\nsource = "ledger"\nseries = "ercot-2026"\n',
+        encoding="utf-8",
+    )
+    site = load_sites(sites)["texas"]
+    series = site.open_intensity(ledger)
+    assert series.label == "hourly intensity from ledger series ercot-2026 (ERCOT fuel mix 2026)"
+    run = ledger.start_run("r", site="texas")
+    rows = [
+        EnergyInterval("h", "GPU-0", Kind.GPU, Source.COUNTER, h0 + 3600 * i, h0 + 3600 * (i + 1), j, j, j)
+        for i, j in enumerate([3.6e9, 7.2e9])
+    ]
+    ledger.record_intervals(run.id, rows)  # type: ignore[arg-type]
+    found = run_footprint(ledger, ledger.get_run("r"), TableOptions(catalog={"texas": site}))
+    assert found is not None and found.co2_t == pytest.approx(1.2 * (1 * 0.5 + 2 * 0.1))
+    with pytest.raises(ConfigError, match="stored in a ledger"):
+        site.open_intensity()

@@ -135,3 +135,39 @@ def test_site_validates_when_built_in_code() -> None:
     )
     assert site.source("pue") == "unsourced"
     assert site.intensity.constant_kg_per_kwh == 0.3
+
+
+HOURLY = (
+    GOOD
+    + """
+[sites.mylab.intensity]
+source = "eia930"
+series = "EIA930_BALANCE.csv"
+zone = "ERCO"
+"""
+)
+
+
+def test_a_site_names_its_intensity_source_series_and_zone(tmp_path: Path) -> None:
+    site = load_sites(_write(tmp_path, HOURLY))["mylab"]
+    ref = site.intensity_source
+    assert (ref.source, ref.series, ref.zone) == ("eia930", str(tmp_path / "EIA930_BALANCE.csv"), "ERCO")
+    assert load_sites(_write(tmp_path, GOOD))["mylab"].intensity_source.source == "constant"
+    assert all(s.intensity_source.source == "constant" for s in builtin_sites().values())
+    with pytest.raises(ConfigError, match="cannot read intensity series"):
+        site.open_intensity()  # the file is not there: an error, never the constant instead
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ('source = "eia930"', 'source = "watttime"', "unknown intensity source 'watttime': use constant"),
+        ('series = "EIA930_BALANCE.csv"', "", "intensity source 'eia930' needs a series"),
+        ('zone = "ERCO"', "zone = 3", r"\[sites.mylab.intensity\] takes strings"),
+    ],
+)
+def test_bad_intensity_sources_are_one_line_errors(tmp_path: Path, old: str, new: str, expected: str) -> None:
+    path = _write(tmp_path, HOURLY.replace(old, new))
+    with pytest.raises(ConfigError, match=expected) as info:
+        load_sites(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)

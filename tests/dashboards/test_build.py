@@ -177,3 +177,19 @@ def test_site_rules_carry_every_catalog_site_with_its_figures() -> None:
     assert (
         published[("wattlog:site_wue_offsite_l_per_kwh", "world")] == "vector(4.26)"
     )  # a range: its upper end
+
+
+def test_a_sites_intensity_rule_names_its_real_source() -> None:
+    from wattlog.accounting.intensity import IntensityRef
+    from wattlog.accounting.sites import Site
+    from wattlog.dashboards.siterules import site_rules
+
+    ref = IntensityRef("eia930", "/data/EIA930_BALANCE.csv", "ERCO")
+    site = Site("texas", 1.2, 0.0, 1.29, 0.4, {"carbon_intensity_kg_per_kwh": "EIA 2023"}, "", ref)
+    [rule] = [line for line in site_rules({"texas": site}).splitlines() if "intensity_source" in line]
+    # the rule publishes the constant (a static rule cannot follow hours) and says the tables do not
+    assert (
+        'intensity_source: "hourly eia930 /data/EIA930_BALANCE.csv, zone ERCO (tables); constant: EIA 2023'
+        in rule
+    )
+    assert "vector(0.4)" in rule

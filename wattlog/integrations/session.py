@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.console import Console
 
-from wattlog.accounting.footprint import co2_t, energy_label, water_kl
+from wattlog.accounting.footprint import CarbonPath, LiveCarbon, energy_label, water_kl
+from wattlog.accounting.intensity import HourSplitter
 from wattlog.accounting.ranges import Quantity, bounds
-from wattlog.accounting.sites import get_site
+from wattlog.accounting.sites import Site, get_site
 from wattlog.accounting.units import j_to_kwh, j_to_mwh
 from wattlog.events import EventCategory, EventKind
 from wattlog.trainer.tracker import Tracker
@@ -29,14 +31,28 @@ PREFIX = "wattlog"
 """Prefix of every key added to the framework's logs (W&B and TensorBoard group by it)."""
 
 
-def figures_of(tracker: Tracker) -> dict[str, float]:
+def figures_of(
+    tracker: Tracker,
+    carbon: LiveCarbon | None = None,
+    wall: Callable[[], float] = time.time,
+    catalog: Mapping[str, Site] | None = None,
+) -> dict[str, float]:
     """Energy, CO2, water and efficiency of a tracker's run so far, as flat log keys.
 
     Energy keys carry the energy's source label (``wattlog/simulated/energy_j``), so a
     simulated or estimated figure never reads as a measured one in any logger, and its band
     (``energy_j_low``, ``energy_j_high``). CO2 and
     water need the run's site (no silent default): without one only energy is given. A
-    site figure given as a range yields ``_low`` and ``_high`` keys.
+    site figure given as a range yields ``_low`` and ``_high`` keys. CO2 takes the tables'
+    path (:class:`~wattlog.accounting.footprint.CarbonPath`) with the site's own intensity
+    source, so the logged figure and the table agree.
+
+    Args:
+        tracker: The rank's tracker.
+        carbon: The run's live CO2 path, fed since the agent started (None: one starting now,
+            exact for a constant intensity).
+        wall: Unix time now.
+        catalog: Sites by name (None: the built-in catalog).
 
     Returns:
         {} on a rank that measures nothing (its node's agent runs on local rank 0).
@@ -58,9 +74,10 @@ def figures_of(tracker: Tracker) -> dict[str, float]:
     if power_w is not None:
         out[f"{base}/power_w"] = power_w
     if tracker.site:
-        site = get_site(tracker.site)
+        site = get_site(tracker.site, catalog)
         mwh = j_to_mwh(energy_j)
-        _put(out, f"{base}/co2_kg", co2_t(mwh, site.pue, site.carbon_intensity_kg_per_kwh), 1000.0)
+        carbon = carbon or LiveCarbon(CarbonPath.of(site), HourSplitter(wall()))
+        _put(out, f"{base}/co2_kg", carbon.co2_t(wall(), energy_j), 1000.0)
         water = water_kl(mwh, site.pue, site.wue_onsite_l_per_kwh, site.wue_offsite_l_per_kwh)
         _put(out, f"{base}/water_l", water, 1000.0)
     speed = tracker.speed
@@ -69,6 +86,15 @@ def figures_of(tracker: Tracker) -> dict[str, float]:
     if speed is not None and speed.mfu is not None:
         out[f"{PREFIX}/mfu"] = speed.mfu
     return out
+
+
+def _live_carbon(tracker: Tracker) -> LiveCarbon | None:
+    """The run's CO2 path fed from the agent's start, hour by hour as the table splits it (None: no site)."""
+    if not tracker.site:
+        return None
+    site = get_site(tracker.site)
+    wall = tracker.session.clock.wall
+    return LiveCarbon(CarbonPath.of(site, ledger=tracker.ledger), HourSplitter(wall()))
 
 
 def _put(out: dict[str, float], key: str, value: Quantity, scale: float) -> None:
@@ -103,6 +129,7 @@ class TrackerSession:
         self._factory = tracker_factory
         self.tracker: Tracker | None = None
         self.printed = False
+        self._carbon: LiveCarbon | None = None
 
     @property
     def active(self) -> bool:
@@ -119,8 +146,14 @@ class TrackerSession:
         if resume_step:
             kwargs.setdefault("resume", True)
             kwargs.setdefault("resume_step", resume_step)
-        self.tracker = self._factory(self.run, **kwargs).start()
-        return self.tracker
+        tracker = self._factory(self.run, **kwargs).start()
+        try:
+            self._carbon = _live_carbon(tracker)
+        except Exception as error:  # e.g. the site's series unreadable: stop the agent, then say why
+            tracker.close(error)
+            raise
+        self.tracker = tracker
+        return tracker
 
     def step(self, step: int, *, loss: Any = None, tokens: Any = None, grad_norm: Any = None) -> None:
         """Report one optimizer step (values may be device tensors: never synced here)."""
@@ -137,7 +170,7 @@ class TrackerSession:
         if self.tracker is None:
             return {}
         try:
-            return figures_of(self.tracker)
+            return figures_of(self.tracker, self._carbon, self.tracker.session.clock.wall)
         except Exception as error:  # a logging step must never fail because of us
             log.warning("wattlog figures skipped: %s", error)
             return {}
