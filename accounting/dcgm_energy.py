@@ -74,7 +74,7 @@ def dcgm_energy(
         energy_j = float(sample["value"][1])
         device = labels.get("UUID") or f"gpu{labels.get('gpu', '?')}"
         rows.append(
-            PromEnergy(
+            PromEnergy.of(
                 host=labels.get("Hostname", ""),
                 device=device,
                 kind=Kind.GPU.value,

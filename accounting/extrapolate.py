@@ -19,14 +19,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from wattlog.accounting.footprint import Energy, energy_label
+from wattlog.accounting.ledger.views import EnergyTotal
 from wattlog.accounting.ranges import Range
-from wattlog.accounting.run_energy import DeviceTotal, energy_from_devices
+from wattlog.accounting.run_energy import energy_from_devices
 from wattlog.errors import ConfigError
 from wattlog.records import Source
 
 
 def job_energy(
-    devices: Iterable[DeviceTotal], node_count: int, by_hour_mwh: Mapping[int, float] | None = None
+    devices: Iterable[EnergyTotal], node_count: int, by_hour_mwh: Mapping[int, float] | None = None
 ) -> Energy | None:
     """The job's IT energy from the devices of the nodes that were measured.
 
@@ -46,7 +47,7 @@ def job_energy(
     if node_count < 1:
         raise ConfigError(f"a job has at least one node, got {node_count}")
     rows = list(devices)
-    by_host: dict[str, list[DeviceTotal]] = {}
+    by_host: dict[str, list[EnergyTotal]] = {}
     for row in rows:
         by_host.setdefault(row.host, []).append(row)
     measured = len(by_host)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from wattlog.accounting.ledger.reader import RunReader
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ranges import Range
 from wattlog.accounting.render import TableRow
@@ -117,14 +118,18 @@ class GapSummary:
 
 def run_gaps(ledger: Ledger, run: int | str) -> GapSummary:
     """The gaps of a run, recorded and derived (downtime between attempts), and the band widening."""
-    run_id = ledger.get_run(run).id
-    gaps = [
-        RunGap(g.device, g.host, g.start_s, g.end_s, classify(g.reason), g.reason) for g in ledger.gaps(run)
-    ]
-    restarts = [e.time_s for e in ledger.events(run_id) if e.kind == EventKind.RESTART]
+    with ledger.reading(run, "read a run's gaps") as read:
+        return gaps_of(read)
+
+
+def gaps_of(read: RunReader) -> GapSummary:
+    """`run_gaps` inside an open read of the run."""
+    gaps = [RunGap(g.device, g.host, g.start_s, g.end_s, classify(g.reason), g.reason) for g in read.gaps()]
+    restarts = [e.time_s for e in read.events() if e.kind == EventKind.RESTART]
     if not restarts and all(g.reason in IN_BAND for g in gaps):
         return GapSummary(tuple(sorted(gaps, key=lambda g: (g.start_s, g.device))), 0.0)
-    rows = _rows(ledger, run_id)  # read only when needed: a long run has many
+    # read only when needed: a long run has many
+    rows = [(r.device, r.start_s, r.end_s, r.energy_j) for r in read.energy_rows()]
     if not any(g.reason is GapReason.DOWNTIME for g in gaps):
         gaps += _downtime(restarts, rows)
     gaps.sort(key=lambda g: (g.start_s, g.device))
@@ -139,11 +144,6 @@ def with_gaps(row: TableRow, summary: GapSummary) -> TableRow:
     if band is not None and summary.widen_j:
         band = Range(band.lo, band.hi + j_to_mwh(summary.widen_j))
     return replace(row, energy_band_mwh=band).with_notes(f"gaps: {summary.line()}")
-
-
-def _rows(ledger: Ledger, run_id: int) -> list[tuple[str, float, float, float]]:
-    """(device, start, end, joules) of every energy row of the run."""
-    return [(r.device, r.start_s, r.end_s, r.energy_j) for r in ledger.energy_rows(run_id)]
 
 
 def _downtime(restarts: Sequence[float], rows: Sequence[tuple[str, float, float, float]]) -> list[RunGap]:

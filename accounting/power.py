@@ -31,7 +31,7 @@ from wattlog.records import Kind
 
 
 class PowerRow(Protocol):
-    """Energy of one device over one interval: what the ledger's EnergyRow gives (Ledger.energy_rows)."""
+    """Energy of one device over one interval: an EnergyInterval (Ledger.energy_rows) gives."""
 
     @property
     def host(self) -> str: ...

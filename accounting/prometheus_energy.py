@@ -15,9 +15,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from wattlog.accounting.ledger.views import EnergyTotal
 from wattlog.errors import ConfigError, WattlogError
 
 ENERGY_METRIC = "wattlog_energy_joules_total"
@@ -29,17 +29,8 @@ class PrometheusError(WattlogError):
     """Prometheus could not be reached or answered with an error."""
 
 
-@dataclass(frozen=True, slots=True)
-class PromEnergy:
-    """Energy of one device over a window, from Prometheus (joules), with its source label and band."""
-
-    host: str
-    device: str
-    kind: str
-    source: str
-    energy_j: float
-    low_j: float
-    high_j: float
+PromEnergy = EnergyTotal
+"""Energy of one device over a window from Prometheus: an EnergyTotal with its host and device."""
 
 
 def energy_from_prometheus(
@@ -51,7 +42,7 @@ def energy_from_prometheus(
     since_start: bool = False,
     timeout_s: float = 10.0,
     opener: Callable[..., Any] = urllib.request.urlopen,
-) -> list[PromEnergy]:
+) -> list[EnergyTotal]:
     """Per-device energy over [start_s, end_s] (Unix seconds) from the Prometheus at `url`.
 
     The band scales the increase by each device's latest low/energy and
@@ -85,10 +76,33 @@ def energy_from_prometheus(
     energy = query_vector(
         url, f"sum by ({by}) ({over}({ENERGY_METRIC}{selector}[{window_s}s]))", end_s, timeout_s, opener
     )
+    ratio = _band_ratios(url, selector, matchers or {}, window_s, end_s, timeout_s, opener)
+    rows = []
+    for sample in energy:
+        key = _key(sample["metric"])
+        value = float(sample["value"][1])
+        low = value * ratio.get(key, {}).get("low", 1.0)
+        high = value * ratio.get(key, {}).get("high", 1.0)
+        host, device, kind, source = key
+        rows.append(EnergyTotal.of(host, device, kind, source, value, min(low, value), max(high, value)))
+    return sorted(rows, key=lambda r: (r.host, r.kind, r.device, r.source))
+
+
+def _band_ratios(
+    url: str,
+    selector: str,
+    matchers: Mapping[str, str],
+    window_s: int,
+    end_s: float,
+    timeout_s: float,
+    opener: Callable[..., Any],
+) -> dict[tuple[str, ...], dict[str, float]]:
+    """Each series' latest low/energy and high/energy ratios ("low", "high"): the agent's cumulative band."""
+    by = ", ".join(LABELS)
     # last_over_time, not the instant value: once a job's agents have exited, their series are stale.
     last = f"last_over_time({ENERGY_METRIC}{selector}[{window_s}s])"
     totals = query_vector(url, f"sum by ({by}) ({last})", end_s, timeout_s, opener)
-    band_selector = _selector({**(matchers or {})}, extra='bound=~"low|high"')
+    band_selector = _selector({**matchers}, extra='bound=~"low|high"')
     band_last = f"last_over_time({BAND_METRIC}{band_selector}[{window_s}s])"
     bands = query_vector(url, f"sum by ({by}, bound) ({band_last})", end_s, timeout_s, opener)
     total_of = {_key(s["metric"]): float(s["value"][1]) for s in totals}
@@ -99,15 +113,7 @@ def energy_from_prometheus(
             ratio.setdefault(key, {})[sample["metric"].get("bound", "")] = (
                 float(sample["value"][1]) / total_of[key]
             )
-    rows = []
-    for sample in energy:
-        key = _key(sample["metric"])
-        value = float(sample["value"][1])
-        low = value * ratio.get(key, {}).get("low", 1.0)
-        high = value * ratio.get(key, {}).get("high", 1.0)
-        host, device, kind, source = key
-        rows.append(PromEnergy(host, device, kind, source, value, min(low, value), max(high, value)))
-    return sorted(rows, key=lambda r: (r.host, r.kind, r.device, r.source))
+    return ratio
 
 
 def _selector(matchers: Mapping[str, str], extra: str = "") -> str:

@@ -11,10 +11,11 @@ draw, so tables show GPU and rest-of-node energy apart where both exist.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Protocol
 
 from wattlog.accounting.footprint import Energy, energy_label
+from wattlog.accounting.ledger.reader import RunReader
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.ledger.views import EnergyTotal
 from wattlog.accounting.ranges import Range
 from wattlog.accounting.units import j_to_mwh
 from wattlog.records import Kind
@@ -22,25 +23,8 @@ from wattlog.records import Kind
 HOUR_S = 3600
 
 
-class DeviceTotal(Protocol):
-    """Energy of one device (joules): what both the ledger's EnergyTotal and Prometheus' PromEnergy give."""
-
-    @property
-    def host(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def source(self) -> str: ...
-    @property
-    def energy_j(self) -> float: ...
-    @property
-    def low_j(self) -> float: ...
-    @property
-    def high_j(self) -> float: ...
-
-
 def energy_from_devices(
-    devices: Iterable[DeviceTotal], by_hour_mwh: dict[int, float] | None = None
+    devices: Iterable[EnergyTotal], by_hour_mwh: dict[int, float] | None = None
 ) -> Energy | None:
     """Sum devices into one run's Energy (None when there is no energy at all).
 
@@ -68,7 +52,7 @@ def energy_from_devices(
 
 
 def ledger_energy(ledger: Ledger, run: int | str, *, by_hour: bool = True) -> Energy | None:
-    """A run's IT energy from the ledger.
+    """A run's IT energy from the ledger, read in one transaction.
 
     Args:
         ledger: The ledger.
@@ -76,11 +60,17 @@ def ledger_energy(ledger: Ledger, run: int | str, *, by_hour: bool = True) -> En
         by_hour: Also read its energy per hour (rows bucketed by their start hour), which an
             hourly intensity needs; a constant intensity doesn't, and this is the slow query.
     """
-    totals = ledger.energy_totals(run)
+    with ledger.reading(run, "read a run's energy") as read:
+        return read_energy(read, read.energy_totals(), by_hour=by_hour)
+
+
+def read_energy(read: RunReader, totals: Sequence[EnergyTotal], *, by_hour: bool = True) -> Energy | None:
+    """A run's IT energy from its device totals and, with `by_hour`, its hours, in an open read."""
     metered = sorted({t.host for t in totals if t.kind == Kind.NODE})
     if not by_hour:
         return energy_from_devices(totals)
     hours: dict[int, float] = {}
+    # a host with a node meter counts its meter, the others their components
     parts: Sequence[tuple[list[str] | None, Sequence[str]]] = (
         [
             ([Kind.NODE.value], ()),
@@ -90,7 +80,8 @@ def ledger_energy(ledger: Ledger, run: int | str, *, by_hour: bool = True) -> En
         else [(None, ())]
     )
     for kinds, exclude in parts:
-        for hour in ledger.energy_by_hour(run, kinds=kinds, exclude_hosts=exclude):
+        for hour in read.energy_by_hour(kinds, exclude):
+            assert hour.hour is not None  # hourly sums carry their hour
             start_s = hour.hour * HOUR_S
             hours[start_s] = hours.get(start_s, 0.0) + j_to_mwh(hour.energy_j)
     return energy_from_devices(totals, dict(sorted(hours.items())))

@@ -22,16 +22,15 @@ from wattlog.accounting.footprint import (
     energy_label,
     footprint_for,
 )
-from wattlog.accounting.gaps import run_gaps, with_gaps
+from wattlog.accounting.gaps import GapSummary, gaps_of, with_gaps
 from wattlog.accounting.intensity import IntensitySource
-from wattlog.accounting.ledger.jobs import JobNodes, job_nodes
 from wattlog.accounting.ledger.models import Role, Status
 from wattlog.accounting.ledger.store import Ledger
-from wattlog.accounting.ledger.views import RunInfo
-from wattlog.accounting.prometheus_energy import PromEnergy, energy_from_prometheus
+from wattlog.accounting.ledger.views import EnergyTotal, JobNodes, RunInfo
+from wattlog.accounting.prometheus_energy import energy_from_prometheus
 from wattlog.accounting.ranges import Quantity, Range
 from wattlog.accounting.render import TableRow
-from wattlog.accounting.run_energy import ledger_energy
+from wattlog.accounting.run_energy import read_energy
 from wattlog.accounting.sites import Site, get_site
 from wattlog.errors import ConfigError
 from wattlog.records import Kind
@@ -70,26 +69,81 @@ def has_site(run: RunInfo, options: TableOptions) -> bool:
     return bool(options.site or run.site)
 
 
-def run_footprint(ledger: Ledger, run: RunInfo, options: TableOptions) -> Footprint | None:
-    """The footprint of one run, or None if it recorded no energy."""
+@dataclass(frozen=True, slots=True)
+class RunRead:
+    """What a run's row needs from the ledger, read in one transaction.
+
+    Attributes:
+        totals: Its per-device energy totals.
+        nodes: The nodes of its job.
+        energy: Its IT energy from the ledger (None: none recorded, or the energy comes from Prometheus).
+        gaps: Its gaps (None where not read).
+    """
+
+    totals: list[EnergyTotal]
+    nodes: JobNodes
+    energy: Energy | None
+    gaps: GapSummary | None
+
+
+def carbon_path(ledger: Ledger, run: RunInfo, options: TableOptions) -> tuple[Site, CarbonPath]:
+    """The run's site and CO2 path: the intensity the site names, unless `options.intensity` overrides it.
+
+    Raises:
+        ConfigError: The run has no site and none was given, or its intensity cannot be opened.
+    """
     site_name = options.site or run.site
     if not site_name:
         raise ConfigError(
             f"run {run.name!r} was recorded without a site: pass --site NAME (see `wattlog sites`)"
         )
     site = get_site(site_name, options.catalog)
-    carbon = CarbonPath.of(site, options.intensity, ledger)  # the site's own source unless overridden
-    hourly = carbon.hourly
-    nodes = job_nodes(ledger, run.name)
+    return site, CarbonPath.of(site, options.intensity, ledger)
+
+
+def read_run(
+    ledger: Ledger, run: RunInfo, options: TableOptions, *, hourly: bool, gaps: bool = True
+) -> RunRead:
+    """One transaction reading what a run's row needs, the run found once (Prometheus is asked later).
+
+    Args:
+        ledger: The ledger.
+        run: The run.
+        options: How runs become rows.
+        hourly: Also read the energy of each hour (an hourly intensity needs it).
+        gaps: Also read the gaps.
+    """
+    with ledger.reading(run.id, f"read run {run.name!r}") as read:
+        totals = read.energy_totals()
+        return RunRead(
+            totals=totals,
+            nodes=read.job_nodes(),
+            energy=None if options.prometheus_url else read_energy(read, totals, by_hour=hourly),
+            gaps=gaps_of(read) if gaps else None,
+        )
+
+
+def run_footprint(ledger: Ledger, run: RunInfo, options: TableOptions) -> Footprint | None:
+    """The footprint of one run, or None if it recorded no energy."""
+    site, carbon = carbon_path(ledger, run, options)
+    read = read_run(ledger, run, options, hourly=carbon.hourly, gaps=False)
+    return footprint_of(read, run, options, site, carbon)
+
+
+def footprint_of(
+    read: RunRead, run: RunInfo, options: TableOptions, site: Site, carbon: CarbonPath
+) -> Footprint | None:
+    """The footprint of one run from what was read of it, or None if it recorded no energy."""
+    nodes = read.nodes
     if options.prometheus_url:
         energy = job_energy(_prometheus_rows(run, options, nodes), nodes.node_count)
     else:
-        energy = ledger_energy(ledger, run.name, by_hour=hourly)
+        energy = read.energy
         if energy is not None and nodes.node_count > 1:  # K of N nodes measured: N x their mean
-            energy = job_energy(ledger.energy_totals(run.name), nodes.node_count, energy.by_hour_mwh)
+            energy = job_energy(read.totals, nodes.node_count, energy.by_hour_mwh)
     if energy is None:
         return None
-    if gpu_only_overhead(ledger, run, options):
+    if _gpu_only(read.totals, options):
         assert options.overhead is not None
         energy = with_overhead(energy, options.overhead.factor)
     return footprint_for(energy, site, intensity=carbon.intensity, convention=options.convention)
@@ -99,8 +153,13 @@ def gpu_only_overhead(ledger: Ledger, run: RunInfo, options: TableOptions) -> bo
     """Whether the overhead multiplier applies: one was given and the run measured GPUs and nothing else."""
     if options.overhead is None or options.prometheus_url:
         return False
-    kinds = {total.kind for total in ledger.energy_totals(run.name)}
-    return kinds == {Kind.GPU.value}
+    return _gpu_only(ledger.energy_totals(run.id), options)
+
+
+def _gpu_only(totals: Sequence[EnergyTotal], options: TableOptions) -> bool:
+    if options.overhead is None or options.prometheus_url:
+        return False
+    return {total.kind for total in totals} == {Kind.GPU}
 
 
 def with_overhead(energy: Energy, factor: float) -> Energy:
@@ -121,25 +180,27 @@ def with_overhead(energy: Energy, factor: float) -> Energy:
 
 
 def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
-    """One run's row (its model, or its name when no model was recorded)."""
+    """One run's row (its model, or its name when no model was recorded), read in one transaction."""
     label = f"{run.model or run.name} ({run.name}, {run.role})"
     if not has_site(run, options):
         return TableRow(label, None, None, None, None, None, None, "none", notes=(SITELESS_NOTE,))
-    found = run_footprint(ledger, run, options)
+    site, carbon = carbon_path(ledger, run, options)
+    read = read_run(ledger, run, options, hourly=carbon.hourly)
+    found = footprint_of(read, run, options, site, carbon)
     if found is None:
         return TableRow(label, None, None, None, None, None, None, "none", notes=("no energy recorded",))
     notes = _run_notes(run, options)
-    nodes = job_nodes(ledger, run.name)
+    nodes = read.nodes
     if nodes.node_count > 1 or len(nodes.joined) > 1:
-        measured = {t.host for t in ledger.energy_totals(run.name)}
-        notes = (nodes.describe(sorted(measured)), *notes)
-    if gpu_only_overhead(ledger, run, options):
+        notes = (nodes.describe(sorted({t.host for t in read.totals})), *notes)
+    if _gpu_only(read.totals, options):
         assert options.overhead is not None
         notes = (*notes, options.overhead.label)
     elif options.overhead is not None:
         notes = (*notes, "overhead multiplier not applied: CPU/DRAM (or node) energy was measured")
     row = TableRow.from_footprint(label, found, notes=notes)
-    return with_gaps(row, run_gaps(ledger, run.id))
+    assert read.gaps is not None  # read_run reads them unless told not to
+    return with_gaps(row, read.gaps)
 
 
 def project_rows(ledger: Ledger, project: str, options: TableOptions) -> list[TableRow]:
@@ -208,7 +269,7 @@ def _sum_row(label: str, footprints: Sequence[Footprint | None]) -> TableRow:
     )
 
 
-def _prometheus_rows(run: RunInfo, options: TableOptions, nodes: JobNodes) -> list[PromEnergy]:
+def _prometheus_rows(run: RunInfo, options: TableOptions, nodes: JobNodes) -> list[EnergyTotal]:
     """The run's devices in Prometheus: by its `run` label when it spans nodes, else by its host."""
     assert options.prometheus_url is not None
     end_s = run.end_s if run.end_s is not None else options.now_s()

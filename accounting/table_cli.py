@@ -5,6 +5,7 @@ CSV, JSON and model-card exports) and `wattlog compact` (fold old rows into hour
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -127,6 +128,7 @@ def table(
         raise ConfigError("give run names or --project, not both")
     if by is not None and (not project or by not in GROUPINGS):
         raise ConfigError(f"--by needs --project and one of {', '.join(GROUPINGS)}")
+    out = _Output(fmt, notes_file)
     if dcgm:
         if not prometheus or not start or not end or not site:
             raise ConfigError(
@@ -143,13 +145,8 @@ def table(
             intensity=read_intensity(intensity, intensity_format, authority=authority) if intensity else None,
             convention=water,
         )
-        prometheus_rows = [*(reference_table_rows() if reference else []), row]
-        _emit(
-            prometheus_rows,
-            fmt,
-            [*footnotes(prometheus_rows), f"Energy: {prometheus} (dcgm-exporter)."],
-            notes_file,
-        )
+        rows = [*(reference_table_rows() if reference else []), row]
+        _emit(rows, out, [*footnotes(rows), f"Energy: {prometheus} (dcgm-exporter)."])
         return
     options = TableOptions(
         catalog=site_catalog(sites_file),
@@ -159,40 +156,79 @@ def table(
         prometheus_url=prometheus,
         overhead=_overhead(overhead, overhead_source),
     )
-    rows: list[TableRow] = reference_table_rows() if reference else []
-    extra_notes: list[str] = []
-    if reference and not runs and not project and _no_sqlite_file(db):
-        extra_notes.append(f"No ledger at {describe_url(db)}: published rows only.")
-        _emit(rows, fmt, [*footnotes(rows), *extra_notes], notes_file)
+    _ledger_table(_Selection(runs or [], project, by, reference, power), db, options, out)
+
+
+@dataclass(frozen=True, slots=True)
+class _Output:
+    """Where and how a table is printed."""
+
+    fmt: TableFormat
+    notes_file: Path | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Selection:
+    """What a ledger table shows: runs by name (none: all), or a project, and what to add."""
+
+    runs: list[str]
+    project: str | None
+    by: str | None
+    reference: bool
+    power: bool
+
+
+def _ledger_table(selection: _Selection, db: str | None, options: TableOptions, out: _Output) -> None:
+    """The table of recorded runs (after the published rows, with --reference)."""
+    rows: list[TableRow] = reference_table_rows() if selection.reference else []
+    if selection.reference and not selection.runs and not selection.project and _no_sqlite_file(db):
+        _emit(rows, out, [*footnotes(rows), f"No ledger at {describe_url(db)}: published rows only."])
         return
     engine = make_engine(db, create=False)
     try:
         ledger = Ledger(engine)
         check_ledger(ledger, describe_url(db))  # never print figures read from impossible rows
-        if project and by:
-            _show_project(ledger, project, by, options, fmt, notes_file)
+        if selection.project and selection.by:
+            _show_project(ledger, selection.project, selection.by, options, out.fmt, out.notes_file)
             return
-        chosen: list[RunInfo] = []
-        if project:
-            rows += project_rows(ledger, project, options)
-            chosen = ledger.runs(project)
-        else:
-            chosen = [ledger.get_run(r) for r in runs] if runs else ledger.runs()
-            if not chosen and not reference:
-                raise ConfigError(f"the ledger {describe_url(db)} holds no runs yet")
-            rows += [run_row(ledger, run, options) for run in chosen]  # the runs last: on screen at the end
-        if fmt is TableFormat.HF:
-            if len(chosen) != 1 or project:
-                raise ConfigError("--format hf describes one run: give exactly one run name")
-            print(model_card_facts(ledger, chosen[0], rows[-1], options), end="")
-            return
-        extra_notes.append(f"Ledger: {describe_url(db)}.")
-        _emit(rows, fmt, [*footnotes(rows), *extra_notes], notes_file)
-        if power and chosen:
-            headers, cells, notes = power_grid(ledger, chosen)
-            show(render_grid(headers, cells, notes, _grid_format(fmt), right=set(range(1, 8))))
+        chosen, run_rows = _chosen_rows(ledger, selection, options, describe_url(db))
+        _show_runs(ledger, chosen, [*rows, *run_rows], selection, options, out, describe_url(db))
     finally:
         engine.dispose()
+
+
+def _chosen_rows(
+    ledger: Ledger, selection: _Selection, options: TableOptions, where: str
+) -> tuple[list[RunInfo], list[TableRow]]:
+    """The runs shown and their rows (a project's with its subtotals)."""
+    if selection.project:
+        rows = project_rows(ledger, selection.project, options)
+        return ledger.runs(selection.project), rows
+    chosen = [ledger.get_run(r) for r in selection.runs] if selection.runs else ledger.runs()
+    if not chosen and not selection.reference:
+        raise ConfigError(f"the ledger {where} holds no runs yet")
+    return chosen, [run_row(ledger, run, options) for run in chosen]  # the runs last: on screen at the end
+
+
+def _show_runs(
+    ledger: Ledger,
+    chosen: list[RunInfo],
+    rows: list[TableRow],
+    selection: _Selection,
+    options: TableOptions,
+    out: _Output,
+    where: str,
+) -> None:
+    """Print the rows (or one run's model-card facts), then the power fluctuation grid if asked."""
+    if out.fmt is TableFormat.HF:
+        if len(chosen) != 1 or selection.project:
+            raise ConfigError("--format hf describes one run: give exactly one run name")
+        print(model_card_facts(ledger, chosen[0], rows[-1], options), end="")
+        return
+    _emit(rows, out, [*footnotes(rows), f"Ledger: {where}."])
+    if selection.power and chosen:
+        headers, cells, notes = power_grid(ledger, chosen)
+        show(render_grid(headers, cells, notes, _grid_format(out.fmt), right=set(range(1, 8))))
 
 
 def _overhead(factor: float | None, source: str | None) -> Overhead | None:
@@ -214,13 +250,13 @@ def _grid_format(fmt: TableFormat) -> TableFormat:
     return TableFormat.MARKDOWN if fmt in (TableFormat.JSON, TableFormat.HF) else fmt
 
 
-def _emit(rows: list[TableRow], fmt: TableFormat, notes: list[str], notes_file: Path | None) -> None:
-    """Render rows; a CSV's notes go to `notes_file` or stderr, never into the data."""
-    if fmt is TableFormat.HF:
+def _emit(rows: list[TableRow], out: _Output, notes: list[str]) -> None:
+    """Render rows; a CSV's notes go to `out.notes_file` or stderr, never into the data."""
+    if out.fmt is TableFormat.HF:
         raise ConfigError("--format hf describes one run: give exactly one run name")
-    show(render(rows, fmt, notes))
-    if fmt is TableFormat.CSV or notes_file is not None:
-        _write_notes(notes, notes_file)
+    show(render(rows, out.fmt, notes))
+    if out.fmt is TableFormat.CSV or out.notes_file is not None:
+        _write_notes(notes, out.notes_file)
 
 
 def _write_notes(notes: list[str], notes_file: Path | None) -> None:

@@ -10,7 +10,6 @@ cumulative tokens with :func:`report_rank_progress`; :func:`job_nodes` and
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -20,36 +19,12 @@ from sqlmodel import col
 
 from wattlog.accounting.ledger.models import JobNode, RankProgress, Run
 from wattlog.accounting.ledger.store import Ledger, upsert_into
-from wattlog.accounting.ledger.views import RankInfo, RunInfo
+from wattlog.accounting.ledger.views import JobNodes, RankInfo, RunInfo
 from wattlog.errors import LedgerError
 from wattlog.telemetry.job import JobIdentity
 
 _JOB_NODE = cast(Table, JobNode.__table__)  # type: ignore[attr-defined]
 _RANK = cast(Table, RankProgress.__table__)  # type: ignore[attr-defined]
-
-
-@dataclass(frozen=True, slots=True)
-class JobNodes:
-    """The nodes of a run's job as the ledger knows them.
-
-    Attributes:
-        node_count: Nodes in the job (the largest count any node reported; 1 if none joined).
-        joined: Hosts that joined the run, by node index.
-        measuring: Hosts that joined to measure energy (not sampled out).
-    """
-
-    node_count: int
-    joined: tuple[str, ...]
-    measuring: tuple[str, ...]
-
-    def describe(self, measured_hosts: Sequence[str]) -> str:
-        """The table note, e.g. "4 of 16 nodes measured", naming measuring nodes that stored no energy."""
-        text = f"{len(set(measured_hosts))} of {self.node_count} nodes measured"
-        silent = sorted(set(self.measuring) - set(measured_hosts))
-        if silent:
-            shown = ", ".join(silent[:5]) + (f" and {len(silent) - 5} more" if len(silent) > 5 else "")
-            text += f"; no energy from {shown}"
-        return text
 
 
 def join_run(
@@ -156,15 +131,8 @@ def report_rank_progress(ledger: Ledger, run: int | str, rank: int, report: Rank
 
 def job_nodes(ledger: Ledger, run: int | str) -> JobNodes:
     """The nodes that joined a run's job (a run no node joined: one node, nothing known)."""
-    with ledger.transaction("read job nodes") as session:
-        run_id = ledger.id_of(session, run)
-        query = select(JobNode).where(col(JobNode.run_id) == run_id).order_by(col(JobNode.node_index))
-        rows = list(session.execute(query).scalars())
-    return JobNodes(
-        node_count=max((r.node_count for r in rows), default=1),
-        joined=tuple(r.host for r in rows),
-        measuring=tuple(r.host for r in rows if r.measured),
-    )
+    with ledger.reading(run, "read job nodes") as read:
+        return read.job_nodes()
 
 
 def rank_progress(ledger: Ledger, run: int | str) -> list[RankInfo]:

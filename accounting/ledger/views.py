@@ -9,6 +9,8 @@ not know stays a plain string rather than failing the read).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
@@ -20,13 +22,15 @@ from wattlog.accounting.ledger.models import (
     GapRecord,
     Phase,
     RankProgress,
+    Resolution,
     Role,
     Run,
     Stage,
     Status,
 )
+from wattlog.errors import ConfigError
 from wattlog.events import EventCategory, EventKind
-from wattlog.records import Gap
+from wattlog.records import EnergyFigure, EnergyInterval, Gap, Kind, Source, summed_band
 
 _E = TypeVar("_E", bound=StrEnum)
 
@@ -141,37 +145,113 @@ class GapInfo(Gap):
 
 
 @dataclass(frozen=True, slots=True)
-class EnergyRow:
-    """One stored energy row (a flush interval, or an hourly bucket after compaction), joules."""
+class EnergyTotal:
+    """An energy figure summed over a group, with the who and when the group shares.
 
-    run_id: int
-    host: str
-    device: str
-    kind: str
-    source: str
-    resolution: str
-    start_s: float
-    end_s: float
-    energy_j: float
-    low_j: float
-    high_j: float
+    The one read model of summed energy: the ledger's per-device totals of a run
+    (`run_id`, `host`, `device`, `rows`), its hourly sums (`run_id`, `hour`), and a
+    device's increase over a window in Prometheus (`host`, `device`). A grouping that
+    does not carry an identity field leaves it "" or None.
+
+    Attributes:
+        figure: Joules with their band, its random part, the kind and the source.
+        host: The node ("" for sums over hosts).
+        device: The device ("" for sums over devices).
+        run_id: The run (None outside the ledger).
+        hour: Hours since the Unix epoch of an hourly sum (None otherwise).
+        rows: Ledger rows summed (0 outside the ledger).
+        reader: Who read the figure when not wattlog's agent, e.g. "dcgm-exporter" ("" = wattlog).
+    """
+
+    figure: EnergyFigure
+    host: str = ""
+    device: str = ""
+    run_id: int | None = None
+    hour: int | None = None
+    rows: int = 0
+    reader: str = ""
 
     @classmethod
-    def of(cls, row: EnergyRecord) -> EnergyRow:
-        """The read model of a table row read from the database."""
-        return cls(
-            row.run_id,
-            row.host,
-            row.device,
-            row.kind,
-            row.source,
-            row.resolution,
-            row.start_s,
-            row.end_s,
-            row.energy_j,
-            row.low_j,
-            row.high_j,
+    def of(
+        cls, host: str, device: str, kind: str, source: str, energy_j: float, low_j: float, high_j: float
+    ) -> EnergyTotal:
+        """A device's figure from label values, e.g. Prometheus' (a source may name its reader).
+
+        Raises:
+            ConfigError: A kind or source label wattlog does not know.
+        """
+        base, _, reader = source.partition(" (")
+        try:
+            figure = EnergyFigure(Kind(kind), Source(base), energy_j, low_j, high_j)
+        except ValueError as error:
+            kinds, sources = "|".join(Kind), "|".join(Source)
+            raise ConfigError(
+                f"energy labelled kind {kind!r}, source {source!r}: use kind {kinds} and source {sources}"
+            ) from error
+        return cls(figure, host, device, reader=reader.removesuffix(")"))
+
+    @property
+    def kind(self) -> Kind:
+        """The device kind."""
+        return self.figure.kind
+
+    @property
+    def source(self) -> Source | str:
+        """The figure's source label, naming its reader when not wattlog (e.g. "counter (dcgm-exporter)")."""
+        return f"{self.figure.source} ({self.reader})" if self.reader else self.figure.source
+
+    @property
+    def energy_j(self) -> float:
+        """Joules."""
+        return self.figure.energy_j
+
+    @property
+    def low_j(self) -> float:
+        """Low end of the band, joules."""
+        return self.figure.low_j
+
+    @property
+    def high_j(self) -> float:
+        """High end of the band, joules."""
+        return self.figure.high_j
+
+
+EnergyRow = EnergyInterval
+"""A stored energy row (a flush interval, or an hourly bucket after compaction): an EnergyInterval.
+
+The name stays for callers that annotate with it; new code names EnergyInterval."""
+
+
+def interval_of(row: EnergyRecord) -> EnergyInterval:
+    """The interval a stored energy row holds.
+
+    A raw row reads back exactly as it was written. A compacted hourly row stores the
+    sums of its flushes' band terms: its band is theirs summed as a total is
+    (`summed_band`), its random parts the roots of the summed squares.
+    """
+    low_j, high_j = row.low_j, row.high_j
+    random_low_j, random_high_j = row.random_low_j, row.random_high_j
+    if row.resolution != Resolution.RAW.value:
+        low_j, high_j = summed_band(
+            low_j, high_j, random_low_j, random_high_j, row.random_low_sq, row.random_high_sq
         )
+        random_low_j, random_high_j = (
+            math.sqrt(max(row.random_low_sq, 0.0)),
+            math.sqrt(max(row.random_high_sq, 0.0)),
+        )
+    return EnergyInterval(
+        row.host,
+        row.device,
+        Kind(row.kind),
+        Source(row.source),
+        row.start_s,
+        row.end_s,
+        row.energy_j,
+        low_j,
+        high_j,
+        random_low_j,
+        random_high_j,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +284,30 @@ class RankInfo:
             row.flops_per_token,
             row.peak_flops,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class JobNodes:
+    """The nodes of a run's job as the ledger knows them.
+
+    Attributes:
+        node_count: Nodes in the job (the largest count any node reported; 1 if none joined).
+        joined: Hosts that joined the run, by node index.
+        measuring: Hosts that joined to measure energy (not sampled out).
+    """
+
+    node_count: int
+    joined: tuple[str, ...]
+    measuring: tuple[str, ...]
+
+    def describe(self, measured_hosts: Sequence[str]) -> str:
+        """The table note, e.g. "4 of 16 nodes measured", naming measuring nodes that stored no energy."""
+        text = f"{len(set(measured_hosts))} of {self.node_count} nodes measured"
+        silent = sorted(set(self.measuring) - set(measured_hosts))
+        if silent:
+            shown = ", ".join(silent[:5]) + (f" and {len(silent) - 5} more" if len(silent) > 5 else "")
+            text += f"; no energy from {shown}"
+        return text
 
 
 def member_or_text(enum: type[_E], value: str) -> _E | str:

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from wattlog.accounting.ledger import Ledger, Role, Status, make_engine
 from wattlog.accounting.ledger.models import EnergyRecord, GapRecord, Run
-from wattlog.accounting.ledger.views import EventInfo, GapInfo, RunInfo
+from wattlog.accounting.ledger.views import EnergyTotal, EventInfo, GapInfo, RunInfo
 from wattlog.clock import FakeClock
 from wattlog.errors import ConfigError, LedgerError, RunNotFound
 from wattlog.events import EventCategory, EventKind
@@ -361,3 +361,66 @@ def test_a_sampling_error_part_outside_its_side_of_the_band_is_refused_whole(led
     with pytest.raises(ConfigError, match="band parts of gpu0"):
         ledger.record_intervals(run.id, [interval("gpu1", 3600.0, 1.0), bad])
     assert count(ledger, EnergyRecord) == 0 and ledger.energy_totals(run.id) == []
+
+
+def uneven_rows(hour_s: float) -> list[EnergyInterval]:
+    """Two hours of 60 s rows whose band sides and sampling-error parts differ by row and by side."""
+    rows = []
+    for i in range(120):
+        energy, random_low, random_high = 100.0 + i % 7, 1.0 + i % 4, 5.0 + 2 * (i % 3)
+        low, high = energy - (3.0 + i % 5) - random_low, energy + (2.0 + i % 3) + random_high
+        rows.append(
+            EnergyInterval(
+                "node0", "gpu0", Kind.GPU, Source.COUNTER, hour_s + 60 * i, hour_s + 60 * i + 60,
+                energy, low, high, random_low, random_high,
+            )
+        )  # fmt: skip
+    return rows
+
+
+def band_by_hand(rows: list[EnergyInterval]) -> tuple[float, float, float, float]:
+    """(low, high, random low, random high) of the rows' sum.
+
+    The systematic parts of each side add up; the sampling errors add in quadrature.
+    """
+    energy = sum(r.energy_j for r in rows)
+    random_low = math.sqrt(sum(r.random_low_j**2 for r in rows))
+    random_high = math.sqrt(sum(r.random_high_j**2 for r in rows))
+    below = sum(r.energy_j - r.low_j - r.random_low_j for r in rows)
+    above = sum(r.high_j - r.energy_j - r.random_high_j for r in rows)
+    return energy - below - random_low, energy + above + random_high, random_low, random_high
+
+
+def test_every_summing_path_keeps_uneven_band_parts_apart(ledger: Ledger) -> None:
+    """Totals, hours, compaction and rebuild on parts that differ by side and by row.
+
+    Equal parts on both sides (or none) cannot tell low from high, nor a sum of
+    squares from a square of sums: here a swapped or unsquared term moves the band.
+    """
+    run = ledger.start_run("r")
+    hour_s = 3600.0 * 500_000
+    rows = uneven_rows(hour_s)
+    for i in range(0, len(rows), 7):  # several writes, several rows of one key in each
+        ledger.record_intervals(run.id, rows[i : i + 7])
+    whole, hours = band_by_hand(rows), [band_by_hand(rows[:60]), band_by_hand(rows[60:])]
+
+    def figures(total: EnergyTotal) -> tuple[float, float, float, float]:
+        f = total.figure
+        return f.low_j, f.high_j, f.random_low_j, f.random_high_j
+
+    def check() -> None:
+        [total] = ledger.energy_totals(run.id)
+        assert figures(total) == pytest.approx(whole, rel=1e-12)
+        assert [figures(h) for h in ledger.energy_by_hour(run.id)] == [
+            pytest.approx(hours[0], rel=1e-12),
+            pytest.approx(hours[1], rel=1e-12),
+        ]
+
+    check()
+    assert ledger.energy_rows(run.id) == rows  # each row reads back as written
+    assert ledger.compact_hourly(older_than_s=0, now_s=hour_s + 3 * 3600).hourly_rows == 2
+    check()
+    folded = [(r.low_j, r.high_j, r.random_low_j, r.random_high_j) for r in ledger.energy_rows(run.id)]
+    assert folded == [pytest.approx(hours[0], rel=1e-12), pytest.approx(hours[1], rel=1e-12)]
+    assert ledger.rebuild_totals(run.id) == 1
+    check()

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import astuple
+
 import pytest
 
-from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger import EnergyTotal, Ledger, make_engine
 from wattlog.accounting.prometheus_energy import PromEnergy
 from wattlog.accounting.run_energy import energy_from_devices, ledger_energy
 from wattlog.accounting.units import j_to_mwh
-from wattlog.records import EnergyInterval, Kind, Source
+from wattlog.errors import ConfigError
+from wattlog.records import EnergyFigure, EnergyInterval, Kind, Source
 
 MJ = 1e6
 
@@ -16,9 +19,9 @@ MJ = 1e6
 def test_components_add_up_and_gpu_is_shown_apart() -> None:
     energy = energy_from_devices(
         [
-            PromEnergy("n0", "gpu0", "gpu", "counter", 100 * MJ, 95 * MJ, 105 * MJ),
-            PromEnergy("n0", "gpu1", "gpu", "counter", 200 * MJ, 190 * MJ, 210 * MJ),
-            PromEnergy("n0", "cpu", "cpu", "estimated", 50 * MJ, 30 * MJ, 70 * MJ),
+            PromEnergy.of("n0", "gpu0", "gpu", "counter", 100 * MJ, 95 * MJ, 105 * MJ),
+            PromEnergy.of("n0", "gpu1", "gpu", "counter", 200 * MJ, 190 * MJ, 210 * MJ),
+            PromEnergy.of("n0", "cpu", "cpu", "estimated", 50 * MJ, 30 * MJ, 70 * MJ),
         ]
     )
     assert energy is not None
@@ -31,9 +34,9 @@ def test_components_add_up_and_gpu_is_shown_apart() -> None:
 def test_a_node_meter_replaces_its_hosts_components() -> None:
     energy = energy_from_devices(
         [
-            PromEnergy("n0", "meter", "node", "sampled", 500 * MJ, 490 * MJ, 510 * MJ),
-            PromEnergy("n0", "gpu0", "gpu", "counter", 300 * MJ, 290 * MJ, 310 * MJ),
-            PromEnergy("n1", "gpu0", "gpu", "counter", 300 * MJ, 290 * MJ, 310 * MJ),
+            PromEnergy.of("n0", "meter", "node", "sampled", 500 * MJ, 490 * MJ, 510 * MJ),
+            PromEnergy.of("n0", "gpu0", "gpu", "counter", 300 * MJ, 290 * MJ, 310 * MJ),
+            PromEnergy.of("n1", "gpu0", "gpu", "counter", 300 * MJ, 290 * MJ, 310 * MJ),
         ]
     )
     assert energy is not None
@@ -43,7 +46,7 @@ def test_a_node_meter_replaces_its_hosts_components() -> None:
 
 
 def test_gpu_only_runs_have_no_split_and_nothing_is_none() -> None:
-    energy = energy_from_devices([PromEnergy("n0", "gpu0", "gpu", "simulated", 1.0, 1.0, 1.0)])
+    energy = energy_from_devices([PromEnergy.of("n0", "gpu0", "gpu", "simulated", 1.0, 1.0, 1.0)])
     assert energy is not None and energy.gpu_mwh is None and energy.source == "simulated"
     assert energy_from_devices([]) is None
 
@@ -67,3 +70,30 @@ def test_ledger_energy_has_hours_that_add_up(tmp_path) -> None:
     assert energy.it_mwh == pytest.approx(j_to_mwh(400 * 2e5))
     assert sum(energy.by_hour_mwh.values()) == pytest.approx(energy.it_mwh)
     assert sorted(energy.by_hour_mwh) == [0, 3600, 7200]
+
+
+def test_a_device_total_is_a_figure_with_enums_and_its_readers_label() -> None:
+    dcgm = EnergyTotal.of("n0", "GPU-a", "gpu", "counter (dcgm-exporter)", 10.0, 9.0, 11.0)
+    assert dcgm.figure == EnergyFigure(Kind.GPU, Source.COUNTER, 10.0, 9.0, 11.0)
+    assert (dcgm.reader, dcgm.source, dcgm.kind) == ("dcgm-exporter", "counter (dcgm-exporter)", Kind.GPU)
+    assert EnergyTotal.of("n0", "cpu", "cpu", "estimated", 1.0, 0.5, 2.0).source is Source.ESTIMATED
+    with pytest.raises(ConfigError, match="kind 'tpu'"):
+        EnergyTotal.of("n0", "t0", "tpu", "counter", 1.0, 1.0, 1.0)
+
+
+def test_ledger_totals_and_hours_are_figures_that_add_as_the_ledger_sums(tmp_path) -> None:
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"))
+    run = ledger.start_run("r")
+    start = [3000.0 + 600 * i for i in range(4)]  # one row in hour 0, three in hour 1
+    rows = [
+        EnergyInterval("n0", "gpu0", Kind.GPU, Source.COUNTER, s, s + 600, 50.0, 40.0, 70.0, 3.0 + i, 1.0)
+        for i, s in enumerate(start)
+    ]
+    ledger.record_intervals(run.id, rows)
+    [total] = ledger.energy_totals(run.id)
+    hours = ledger.energy_by_hour(run.id)
+    assert [h.hour for h in hours] == [0, 1]
+    by_hours = hours[0].figure + hours[1].figure
+    by_rows = rows[0].figure + rows[1].figure + rows[2].figure + rows[3].figure
+    for figure in (by_hours, by_rows):
+        assert astuple(total.figure) == pytest.approx(astuple(figure))

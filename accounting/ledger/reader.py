@@ -1,0 +1,141 @@
+"""Reads of one run inside one open transaction: the run resolved once, every figure from one snapshot.
+
+`Ledger.reading(run)` opens the transaction and hands out a RunReader; the
+Ledger's own read methods are each one RunReader call in a transaction of its
+own. A Table-19 row reads its energy, hours, job nodes, gaps and events
+through one reader, so its figures come from one consistent state of the
+ledger (a flush landing between two reads cannot make the total disagree
+with its hours) and the run's name is looked up once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, cast
+
+from sqlalchemy import Table, func, select
+from sqlalchemy.orm import Session
+from sqlmodel import col
+
+from wattlog.accounting.ledger.models import EnergyRecord, EnergyRollup, Event, GapRecord, JobNode, Run
+from wattlog.accounting.ledger.views import EnergyTotal, EventInfo, GapInfo, JobNodes, RunInfo, interval_of
+from wattlog.errors import RunNotFound
+from wattlog.records import BAND_TERMS, EnergyFigure, EnergyInterval, Kind, Source, summed_band
+
+ENERGY = cast(Table, EnergyRecord.__table__)  # type: ignore[attr-defined]
+ROLLUP = cast(Table, EnergyRollup.__table__)  # type: ignore[attr-defined]
+
+
+def find_run(session: Session, run: int | str) -> Run:
+    """The run with this id (an int) or name (a str; a str of digits may also be an id).
+
+    Raises:
+        RunNotFound: No such run.
+    """
+    key = str(run)
+    row = session.get(Run, run) if isinstance(run, int) else None
+    if row is None and not isinstance(run, int):
+        row = session.execute(select(Run).where(col(Run.name) == key)).scalars().first()
+    if row is None and key.isdigit() and not isinstance(run, int):
+        row = session.get(Run, int(key))
+    if row is None:
+        raise RunNotFound(run)
+    return row
+
+
+def summed_figure(kind: str, source: str, energy_j: float, band: Sequence[float]) -> EnergyFigure:
+    """The figure of a sum of rows from the sums of its energy and BAND_TERMS (in their order)."""
+    low_j, high_j = summed_band(*band)
+    random_low_j, random_high_j = (math.sqrt(max(square, 0.0)) for square in band[4:6])
+    return EnergyFigure(Kind(kind), Source(source), energy_j, low_j, high_j, random_low_j, random_high_j)
+
+
+class RunReader:
+    """One run's reads in an open transaction (see `Ledger.reading`).
+
+    Args:
+        session: The open transaction's session.
+        run: The run's row, found once.
+    """
+
+    def __init__(self, session: Session, run: Run) -> None:
+        assert run.id is not None  # rows read back from the database have ids
+        self._session = session
+        self._run = run
+        self.run_id: int = run.id
+
+    def info(self) -> RunInfo:
+        """The run as stored."""
+        return RunInfo.of(self._run)
+
+    def energy_totals(self) -> list[EnergyTotal]:
+        """IT energy per (host, device, kind, source), from the rollup kept with every write."""
+        r = ROLLUP.c
+        query = (
+            select(r.host, r.device, r.kind, r.source, r.energy_j, r.records, *(r[k] for k in BAND_TERMS))
+            .where(r.run_id == self.run_id)
+            .order_by(r.host, r.kind, r.device, r.source)
+        )
+        return [
+            EnergyTotal(summed_figure(kind, source, energy_j, band), host, device, self.run_id, rows=records)
+            for host, device, kind, source, energy_j, records, *band in self._session.execute(query)
+        ]
+
+    def energy_by_hour(
+        self, kinds: Sequence[str] | None = None, exclude_hosts: Sequence[str] = ()
+    ) -> list[EnergyTotal]:
+        """IT energy per hour spent in (by row start), kind and source (see `Ledger.energy_by_hour`)."""
+        e = ENERGY.c
+        query = select(
+            e.hour, e.kind, e.source, func.sum(e.energy_j), *(func.sum(e[k]) for k in BAND_TERMS)
+        ).where(e.run_id == self.run_id)
+        if kinds is not None:
+            query = query.where(e.kind.in_(list(kinds)))
+        if exclude_hosts:
+            query = query.where(e.host.not_in(list(exclude_hosts)))
+        query = query.group_by(e.hour, e.kind, e.source).order_by(e.hour, e.kind, e.source)
+        return [
+            EnergyTotal(summed_figure(kind, source, energy_j, band), run_id=self.run_id, hour=hour)
+            for hour, kind, source, energy_j, *band in self._session.execute(query)
+        ]
+
+    def energy_rows(self, kinds: Sequence[str] | None = None) -> list[EnergyInterval]:
+        """Energy rows as stored (raw and hourly), of `kinds` (default all), in time order."""
+        query = select(EnergyRecord).where(col(EnergyRecord.run_id) == self.run_id)
+        if kinds is not None:
+            query = query.where(col(EnergyRecord.kind).in_(list(kinds)))
+        query = query.order_by(col(EnergyRecord.start_s), col(EnergyRecord.id))
+        return [interval_of(row) for row in self._session.execute(query).scalars()]
+
+    def device_seconds(self, kind: str) -> tuple[float, int]:
+        """Device-seconds of rows of one kind and how many devices recorded any."""
+        e = ENERGY.c
+        query = select(func.sum(e.end_s - e.start_s), func.count(func.distinct(e.device))).where(
+            (e.run_id == self.run_id) & (e.kind == kind)
+        )
+        seconds, devices = self._session.execute(query).one()
+        return float(seconds or 0.0), int(devices or 0)
+
+    def events(self) -> list[EventInfo]:
+        """Events in time order."""
+        query = select(Event).where(col(Event.run_id) == self.run_id)
+        query = query.order_by(col(Event.time_s), col(Event.id))
+        return [EventInfo.of(row) for row in self._session.execute(query).scalars()]
+
+    def gaps(self) -> list[GapInfo]:
+        """Recorded gaps in time order."""
+        query = select(GapRecord).where(col(GapRecord.run_id) == self.run_id)
+        return [
+            GapInfo.of(row) for row in self._session.execute(query.order_by(col(GapRecord.start_s))).scalars()
+        ]
+
+    def job_nodes(self) -> JobNodes:
+        """The nodes that joined the run's job (none joined: one node, nothing known)."""
+        query = select(JobNode).where(col(JobNode.run_id) == self.run_id).order_by(col(JobNode.node_index))
+        rows: list[Any] = list(self._session.execute(query).scalars())
+        return JobNodes(
+            node_count=max((r.node_count for r in rows), default=1),
+            joined=tuple(r.host for r in rows),
+            measuring=tuple(r.host for r in rows if r.measured),
+        )

@@ -1,0 +1,206 @@
+"""The ledger's write path: a flush's energy rows and gaps, each once, and the per-device rollup.
+
+Each function works inside a transaction the caller opened (see `Ledger.transaction`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, cast
+
+from sqlalchemy import Table, delete, func, insert, select
+from sqlalchemy.orm import Session
+
+from wattlog.accounting.ledger.models import GapRecord, Resolution, hour_of
+from wattlog.accounting.ledger.reader import ENERGY, ROLLUP
+from wattlog.errors import ConfigError, LedgerError
+from wattlog.records import BAND_TERMS, EnergyInterval, Gap, band_terms
+
+KEY = ("run_id", "host", "device", "kind", "source")
+"""The rollup's key: one total per device, kind and source of a run."""
+
+
+def check_flush(intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
+    """Refuse an inconsistent flush before anything is written.
+
+    Raises:
+        ConfigError: A row or gap is inconsistent (end before start, negative or non-finite energy).
+    """
+    for row in intervals:
+        check_interval(row)
+    for gap in gaps:
+        if not gap.end_s >= gap.start_s:
+            raise ConfigError(f"gap of {gap.device} ends before it starts ({gap.start_s} > {gap.end_s})")
+
+
+def store_flush(
+    session: Session, run_id: int, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]
+) -> int:
+    """Insert the rows and gaps the run lacks and add the rows to the rollup; returns rows written."""
+    intervals = new_intervals(session, run_id, intervals)
+    gaps = new_gaps(session, run_id, gaps)
+    if intervals:
+        stored = [energy_row(run_id, row) for row in intervals]
+        session.execute(insert(ENERGY), stored)
+        add_to_rollup(session, stored)
+    if gaps:
+        session.execute(
+            insert(GapRecord),
+            [
+                {
+                    "run_id": run_id,
+                    "host": g.host,
+                    "device": g.device,
+                    "start_s": g.start_s,
+                    "end_s": g.end_s,
+                    "reason": g.reason[:500],
+                }
+                for g in gaps
+            ],
+        )
+    return len(intervals)
+
+
+def rebuild_rollup(session: Session, run_id: int | None) -> int:
+    """Recompute the rollup of one run (None: of every run) from its energy rows; returns rollup rows."""
+    e = ENERGY.c
+    query = select(
+        *(e[k] for k in KEY),
+        func.sum(e.energy_j),
+        *(func.sum(e[k]) for k in BAND_TERMS),
+        func.count(),
+    ).group_by(*(e[k] for k in KEY))
+    wipe = delete(ROLLUP)
+    if run_id is not None:
+        query = query.where(e.run_id == run_id)
+        wipe = wipe.where(ROLLUP.c.run_id == run_id)
+    session.execute(wipe)
+    columns = [*KEY, "energy_j", *BAND_TERMS, "records"]
+    rows = [dict(zip(columns, row, strict=True)) for row in session.execute(query)]
+    if rows:
+        session.execute(insert(ROLLUP), rows)
+    return len(rows)
+
+
+def new_intervals(session: Session, run_id: int, intervals: Sequence[EnergyInterval]) -> list[EnergyInterval]:
+    """The rows of `intervals` the run does not hold yet (by interval key), each once."""
+    if not intervals:
+        return []
+    e = ENERGY.c
+    hours = {hour_of(row.start_s) for row in intervals}
+    held = {
+        tuple(key)
+        for key in session.execute(
+            select(e.host, e.device, e.source, e.start_s).where(
+                (e.run_id == run_id)
+                & (e.resolution == Resolution.RAW.value)
+                & e.hour.between(min(hours), max(hours))
+            )
+        )
+    }
+    fresh = []
+    for row in intervals:
+        key = (row.host, row.device, str(row.source), row.start_s)
+        if key not in held:
+            held.add(key)
+            fresh.append(row)
+    return fresh
+
+
+def new_gaps(session: Session, run_id: int, gaps: Sequence[Gap]) -> list[Gap]:
+    """The gaps the run does not hold yet (same host, device, start and reason), each once."""
+    if not gaps:
+        return []
+    g = cast(Table, GapRecord.__table__).c  # type: ignore[attr-defined]
+    lo, hi = min(gap.start_s for gap in gaps), max(gap.start_s for gap in gaps)
+    query = select(g.host, g.device, g.start_s, g.reason).where(
+        (g.run_id == run_id) & g.start_s.between(lo, hi)
+    )
+    held = {tuple(key) for key in session.execute(query)}
+    fresh = []
+    for gap in gaps:
+        key = (gap.host, gap.device, gap.start_s, gap.reason[:500])
+        if key not in held:
+            held.add(key)
+            fresh.append(gap)
+    return fresh
+
+
+def check_interval(row: EnergyInterval) -> None:
+    if not (math.isfinite(row.energy_j) and math.isfinite(row.low_j) and math.isfinite(row.high_j)):
+        raise ConfigError(f"energy of {row.device} is not finite ({row.energy_j} J)")
+    if row.energy_j < 0 or not row.low_j <= row.energy_j <= row.high_j:
+        raise ConfigError(
+            f"energy of {row.device} must satisfy 0 <= low <= energy <= high, got "
+            f"{row.low_j} <= {row.energy_j} <= {row.high_j} J"
+        )
+    if not row.end_s >= row.start_s:
+        raise ConfigError(f"interval of {row.device} ends before it starts ({row.start_s} > {row.end_s})")
+    # a sampling-error part lies inside its side of the band (so a sum never narrows past the
+    # energy), to rounding: a side that is all sampling error equals its part only to the last bit
+    slack_j = 1e-9 * max(row.energy_j, 1.0)
+    low_room_j, high_room_j = row.energy_j - row.low_j + slack_j, row.high_j - row.energy_j + slack_j
+    if not (0.0 <= row.random_low_j <= low_room_j and 0.0 <= row.random_high_j <= high_room_j):
+        raise ConfigError(
+            f"band parts of {row.device} must lie inside the band, got {row.random_low_j} J below "
+            f"and {row.random_high_j} J above {row.low_j} <= {row.energy_j} <= {row.high_j} J"
+        )
+
+
+def add_to_rollup(session: Session, stored: Sequence[dict[str, Any]]) -> None:
+    """Add a flush's rows (as inserted) to the per-device totals with one upsert (SQLite and PostgreSQL)."""
+    added = ("energy_j", *BAND_TERMS)
+    sums: dict[tuple[Any, ...], dict[str, float]] = {}
+    records: Counter[tuple[Any, ...]] = Counter()
+    for row in stored:
+        key = tuple(row[k] for k in KEY)
+        acc = sums.setdefault(key, dict.fromkeys(added, 0.0))
+        for name in added:
+            acc[name] += row[name]
+        records[key] += 1
+    values = [
+        {**dict(zip(KEY, key, strict=True)), **acc, "records": records[key]} for key, acc in sums.items()
+    ]
+    statement = upsert_into(session, ROLLUP).values(values)
+    new = statement.excluded
+    statement = statement.on_conflict_do_update(
+        index_elements=list(KEY),
+        set_={name: ROLLUP.c[name] + new[name] for name in ("energy_j", *BAND_TERMS, "records")},
+    )
+    session.execute(statement)
+
+
+def upsert_into(session: Session, table: Table) -> Any:
+    """An INSERT on `table` that supports ``on_conflict_do_update`` (SQLite and PostgreSQL).
+
+    Raises:
+        LedgerError: Another database.
+    """
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table)
+    if dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert(table)
+    raise LedgerError(f"the ledger supports SQLite and PostgreSQL, not {dialect}")
+
+
+def energy_row(run_id: int | None, row: EnergyInterval) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "host": row.host,
+        "device": row.device,
+        "kind": str(row.kind),
+        "source": str(row.source),
+        "resolution": Resolution.RAW.value,
+        "hour": hour_of(row.start_s),
+        "start_s": row.start_s,
+        "end_s": row.end_s,
+        "energy_j": row.energy_j,
+        **dict(zip(BAND_TERMS, band_terms(row), strict=True)),
+    }
