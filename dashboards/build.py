@@ -36,17 +36,18 @@ from wattlog.dashboards.panels import (
     timeseries,
 )
 from wattlog.dashboards.siterules import site_rules
+from wattlog.metric_names import MetricName
 
 ROOT = Path(__file__).parent
 RUN_SITE = 'run=~"$run", site=~"$site"'
 TOKENS_PER_JOULE = (
-    f"sum by (run) (rate(wattlog_train_tokens_total{{{SELECTOR}}}[5m])) / on (run) "
-    f"sum by (run) (rate(wattlog_energy_joules_total{{{SELECTOR}}}[5m]))"
+    f"sum by (run) (rate({MetricName.TRAIN_TOKENS_TOTAL}{{{SELECTOR}}}[5m])) / on (run) "
+    f"sum by (run) (rate({MetricName.ENERGY_JOULES_TOTAL}{{{SELECTOR}}}[5m]))"
 )
 
 
 def _variables() -> list[dict]:
-    metric = "wattlog_energy_joules_total"
+    metric = MetricName.ENERGY_JOULES_TOTAL
     return [
         datasource_variable(),
         query_variable("run", "Run", f"label_values({metric}, run)"),
@@ -63,7 +64,7 @@ def _events_annotation() -> dict:
         "enable": True,
         "hide": False,
         "iconColor": "purple",
-        "expr": f"increase(wattlog_train_events_total{{{SELECTOR}}}[$__interval]) > 0",
+        "expr": f"increase({MetricName.TRAIN_EVENTS_TOTAL}{{{SELECTOR}}}[$__interval]) > 0",
         "step": "30s",
         "titleFormat": "{{kind}}",
         "textFormat": "{{run}} on {{host}}",
@@ -77,14 +78,14 @@ def _events_annotation() -> dict:
 # differs from the agent's cannot empty the panel). `and` matches any number of runs per target.
 AGENTS_UP = (
     'max by (instance, host) (up{job="wattlog"}) and on (instance) '
-    f"max by (instance) (last_over_time(wattlog_agent_finished{{{SELECTOR}}}[1h]))"
+    f"max by (instance) (last_over_time({MetricName.AGENT_FINISHED}{{{SELECTOR}}}[1h]))"
 )
 
 
 def energy_dashboard() -> dict:
     """Power, energy, CO2 and water of the selected runs and the sampler's health."""
-    power = f"wattlog_power_watts{{{SELECTOR}}}"
-    energy = f"wattlog_energy_joules_total{{{SELECTOR}}}"
+    power = f"{MetricName.POWER_WATTS}{{{SELECTOR}}}"
+    energy = f"{MetricName.ENERGY_JOULES_TOTAL}{{{SELECTOR}}}"
     panels = [
         (row("Power now"), 24, 1),
         (
@@ -101,7 +102,7 @@ def energy_dashboard() -> dict:
         (
             timeseries(
                 "Power by GPU",
-                [target(f'wattlog_power_watts{{kind="gpu", {SELECTOR}}}', "{{host}} {{device}}")],
+                [target(f'{MetricName.POWER_WATTS}{{kind="gpu", {SELECTOR}}}', "{{host}} {{device}}")],
                 "watt",
             ),
             9,
@@ -136,7 +137,7 @@ def energy_dashboard() -> dict:
                 "massg",
                 "CO2eq = MWh x PUE x carbon intensity of the run's site (recording rules); the legend names "
                 "the intensity's source. Projected = so far / share of planned tokens done "
-                "(wattlog_run_planned_tokens).",
+                f"({MetricName.RUN_PLANNED_TOKENS}).",
             ),
             6,
             6,
@@ -196,7 +197,7 @@ def energy_dashboard() -> dict:
         (
             timeseries(
                 "Samples per second",
-                [target(f"rate(wattlog_samples_total{{{SELECTOR}}}[1m])", "{{host}}")],
+                [target(f"rate({MetricName.SAMPLES_TOTAL}{{{SELECTOR}}}[1m])", "{{host}}")],
                 "hertz",
             ),
             6,
@@ -205,7 +206,7 @@ def energy_dashboard() -> dict:
         (
             timeseries(
                 "Overruns per minute",
-                [target(f"60 * rate(wattlog_sample_overruns_total{{{SELECTOR}}}[5m])", "{{host}}")],
+                [target(f"60 * rate({MetricName.SAMPLE_OVERRUNS_TOTAL}{{{SELECTOR}}}[5m])", "{{host}}")],
                 "none",
             ),
             6,
@@ -214,7 +215,7 @@ def energy_dashboard() -> dict:
         (
             timeseries(
                 "Tick lateness",
-                [target(f"wattlog_sample_lateness_seconds{{{SELECTOR}}}", "{{host}} {{stat}}")],
+                [target(f"{MetricName.SAMPLE_LATENESS_SECONDS}{{{SELECTOR}}}", "{{host}} {{stat}}")],
                 "s",
             ),
             6,
@@ -235,7 +236,7 @@ def energy_dashboard() -> dict:
 
 def devices_dashboard() -> dict:
     """Each GPU's power as a row of its own, the energy's band, gaps, read errors and lost devices."""
-    gpu_power = f'wattlog_power_watts{{kind="gpu", {SELECTOR}}}'
+    gpu_power = f'{MetricName.POWER_WATTS}{{kind="gpu", {SELECTOR}}}'
     panels = [
         (row("Per-GPU power"), 24, 1),
         (
@@ -254,10 +255,11 @@ def devices_dashboard() -> dict:
                 "Energy and its band",
                 [
                     target(
-                        f"sum by (run) (wattlog_energy_joules_total{{{SELECTOR}}})", "{{run}} best estimate"
+                        f"sum by (run) ({MetricName.ENERGY_JOULES_TOTAL}{{{SELECTOR}}})",
+                        "{{run}} best estimate",
                     ),
                     target(
-                        f"sum by (run, bound) (wattlog_energy_uncertainty_joules{{{SELECTOR}}})",
+                        f"sum by (run, bound) ({MetricName.ENERGY_UNCERTAINTY_JOULES}{{{SELECTOR}}})",
                         "{{run}} {{bound}}",
                         "B",
                     ),
@@ -271,7 +273,7 @@ def devices_dashboard() -> dict:
         (
             timeseries(
                 "Gaps (seconds not measured)",
-                [target(f"wattlog_gap_seconds_total{{{SELECTOR}}}", "{{host}} {{device}}")],
+                [target(f"{MetricName.GAP_SECONDS_TOTAL}{{{SELECTOR}}}", "{{host}} {{device}}")],
                 "s",
                 "Seconds inside recorded gaps per device: failed reads, a lost device, late readings. "
                 "Never interpolated over.",
@@ -283,9 +285,11 @@ def devices_dashboard() -> dict:
             timeseries(
                 "Gaps and read errors per minute",
                 [
-                    target(f"60 * rate(wattlog_gaps_total{{{SELECTOR}}}[5m])", "gaps {{host}} {{device}}"),
                     target(
-                        f"60 * rate(wattlog_sample_errors_total{{{SELECTOR}}}[5m])",
+                        f"60 * rate({MetricName.GAPS_TOTAL}{{{SELECTOR}}}[5m])", "gaps {{host}} {{device}}"
+                    ),
+                    target(
+                        f"60 * rate({MetricName.SAMPLE_ERRORS_TOTAL}{{{SELECTOR}}}[5m])",
                         "read errors {{host}}",
                         "B",
                     ),
@@ -298,7 +302,7 @@ def devices_dashboard() -> dict:
         (
             stat(
                 "Lost devices",
-                [target(f"sum by (host) (wattlog_device_lost{{{SELECTOR}}})", "{{host}}")],
+                [target(f"sum by (host) ({MetricName.DEVICE_LOST}{{{SELECTOR}}})", "{{host}}")],
                 "none",
                 "Devices the agent marked lost (fell off the bus, stopped answering), per host.",
                 decimals=0,
@@ -325,12 +329,12 @@ def training_dashboard() -> dict:
 
     panels = [
         (row("Training health"), 24, 1),
-        (timeseries("Loss", series("wattlog_train_loss"), "none"), 12, 8),
-        (timeseries("Gradient norm", series("wattlog_train_grad_norm"), "none"), 12, 8),
+        (timeseries("Loss", series(MetricName.TRAIN_LOSS), "none"), 12, 8),
+        (timeseries("Gradient norm", series(MetricName.TRAIN_GRAD_NORM), "none"), 12, 8),
         (
             timeseries(
                 "Loss scale",
-                series("wattlog_train_loss_scale"),
+                series(MetricName.TRAIN_LOSS_SCALE),
                 "none",
                 "A dynamic loss scale falling toward zero precedes divergence (OPT).",
             ),
@@ -342,7 +346,8 @@ def training_dashboard() -> dict:
                 "Events per kind",
                 [
                     target(
-                        f"sum by (kind) (increase(wattlog_train_events_total{{{SELECTOR}}}[5m]))", "{{kind}}"
+                        f"sum by (kind) (increase({MetricName.TRAIN_EVENTS_TOTAL}{{{SELECTOR}}}[5m]))",
+                        "{{kind}}",
                     )
                 ],
                 "none",
@@ -356,7 +361,11 @@ def training_dashboard() -> dict:
         (
             timeseries(
                 "Tokens per second",
-                [target(f"sum by (run) (rate(wattlog_train_tokens_total{{{SELECTOR}}}[1m]))", "{{run}}")],
+                [
+                    target(
+                        f"sum by (run) (rate({MetricName.TRAIN_TOKENS_TOTAL}{{{SELECTOR}}}[1m]))", "{{run}}"
+                    )
+                ],
                 "none",
             ),
             8,
@@ -366,7 +375,7 @@ def training_dashboard() -> dict:
         (
             timeseries(
                 "MFU",
-                series("wattlog_train_mfu_ratio"),
+                series(MetricName.TRAIN_MFU_RATIO),
                 "percentunit",
                 "Model FLOPs utilisation: achieved training FLOP/s over the devices' peak "
                 "(needs flops_per_token and peak_flops).",
