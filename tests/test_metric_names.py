@@ -5,16 +5,14 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from tests.sources import ROOT, product_files
 from wattlog.metric_names import USER_PROVIDED, MetricName
 
-ROOT = Path(__file__).resolve().parents[1]
-PRODUCT = ("wattlog", "telemetry", "accounting", "trainer", "dashboards")
 NAMES_MODULE = ROOT / "wattlog" / "metric_names.py"
 NAME = re.compile(r"\bwattlog_[a-z0-9_]+")
 NOT_METRICS = {
@@ -22,15 +20,6 @@ NOT_METRICS = {
     "wattlog_webhook_token": "the Docker secret's file name (compose.yml, alertmanager.yml)",
 }
 SHIPPED = ("dashboards/prometheus/*.yml", "dashboards/grafana/*.json", "dashboards/grafana/provisioning/**/*")
-
-
-def _product_files() -> Iterator[Path]:
-    for top in PRODUCT:
-        for path in sorted((ROOT / top).rglob("*.py")):
-            # wattlog/telemetry etc. are links to the top-level folders: each file once, by its own folder
-            if top == "wattlog" and path.relative_to(ROOT / "wattlog").parts[0] in PRODUCT:
-                continue
-            yield path
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -66,7 +55,7 @@ def test_literal_names_sees_plain_and_f_string_literals_but_not_docstrings() -> 
 def test_no_product_module_spells_a_metric_name_outside_the_names_module() -> None:
     spelled = {
         f"{path.relative_to(ROOT)}: {name}"
-        for path in _product_files()
+        for path in product_files()
         if path != NAMES_MODULE
         for name in literal_names(path.read_text(encoding="utf-8"))
     }
