@@ -14,42 +14,95 @@ Map of the package (imports flow down; nothing here imports torch):
 - ``reference``  The published rows: Table 19's five (data/reference.toml) and OPT-175B.
 - ``ledger``     The durable store of runs and energy (SQLModel, Alembic).
 - ``cli``        ``wattlog sites`` (and the ledger's ``wattlog table``).
+
+The names below are imported on first use (wattlog.lazy), so ``import wattlog.accounting.units``
+loads neither rich nor SQLAlchemy; type checkers see them through the ``TYPE_CHECKING`` imports.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
-from wattlog.accounting.footprint import (
-    PUBLISHED,
-    Energy,
-    Footprint,
-    WaterConvention,
-    co2_t,
-    co2_t_hourly,
-    energy_label,
-    facility_energy_mwh,
-    footprint_for,
-    water_kl,
-)
-from wattlog.accounting.intensity import ConstantIntensity, HourlySeries, IntensitySource, split_by_hour_mwh
-from wattlog.accounting.ranges import Quantity, Range
-from wattlog.accounting.reference import ReferenceRow, reference_rows, reference_table_rows, table19_rows
-from wattlog.accounting.render import (
-    TableFormat,
-    TableRow,
-    render,
-    show,
-    to_csv,
-    to_html,
-    to_latex,
-    to_markdown,
-    to_rich,
-)
-from wattlog.accounting.sites import Site, builtin_sites, get_site, load_sites, site_catalog
-from wattlog.accounting.units import j_to_kwh, j_to_mwh, kwh_to_mwh, mwh_to_kwh
+from wattlog.lazy import lazy_package
+
+if TYPE_CHECKING:
+    from wattlog.accounting.footprint import (
+        PUBLISHED,
+        Energy,
+        Footprint,
+        WaterConvention,
+        co2_t,
+        co2_t_hourly,
+        energy_label,
+        facility_energy_mwh,
+        footprint_for,
+        water_kl,
+    )
+    from wattlog.accounting.intensity import (
+        ConstantIntensity,
+        HourlySeries,
+        IntensitySource,
+        split_by_hour_mwh,
+    )
+    from wattlog.accounting.ranges import Quantity, Range
+    from wattlog.accounting.reference import ReferenceRow, reference_rows, reference_table_rows, table19_rows
+    from wattlog.accounting.render import (
+        TableFormat,
+        TableRow,
+        render,
+        show,
+        to_csv,
+        to_html,
+        to_latex,
+        to_markdown,
+        to_rich,
+    )
+    from wattlog.accounting.sites import Site, builtin_sites, get_site, load_sites, site_catalog
+    from wattlog.accounting.units import j_to_kwh, j_to_mwh, kwh_to_mwh, mwh_to_kwh
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+_HOMES = {
+    "ConstantIntensity": "wattlog.accounting.intensity",
+    "Energy": "wattlog.accounting.footprint",
+    "Footprint": "wattlog.accounting.footprint",
+    "HourlySeries": "wattlog.accounting.intensity",
+    "IntensitySource": "wattlog.accounting.intensity",
+    "PUBLISHED": "wattlog.accounting.footprint",
+    "Quantity": "wattlog.accounting.ranges",
+    "Range": "wattlog.accounting.ranges",
+    "ReferenceRow": "wattlog.accounting.reference",
+    "Site": "wattlog.accounting.sites",
+    "TableFormat": "wattlog.accounting.render",
+    "TableRow": "wattlog.accounting.render",
+    "WaterConvention": "wattlog.accounting.footprint",
+    "builtin_sites": "wattlog.accounting.sites",
+    "co2_t": "wattlog.accounting.footprint",
+    "co2_t_hourly": "wattlog.accounting.footprint",
+    "energy_label": "wattlog.accounting.footprint",
+    "facility_energy_mwh": "wattlog.accounting.footprint",
+    "footprint_for": "wattlog.accounting.footprint",
+    "get_site": "wattlog.accounting.sites",
+    "j_to_kwh": "wattlog.accounting.units",
+    "j_to_mwh": "wattlog.accounting.units",
+    "kwh_to_mwh": "wattlog.accounting.units",
+    "load_sites": "wattlog.accounting.sites",
+    "mwh_to_kwh": "wattlog.accounting.units",
+    "reference_rows": "wattlog.accounting.reference",
+    "reference_table_rows": "wattlog.accounting.reference",
+    "render": "wattlog.accounting.render",
+    "show": "wattlog.accounting.render",
+    "site_catalog": "wattlog.accounting.sites",
+    "split_by_hour_mwh": "wattlog.accounting.intensity",
+    "table19_rows": "wattlog.accounting.reference",
+    "to_csv": "wattlog.accounting.render",
+    "to_html": "wattlog.accounting.render",
+    "to_latex": "wattlog.accounting.render",
+    "to_markdown": "wattlog.accounting.render",
+    "to_rich": "wattlog.accounting.render",
+    "water_kl": "wattlog.accounting.footprint",
+}
 
 __all__ = [
     "PUBLISHED",
@@ -91,3 +144,5 @@ __all__ = [
     "to_rich",
     "water_kl",
 ]
+
+lazy_package(__name__, _HOMES)

@@ -19,9 +19,10 @@ from typing import Any
 
 from wattlog.accounting.ledger.views import EnergyTotal
 from wattlog.errors import ConfigError, WattlogError
+from wattlog.metric_names import MetricName
 
-ENERGY_METRIC = "wattlog_energy_joules_total"
-BAND_METRIC = "wattlog_energy_uncertainty_joules"
+ENERGY_METRIC = MetricName.ENERGY_JOULES_TOTAL
+BAND_METRIC = MetricName.ENERGY_UNCERTAINTY_JOULES
 LABELS = ("host", "device", "kind", "source")
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from wattlog.metric_names import MetricName
+
 SCHEMA_VERSION = 41
 DATASOURCE_UID = "wattlog-prometheus"
 """uid of the Prometheus data source, shared by provisioning YAML, the API provisioner and panels."""
@@ -240,8 +242,8 @@ def power_fluctuation_panels(selector: str) -> list[tuple[Panel, int, int]]:
     Returns:
         (panel, width, height) entries for :func:`layout`.
     """
-    gpu = f'wattlog_power_watts{{kind="gpu", {selector}}}'
-    limit = f'wattlog_power_limit_watts{{kind="gpu", {selector}}}'
+    gpu = f'{MetricName.POWER_WATTS}{{kind="gpu", {selector}}}'
+    limit = f'{MetricName.POWER_LIMIT_WATTS}{{kind="gpu", {selector}}}'
     # one-to-one on every label (run, instance too): two agents on one host and device never collide
     pct = f"100 * {gpu} / {limit}"
     job = f"sum({gpu})"

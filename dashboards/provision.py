@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from wattlog.dashboards.build import energy_dashboard, training_dashboard
+from wattlog.dashboards.energy_board import energy_dashboard
 from wattlog.dashboards.panels import DATASOURCE_UID
+from wattlog.dashboards.training_board import training_dashboard
 from wattlog.errors import ConfigError, WattlogError
 
 if TYPE_CHECKING:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from wattlog.accounting.ledger.models import Role
 from wattlog.errors import ConfigError, LedgerError
 from wattlog.events import EventCategory, EventKind
-from wattlog.serving import BoundedHTTPServer
+from wattlog.serving import CLOSE_TIMEOUT_S, BoundedHTTPServer
 
 if TYPE_CHECKING:
     from wattlog.accounting.ledger import Ledger
@@ -267,6 +267,8 @@ class WebhookReceiver:
         host: Address to bind.
         port: Port to bind (0: any free port).
         max_body_bytes: Larger bodies get 413 unread.
+        close_timeout_s: How long :meth:`close` waits for the serving thread and the requests
+            being handled before it warns and goes on.
     """
 
     def __init__(
@@ -276,8 +278,10 @@ class WebhookReceiver:
         host: str = "127.0.0.1",
         port: int = 9465,
         max_body_bytes: int = MAX_BODY_BYTES,
+        close_timeout_s: float = CLOSE_TIMEOUT_S,
     ) -> None:
         self._recorder, self._auth, self._max = recorder, auth, max_body_bytes
+        self._close_timeout_s = close_timeout_s
         self._address = (host, port)
         self._server: BoundedHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -341,6 +345,7 @@ class WebhookReceiver:
         try:
             # a backlog of 128 and bounded workers: a burst of posts is queued or answered 503, never reset
             self._server = BoundedHTTPServer(self._address, Handler)
+            self._server.close_timeout_s = self._close_timeout_s
         except OSError as error:
             raise ConfigError(
                 f"cannot listen on {self._address[0]}:{self._address[1]}: {error.strerror}; "
@@ -352,15 +357,19 @@ class WebhookReceiver:
         self._thread.start()
         return self
 
-    def close(self) -> None:
-        """Stop serving and release the port."""
+    def close(self) -> tuple[str, ...]:
+        """Stop serving, release the port and verify that the serving thread and the workers stopped.
+
+        Returns:
+            Names of the threads still running after ``close_timeout_s`` (each logged as a warning;
+            e.g. a request stuck in a hung ledger); empty when all stopped.
+        """
+        stuck: tuple[str, ...] = ()
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            stuck = self._server.stop(self._thread)
             self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        self._thread = None
+        return stuck
 
     def __enter__(self) -> WebhookReceiver:
         return self.start()

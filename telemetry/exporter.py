@@ -31,6 +31,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from wattlog.errors import ConfigError, WattlogError
+from wattlog.metric_names import MetricName
 from wattlog.serving import BoundedWSGIServer, QuietWSGIHandler, family_of
 from wattlog.telemetry.types import DeviceEnergy
 
@@ -83,42 +84,42 @@ class EnergyCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         """Yield fresh metric families built from one snapshot."""
         energy = CounterMetricFamily(
-            "wattlog_energy_joules",
+            MetricName.ENERGY_JOULES_TOTAL,
             "Energy used by the device since the agent started (best estimate).",
             labels=DEVICE_LABELS,
             unit="joules",
         )
         band = GaugeMetricFamily(
-            "wattlog_energy_uncertainty_joules",
+            MetricName.ENERGY_UNCERTAINTY_JOULES,
             "Ends of the energy's uncertainty band (label bound=low|high).",
             labels=[*DEVICE_LABELS, "bound"],
         )
         power = GaugeMetricFamily(
-            "wattlog_power_watts", "Latest power reading of the device.", labels=DEVICE_LABELS
+            MetricName.POWER_WATTS, "Latest power reading of the device.", labels=DEVICE_LABELS
         )
         power_limit = GaugeMetricFamily(
-            "wattlog_power_limit_watts",
+            MetricName.POWER_LIMIT_WATTS,
             "Enforced power limit of the device (where known).",
             labels=DEVICE_LABELS,
         )
         samples = CounterMetricFamily(
-            "wattlog_device_samples", "Readings integrated for the device.", labels=DEVICE_LABELS
+            MetricName.DEVICE_SAMPLES_TOTAL, "Readings integrated for the device.", labels=DEVICE_LABELS
         )
         gaps = CounterMetricFamily(
-            "wattlog_gaps",
+            MetricName.GAPS_TOTAL,
             "Gaps recorded for the device (failed reads, lost device, late readings).",
             labels=DEVICE_LABELS,
         )
         gap_seconds = CounterMetricFamily(
-            "wattlog_gap_seconds",
+            MetricName.GAP_SECONDS_TOTAL,
             "Seconds inside the device's gaps (not interpolated over).",
             labels=DEVICE_LABELS,
         )
         lost = GaugeMetricFamily(
-            "wattlog_device_lost", "1 if the device was marked lost, else 0.", labels=DEVICE_LABELS
+            MetricName.DEVICE_LOST, "1 if the device was marked lost, else 0.", labels=DEVICE_LABELS
         )
         info = GaugeMetricFamily(
-            "wattlog_device_info",
+            MetricName.DEVICE_INFO,
             "Device name and counter availability (value always 1).",
             labels=[*DEVICE_LABELS, "name", "has_counter"],
         )
@@ -183,24 +184,26 @@ class SamplerCollector(Collector):
             family.add_metric(h, value)
             return family
 
-        yield counter("wattlog_samples", "Sampler ticks completed.", s.samples_total)
-        yield counter("wattlog_sensor_reads", "Device reads attempted.", s.reads_total)
+        yield counter(MetricName.SAMPLES_TOTAL, "Sampler ticks completed.", s.samples_total)
+        yield counter(MetricName.SENSOR_READS_TOTAL, "Device reads attempted.", s.reads_total)
         yield counter(
-            "wattlog_sample_errors", "Device reads that failed (each one recorded as a gap).", s.errors_total
+            MetricName.SAMPLE_ERRORS_TOTAL,
+            "Device reads that failed (each one recorded as a gap).",
+            s.errors_total,
         )
         yield counter(
-            "wattlog_sample_overruns",
+            MetricName.SAMPLE_OVERRUNS_TOTAL,
             "Ticks that started after their next deadline had passed.",
             s.overruns_total,
         )
         period = GaugeMetricFamily(
-            "wattlog_sample_period_seconds", "Achieved mean sampling period.", labels=AGENT_LABELS
+            MetricName.SAMPLE_PERIOD_SECONDS, "Achieved mean sampling period.", labels=AGENT_LABELS
         )
         if s.achieved_period_s is not None:
             period.add_metric(h, s.achieved_period_s)
         yield period
         lateness = GaugeMetricFamily(
-            "wattlog_sample_lateness_seconds",
+            MetricName.SAMPLE_LATENESS_SECONDS,
             "Lateness of ticks behind their deadline (stat=p50|p99|max).",
             labels=[*AGENT_LABELS, "stat"],
         )
@@ -209,11 +212,13 @@ class SamplerCollector(Collector):
                 lateness.add_metric([*h, stat], value)
         yield lateness
         running = GaugeMetricFamily(
-            "wattlog_sampler_running", "1 while the sampler thread runs.", labels=AGENT_LABELS
+            MetricName.SAMPLER_RUNNING, "1 while the sampler thread runs.", labels=AGENT_LABELS
         )
         running.add_metric(h, 1.0 if s.running else 0.0)
         yield running
-        yield counter("wattlog_sampler_cpu_seconds", "CPU time used by the sampler thread.", s.thread_cpu_s)
+        yield counter(
+            MetricName.SAMPLER_CPU_SECONDS_TOTAL, "CPU time used by the sampler thread.", s.thread_cpu_s
+        )
 
 
 class AgentStateCollector(Collector):
@@ -262,7 +267,7 @@ class AgentStateCollector(Collector):
         self._scrapes = [*self._scrapes[-1:], self._clock()]
         finished = self._finished.is_set()
         family = GaugeMetricFamily(
-            "wattlog_agent_finished",
+            MetricName.AGENT_FINISHED,
             "1 once the agent has ended normally (its target going down is expected).",
             labels=AGENT_LABELS,
         )

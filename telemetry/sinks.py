@@ -13,6 +13,7 @@ from typing import IO, Protocol, runtime_checkable
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
+from wattlog.metric_names import MetricName
 from wattlog.records import EnergyInterval, Gap, WindowEnergy
 
 logger = logging.getLogger(__name__)
@@ -164,10 +165,14 @@ class SinkCollector(Collector):
         """Yield the four counters, labelled with the host and run (as every agent series)."""
         s = self._stats
         for name, doc, value in (
-            ("wattlog_sink_rows", "Energy rows the sinks accepted.", s.written_rows),
-            ("wattlog_sink_rejected_rows", "Rows a sink refused as invalid (as gaps).", s.rejected_rows),
-            ("wattlog_sink_dropped_rows", "Rows dropped from a full retry buffer.", s.dropped_rows),
-            ("wattlog_sink_failures", "Flushes in which a sink failed (rows kept).", s.failures),
+            (MetricName.SINK_ROWS_TOTAL, "Energy rows the sinks accepted.", s.written_rows),
+            (
+                MetricName.SINK_REJECTED_ROWS_TOTAL,
+                "Rows a sink refused as invalid (as gaps).",
+                s.rejected_rows,
+            ),
+            (MetricName.SINK_DROPPED_ROWS_TOTAL, "Rows dropped from a full retry buffer.", s.dropped_rows),
+            (MetricName.SINK_FAILURES_TOTAL, "Flushes in which a sink failed (rows kept).", s.failures),
         ):
             family = CounterMetricFamily(name, doc, labels=["host", "run"])
             family.add_metric(self._labels, float(value))

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.sources import ROOT, product_files
 from wattlog.events import INSTABILITIES, EventCategory, EventKind, Progress, Window, json_safe
 from wattlog.trainer.callbacks.stability import default_detectors
 
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("telemetry", "accounting", "trainer", "dashboards")
 WORDS = {str(m) for m in EventKind} | {str(m) for m in EventCategory if m.value}
 
 
@@ -39,8 +38,7 @@ def literal_event_words(path: Path, root: Path = ROOT) -> list[str]:
 
 
 def test_no_package_spells_an_event_kind_or_category_as_a_string() -> None:
-    files = [f for package in PACKAGES for f in sorted((ROOT / package).rglob("*.py"))]
-    assert [hit for f in files for hit in literal_event_words(f)] == []
+    assert [hit for f in product_files() for hit in literal_event_words(f)] == []
 
 
 def test_the_scan_finds_a_literal(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from wattlog.events import INSTABILITIES, EventKind
+from wattlog.metric_names import MetricName
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
@@ -166,26 +167,28 @@ class TrainingCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         """Yield fresh families from the latest snapshot."""
         s = self._state.snapshot()
-        tokens = CounterMetricFamily("wattlog_train_tokens", "Tokens trained on by this rank.", labels=LABELS)
+        tokens = CounterMetricFamily(
+            MetricName.TRAIN_TOKENS_TOTAL, "Tokens trained on by this rank.", labels=LABELS
+        )
         tokens.add_metric(self._labels, s.tokens_total)
         yield tokens
         gauges = (
-            ("wattlog_train_step", "Latest step reported.", s.step),
-            ("wattlog_train_loss", "Latest training loss.", s.loss),
-            ("wattlog_train_grad_norm", "Latest gradient norm.", s.grad_norm),
-            ("wattlog_train_loss_scale", "Latest dynamic loss scale.", s.loss_scale),
+            (MetricName.TRAIN_STEP, "Latest step reported.", s.step),
+            (MetricName.TRAIN_LOSS, "Latest training loss.", s.loss),
+            (MetricName.TRAIN_GRAD_NORM, "Latest gradient norm.", s.grad_norm),
+            (MetricName.TRAIN_LOSS_SCALE, "Latest dynamic loss scale.", s.loss_scale),
             (
-                "wattlog_train_tokens_per_second",
+                MetricName.TRAIN_TOKENS_PER_SECOND,
                 "Tokens per second over the latest flushed steps.",
                 s.tokens_per_s,
             ),
             (
-                "wattlog_train_tokens_per_joule",
+                MetricName.TRAIN_TOKENS_PER_JOULE,
                 "Tokens per joule (of the whole job when it has several ranks).",
                 s.tokens_per_j,
             ),
             (
-                "wattlog_train_mfu_ratio",
+                MetricName.TRAIN_MFU_RATIO,
                 "Model FLOPs utilisation (0..1) over the latest flushed steps.",
                 s.mfu,
             ),
@@ -196,7 +199,7 @@ class TrainingCollector(Collector):
                 family.add_metric(self._labels, float(value))
                 yield family
         events = CounterMetricFamily(
-            "wattlog_train_events",
+            MetricName.TRAIN_EVENTS_TOTAL,
             "Training events by kind (loss_spike, non_finite, restart, ...).",
             labels=[*LABELS, "kind"],
         )
@@ -206,8 +209,8 @@ class TrainingCollector(Collector):
         if self._bookkeeping is not None:
             health = self._bookkeeping
             for name, doc, value in (
-                ("wattlog_bookkeeping_dropped", "Metric batches dropped (behind).", health.dropped),
-                ("wattlog_bookkeeping_failures", "Bookkeeping operations that raised.", health.failed),
+                (MetricName.BOOKKEEPING_DROPPED_TOTAL, "Metric batches dropped (behind).", health.dropped),
+                (MetricName.BOOKKEEPING_FAILURES_TOTAL, "Bookkeeping operations that raised.", health.failed),
             ):
                 counter = CounterMetricFamily(name, doc, labels=LABELS)
                 counter.add_metric(self._labels, float(value))

@@ -37,6 +37,7 @@ from wattlog.accounting.ledger import Ledger, Resolution
 from wattlog.accounting.ledger.models import EnergyRecord
 from wattlog.clock import Clock
 from wattlog.errors import SensorError
+from wattlog.metric_names import MetricName
 from wattlog.records import EnergyInterval, Gap, Kind, Source
 
 log = logging.getLogger(__name__)
@@ -75,10 +76,10 @@ def read_counters(url: str, devices: Iterable[str], timeout_s: float = 5.0) -> d
             device = sample.labels.get("device", "")
             if device not in wanted:
                 continue
-            if sample.name == "wattlog_energy_joules_total":
+            if sample.name == MetricName.ENERGY_JOULES_TOTAL:
                 energy[device] = sample.labels
                 joules[device] = sample.value
-            elif sample.name == "wattlog_energy_uncertainty_joules":
+            elif sample.name == MetricName.ENERGY_UNCERTAINTY_JOULES:
                 bands[(device, sample.labels.get("bound", ""))] = sample.value
     return {
         device: DeviceCounter(

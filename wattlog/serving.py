@@ -8,6 +8,9 @@ more, hands connections to a fixed pool of workers, queues a bounded number
 beyond them, and answers the rest at once with ``503 Service Unavailable``
 and ``Retry-After``, so every client gets an answer it can act on.
 
+Closing never hangs on a handler that does not return: it waits a bounded time,
+then logs the threads still running by name and reports them (:meth:`~BoundedThreadingMixIn.stop`).
+
 Standard library only: telemetry (the metrics endpoint) and dashboards (the
 webhook receiver) both use it.
 """
@@ -15,12 +18,17 @@ webhook receiver) both use it.
 from __future__ import annotations
 
 import contextlib
+import logging
+import queue
 import socket
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
+from collections.abc import Sequence
 from http.server import HTTPServer
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
+
+log = logging.getLogger(__name__)
 
 BACKLOG = 128
 """Connections the kernel queues before accept(): at least 128 (the stdlib default is 5)."""
@@ -28,6 +36,8 @@ WORKERS = 16
 """Requests handled at once."""
 WAITING = 512
 """Accepted connections queued for a worker; past it, each is answered 503 at once."""
+CLOSE_TIMEOUT_S = 5.0
+"""How long closing waits for the serving thread and for the requests being handled."""
 _BODY = b'{"error": "busy: retry in 1 s"}'
 _REFUSAL = (
     b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: application/json\r\n"
@@ -39,21 +49,33 @@ _REFUSAL = (
 class BoundedThreadingMixIn:
     """Mix into a socketserver TCP server (before it) for a pool of workers and a real backlog.
 
+    Closing waits for the workers at most ``close_timeout_s``: a handler that never returns
+    (a ledger that hangs, a client that stalls) is logged as a warning naming its thread and
+    listed in :attr:`stuck`, and closing goes on. The workers are daemon threads, so one left
+    running cannot keep the process from exiting.
+
     Attributes:
         request_queue_size: The listen backlog.
         workers: Size of the worker pool.
         waiting: Accepted connections that may wait for a worker.
+        close_timeout_s: How long closing waits for the serving thread and the workers.
+        refused: Connections answered 503 because the queue was full.
+        stuck: Names of the threads still running when the last close gave up on them.
     """
 
     request_queue_size = BACKLOG
     workers = WORKERS
     waiting = WAITING
+    close_timeout_s = CLOSE_TIMEOUT_S
     daemon_threads = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._slots = threading.BoundedSemaphore(self.workers + self.waiting)
-        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="wattlog-http")
+        self._jobs: queue.SimpleQueue[tuple[socket.socket, Any] | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._closing = False
         self.refused = 0
+        self.stuck: tuple[str, ...] = ()
         super().__init__(*args, **kwargs)
 
     # `request` is typed as socketserver's own (a socket, or a datagram and its socket): this mixin
@@ -65,25 +87,81 @@ class BoundedThreadingMixIn:
             _refuse(request)
             self.shutdown_request(request)  # type: ignore[attr-defined]
             return
-        try:
-            self._pool.submit(self._work, request, client_address)
-        except RuntimeError:  # the pool is shut down: the server is closing
+        if self._closing:
             self._slots.release()
             self.shutdown_request(request)  # type: ignore[attr-defined]
+            return
+        if not self._threads:  # started on the first request: constructing a server starts no thread
+            self._threads = [
+                threading.Thread(target=self._work, name=f"wattlog-http_{n}", daemon=True)
+                for n in range(self.workers)
+            ]
+            for thread in self._threads:
+                thread.start()
+        self._jobs.put((request, client_address))
 
-    def _work(self, request: socket.socket, client_address: Any) -> None:
-        try:
-            self.finish_request(request, client_address)  # type: ignore[attr-defined]
-        except Exception:
-            self.handle_error(request, client_address)  # type: ignore[attr-defined]
-        finally:
-            self.shutdown_request(request)  # type: ignore[attr-defined]
-            self._slots.release()
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            request, client_address = job
+            try:
+                self.finish_request(request, client_address)  # type: ignore[attr-defined]
+            except Exception:
+                self.handle_error(request, client_address)  # type: ignore[attr-defined]
+            finally:
+                self.shutdown_request(request)  # type: ignore[attr-defined]
+                self._slots.release()
 
     def server_close(self) -> None:
-        """Close the listening socket, then let the workers finish what they hold."""
+        """Close the listening socket, then give the workers close_timeout_s to finish what they hold."""
         super().server_close()  # type: ignore[misc]
-        self._pool.shutdown(wait=True, cancel_futures=False)
+        self._closing = True
+        for _ in self._threads:
+            self._jobs.put(None)  # behind the queued connections: each is still answered
+        self.stuck = join_threads(self._threads, self.close_timeout_s, f"{type(self).__name__} worker")
+        self._threads = [thread for thread in self._threads if thread.is_alive()]
+
+    def stop(self, thread: threading.Thread | None) -> tuple[str, ...]:
+        """Stop `thread`'s serve_forever, close the socket, and verify that every thread stopped.
+
+        Args:
+            thread: The thread running ``serve_forever`` (None or never started: nothing to stop).
+
+        Returns:
+            Names of the threads still running after ``close_timeout_s`` each (logged as warnings);
+            empty when all stopped.
+        """
+        if thread is not None and thread.is_alive():
+            self.shutdown()  # type: ignore[attr-defined]  # prompt: serve_forever never runs a handler itself
+        self.server_close()
+        serving = () if thread is None else join_threads([thread], self.close_timeout_s, "serving")
+        self.stuck = (*self.stuck, *serving)
+        return self.stuck
+
+
+def join_threads(threads: Sequence[threading.Thread], timeout_s: float, what: str) -> tuple[str, ...]:
+    """Join `threads` within one deadline of `timeout_s`; warn about, and return, those still alive.
+
+    Args:
+        threads: Threads asked to stop (started or not).
+        timeout_s: Seconds to wait for all of them together.
+        what: What they are, for the warning (e.g. "webhook worker").
+
+    Returns:
+        Names of the threads still alive at the deadline, in the given order.
+    """
+    deadline = time.monotonic() + timeout_s
+    for thread in threads:
+        if thread.ident is not None:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    alive = tuple(thread.name for thread in threads if thread.is_alive())
+    if alive:
+        log.warning(
+            "%s thread(s) %s still running %.1f s after being asked to stop; left running",
+            what,
+            ", ".join(alive),
+            timeout_s,
+        )
+    return alive
 
 
 def _refuse(request: socket.socket) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wattlog.dashboards.build import energy_dashboard
+from wattlog.dashboards.energy_board import energy_dashboard
 
 
 def power_panels() -> list[dict]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -249,3 +252,52 @@ def test_parse_gives_a_stable_key_from_fingerprint_start_and_status() -> None:
     with pytest.raises(PayloadError) as error:
         parse(b"{}")
     assert error.value.status == 400
+
+
+class BlockingRecorder:
+    """A recorder whose ledger hangs: record() waits until the test releases it."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def record(self, alerts: list) -> tuple[int, int]:
+        self.entered.set()
+        self.release.wait(30)
+        return len(alerts), 0
+
+
+def post_ignoring_errors(receiver: WebhookReceiver, body: dict) -> None:
+    """Post from a client thread; its answer (or the reset when the server closes) does not matter."""
+    with contextlib.suppress(OSError):
+        post(receiver, body)
+
+
+def test_close_with_a_request_stuck_in_the_ledger_returns_warns_and_names_the_thread(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    recorder = BlockingRecorder()
+    receiver = WebhookReceiver(recorder, Auth(token=TOKEN), port=0, close_timeout_s=0.3)  # type: ignore[arg-type]
+    receiver.start()
+    client = threading.Thread(target=post_ignoring_errors, args=(receiver, am_payload(alert())))
+    client.start()
+    try:
+        assert recorder.entered.wait(5)
+        closed: list[tuple[str, ...]] = []
+        closer = threading.Thread(target=lambda: closed.append(receiver.close()))
+        with caplog.at_level(logging.WARNING, logger="wattlog.serving"):
+            closer.start()
+            closer.join(5)  # before: close() waited for the handler forever
+            assert not closer.is_alive()
+        [stuck] = closed
+        assert len(stuck) == 1 and stuck[0].startswith("wattlog-http")
+        assert stuck[0] in caplog.text and "still running" in caplog.text
+    finally:
+        recorder.release.set()
+        client.join(5)
+
+
+def test_close_reports_nothing_when_every_thread_stopped(receiver: WebhookReceiver) -> None:
+    assert post(receiver, am_payload(alert()))[0] == 200
+    assert receiver.close() == ()
+    assert receiver.close() == ()  # closing twice is harmless

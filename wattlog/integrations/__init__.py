@@ -10,30 +10,28 @@ steps to its own ``Tracker``, the node's local rank 0 runs the one agent of the 
 energy, CO2, water and tokens per joule go into each logging step's metrics (so W&B, MLflow
 or TensorBoard, whichever the user chose, receive them), restarts and exceptions become
 events, and rank 0 prints the footprint table at the end.
+
+Names are imported on first use (wattlog.lazy): ``import wattlog.integrations.extras`` loads
+neither torch nor the trainer.
 """
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
+from typing import TYPE_CHECKING
 
-from wattlog.errors import WattlogError
+from wattlog.lazy import lazy_package
 
-__all__ = ["MissingExtra", "require"]
+if TYPE_CHECKING:
+    from wattlog.integrations.extras import MissingExtra, require
+    from wattlog.integrations.session import TrackerSession, figures_of
 
+_HOMES = {
+    "MissingExtra": "wattlog.integrations.extras",
+    "TrackerSession": "wattlog.integrations.session",
+    "figures_of": "wattlog.integrations.session",
+    "require": "wattlog.integrations.extras",
+}
 
-class MissingExtra(WattlogError, ImportError):
-    """An optional dependency of an integration is not installed; the message names the pip command."""
+__all__ = ["MissingExtra", "TrackerSession", "figures_of", "require"]
 
-    def __init__(self, module: str, extra: str) -> None:
-        super().__init__(f"this wattlog integration needs {module}: pip install 'wattlog[{extra}]'")
-        self.module = module
-        self.extra = extra
-
-
-def require(module: str, extra: str) -> ModuleType:
-    """Import `module`, or raise :class:`MissingExtra` naming ``pip install wattlog[extra]``."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as error:
-        raise MissingExtra(module, extra) from error
+lazy_package(__name__, _HOMES)
