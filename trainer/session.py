@@ -34,12 +34,11 @@ from typing import Any
 from prometheus_client.registry import Collector
 
 from wattlog.accounting.footprint import energy_label
-from wattlog.accounting.ledger import Ledger, LedgerSink, Status, describe_url, make_engine
-from wattlog.accounting.ledger.spool import Spool, default_folder
+from wattlog.accounting.ledger import Ledger, Status, make_engine
+from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.events import EventKind, Stopped
-from wattlog.records import EnergyInterval, Gap
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.job import JobIdentity, job_identity, sample_nodes_from
 from wattlog.telemetry.sensors.base import Sensor
@@ -277,42 +276,6 @@ def status_for_outcome(outcome: Outcome) -> Status:
     return Status.FAILED
 
 
-class _CountingSink:
-    """The ledger sink, counting the joules the ledger holds (the summary compares them to the agent's).
-
-    A write that succeeds may have gone to the spool (ledger down): those joules,
-    and the ones the spool's bound dropped, are not counted until a replay stores them.
-    """
-
-    def __init__(self, sink: LedgerSink) -> None:
-        self._sink = sink
-        self._accepted_j = 0.0
-
-    @property
-    def spool(self) -> Spool | None:
-        """Where the rows the ledger could not take wait."""
-        return self._sink.spool
-
-    @property
-    def recorded_j(self) -> float:
-        """Joules accepted by the sink less those still in its spool or lost past its bound."""
-        spool = self._sink.spool
-        waiting_j = spool.joules + spool.lost_j if spool is not None else 0.0
-        return self._accepted_j - waiting_j
-
-    @property
-    def unwritten_rows(self) -> int:
-        """Energy rows spooled or lost (the agent adds the ones it keeps for retry)."""
-        return self._sink.unwritten_rows
-
-    def write(self, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
-        self._sink.write(intervals, gaps)
-        self._accepted_j += sum(row.energy_j for row in intervals)
-
-    def close(self) -> None:
-        self._sink.close()
-
-
 class RunSession:
     """One process's part of a run: its ledger rows and, on the node's first rank, the agent.
 
@@ -339,7 +302,7 @@ class RunSession:
         self._collectors = list(collectors)
         self._environ = environ
         self._joined = JoinedAgents(self.clock)
-        self._sink: _CountingSink | None = None
+        self.recording: Recording | None = None
         self.ledger: Ledger | None = None
         self.recorder: RunRecorder | None = None
         self.agent: Agent | None = None
@@ -423,25 +386,16 @@ class RunSession:
 
     def _start_agent(self) -> None:
         assert self.ledger is not None and self.run_id is not None
-        self._sink = _CountingSink(self._ledger_sink())
-        self.agent = Agent(
-            self.config.agent_settings,
+        self.recording = Recording(
+            RecordingConfig(self.config.agent_settings),
+            LedgerTarget(self.ledger, self.run_id, self.config.db),
             sensors=self._sensors,
-            sinks=[self._sink],
+            collectors=self._collectors,
             environ=self._environ,
         )
-        for collector in self._collectors:
-            self.agent.registry.register(collector)
-        self.agent.start()
-        for note in self.agent.notes:
-            log.info("%s", note)
+        self.agent = self.recording.start().agent
+        assert self.agent is not None
         self._joined.start(self.agent.held_elsewhere)
-
-    def _ledger_sink(self) -> LedgerSink:
-        """The agent's sink: the ledger, with a spool for the rows it cannot take while down."""
-        assert self.ledger is not None and self.run_id is not None
-        spool = Spool(default_folder(self._environ), describe_url(self.config.db), self.run_id)
-        return LedgerSink(self.ledger, self.run_id, spool)
 
     @property
     def unwritten_rows(self) -> int:
@@ -454,7 +408,7 @@ class RunSession:
         try:
             self.recorder.end(status)
         except WattlogError:
-            spool = self._sink.spool if self._sink is not None else None
+            spool = self.recording.spool if self.recording is not None else None
             if spool is not None and self.config.rank == 0 and self.run_id is not None:
                 spool.append_end(self.run_id, status.value, self.clock.wall())
             raise
@@ -486,7 +440,7 @@ class RunSession:
             _safely("record the stop", self.recorder.event, EventKind.STOPPED, payload=payload)
         if self.recorder is not None:
             _safely("end_run", self._end_run, status)
-        recorded = self._sink.recorded_j if self._sink is not None else 0.0
+        recorded = self.recording.recorded_j if self.recording is not None else 0.0
         if self.agent is None:
             return SessionSummary(status, None, recorded, self.unwritten_rows)
         devices = self.agent.snapshot()
