@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import socket
 import time
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from wattlog.numbers import check_number, check_port
+from wattlog.options import (
+    CommandArgument,
+    DbOption,
+    FlushOption,
+    LocalPortOption,
+    LockDirOption,
+    ProjectOption,
+    SampleNodesOption,
+)
 
-DbOption = Annotated[
-    str | None, typer.Option("--db", help="Ledger URL (default $WATTLOG_DB or ./wattlog.db).")
-]
 PhaseOption = Annotated[
     str,
     typer.Option("--phase", help="development or final (default: final for role final, else development)."),
@@ -39,7 +44,6 @@ RequestsOption = Annotated[
 HEALTH_SITE = "world"
 """The site a health-check run is recorded with: the labelled, sourced world average (`wattlog sites`)."""
 RoleOption = Annotated[str, typer.Option("--role", help="final, ablation, baseline, failed or debug.")]
-ProjectOption = Annotated[str, typer.Option("--project", help="Project the run belongs to.")]
 
 
 def demo(
@@ -51,7 +55,7 @@ def demo(
     simulate_gpus: Annotated[
         int, typer.Option("--simulate-gpus", help="Add N simulated GPUs (labelled simulated).")
     ] = 0,
-    port: Annotated[int, typer.Option("--port", help="Metrics port on 127.0.0.1 (0: any free port).")] = 0,
+    port: LocalPortOption = 0,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Sequences per step.")] = 8,
     phase: PhaseOption = "",
     stage: StageOption = "pretraining",
@@ -79,22 +83,15 @@ def demo(
 
 
 def run(
-    command: Annotated[
-        list[str] | None, typer.Argument(help="The command and its arguments, after --.")
-    ] = None,
+    command: CommandArgument = None,
     name: Annotated[str | None, typer.Option("--run", help="Run name (default run-<UTC time>).")] = None,
     site: Annotated[str, typer.Option("--site", help="Site from `wattlog sites`, for the table.")] = "world",
     db: DbOption = None,
-    port: Annotated[int, typer.Option("--port", help="Metrics port on 127.0.0.1 (0: any free port).")] = 0,
+    port: LocalPortOption = 0,
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the run of that name (a restart).")
     ] = False,
-    sample_nodes: Annotated[
-        int | None,
-        typer.Option(
-            "--sample-nodes", min=1, help="Measure K of the job's nodes, extrapolate ($WATTLOG_SAMPLE_NODES)."
-        ),
-    ] = None,
+    sample_nodes: SampleNodesOption = None,
     project: ProjectOption = "default",
     role: RoleOption = "final",
     phase: PhaseOption = "",
@@ -103,13 +100,8 @@ def run(
     device_model: DeviceModelOption = "",
     gpu_hours: GpuHoursOption = None,
     requests: RequestsOption = None,
-    flush_s: Annotated[
-        float, typer.Option("--flush-s", help="Seconds between writes of energy rows to the ledger.")
-    ] = 10.0,
-    lock_dir: Annotated[
-        Path | None,
-        typer.Option("--lock-dir", help="Folder of the node's device locks (default $WATTLOG_LOCK_DIR)."),
-    ] = None,
+    flush_s: FlushOption = 10.0,
+    lock_dir: LockDirOption = None,
 ) -> int:
     """Run COMMAND with an agent sampling the node and record the run; exit with its code.
 
