@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wattlog.errors import ConfigError
-from wattlog.trainer.session import SessionConfig
+from wattlog.trainer.session_config import SessionConfig
 
 
 @dataclass

@@ -315,3 +315,20 @@ def test_tracker_config_is_one_validated_dataclass(db_url: str, sim: dict[str, A
     for bad in ({"log_every": 0}, {"gc_every": 0}, {"progress_every_s": math.inf}, {"peak_flops": -1.0}):
         with pytest.raises(ConfigError):
             TrackerConfig(SessionConfig("x"), **bad)
+
+
+def test_the_constructor_takes_the_config_object_and_refuses_it_mixed_with_keywords(
+    db_url: str, sim: dict[str, Any]
+) -> None:
+    config = TrackerConfig(SessionConfig("cfg", db=db_url, agent_config=sim["agent_config"]), log_every=2)
+    tracker = Tracker("cfg", config=config, sensors=sim["sensors"])
+    assert tracker.settings is config and tracker.run == "cfg" and tracker.ledger is None
+    with tracker:
+        tracker.step(loss=1.0)
+    assert tracker.status == "finished" and tracker.run_id is not None
+    with pytest.raises(ConfigError, match="log_every"):
+        Tracker(config=config, log_every=5)
+    with pytest.raises(ConfigError, match="run"):
+        Tracker("other", config=config)
+    # the short form: a mapping given as config is the run's free-form configuration
+    assert Tracker("kw", config={"lr": 0.1}, environ={}).settings.session.config == {"lr": 0.1}
