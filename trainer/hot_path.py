@@ -85,9 +85,17 @@ class HotPath:
         self.flush()
         self._thread.drain()
 
-    def close(self) -> None:
-        """Stop the bookkeeping thread, then handle the last batch here (a full queue cannot drop it)."""
+    def close(self, timeout_s: float) -> bool:
+        """Stop the bookkeeping thread, then handle the last batch here (a full queue cannot drop it).
+
+        Args:
+            timeout_s: How long to wait for the thread, seconds.
+
+        Returns:
+            Whether the thread stopped (False: still stuck in an operation, and logged as such).
+        """
         last = self._buffer.flush()
-        self._thread.close()
+        stopped = self._thread.close(timeout_s)
         if last is not None:
             self._books.safely("final bookkeeping", lambda: self._books.handle(last.resolve()))
+        return stopped

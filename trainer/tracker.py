@@ -183,6 +183,8 @@ class Tracker:
         self.health: Any = None
         self.status: Status | None = None
         self.summary: SessionSummary | None = None
+        self.stuck_threads: list[str] = []
+        """Threads close() gave up waiting for (named in a warning when it did): [] when all stopped."""
 
     # what the session holds, under the names the tracker always had
 
@@ -280,7 +282,8 @@ class Tracker:
         if not self._started:
             return
         self._started = False
-        self._path.close()
+        if not self._path.close(self.settings.stop_timeout_s):
+            self.stuck_threads.append(self._bookkeeping.name)
         if error is not None:
             for callback in self._callbacks:
                 self._safely(f"{type(callback).__name__}.on_error", callback.on_error, error)
