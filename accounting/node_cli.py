@@ -100,6 +100,11 @@ def node(
         simulate_gpus=simulate,
         simulate_load=simulate_load,
     )
+    return _run_node(options, command, seconds)
+
+
+def _run_node(options: NodeOptions, command: list[str] | None, seconds: float | None) -> int:
+    """Start the node, run or wait, close, print what was measured; the exit code."""
     console = _console()
     refused = cannot_start(command[0]) if command else None
     if refused is not None:
@@ -116,10 +121,16 @@ def node(
                 code = run_or_wait(supervisor, command, seconds, console, "wattlog node").exit_code
         finally:
             node_agent.close()  # the agent lingers until the next scrape read its final counters
-    if node_agent.agent is not None and node_agent.recording is not None:
-        console.print(f"wattlog node: ledger {node_agent.recording.describe_ledger()}")
-        code = print_ending(node_agent.agent, console, "wattlog node", code)
-    return code
+    recording = node_agent.recording
+    if node_agent.agent is None or recording is None:
+        return code
+    console.print(f"wattlog node: ledger {recording.describe_ledger()}")
+    spool = recording.spool
+    if spool is not None and spool.rows:
+        console.print(
+            f"wattlog node: {spool.rows} energy rows spooled to {spool.path}: `wattlog replay` stores them"
+        )
+    return print_ending(node_agent.agent, console, "wattlog node", code)
 
 
 def agent(

@@ -81,14 +81,20 @@ def run_command(
             stderr.print(f"wattlog run: {outcome.message}: stopping the run and flushing its energy")
         summary = session.close(status_for_outcome(outcome), stopped=outcome)
         console.print(f"Run {run} {summary.status} (exit code {outcome.exit_code}); {summary.line()}.")
-        if session.ledger is not None:
-            try:
-                print_run_report(session.ledger, run, db, console)
-            except WattlogError as failed:  # the ledger may be down: the line below still says so
-                stderr.print(f"cannot show the figures of {run}: {failed}", soft_wrap=True, markup=False)
-        if report_incomplete(session.unwritten_rows, run, console):
-            return outcome.exit_code or INCOMPLETE
-    return outcome.exit_code
+        return _show_end(session, outcome.exit_code, console, stderr)
+
+
+def _show_end(session: RunSession, exit_code: int, console: Console, stderr: Console) -> int:
+    """Print the closed run's figures and whether rows are missing; the exit code by that."""
+    run, db = session.run, session.config.db
+    if session.ledger is not None:
+        try:
+            print_run_report(session.ledger, run, db, console)
+        except WattlogError as failed:  # the ledger may be down: the line below still says so
+            stderr.print(f"cannot show the figures of {run}: {failed}", soft_wrap=True, markup=False)
+    if report_incomplete(session.unwritten_rows, run, console):
+        return exit_code or INCOMPLETE
+    return exit_code
 
 
 def report_incomplete(missing: int, run: str, console: Console) -> bool:

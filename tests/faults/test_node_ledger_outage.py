@@ -71,7 +71,8 @@ def test_wattlog_node_in_an_outage_says_so_exits_incomplete_and_leaves_a_replaya
     with monkeypatch.context() as outage:
         outage.setattr("wattlog.accounting.ledger.store.Ledger.record_intervals", _down)
         assert main(args) == INCOMPLETE_EXIT
-    assert "incomplete" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "incomplete" in captured.err and "`wattlog replay` stores them" in captured.out
     assert len(list((tmp_path / "spool").glob("*.jsonl"))) == 1
     assert main(["replay", "--db", url, "--spool-dir", str(tmp_path / "spool")]) == 0
     assert _total_j(url, "job") > 0 and not list((tmp_path / "spool").glob("*.jsonl"))
