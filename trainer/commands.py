@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from wattlog.errors import ConfigError
 from wattlog.numbers import check_number, check_port
 from wattlog.options import (
     CommandArgument,
@@ -109,32 +110,34 @@ def run(
     killed (130) with its last interval flushed. 127: not found, 126: not executable, 128+N: killed
     by signal N; 75: not every row reached the ledger (kept in the spool for `wattlog replay`).
     """
-    from wattlog.trainer.runner import run_command
+    from wattlog.telemetry.agent import AgentConfig, default_lock_dir
+    from wattlog.trainer.runner import NO_COMMAND, run_command
+    from wattlog.trainer.session_config import SessionConfig
 
     check_number("--flush-s", flush_s, low=0.025, high=86400, hint="the default is 10")
     check_port("--port", port)
-    label = name or time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())
-    return run_command(
-        command or [],
-        run=label,
+    if not command:
+        raise ConfigError(NO_COMMAND)  # before the config: the first thing to fix
+    agent = AgentConfig(
+        port=port, flush_s=flush_s, lock_dir=lock_dir if lock_dir is not None else default_lock_dir()
+    )
+    config = SessionConfig.from_env(
+        name or time.strftime("run-%Y%m%d-%H%M%S", time.gmtime()),
         site=site,
         db=db,
-        port=port,
         resume=resume,
+        agent_config=agent,
         sample_nodes=sample_nodes,
-        flush_s=flush_s,
-        lock_dir=lock_dir,
-        labels={
-            "project": project,
-            "role": role,
-            "phase": phase,
-            "stage": stage,
-            "scale_group": group,
-            "device_model": device_model,
-            "gpu_hours": gpu_hours,
-            "requests": requests,
-        },
+        project=project,
+        role=role,
+        phase=phase,
+        stage=stage,
+        scale_group=group,
+        device_model=device_model,
+        gpu_hours=gpu_hours,
+        requests=requests,
     )
+    return run_command(command, config)
 
 
 def health_check(
