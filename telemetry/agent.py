@@ -49,16 +49,20 @@ from wattlog.telemetry.sampler import Sampler, SamplerStats
 from wattlog.telemetry.selection import job_selection
 from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.sensors.discovery import discover
-from wattlog.telemetry.sinks import IntervalSink, SinkCollector, SinkStats, WindowSink, write_or_reject
+from wattlog.telemetry.sinks import (
+    IntervalSink,
+    SinkCollector,
+    SinkStats,
+    WindowSink,
+    bound_pending,
+    write_or_reject,
+)
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, Reading
 from wattlog.telemetry.windows import Window, Windows
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["LOCK_DIR_ENV", "Agent", "AgentConfig", "default_lock_dir"]
-
-# Rows kept per sink while it keeps failing (a day of 8 devices at 10 s flushes); older ones are dropped.
-_MAX_PENDING_ROWS = 100_000
 
 
 class _OnlyDevices:
@@ -124,6 +128,8 @@ class Agent:
         self._flush_lock = threading.Lock()
         self._stop_flush = threading.Event()
         self._flush_thread: threading.Thread | None = None
+        self.stuck_threads: list[str] = []
+        """Threads close() found still running after their timeout (named in a warning)."""
         self._collectors: list[Collector] = []
         self._state = AgentStateCollector(self.config.host, self.config.run)
         self.sink_stats = SinkStats()
@@ -243,7 +249,7 @@ class Agent:
                         type(sink).__name__,
                         len(pending_rows),
                     )
-                    self.sink_stats.dropped_rows += _bound(pending_rows) + _bound(pending_gaps)
+                    self.sink_stats.dropped_rows += bound_pending(pending_rows) + bound_pending(pending_gaps)
                 else:
                     self._pending[i] = ([], [])
                 self._write_windows(i, sink)
@@ -281,9 +287,7 @@ class Agent:
         self._sampler.stop()
         self._integrator.finish(self._sampler.edge())
         self._stop_flush.set()
-        if self._flush_thread is not None:
-            self._flush_thread.join()
-            self._flush_thread = None
+        self._join_flush_thread()
         self._state.finish()  # before the last flush, so a Pushgateway keeps the mark too
         self.flush()
         for sink in self._sinks:
@@ -359,9 +363,19 @@ class Agent:
             logger.exception(
                 "sink %s failed on %d window rows; kept for the next flush", type(sink).__name__, len(pending)
             )
-            _bound(pending)
+            bound_pending(pending)
         else:
             self._pending_windows[i] = []
+
+    def _join_flush_thread(self) -> None:
+        """Wait for the flush thread to stop; one still in a sink write after the timeout is named."""
+        thread, self._flush_thread = self._flush_thread, None
+        if thread is None:
+            return
+        thread.join(self.config.stop_timeout_s)
+        if thread.is_alive():  # the last flush below still waits for the write in progress
+            self.stuck_threads.append(thread.name)
+            logger.warning("thread %s is stuck in a sink write past stop_timeout_s", thread.name)
 
     def _flush_loop(self) -> None:
         while not self._stop_flush.wait(self.config.flush_s):
@@ -381,12 +395,3 @@ class Agent:
         if self._server is not None:
             self._server.close()
             self._server = None
-
-
-def _bound(rows: list) -> int:  # type: ignore[type-arg]
-    if len(rows) <= _MAX_PENDING_ROWS:
-        return 0
-    dropped = len(rows) - _MAX_PENDING_ROWS
-    del rows[:dropped]
-    logger.error("a sink kept failing: dropped its %d oldest rows", dropped)
-    return dropped

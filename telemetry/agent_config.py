@@ -65,6 +65,9 @@ class AgentConfig:
     """At close, keep serving until the next regular scrape has read `wattlog_agent_finished 1`
     (so Prometheus knows the end was normal), at most this long; no wait when nothing scrapes
     regularly; 0 closes at once."""
+    stop_timeout_s: float = 30.0
+    """At close, how long to wait for the flush thread (a sink write in progress) before warning
+    that it is stuck; close then still waits for that write to hand over the last interval."""
 
     def __post_init__(self) -> None:
         check_number("period_s", self.period_s, low=0, high=3600, low_open=True, hint="the default is 0.025")
@@ -78,6 +81,7 @@ class AgentConfig:
         if not self.host:
             raise ConfigError("host must not be empty; it labels every series and ledger row")
         check_number("linger_s", self.linger_s, low=0, high=3600, hint="0 closes at once")
+        check_number("stop_timeout_s", self.stop_timeout_s, low=0, high=3600, hint="the default is 30")
         if not self.slow_period_s >= self.period_s:
             raise ConfigError(
                 f"slow_period_s ({self.slow_period_s}) must be >= period_s ({self.period_s}); try 1.0"
