@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -15,11 +14,8 @@ from wattlog.accounting.render import TableFormat, render_grid, show
 from wattlog.accounting.sites import SITE_FIELDS, Site, site_catalog
 from wattlog.accounting.table_cli import register as register_table
 from wattlog.accounting.windows_cli import register as register_windows
+from wattlog.options import SitesFileOption
 
-SitesFileOption = Annotated[
-    Path | None,
-    typer.Option("--sites-file", help="TOML file of extra sites ([sites.NAME] tables); overrides by name."),
-]
 FormatOption = Annotated[TableFormat, typer.Option("--format", help="Output format.")]
 
 _FIELD_LABELS = {

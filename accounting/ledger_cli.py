@@ -15,10 +15,7 @@ from wattlog.accounting.ledger.engine import describe_url, make_engine
 from wattlog.accounting.ledger.spool import default_folder, replay_folder
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.errors import LedgerError
-
-DbOption = Annotated[
-    str | None, typer.Option("--db", help="Ledger URL (default $WATTLOG_DB or ./wattlog.db).")
-]
+from wattlog.options import DbOption
 
 
 def replay(

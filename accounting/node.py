@@ -11,8 +11,8 @@ The node's place in the job comes from SLURM or torchrun (:mod:`wattlog.telemetr
 With ``sample_nodes=K`` only K of the job's N nodes (spread evenly) start an
 agent; the others join the run as not measured, so the tables know N and
 extrapolate (:mod:`wattlog.accounting.extrapolate`). The agent is the same
-:class:`~wattlog.telemetry.agent.Agent` the tracker and ``wattlog agent`` run,
-with the ledger as its sink.
+:class:`~wattlog.accounting.recording.Recording` the tracker and ``wattlog agent`` run,
+with the ledger and its spool as its sink.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from typing import cast
 
 from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.jobs import join_run
-from wattlog.accounting.ledger.sink import LedgerSink
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
 from wattlog.errors import ConfigError
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.job import JobIdentity, job_identity, sample_nodes_from
@@ -86,8 +86,9 @@ class NodeAgent:
         self.agent: Agent | None = None
         self.run_id: int | None = None
         self.ledger: Ledger | None = None
-        self.sinks: list[LedgerSink] = []
+        self.recording: Recording | None = None
         self._sensors = sensors
+        self._environ = environ
 
     def start(self) -> NodeAgent:
         """Open the ledger, join the run, start the agent when this node measures.
@@ -109,17 +110,18 @@ class NodeAgent:
         )
         self.run_id = cast(int, run.id)
         if self.measured:
-            self.sinks = [LedgerSink(self.ledger, self.run_id)]
             # The run's name on every series: queries by `run` hold whether Prometheus takes it from
             # the agent (honor_labels) or from a target label of the same value.
             config = dataclasses.replace(o.agent, host=self.job.host, run=o.run)
-            self.agent = Agent(
-                config,
+            # The same durability as `wattlog run`: a ledger outage spools the rows, it never drops them.
+            self.recording = Recording(
+                RecordingConfig(config),
+                LedgerTarget(self.ledger, self.run_id, o.db),
                 sensors=self._sensors,
                 extra_sensors=self._simulated(),
-                sinks=self.sinks,
+                environ=self._environ,
             )
-            self.agent.start()
+            self.agent = self.recording.start().agent
         return self
 
     def describe(self) -> str:
@@ -132,10 +134,15 @@ class NodeAgent:
         url = self.agent.metrics_url if self.agent is not None else None
         return f"{self.job.host}: {place}; measuring, metrics at {url or '(not served)'}"
 
+    @property
+    def unwritten_rows(self) -> int:
+        """Energy rows measured that are not in the ledger (spooled for `wattlog replay`, or lost)."""
+        return self.recording.unwritten_rows if self.recording is not None else 0
+
     def close(self) -> None:
-        """Stop the agent (its last flush goes to the ledger) and release the ledger."""
-        if self.agent is not None:
-            self.agent.close()
+        """Stop the agent (its last flush goes to the ledger, or to the spool) and release the ledger."""
+        if self.recording is not None:
+            self.recording.close()
         if self.ledger is not None:
             self.ledger.engine.dispose()
 

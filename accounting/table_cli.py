@@ -32,10 +32,7 @@ from wattlog.accounting.sites import get_site, site_catalog
 from wattlog.accounting.verify import check_ledger
 from wattlog.errors import ConfigError
 from wattlog.numbers import check_number
-
-DbOption = Annotated[
-    str | None, typer.Option("--db", help="Ledger URL (default $WATTLOG_DB or ./wattlog.db).")
-]
+from wattlog.options import DbOption, SitesFileOption
 
 
 def table(
@@ -63,7 +60,7 @@ def table(
     site: Annotated[
         str | None, typer.Option("--site", help="Site for every run (default: as recorded).")
     ] = None,
-    sites_file: Annotated[Path | None, typer.Option("--sites-file", help="TOML file of extra sites.")] = None,
+    sites_file: SitesFileOption = None,
     intensity: Annotated[
         Path | None,
         typer.Option(

@@ -10,6 +10,8 @@ import sys
 
 import typer
 
+from wattlog.options import DbOption
+
 
 def register(app: typer.Typer) -> None:
     """Add the dashboards, webhook and report commands to the root app."""
@@ -52,13 +54,10 @@ def provision(
         print(f"{done.kind} {done.uid}: {done.outcome}")
 
 
-DB_HELP = "Ledger URL (default: $WATTLOG_DB or sqlite:///wattlog.db)."
-
-
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(9465, help="Port to listen on."),
-    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    db: DbOption = None,
 ) -> None:
     """Receive Alertmanager/Grafana webhooks on POST /alerts and record each alert in the ledger.
 
@@ -92,7 +91,7 @@ def send(
     ),
     slack: bool = typer.Option(False, "--slack", help='Slack-compatible body ({"text": ...}).'),
     attempts: int = typer.Option(4, help="Tries per event, with exponential backoff."),
-    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    db: DbOption = None,
 ) -> None:
     """Send a run's instability events and failed health checks to a webhook.
 
@@ -147,7 +146,7 @@ def streamlit_command(host: str, port: int) -> list[str]:
 
 
 def report(
-    db: str | None = typer.Option(None, "--db", help=DB_HELP),
+    db: DbOption = None,
     port: int = typer.Option(8501, help="Port of the report."),
     host: str = typer.Option("127.0.0.1", help="Address to serve on (loopback unless you mean to share it)."),
 ) -> int:

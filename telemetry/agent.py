@@ -21,25 +21,20 @@ counters and the mark (`AgentConfig.linger_s`). `window(name)` measures a named 
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
-import socket
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
 from types import TracebackType
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.registry import Collector
 
 from wattlog.clock import Clock, SystemClock
-from wattlog.errors import ConfigError, WattlogError
-from wattlog.numbers import check_number
+from wattlog.errors import WattlogError
 from wattlog.records import EnergyInterval, Gap, Source, WindowEnergy
+from wattlog.telemetry.agent_config import LOCK_DIR_ENV, AgentConfig, default_lock_dir
 from wattlog.telemetry.devicelock import DeviceLocks
 from wattlog.telemetry.exporter import (
     AgentStateCollector,
@@ -54,90 +49,20 @@ from wattlog.telemetry.sampler import Sampler, SamplerStats
 from wattlog.telemetry.selection import job_selection
 from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.sensors.discovery import discover
-from wattlog.telemetry.sinks import IntervalSink, SinkCollector, SinkStats, WindowSink, write_or_reject
+from wattlog.telemetry.sinks import (
+    IntervalSink,
+    SinkCollector,
+    SinkStats,
+    WindowSink,
+    bound_pending,
+    write_or_reject,
+)
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, Reading
 from wattlog.telemetry.windows import Window, Windows
 
 logger = logging.getLogger(__name__)
 
-# Rows kept per sink while it keeps failing (a day of 8 devices at 10 s flushes); older ones are dropped.
-_MAX_PENDING_ROWS = 100_000
-
-
-LOCK_DIR_ENV = "WATTLOG_LOCK_DIR"
-
-
-def default_lock_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """$WATTLOG_LOCK_DIR, else <tmp>/wattlog-locks: the folder every agent of the node must share.
-
-    Not <tmp>/wattlog: a folder named like the package in the current directory
-    would shadow it for `python -m wattlog` run from <tmp>.
-    """
-    env = os.environ if environ is None else environ
-    if env.get(LOCK_DIR_ENV):
-        return Path(env[LOCK_DIR_ENV])
-    return Path(tempfile.gettempdir()) / "wattlog-locks"
-
-
-@dataclass
-class AgentConfig:
-    """How a node agent samples, flushes and publishes.
-
-    Raises:
-        ConfigError: On construction, if a value is out of range.
-    """
-
-    period_s: float = 0.025
-    """Sampling period, seconds (25 ms = 40 Hz)."""
-    flush_s: float = 10.0
-    """How often energy intervals go to the sinks (and the Pushgateway), seconds."""
-    host: str = field(default_factory=socket.gethostname)
-    """The `host` label and ledger host."""
-    listen_host: str = "127.0.0.1"
-    """Address the metrics server binds (loopback unless asked otherwise)."""
-    port: int | None = 9464
-    """Metrics port; 0 picks a free one; None serves nothing."""
-    whole_node: bool = False
-    """Measure every GPU of the node instead of the job's (CUDA_VISIBLE_DEVICES, SLURM)."""
-    pushgateway_url: str | None = None
-    """Push metrics to this Pushgateway at each flush and at close (short jobs)."""
-    push_job: str = "wattlog"
-    """The `job` label of pushed metrics (grouped by instance=host)."""
-    lock_dir: Path = field(default_factory=default_lock_dir)
-    """Folder of the per-device lock files, shared by every agent of the node ($WATTLOG_LOCK_DIR)."""
-    slow_period_s: float = 1.0
-    """How often slow metrics are read (GPU utilisation, temperature, memory, power limit; the
-    CPU estimate's utilisation): NVML calls serialise in the driver, so only power and energy
-    are read every period."""
-    run: str = ""
-    """The `run` label on every series ("" for a plain agent measuring no run): runs are told apart by it,
-    never by the scrape target's port."""
-    linger_s: float = 30.0
-    """At close, keep serving until the next regular scrape has read `wattlog_agent_finished 1`
-    (so Prometheus knows the end was normal), at most this long; no wait when nothing scrapes
-    regularly; 0 closes at once."""
-
-    def __post_init__(self) -> None:
-        check_number("period_s", self.period_s, low=0, high=3600, low_open=True, hint="the default is 0.025")
-        check_number("flush_s", self.flush_s, low=self.period_s, high=86400, hint="try 10")
-        if self.port is not None and not 0 <= self.port <= 65535:
-            raise ConfigError(f"port must be in 0..65535 (0 = any free port), got {self.port}")
-        if self.pushgateway_url is not None and not self.pushgateway_url.startswith(("http://", "https://")):
-            raise ConfigError(
-                f"pushgateway_url must start with http:// or https://, got {self.pushgateway_url!r}"
-            )
-        if not self.host:
-            raise ConfigError("host must not be empty; it labels every series and ledger row")
-        check_number("linger_s", self.linger_s, low=0, high=3600, hint="0 closes at once")
-        if not self.slow_period_s >= self.period_s:
-            raise ConfigError(
-                f"slow_period_s ({self.slow_period_s}) must be >= period_s ({self.period_s}); try 1.0"
-            )
-        self.lock_dir = Path(self.lock_dir)
-
-    def with_port(self, port: int | None) -> AgentConfig:
-        """A copy serving on `port`."""
-        return dataclasses.replace(self, port=port)
+__all__ = ["LOCK_DIR_ENV", "Agent", "AgentConfig", "default_lock_dir"]
 
 
 class _OnlyDevices:
@@ -203,6 +128,8 @@ class Agent:
         self._flush_lock = threading.Lock()
         self._stop_flush = threading.Event()
         self._flush_thread: threading.Thread | None = None
+        self.stuck_threads: list[str] = []
+        """Threads close() found still running after their timeout (named in a warning)."""
         self._collectors: list[Collector] = []
         self._state = AgentStateCollector(self.config.host, self.config.run)
         self.sink_stats = SinkStats()
@@ -322,7 +249,7 @@ class Agent:
                         type(sink).__name__,
                         len(pending_rows),
                     )
-                    self.sink_stats.dropped_rows += _bound(pending_rows) + _bound(pending_gaps)
+                    self.sink_stats.dropped_rows += bound_pending(pending_rows) + bound_pending(pending_gaps)
                 else:
                     self._pending[i] = ([], [])
                 self._write_windows(i, sink)
@@ -360,9 +287,7 @@ class Agent:
         self._sampler.stop()
         self._integrator.finish(self._sampler.edge())
         self._stop_flush.set()
-        if self._flush_thread is not None:
-            self._flush_thread.join()
-            self._flush_thread = None
+        self._join_flush_thread()
         self._state.finish()  # before the last flush, so a Pushgateway keeps the mark too
         self.flush()
         for sink in self._sinks:
@@ -438,9 +363,19 @@ class Agent:
             logger.exception(
                 "sink %s failed on %d window rows; kept for the next flush", type(sink).__name__, len(pending)
             )
-            _bound(pending)
+            bound_pending(pending)
         else:
             self._pending_windows[i] = []
+
+    def _join_flush_thread(self) -> None:
+        """Wait for the flush thread to stop; one still in a sink write after the timeout is named."""
+        thread, self._flush_thread = self._flush_thread, None
+        if thread is None:
+            return
+        thread.join(self.config.stop_timeout_s)
+        if thread.is_alive():  # the last flush below still waits for the write in progress
+            self.stuck_threads.append(thread.name)
+            logger.warning("thread %s is stuck in a sink write past stop_timeout_s", thread.name)
 
     def _flush_loop(self) -> None:
         while not self._stop_flush.wait(self.config.flush_s):
@@ -460,12 +395,3 @@ class Agent:
         if self._server is not None:
             self._server.close()
             self._server = None
-
-
-def _bound(rows: list) -> int:  # type: ignore[type-arg]
-    if len(rows) <= _MAX_PENDING_ROWS:
-        return 0
-    dropped = len(rows) - _MAX_PENDING_ROWS
-    del rows[:dropped]
-    logger.error("a sink kept failing: dropped its %d oldest rows", dropped)
-    return dropped

@@ -1,4 +1,4 @@
-"""Telemetry commands: `wattlog sensors` and `wattlog agent`."""
+"""Telemetry commands: `wattlog sensors` (`wattlog agent` records through the ledger layer, in accounting)."""
 
 from __future__ import annotations
 
@@ -10,17 +10,15 @@ from rich.console import Console
 from rich.table import Table
 
 from wattlog.numbers import MAX_SIMULATED_GPUS, check_number
-from wattlog.telemetry.agent_cli import register as register_agent
+from wattlog.options import SimulateOption, WholeNodeOption
 from wattlog.telemetry.selection import job_selection
 from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.sensors.discovery import Discovery, discover
 
 
 def sensors(
-    whole_node: Annotated[
-        bool, typer.Option("--whole-node", help="Measure every GPU of the node, not only this job's.")
-    ] = False,
-    simulate: Annotated[int, typer.Option(min=0, help="Add N simulated GPUs (labelled simulated).")] = 0,
+    whole_node: WholeNodeOption = False,
+    simulate: SimulateOption = 0,
     powercap_root: Annotated[Path, typer.Option(help="Root of the Linux powercap tree (RAPL).")] = Path(
         "/sys/class/powercap"
     ),
@@ -59,4 +57,3 @@ def print_discovery(found: Discovery, console: Console) -> None:
 def register(app: typer.Typer) -> None:
     """Add the telemetry commands to the root app."""
     app.command()(sensors)
-    register_agent(app)

@@ -90,6 +90,20 @@ class JsonlSink:
             self._file = None
 
 
+MAX_PENDING_ROWS = 100_000
+"""Rows kept per sink while it keeps failing (a day of 8 devices at 10 s flushes); older ones are dropped."""
+
+
+def bound_pending(rows: list) -> int:  # type: ignore[type-arg]
+    """Drop the oldest of a failing sink's kept rows past MAX_PENDING_ROWS (logged); returns how many."""
+    if len(rows) <= MAX_PENDING_ROWS:
+        return 0
+    dropped = len(rows) - MAX_PENDING_ROWS
+    del rows[:dropped]
+    logger.error("a sink kept failing: dropped its %d oldest rows", dropped)
+    return dropped
+
+
 @dataclass
 class SinkStats:
     """What the agent's sinks did with the rows handed to them (counted on the flush thread)."""

@@ -263,10 +263,11 @@ def test_mypy_sees_the_trackers_real_signature(site: Path, tmp_path: Path) -> No
     revealed = [line for line in result.stdout.splitlines() if "Revealed type" in line]
     assert len(revealed) == 2, result.stdout + result.stderr
     tracker, session = revealed
-    assert "def (run: str | None =, *, site: str =, model: str =" in tracker
+    # the config object (or, short form, the run's free-form mapping), then the objects it works with
+    assert "def (run: str | None =, config: wattlog.trainer.tracker_config.TrackerConfig" in tracker
     assert "callbacks: typing.Sequence[wattlog.trainer.callback.Callback] =" in tracker
     assert tracker.endswith('-> wattlog.trainer.tracker.Tracker"')
-    assert "config: wattlog.trainer.session.SessionConfig" in session
+    assert "config: wattlog.trainer.session_config.SessionConfig" in session
     assert "Any" not in tracker.split("config:")[0]  # every parameter before the free-form config is typed
 
 

@@ -1,6 +1,7 @@
 """Trainer: what a PyTorch training loop calls, and the training commands of `wattlog`.
 
-- session: RunSession, SessionConfig, the torch-free run (ledger, agent, status) `wattlog run` uses.
+- session: RunSession, the torch-free run (ledger, agent, status) `wattlog run` uses;
+  session_config: SessionConfig, what it records (validated once).
 - tracker: Tracker over a session, the context manager a training loop reports its steps to;
   tracker_config: TrackerConfig; step_values: the checks of step() values.
 - metrics: DeviceMetricBuffer, BookkeepingThread, allow_sync, StepRecord (zero-sync step metrics).
@@ -27,7 +28,7 @@ _HOMES = {
     "Tracker": "wattlog.trainer.tracker",
     "TrackerConfig": "wattlog.trainer.tracker_config",
     "RunSession": "wattlog.trainer.session",
-    "SessionConfig": "wattlog.trainer.session",
+    "SessionConfig": "wattlog.trainer.session_config",
     "CallbackContext": "wattlog.trainer.callback",
     "DeviceMetricBuffer": "wattlog.trainer.metrics",
     "BookkeepingThread": "wattlog.trainer.metrics",

@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wattlog.accounting.ledger.jobs import RankReport
+from wattlog.errors import WattlogError
 from wattlog.events import DetectionPayload, EventCategory, EventKind, Progress
 from wattlog.trainer.callback import Callback
 from wattlog.trainer.callbacks import SpeedFigures
@@ -21,6 +22,9 @@ from wattlog.trainer.exporter import TrainingState
 from wattlog.trainer.metrics import StepRecord
 from wattlog.trainer.recorder import RunRecorder
 from wattlog.trainer.session import RunSession
+
+if TYPE_CHECKING:  # torch is imported only by a tracker that runs the check
+    from wattlog.trainer.health import HealthResult
 
 Warn = Callable[[str, str], None]
 
@@ -153,6 +157,21 @@ class Bookkeeper:
         )
         self._warn("restart", message)
         self.emit(Detection(EventKind.RESTART, lost.from_step, float(lost.steps_redone), 0.0, message))
+
+    def health_checked(self, result: HealthResult) -> None:
+        """Record the pre-flight health check as an event.
+
+        Raises:
+            WattlogError: The check failed (training must not start).
+        """
+        recorder = self._session.recorder
+        assert recorder is not None
+        payload = {**result.payload(), "rank": self._session.config.rank}
+        recorder.event(
+            EventKind.HEALTH_CHECK, time_s=result.end_s, category=EventCategory.HEALTH_CHECK, payload=payload
+        )
+        if not result.ok:
+            raise WattlogError(f"health check failed, not training: {result.summary()}")
 
     def emit(self, detection: Detection) -> None:
         """Count the event for Prometheus and call every hook."""

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import socket
 import time
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from wattlog.errors import ConfigError
 from wattlog.numbers import check_number, check_port
+from wattlog.options import (
+    CommandArgument,
+    DbOption,
+    FlushOption,
+    LocalPortOption,
+    LockDirOption,
+    ProjectOption,
+    SampleNodesOption,
+)
 
-DbOption = Annotated[
-    str | None, typer.Option("--db", help="Ledger URL (default $WATTLOG_DB or ./wattlog.db).")
-]
 PhaseOption = Annotated[
     str,
     typer.Option("--phase", help="development or final (default: final for role final, else development)."),
@@ -39,7 +45,6 @@ RequestsOption = Annotated[
 HEALTH_SITE = "world"
 """The site a health-check run is recorded with: the labelled, sourced world average (`wattlog sites`)."""
 RoleOption = Annotated[str, typer.Option("--role", help="final, ablation, baseline, failed or debug.")]
-ProjectOption = Annotated[str, typer.Option("--project", help="Project the run belongs to.")]
 
 
 def demo(
@@ -51,7 +56,7 @@ def demo(
     simulate_gpus: Annotated[
         int, typer.Option("--simulate-gpus", help="Add N simulated GPUs (labelled simulated).")
     ] = 0,
-    port: Annotated[int, typer.Option("--port", help="Metrics port on 127.0.0.1 (0: any free port).")] = 0,
+    port: LocalPortOption = 0,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Sequences per step.")] = 8,
     phase: PhaseOption = "",
     stage: StageOption = "pretraining",
@@ -79,22 +84,15 @@ def demo(
 
 
 def run(
-    command: Annotated[
-        list[str] | None, typer.Argument(help="The command and its arguments, after --.")
-    ] = None,
+    command: CommandArgument = None,
     name: Annotated[str | None, typer.Option("--run", help="Run name (default run-<UTC time>).")] = None,
     site: Annotated[str, typer.Option("--site", help="Site from `wattlog sites`, for the table.")] = "world",
     db: DbOption = None,
-    port: Annotated[int, typer.Option("--port", help="Metrics port on 127.0.0.1 (0: any free port).")] = 0,
+    port: LocalPortOption = 0,
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the run of that name (a restart).")
     ] = False,
-    sample_nodes: Annotated[
-        int | None,
-        typer.Option(
-            "--sample-nodes", min=1, help="Measure K of the job's nodes, extrapolate ($WATTLOG_SAMPLE_NODES)."
-        ),
-    ] = None,
+    sample_nodes: SampleNodesOption = None,
     project: ProjectOption = "default",
     role: RoleOption = "final",
     phase: PhaseOption = "",
@@ -103,13 +101,8 @@ def run(
     device_model: DeviceModelOption = "",
     gpu_hours: GpuHoursOption = None,
     requests: RequestsOption = None,
-    flush_s: Annotated[
-        float, typer.Option("--flush-s", help="Seconds between writes of energy rows to the ledger.")
-    ] = 10.0,
-    lock_dir: Annotated[
-        Path | None,
-        typer.Option("--lock-dir", help="Folder of the node's device locks (default $WATTLOG_LOCK_DIR)."),
-    ] = None,
+    flush_s: FlushOption = 10.0,
+    lock_dir: LockDirOption = None,
 ) -> int:
     """Run COMMAND with an agent sampling the node and record the run; exit with its code.
 
@@ -117,32 +110,34 @@ def run(
     killed (130) with its last interval flushed. 127: not found, 126: not executable, 128+N: killed
     by signal N; 75: not every row reached the ledger (kept in the spool for `wattlog replay`).
     """
-    from wattlog.trainer.runner import run_command
+    from wattlog.telemetry.agent import AgentConfig, default_lock_dir
+    from wattlog.trainer.runner import NO_COMMAND, run_command
+    from wattlog.trainer.session_config import SessionConfig
 
     check_number("--flush-s", flush_s, low=0.025, high=86400, hint="the default is 10")
     check_port("--port", port)
-    label = name or time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())
-    return run_command(
-        command or [],
-        run=label,
+    if not command:
+        raise ConfigError(NO_COMMAND)  # before the config: the first thing to fix
+    agent = AgentConfig(
+        port=port, flush_s=flush_s, lock_dir=lock_dir if lock_dir is not None else default_lock_dir()
+    )
+    config = SessionConfig.from_env(
+        name or time.strftime("run-%Y%m%d-%H%M%S", time.gmtime()),
         site=site,
         db=db,
-        port=port,
         resume=resume,
+        agent_config=agent,
         sample_nodes=sample_nodes,
-        flush_s=flush_s,
-        lock_dir=lock_dir,
-        labels={
-            "project": project,
-            "role": role,
-            "phase": phase,
-            "stage": stage,
-            "scale_group": group,
-            "device_model": device_model,
-            "gpu_hours": gpu_hours,
-            "requests": requests,
-        },
+        project=project,
+        role=role,
+        phase=phase,
+        stage=stage,
+        scale_group=group,
+        device_model=device_model,
+        gpu_hours=gpu_hours,
+        requests=requests,
     )
+    return run_command(command, config)
 
 
 def health_check(

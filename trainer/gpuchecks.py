@@ -10,6 +10,7 @@ claiming a pass.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -74,57 +75,59 @@ def nvml_checks(nvml: Any, uuid: str | None, index: int, thresholds: Thresholds)
     """
     handle = nvml.nvmlDeviceGetHandleByUUID(uuid) if uuid else nvml.nvmlDeviceGetHandleByIndex(index)
     checks = []
-
-    def attempt(name: str, probe: Any) -> None:
+    for name, probe in _PROBES:
         try:
-            checks.append(probe())
+            checks.append(probe(nvml, handle, thresholds))
         except Exception as error:  # NVMLError_NotSupported and friends
             checks.append(Check(name, True, f"not reported: {type(error).__name__}", skipped=True))
-
-    def processes() -> Check:
-        mine = os.getpid()
-        others = [p.pid for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle) if p.pid != mine]
-        return Check("processes", not others, f"stray compute processes: {others}" if others else "none")
-
-    def memory() -> Check:
-        used = int(nvml.nvmlDeviceGetMemoryInfo(handle).used)
-        limit = thresholds.max_memory_used_bytes
-        return Check(
-            "memory", used <= limit, f"{used / 2**20:.0f} MiB in use (limit {limit / 2**20:.0f} MiB)"
-        )
-
-    def temperature() -> Check:
-        temp = float(nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU))
-        limit = thresholds.max_temperature_c
-        return Check("temperature", temp <= limit, f"{temp:.0f} C (limit {limit:.0f} C)")
-
-    def ecc() -> Check:
-        uncorrected = int(
-            nvml.nvmlDeviceGetTotalEccErrors(
-                handle, nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nvml.NVML_VOLATILE_ECC
-            )
-        )
-        return Check("ecc", uncorrected == 0, f"{uncorrected} uncorrected volatile ECC errors")
-
-    def remap() -> Check:
-        _, _, pending, failed = nvml.nvmlDeviceGetRemappedRows(handle)
-        ok = not pending and not failed
-        return Check(
-            "row_remap", ok, "clean" if ok else f"remap pending={bool(pending)} failed={bool(failed)}"
-        )
-
-    def retired() -> Check:
-        pending = int(nvml.nvmlDeviceGetRetiredPagesPendingStatus(handle))
-        return Check("page_retirement", not pending, "pending: reset the GPU" if pending else "none pending")
-
-    for name, probe in (
-        ("processes", processes),
-        ("memory", memory),
-        ("temperature", temperature),
-        ("ecc", ecc),
-        ("row_remap", remap),
-        ("page_retirement", retired),
-    ):
-        attempt(name, probe)
     checks.append(Check("xid", True, "past XID errors are not readable through NVML", skipped=True))
     return checks
+
+
+def _processes(nvml: Any, handle: Any, thresholds: Thresholds) -> Check:
+    mine = os.getpid()
+    others = [p.pid for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle) if p.pid != mine]
+    return Check("processes", not others, f"stray compute processes: {others}" if others else "none")
+
+
+def _memory(nvml: Any, handle: Any, thresholds: Thresholds) -> Check:
+    used = int(nvml.nvmlDeviceGetMemoryInfo(handle).used)
+    limit = thresholds.max_memory_used_bytes
+    return Check("memory", used <= limit, f"{used / 2**20:.0f} MiB in use (limit {limit / 2**20:.0f} MiB)")
+
+
+def _temperature(nvml: Any, handle: Any, thresholds: Thresholds) -> Check:
+    temp = float(nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU))
+    limit = thresholds.max_temperature_c
+    return Check("temperature", temp <= limit, f"{temp:.0f} C (limit {limit:.0f} C)")
+
+
+def _ecc(nvml: Any, handle: Any, thresholds: Thresholds) -> Check:
+    uncorrected = int(
+        nvml.nvmlDeviceGetTotalEccErrors(
+            handle, nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nvml.NVML_VOLATILE_ECC
+        )
+    )
+    return Check("ecc", uncorrected == 0, f"{uncorrected} uncorrected volatile ECC errors")
+
+
+def _remap(nvml: Any, handle: Any, thresholds: Thresholds) -> Check:
+    _, _, pending, failed = nvml.nvmlDeviceGetRemappedRows(handle)
+    ok = not pending and not failed
+    return Check("row_remap", ok, "clean" if ok else f"remap pending={bool(pending)} failed={bool(failed)}")
+
+
+def _retired(nvml: Any, handle: Any, thresholds: Thresholds) -> Check:
+    pending = int(nvml.nvmlDeviceGetRetiredPagesPendingStatus(handle))
+    return Check("page_retirement", not pending, "pending: reset the GPU" if pending else "none pending")
+
+
+_PROBES: tuple[tuple[str, Callable[[Any, Any, Thresholds], Check]], ...] = (
+    ("processes", _processes),
+    ("memory", _memory),
+    ("temperature", _temperature),
+    ("ecc", _ecc),
+    ("row_remap", _remap),
+    ("page_retirement", _retired),
+)
+"""Each NVML check in the order reported; one the device does not offer becomes a skipped check."""

@@ -139,21 +139,42 @@ def health_check(
     cuda = target.type == "cuda"
     n = size or (8192 if cuda else 512)
     start_s = wall()
-    checks: list[Check] = []
-    name = "CPU"
-    if cuda:
-        props = torch.cuda.get_device_properties(target)
-        name = props.name
-        nvml = nvml if nvml is not None else load_nvml()
-        if nvml is None:
-            checks.append(Check("nvml", True, "NVML not available: driver checks skipped", skipped=True))
-        else:
-            uuid = getattr(props, "uuid", None)
-            checks.extend(
-                nvml_checks(
-                    nvml, f"GPU-{uuid}" if uuid else None, target.index or 0, thresholds or Thresholds()
-                )
-            )
+    name, checks = _driver_checks(target, nvml, thresholds or Thresholds())
+    error, seconds = _timed_matmul(target, n, repeats, matmul, clock)
+    checks.insert(
+        0, Check("matmul", error <= tolerance, f"relative error {error:.2e} (limit {tolerance:.0e})")
+    )
+    tflops = 2 * n**3 * repeats / seconds / 1e12 if seconds > 0 else float("inf")
+    return HealthResult(
+        device=str(target),
+        name=name,
+        ok=all(c.ok for c in checks),
+        tflops=tflops,
+        seconds=seconds,
+        max_rel_error=error,
+        checks=tuple(checks),
+        start_s=start_s,
+        end_s=wall(),
+    )
+
+
+def _driver_checks(target: torch.device, nvml: Any, thresholds: Thresholds) -> tuple[str, list[Check]]:
+    """The device's name and its NVML checks (none on a CPU; one skipped check without NVML)."""
+    if target.type != "cuda":
+        return "CPU", []
+    props = torch.cuda.get_device_properties(target)
+    nvml = nvml if nvml is not None else load_nvml()
+    if nvml is None:
+        return props.name, [Check("nvml", True, "NVML not available: driver checks skipped", skipped=True)]
+    uuid = getattr(props, "uuid", None)
+    return props.name, nvml_checks(nvml, f"GPU-{uuid}" if uuid else None, target.index or 0, thresholds)
+
+
+def _timed_matmul(
+    target: torch.device, n: int, repeats: int, matmul: Matmul, clock: Callable[[], float]
+) -> tuple[float, float]:
+    """Relative error of `matmul` against a float64 reference, and seconds for `repeats` after a warm-up."""
+    cuda = target.type == "cuda"
     generator = torch.Generator().manual_seed(1234)
     a = torch.randn(n, n, generator=generator)
     b = torch.randn(n, n, generator=generator)
@@ -172,21 +193,7 @@ def health_check(
     sync()
     seconds = clock() - t0
     error = ((result.double().cpu() - reference).abs().max() / reference.abs().max()).item()
-    checks.insert(
-        0, Check("matmul", error <= tolerance, f"relative error {error:.2e} (limit {tolerance:.0e})")
-    )
-    tflops = 2 * n**3 * repeats / seconds / 1e12 if seconds > 0 else float("inf")
-    return HealthResult(
-        device=str(target),
-        name=name,
-        ok=all(c.ok for c in checks),
-        tflops=tflops,
-        seconds=seconds,
-        max_rel_error=error,
-        checks=tuple(checks),
-        start_s=start_s,
-        end_s=wall(),
-    )
+    return float(error), seconds
 
 
 def compare_peers(results: Sequence[HealthResult], min_fraction: float = 0.8) -> list[HealthResult]:

@@ -187,6 +187,13 @@ class BookkeepingThread:
         self._thread: threading.Thread | None = None
         self.dropped = 0
         self.failed = 0
+        self.stuck = False
+        """Whether close() gave up on a worker still running an operation."""
+
+    @property
+    def name(self) -> str:
+        """The worker thread's name."""
+        return self._name
 
     def start(self) -> None:
         """Start the worker (idempotent)."""
@@ -213,13 +220,32 @@ class BookkeepingThread:
         if self._thread is not None:
             self._queue.join()
 
-    def close(self, timeout_s: float = 30.0) -> None:
-        """Run what is queued, then stop the worker."""
+    def close(self, timeout_s: float = 30.0) -> bool:
+        """Run what is queued, then stop the worker; wait at most `timeout_s` seconds in all.
+
+        Returns:
+            True if the worker stopped (or never ran); False if it is still running an operation
+            after the timeout: logged as a warning naming the thread, and the thread is left behind
+            (a daemon, so it cannot keep the process alive).
+        """
         if self._thread is None:
-            return
-        self._queue.put(None)
-        self._thread.join(timeout_s)
-        self._thread = None
+            return True
+        thread, self._thread = self._thread, None
+        deadline_s = time.monotonic() + timeout_s
+        # A full queue behind a stuck operation must not block the caller forever.
+        with contextlib.suppress(queue.Full):
+            self._queue.put(None, timeout=max(0.0, timeout_s))
+        thread.join(max(0.0, deadline_s - time.monotonic()))
+        if not thread.is_alive():
+            return True
+        self.stuck = True
+        log.warning(
+            "thread %s did not stop within %.1f s (a bookkeeping operation is stuck): left running, "
+            "its later metric batches are not handled",
+            thread.name,
+            timeout_s,
+        )
+        return False
 
     def _work(self) -> None:
         while True:

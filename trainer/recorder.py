@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from wattlog.accounting.job_speed import JobSpeed, job_speed
-from wattlog.accounting.ledger import Ledger, Status
+from wattlog.accounting.ledger import EventInfo, Ledger, Status
 from wattlog.accounting.ledger.jobs import RankReport, created_by_job, record_node, report_rank_progress
 from wattlog.accounting.split import Use, split_row
 from wattlog.errors import LedgerError
@@ -95,18 +95,7 @@ class RunRecorder:
         if previous is None:
             return resume_step or 0, None
         lost = lost_work(previous, resume_step)
-        if resume_step is not None:
-            start = resume_step
-        else:
-            start = (
-                lost.from_step
-                if lost
-                else max(
-                    (int(e.step) for e in previous if e.kind == EventKind.PROGRESS and e.step is not None),
-                    default=0,
-                )
-            )
-        return start, lost
+        return _resume_from(previous, resume_step, lost), lost
 
     def _wait_for_run(self) -> int | None:
         deadline = time.monotonic() + self._join_timeout_s
@@ -176,3 +165,13 @@ class RunRecorder:
         """Mark the run ended (rank 0 only)."""
         if self.rank == 0 and self.run_id is not None:
             self.ledger.end_run(self.run_id, status)
+
+
+def _resume_from(previous: Sequence[EventInfo], resume_step: int | None, lost: LostWork | None) -> int:
+    """The step a resumed run continues from: as given, else the checkpoint, else the last progress."""
+    if resume_step is not None:
+        return resume_step
+    if lost:
+        return lost.from_step
+    steps = (int(e.step) for e in previous if e.kind == EventKind.PROGRESS and e.step is not None)
+    return max(steps, default=0)

@@ -26,23 +26,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 import torch
 
 from wattlog.accounting.ledger import Ledger, Status
 from wattlog.clock import Clock
-from wattlog.errors import WattlogError
+from wattlog.errors import ConfigError, WattlogError
 from wattlog.events import EventCategory, EventKind
-from wattlog.telemetry.agent import Agent, AgentConfig
+from wattlog.telemetry.agent import Agent
 from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.types import DeviceEnergy
 from wattlog.trainer.bookkeeper import Bookkeeper
 from wattlog.trainer.callback import Callback, CallbackContext
-from wattlog.trainer.callbacks import GCCallback, SpeedCallback, SpeedFigures, StabilityCallback
+from wattlog.trainer.callbacks import SpeedCallback, SpeedFigures, compose_callbacks
 from wattlog.trainer.detectors import Detection
 from wattlog.trainer.exporter import TrainingCollector, TrainingState
-from wattlog.trainer.metrics import BookkeepingThread, DeviceMetricBuffer, StepRecord
+from wattlog.trainer.hot_path import HotPath
+from wattlog.trainer.metrics import BookkeepingThread, StepRecord
 from wattlog.trainer.recorder import RunRecorder
 from wattlog.trainer.restarts import LostWork
 from wattlog.trainer.session import (
@@ -57,23 +58,39 @@ from wattlog.trainer.step_values import StepValues
 from wattlog.trainer.tracker_config import TrackerConfig
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 __all__ = ["ENV_RESUME", "ENV_RUN_ID", "SessionConfig", "Tracker", "TrackerConfig"]
+
+
+class _OfSession(Generic[T]):
+    """A read-only Tracker attribute that is its session's attribute of the same name."""
+
+    def __init__(self, doc: str) -> None:
+        self.__doc__ = doc
+        self._name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, tracker: Tracker | None, owner: type | None = None) -> T:
+        return cast(T, getattr(tracker.session, self._name) if tracker is not None else self)
 
 
 class Tracker:
     """Measure a training run, record it in the ledger and export it; use as a context manager.
 
-    The keywords are those of :class:`SessionConfig` (the run: run, site, model, project, role, db,
-    resume, resume_step, agent, agent_config, rank, local_rank, sample_nodes, config, join_timeout_s,
-    phase, stage, scale_group, device_model, gpu_hours, requests) and of :class:`TrackerConfig`
-    (log_every, gc_every, flops_per_token, peak_flops, health_check, device, progress_every_s),
-    documented there and validated once; unset names, ranks and the job identity come from the
-    environment ($WATTLOG_RUN_ID, $WATTLOG_RESUME, $RANK else $SLURM_PROCID, $LOCAL_RANK else
-    $SLURM_LOCALID, $WATTLOG_SAMPLE_NODES, SLURM's and torchrun's job variables).
-    :meth:`from_config` takes a built config. The other arguments are what the tracker works with:
+    Configured by a :class:`TrackerConfig` (``Tracker(config=TrackerConfig(SessionConfig("run"), ...))``),
+    validated once. The short form ``Tracker("run", site="jupiter", log_every=5)`` builds that
+    config from keywords: the fields of :class:`SessionConfig` and of :class:`TrackerConfig`, and
+    ``config=`` a mapping (the run's free-form configuration); unset names, ranks and the job
+    identity then come from the environment ($WATTLOG_RUN_ID, $WATTLOG_RESUME, $RANK else
+    $SLURM_PROCID, $LOCAL_RANK else $SLURM_LOCALID, $WATTLOG_SAMPLE_NODES, SLURM's and torchrun's
+    job variables). The other arguments are what the tracker works with:
 
     Args:
+        run: Run name (short form; None: $WATTLOG_RUN_ID).
+        config: The tracker's settings, or (short form) the run's free-form configuration.
         watch: Module whose output norm is sampled (final layer), for the activation-growth detector.
         callbacks: Extra callbacks (a GC, speed or stability callback given here replaces the default).
             They are used as given: the tracker never changes their fields.
@@ -81,72 +98,45 @@ class Tracker:
         sensors: Sensors for the agent; None discovers the machine's.
         clock: Time source.
         environ: Environment (default: os.environ).
+        **settings: Short form only: SessionConfig and TrackerConfig fields by name.
+
+    Raises:
+        ConfigError: A value is out of range, or both a TrackerConfig and keywords are given.
     """
 
     def __init__(
         self,
         run: str | None = None,
+        config: TrackerConfig | Mapping[str, Any] | None = None,
         *,
-        site: str = "",
-        model: str = "",
-        project: str = "default",
-        role: str = "final",
-        log_every: int = 10,
-        db: str | None = None,
-        resume: bool | None = None,
-        resume_step: int | None = None,
-        gc_every: int | None = 1000,
-        flops_per_token: float | None = None,
-        peak_flops: float | None = None,
         watch: torch.nn.Module | None = None,
-        health_check: bool = False,
-        device: str = "cpu",
         callbacks: Sequence[Callback] = (),
         on_event: Sequence[Callable[[Detection], None]] = (),
-        agent: bool | None = None,
-        agent_config: AgentConfig | None = None,
         sensors: Sequence[Sensor] | None = None,
-        rank: int | None = None,
-        local_rank: int | None = None,
-        config: Mapping[str, Any] | None = None,
-        progress_every_s: float = 30.0,
-        join_timeout_s: float = 60.0,
-        sample_nodes: int | None = None,
         clock: Clock | None = None,
         environ: Mapping[str, str] | None = None,
-        phase: str = "",
-        stage: str = "",
-        scale_group: str = "",
-        device_model: str = "",
-        gpu_hours: float | None = None,
-        requests: int | None = None,
+        **settings: Any,
     ) -> None:
-        given = dict(locals())  # every keyword but the objects below is a config field
-        for name in ("self", "watch", "callbacks", "on_event", "sensors", "clock", "environ"):
-            del given[name]
-        settings = TrackerConfig.from_kwargs(environ=environ, **given)
-        self._setup(settings, callbacks, on_event, watch, sensors, clock, environ)
+        if isinstance(config, TrackerConfig):
+            if settings or (run is not None and run != config.session.run):
+                raise ConfigError(
+                    "give the Tracker either a TrackerConfig or keywords, not both: put "
+                    f"{sorted(settings) or ['run']} in the config"
+                )
+        else:  # the short form: keywords (and the run's free-form config) become a TrackerConfig
+            config = TrackerConfig.from_kwargs(run, environ=environ, config=config, **settings)
+        self.settings = config
+        self._build(callbacks, on_event, watch, sensors, clock, environ)
 
     @classmethod
-    def from_config(
-        cls,
-        config: TrackerConfig,
-        *,
-        callbacks: Sequence[Callback] = (),
-        on_event: Sequence[Callable[[Detection], None]] = (),
-        watch: torch.nn.Module | None = None,
-        sensors: Sequence[Sensor] | None = None,
-        clock: Clock | None = None,
-        environ: Mapping[str, str] | None = None,
-    ) -> Tracker:
-        """A tracker from a validated :class:`TrackerConfig` and the objects it works with."""
-        tracker = cls.__new__(cls)
-        tracker._setup(config, callbacks, on_event, watch, sensors, clock, environ)
-        return tracker
+    def from_config(cls, config: TrackerConfig, **parts: Any) -> Tracker:
+        """A tracker from a validated :class:`TrackerConfig`: ``Tracker(config=config, **parts)``."""
+        return cls(config=config, **parts)
 
-    def _setup(
+    # the parts, built once the config is known (the constructor goes on here)
+
+    def _build(
         self,
-        config: TrackerConfig,
         callbacks: Sequence[Callback],
         on_event: Sequence[Callable[[Detection], None]],
         watch: torch.nn.Module | None,
@@ -154,7 +144,7 @@ class Tracker:
         clock: Clock | None,
         environ: Mapping[str, str] | None,
     ) -> None:
-        self.settings = config
+        config = self.settings
         self._state = TrainingState()
         s = config.session
         self._bookkeeping = BookkeepingThread()
@@ -169,9 +159,11 @@ class Tracker:
         )
         self.clock: Clock = self.session.clock
         self._watch = watch
-        self._buffer = DeviceMetricBuffer(config.log_every)
         self._values = StepValues(log)
-        self._callbacks = _compose(callbacks, config)
+        # One rank's tokens over every rank's peak FLOP/s is 1/ranks too small: with several ranks
+        # the job's MFU comes from the ledger (wattlog.accounting.job_speed), not the speed callback.
+        peak_flops = config.peak_flops if s.world_size == 1 else None
+        self._callbacks = compose_callbacks(callbacks, config.gc_every, config.flops_per_token, peak_flops)
         self._books = Bookkeeper(
             self.session,
             self._callbacks,
@@ -184,19 +176,29 @@ class Tracker:
             peak_flops=config.peak_flops,
         )
         self._safely = self._books.safely
-        self._extra: dict[str, torch.Tensor | float] = {}
-        self._step = 0
+        self._path = HotPath(
+            config.log_every, self._callbacks, self._books, self._bookkeeping, self._values, self.clock
+        )
         self._started = False
         self.health: Any = None
         self.status: Status | None = None
         self.summary: SessionSummary | None = None
+        self.stuck_threads: list[str] = []
+        """Threads close() gave up waiting for (named in a warning when it did): [] when all stopped."""
 
-    # the run's settings and parts, as the keyword constructor's attributes were
+    # what the session holds, under the names the tracker always had
 
-    @property
-    def run(self) -> str:
-        """The run's name."""
-        return self.session.config.run
+    run = _OfSession[str]("The run's name.")
+    ledger = _OfSession[Ledger | None]("The ledger (None before start()).")
+    recorder = _OfSession[RunRecorder | None]("The run's ledger writer (None before start()).")
+    run_id = _OfSession[int | None]("The run's id in the ledger (None before start()).")
+    agent = _OfSession[Agent | None]("This process's agent (None on ranks that do not own it).")
+    lost = _OfSession[LostWork | None]("The work a resume redoes (None if none).")
+    unwritten_rows = _OfSession[int]("Energy rows measured that are not in the ledger (spooled or lost).")
+    metrics_url = _OfSession[str | None]("Where this node's agent serves metrics (None: not this rank).")
+    snapshot = _OfSession[Callable[[], list[DeviceEnergy]]]("Cumulative energy of the agent's devices.")
+    energy_j = _OfSession[Callable[[], float | None]]("Joules the agent measured (None without one).")
+    power_w = _OfSession[Callable[[], float | None]]("Latest total power, watts (None without readings).")
 
     @property
     def site(self) -> str:
@@ -204,54 +206,9 @@ class Tracker:
         return self.session.config.site
 
     @property
-    def model(self) -> str:
-        """What is trained."""
-        return self.session.config.model
-
-    @property
-    def resume(self) -> bool:
-        """Whether this continues an earlier run of that name."""
-        return self.session.config.resume
-
-    @property
     def rank(self) -> int:
         """Global rank of this process."""
         return self.session.config.rank
-
-    @property
-    def local_rank(self) -> int:
-        """Rank within the node."""
-        return self.session.config.local_rank
-
-    @property
-    def owns_agent(self) -> bool:
-        """Whether this process runs the node's agent."""
-        return self.session.config.owns_agent
-
-    @property
-    def ledger(self) -> Ledger | None:
-        """The ledger (None before start())."""
-        return self.session.ledger
-
-    @property
-    def recorder(self) -> RunRecorder | None:
-        """The run's ledger writer (None before start())."""
-        return self.session.recorder
-
-    @property
-    def run_id(self) -> int | None:
-        """The run's id in the ledger (None before start())."""
-        return self.session.run_id
-
-    @property
-    def agent(self) -> Agent | None:
-        """This process's agent (None on ranks that do not own it)."""
-        return self.session.agent
-
-    @property
-    def lost(self) -> LostWork | None:
-        """The work a resume redoes (None if none)."""
-        return self.session.lost
 
     # callbacks ---------------------------------------------------------------
 
@@ -292,7 +249,7 @@ class Tracker:
         if self._started:
             raise WattlogError("the tracker is already started")
         self.session.start()
-        self._step = self.session.start_step
+        self._path.step = self.session.start_step
         try:
             self._books.restarted()
             if self.settings.health_check:
@@ -309,24 +266,11 @@ class Tracker:
             self._safely(f"{type(callback).__name__}.pre_train", callback.pre_train, context)
         return self
 
-    @property
-    def unwritten_rows(self) -> int:
-        """Energy rows this run measured that are not in the ledger (spooled or lost); 0 when complete."""
-        return self.session.unwritten_rows
-
     def _run_health_check(self) -> None:
         from wattlog.trainer.health import health_check
 
-        assert self.recorder is not None
-        result = self.health = health_check(self.settings.device)
-        self.recorder.event(
-            EventKind.HEALTH_CHECK,
-            time_s=result.end_s,
-            category=EventCategory.HEALTH_CHECK,
-            payload={**result.payload(), "rank": self.rank},
-        )
-        if not result.ok:
-            raise WattlogError(f"health check failed, not training: {result.summary()}")
+        self.health = health_check(self.settings.device)
+        self._books.health_checked(self.health)  # raises if it failed: no training on a bad device
 
     def close(self, error: BaseException | None = None) -> None:
         """Flush the last steps, record progress, end the run through the session; never raises.
@@ -338,10 +282,8 @@ class Tracker:
         if not self._started:
             return
         self._started = False
-        last = self._buffer.flush()
-        self._bookkeeping.close()
-        if last is not None:  # handled here, so a full queue cannot drop the final steps
-            self._safely("final bookkeeping", lambda: self._books.handle(last.resolve()))
+        if not self._path.close(self.settings.stop_timeout_s):
+            self.stuck_threads.append(self._bookkeeping.name)
         if error is not None:
             for callback in self._callbacks:
                 self._safely(f"{type(callback).__name__}.on_error", callback.on_error, error)
@@ -381,37 +323,17 @@ class Tracker:
             step: Step number; None = the previous one plus one.
             **extra: More named metrics.
         """
-        try:
-            if not self._started:
-                self._values.warn_once(
-                    "not-started", "Tracker.step() called outside `with Tracker(...)`: ignored"
-                )
-                return
-            self._step = self._step + 1 if step is None else int(step)
-            for callback in self._callbacks:
-                callback.pre_step(self._step)
-            metrics, self._extra = self._extra, {}
-            given = dict(loss=loss, tokens=tokens, grad_norm=grad_norm, loss_scale=loss_scale, **extra)
-            metrics.update(self._values.checked(given, self._step))
-            now_s = self.clock.wall()
-            if self._books.attempt_start_s is None:
-                self._books.attempt_start_s = now_s
-            due = self._buffer.add(self._step, now_s, metrics)
-            for callback in self._callbacks:
-                callback.post_step(self._step)
-            if due:
-                self._flush()
-        except Exception as error:  # the tracker must never stop training
-            self._values.warn_once(f"step-{type(error).__name__}", f"Tracker.step() skipped a step: {error}")
+        if not self._started:
+            self._values.warn_once(
+                "not-started", "Tracker.step() called outside `with Tracker(...)`: ignored"
+            )
+            return
+        given = dict(loss=loss, tokens=tokens, grad_norm=grad_norm, loss_scale=loss_scale, **extra)
+        self._path.add(given, step)
 
     def add_metric(self, name: str, value: torch.Tensor | float) -> None:
         """Attach a metric to the next step reported (callbacks' forward hooks use this)."""
-        self._extra[name] = value
-
-    def _flush(self) -> None:
-        batch = self._buffer.flush()
-        if batch is not None:
-            self._bookkeeping.submit(lambda: self._books.handle(batch.resolve()))
+        self._path.add_metric(name, value)
 
     # other calls -----------------------------------------------------------
 
@@ -422,7 +344,7 @@ class Tracker:
         """
         if self.recorder is None or self.rank != 0:
             return
-        at = self._step if step is None else step
+        at = self._path.step if step is None else step
         self._safely(
             "record checkpoint",
             self.recorder.event,
@@ -437,13 +359,12 @@ class Tracker:
 
     def drain(self) -> None:
         """Move buffered steps to the host and wait until bookkeeping has handled them (tests, demo end)."""
-        self._flush()
-        self._bookkeeping.drain()
+        self._path.drain()
 
     @property
     def current_step(self) -> int:
         """The latest step reported (the resume step before any)."""
-        return self._step
+        return self._path.step
 
     @property
     def latest(self) -> StepRecord | None:
@@ -456,51 +377,17 @@ class Tracker:
         callback = self.callback(SpeedCallback)
         return callback.latest if callback is not None else None
 
-    @property
-    def metrics_url(self) -> str | None:
-        """Where this node's agent serves metrics (None on ranks that do not own it)."""
-        return self.session.metrics_url
-
-    def snapshot(self) -> list[DeviceEnergy]:
-        """Cumulative energy of the devices this tracker's agent measures."""
-        return self.session.snapshot()
-
-    def energy_j(self) -> float | None:
-        """Joules measured by this tracker's agent since it started (None without an agent)."""
-        return self.session.energy_j()
-
-    def power_w(self) -> float | None:
-        """Latest total power of the measured devices, watts (None without readings)."""
-        return self.session.power_w()
-
     def state_dict(self) -> dict[str, Any]:
         """Step and callback state, to save with a checkpoint."""
         return {
-            "step": self._step,
+            "step": self._path.step,
             "callbacks": {type(c).__name__: c.state_dict() for c in self._callbacks},
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore :meth:`state_dict`'s output."""
-        self._step = int(state.get("step", self._step))
+        self._path.step = int(state.get("step", self._path.step))
         saved = state.get("callbacks", {})
         for callback in self._callbacks:
             if type(callback).__name__ in saved:
                 callback.load_state_dict(saved[type(callback).__name__])
-
-
-def _compose(given: Sequence[Callback], config: TrackerConfig) -> list[Callback]:
-    """The given callbacks plus a default of each built-in kind not given, highest priority first."""
-    callbacks = list(given)
-    kinds = {type(c) for c in callbacks}
-    if GCCallback not in kinds:
-        gc_every = config.gc_every
-        callbacks.append(GCCallback(enabled=gc_every is not None, every_steps=gc_every or 1000))
-    if SpeedCallback not in kinds:
-        # One rank's tokens over every rank's peak FLOP/s is 1/ranks too small: with several ranks
-        # the job's MFU comes from the ledger (wattlog.accounting.job_speed), not this callback.
-        peak_flops = config.peak_flops if config.session.world_size == 1 else None
-        callbacks.append(SpeedCallback(config.flops_per_token, peak_flops))
-    if StabilityCallback not in kinds:
-        callbacks.append(StabilityCallback())
-    return sorted(callbacks, key=lambda c: -c.priority)

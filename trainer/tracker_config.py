@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wattlog.errors import ConfigError
-from wattlog.trainer.session import SessionConfig
+from wattlog.trainer.session_config import SessionConfig
 
 
 @dataclass
@@ -36,6 +36,8 @@ class TrackerConfig:
     """Device of the health check (cpu, cuda:N)."""
     progress_every_s: float = 30.0
     """Seconds between progress events in the ledger."""
+    stop_timeout_s: float = 30.0
+    """How long close() waits for the bookkeeping thread to finish its queue and stop, seconds."""
 
     def __post_init__(self) -> None:
         """Validate the settings."""
@@ -45,6 +47,8 @@ class TrackerConfig:
             raise ConfigError(f"gc_every must be >= 1 or None, got {self.gc_every}")
         if not (self.progress_every_s > 0 and math.isfinite(self.progress_every_s)):
             raise ConfigError(f"progress_every_s must be a finite number > 0, got {self.progress_every_s}")
+        if not (self.stop_timeout_s >= 0 and math.isfinite(self.stop_timeout_s)):
+            raise ConfigError(f"stop_timeout_s must be a finite number >= 0, got {self.stop_timeout_s}")
         for name in ("flops_per_token", "peak_flops"):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value > 0):

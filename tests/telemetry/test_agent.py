@@ -229,3 +229,29 @@ def test_run_label_and_finished_mark_reach_a_scrape_before_the_agent_closes(tmp_
 def test_linger_must_not_be_negative(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="linger_s"):
         config(tmp_path, linger_s=-1.0)
+
+
+def test_close_names_a_flush_thread_stuck_in_a_sink_write_then_still_flushes_every_joule(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    class StuckSink(ListSink):
+        def write(self, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
+            if not entered.is_set():  # the flush thread's first write hangs until released
+                entered.set()
+                release.wait()
+            super().write(intervals, gaps)
+
+    sink = StuckSink()
+    agent = Agent(config(tmp_path, flush_s=0.05, stop_timeout_s=0.2), sensors=[simulated(1)], sinks=[sink])
+    agent.start()
+    assert entered.wait(10.0)
+    # the stuck write is released after the timeout, so close() can hand over the last interval
+    threading.Timer(1.0, release.set).start()
+    with caplog.at_level("WARNING", logger="wattlog.telemetry.agent"):
+        agent.close()
+    assert agent.stuck_threads == ["wattlog-flush"]
+    assert "wattlog-flush is stuck in a sink write" in caplog.text
+    stored_j = sum(row.energy_j for rows, _ in sink.calls for row in rows)
+    assert stored_j == pytest.approx(sum(d.energy_j for d in agent.snapshot()), rel=1e-9)

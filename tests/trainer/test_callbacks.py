@@ -29,10 +29,11 @@ def test_base_callback_hooks_are_no_ops() -> None:
 def test_gc_callback_disables_automatic_gc_collects_on_schedule_and_restores(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    calls: list[int] = []
+    calls: list[tuple[int, int]] = []  # (step being reported, generation) of each collection
+    step = 0
     real_collect = gc.collect
     monkeypatch.setattr(
-        gc, "collect", lambda generation=2: calls.append(generation) or real_collect(generation)
+        gc, "collect", lambda generation=2: calls.append((step, generation)) or real_collect(generation)
     )
     gc.enable()
     callback = GCCallback(every_steps=3)
@@ -41,7 +42,12 @@ def test_gc_callback_disables_automatic_gc_collects_on_schedule_and_restores(
     calls.clear()
     for step in range(1, 10):
         callback.post_step(step)
-    assert calls == [1, 1, 1] and callback.collections == 3  # steps 3, 6, 9: the same on every rank
+    # exactly steps 3, 6 and 9: the same steps on every rank, never a count of calls
+    assert calls == [(3, 1), (6, 1), (9, 1)] and callback.collections == 3
+    calls.clear()
+    for step in range(10, 17):  # a resumed run: multiples of every_steps, not steps since the start
+        callback.post_step(step)
+    assert calls == [(12, 1), (15, 1)] and callback.collections == 5
     callback.close()
     assert gc.isenabled()
 

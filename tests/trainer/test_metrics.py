@@ -96,3 +96,43 @@ def test_bookkeeping_runs_in_order_counts_failures_and_drops_when_full() -> None
     worker.close()
     assert done == [0, 1, 9]
     assert worker.failed == 1
+
+
+def _stuck_worker(max_pending: int) -> tuple[BookkeepingThread, threading.Event]:
+    """A running worker blocked in an operation until the returned event is set."""
+    picked, gate = threading.Event(), threading.Event()
+    worker = BookkeepingThread(max_pending=max_pending)
+    worker.start()
+
+    def stuck() -> None:
+        picked.set()
+        gate.wait()
+
+    worker.submit(stuck)
+    picked.wait()
+    return worker, gate
+
+
+def test_close_gives_up_on_a_stuck_operation_after_its_timeout_and_says_which_thread(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    worker, gate = _stuck_worker(max_pending=8)
+    try:
+        with caplog.at_level("WARNING", logger="wattlog.trainer.metrics"):
+            assert worker.close(timeout_s=0.2) is False
+        assert worker.stuck
+        assert "wattlog-bookkeeping did not stop within 0.2 s" in caplog.text
+    finally:
+        gate.set()
+    assert worker.close() is True  # nothing left to stop
+
+
+def test_close_returns_even_when_the_queue_is_full_behind_a_stuck_operation() -> None:
+    worker, gate = _stuck_worker(max_pending=1)
+    assert worker.submit(lambda: None)  # the queue is full now
+    result: list[object] = []
+    closing = threading.Thread(target=lambda: result.append(worker.close(timeout_s=0.2)), daemon=True)
+    closing.start()
+    closing.join(5.0)
+    gate.set()
+    assert not closing.is_alive() and result == [False]  # the old close() blocked on the full queue

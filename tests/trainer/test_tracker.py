@@ -6,6 +6,7 @@ import dataclasses
 import logging
 import math
 import socket
+import threading
 import time
 import urllib.request
 from typing import Any
@@ -315,3 +316,44 @@ def test_tracker_config_is_one_validated_dataclass(db_url: str, sim: dict[str, A
     for bad in ({"log_every": 0}, {"gc_every": 0}, {"progress_every_s": math.inf}, {"peak_flops": -1.0}):
         with pytest.raises(ConfigError):
             TrackerConfig(SessionConfig("x"), **bad)
+
+
+def test_the_constructor_takes_the_config_object_and_refuses_it_mixed_with_keywords(
+    db_url: str, sim: dict[str, Any]
+) -> None:
+    config = TrackerConfig(SessionConfig("cfg", db=db_url, agent_config=sim["agent_config"]), log_every=2)
+    tracker = Tracker("cfg", config=config, sensors=sim["sensors"])
+    assert tracker.settings is config and tracker.run == "cfg" and tracker.ledger is None
+    with tracker:
+        tracker.step(loss=1.0)
+    assert tracker.status == "finished" and tracker.run_id is not None
+    with pytest.raises(ConfigError, match="log_every"):
+        Tracker(config=config, log_every=5)
+    with pytest.raises(ConfigError, match="run"):
+        Tracker("other", config=config)
+    # the short form: a mapping given as config is the run's free-form configuration
+    assert Tracker("kw", config={"lr": 0.1}, environ={}).settings.session.config == {"lr": 0.1}
+
+
+def test_a_stuck_bookkeeping_thread_does_not_hang_close_and_is_reported(
+    db_url: str, sim: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    picked, gate = threading.Event(), threading.Event()
+
+    class Stuck(Callback):
+        def log_metrics(self, records: Any) -> None:
+            if not picked.is_set():
+                picked.set()
+                gate.wait()
+
+    tracker = Tracker("stuck", db=db_url, log_every=1, stop_timeout_s=0.3, callbacks=[Stuck()], **sim)
+    try:
+        with caplog.at_level("WARNING"), tracker:
+            tracker.step(loss=1.0)
+            assert picked.wait(10.0)
+            started_s = time.monotonic()
+        assert time.monotonic() - started_s < 5.0
+        assert tracker.stuck_threads == ["wattlog-bookkeeping"] and tracker.status == "finished"
+        assert "wattlog-bookkeeping did not stop" in caplog.text
+    finally:
+        gate.set()
