@@ -34,91 +34,108 @@ from wattlog.errors import ConfigError
 from wattlog.numbers import check_number
 from wattlog.options import DbOption, SitesFileOption
 
+# The options of `wattlog table` (shared ones come from wattlog.options).
+_RunsOption = Annotated[list[str] | None, typer.Argument(help="Run names or ids (default: every run).")]
+_ProjectOption = Annotated[
+    str | None,
+    typer.Option("--project", help="Total a project's whole development beside its final run."),
+]
+_ByOption = Annotated[
+    str | None,
+    typer.Option("--by", help="With --project: the follow-up's Tables 1-3, grouped by group|stage|phase."),
+]
+_ReferenceOption = Annotated[
+    bool, typer.Option("--reference", help="Add the published rows (Table 19, OPT-175B) before the runs.")
+]
+_FmtOption = Annotated[
+    TableFormat, typer.Option("--format", help="rich, markdown, latex, csv, html, json, or hf (one run).")
+]
+_NotesFileOption = Annotated[
+    Path | None, typer.Option("--notes", help="Write the notes to this file (CSV: else to stderr).")
+]
+_SiteOption = Annotated[str | None, typer.Option("--site", help="Site for every run (default: as recorded).")]
+_IntensityOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--intensity",
+        help="Hourly carbon intensity file (overrides the site's source), in one of the formats of "
+        "--intensity-format.",
+    ),
+]
+_IntensityFormatOption = Annotated[
+    str,
+    typer.Option("--intensity-format", help=f"The file's format: {formats_help()}."),
+]
+_AuthorityOption = Annotated[
+    str | None, typer.Option("--authority", help="EIA-930 balancing authority code (e.g. ERCO).")
+]
+_WaterOption = Annotated[WaterConvention, typer.Option("--water-convention", help="paper or green-grid.")]
+_PrometheusOption = Annotated[
+    str | None,
+    typer.Option("--prometheus", help="Take energy from this Prometheus (increase over the run)."),
+]
+_DcgmOption = Annotated[
+    bool,
+    typer.Option(
+        "--dcgm",
+        help="With --prometheus: GPU energy of --start..--end from dcgm-exporter's "
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter (no ledger needed).",
+    ),
+]
+_StartOption = Annotated[
+    str | None, typer.Option("--start", help="With --dcgm: start, ISO 8601 (UTC) or Unix seconds.")
+]
+_EndOption = Annotated[str | None, typer.Option("--end", help="With --dcgm: end, likewise.")]
+_HostsOption = Annotated[
+    str, typer.Option("--hosts", help="With --dcgm: SLURM node list (node[01-04]) or host names.")
+]
+_GpusOption = Annotated[
+    str, typer.Option("--gpus", help="With --dcgm: GPU indices or UUIDs, comma-separated.")
+]
+_SlurmJobOption = Annotated[
+    str | None,
+    typer.Option("--slurm-job", help="With --dcgm: job id (dcgm-exporter's hpc_job label)."),
+]
+_OverheadOption = Annotated[
+    float | None,
+    typer.Option(
+        "--overhead",
+        help="Multiply GPU energy by this for the rest of the server on runs that measured only GPUs "
+        "(e.g. 1.74, Olmo 3 follow-up arXiv 2605.01158).",
+    ),
+]
+_OverheadSourceOption = Annotated[
+    str | None, typer.Option("--overhead-source", help="Where your --overhead factor comes from.")
+]
+_PowerOption = Annotated[
+    bool, typer.Option("--power", help="Also show power fluctuation: % of limit, dips, swing, ramp.")
+]
+
 
 def table(
-    runs: Annotated[list[str] | None, typer.Argument(help="Run names or ids (default: every run).")] = None,
-    project: Annotated[
-        str | None,
-        typer.Option("--project", help="Total a project's whole development beside its final run."),
-    ] = None,
-    by: Annotated[
-        str | None,
-        typer.Option(
-            "--by", help="With --project: the follow-up's Tables 1-3, grouped by group|stage|phase."
-        ),
-    ] = None,
-    reference: Annotated[
-        bool, typer.Option("--reference", help="Add the published rows (Table 19, OPT-175B) before the runs.")
-    ] = False,
-    fmt: Annotated[
-        TableFormat, typer.Option("--format", help="rich, markdown, latex, csv, html, json, or hf (one run).")
-    ] = TableFormat.RICH,
-    notes_file: Annotated[
-        Path | None, typer.Option("--notes", help="Write the notes to this file (CSV: else to stderr).")
-    ] = None,
+    runs: _RunsOption = None,
+    project: _ProjectOption = None,
+    by: _ByOption = None,
+    reference: _ReferenceOption = False,
+    fmt: _FmtOption = TableFormat.RICH,
+    notes_file: _NotesFileOption = None,
     db: DbOption = None,
-    site: Annotated[
-        str | None, typer.Option("--site", help="Site for every run (default: as recorded).")
-    ] = None,
+    site: _SiteOption = None,
     sites_file: SitesFileOption = None,
-    intensity: Annotated[
-        Path | None,
-        typer.Option(
-            "--intensity",
-            help="Hourly carbon intensity file (overrides the site's source), in one of the formats of "
-            "--intensity-format.",
-        ),
-    ] = None,
-    intensity_format: Annotated[
-        str,
-        typer.Option("--intensity-format", help=f"The file's format: {formats_help()}."),
-    ] = "auto",
-    authority: Annotated[
-        str | None, typer.Option("--authority", help="EIA-930 balancing authority code (e.g. ERCO).")
-    ] = None,
-    water: Annotated[
-        WaterConvention, typer.Option("--water-convention", help="paper or green-grid.")
-    ] = WaterConvention.PAPER,
-    prometheus: Annotated[
-        str | None,
-        typer.Option("--prometheus", help="Take energy from this Prometheus (increase over the run)."),
-    ] = None,
-    dcgm: Annotated[
-        bool,
-        typer.Option(
-            "--dcgm",
-            help="With --prometheus: GPU energy of --start..--end from dcgm-exporter's "
-            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter (no ledger needed).",
-        ),
-    ] = False,
-    start: Annotated[
-        str | None, typer.Option("--start", help="With --dcgm: start, ISO 8601 (UTC) or Unix seconds.")
-    ] = None,
-    end: Annotated[str | None, typer.Option("--end", help="With --dcgm: end, likewise.")] = None,
-    hosts: Annotated[
-        str, typer.Option("--hosts", help="With --dcgm: SLURM node list (node[01-04]) or host names.")
-    ] = "",
-    gpus: Annotated[
-        str, typer.Option("--gpus", help="With --dcgm: GPU indices or UUIDs, comma-separated.")
-    ] = "",
-    slurm_job: Annotated[
-        str | None,
-        typer.Option("--slurm-job", help="With --dcgm: job id (dcgm-exporter's hpc_job label)."),
-    ] = None,
-    overhead: Annotated[
-        float | None,
-        typer.Option(
-            "--overhead",
-            help="Multiply GPU energy by this for the rest of the server on runs that measured only GPUs "
-            "(e.g. 1.74, Olmo 3 follow-up arXiv 2605.01158).",
-        ),
-    ] = None,
-    overhead_source: Annotated[
-        str | None, typer.Option("--overhead-source", help="Where your --overhead factor comes from.")
-    ] = None,
-    power: Annotated[
-        bool, typer.Option("--power", help="Also show power fluctuation: % of limit, dips, swing, ramp.")
-    ] = False,
+    intensity: _IntensityOption = None,
+    intensity_format: _IntensityFormatOption = "auto",
+    authority: _AuthorityOption = None,
+    water: _WaterOption = WaterConvention.PAPER,
+    prometheus: _PrometheusOption = None,
+    dcgm: _DcgmOption = False,
+    start: _StartOption = None,
+    end: _EndOption = None,
+    hosts: _HostsOption = "",
+    gpus: _GpusOption = "",
+    slurm_job: _SlurmJobOption = None,
+    overhead: _OverheadOption = None,
+    overhead_source: _OverheadSourceOption = None,
+    power: _PowerOption = False,
 ) -> None:
     """Print a Table-19-style footprint of runs: energy, PUE, carbon intensity, tCO2eq, WUE, water."""
     if runs and project:
@@ -126,6 +143,7 @@ def table(
     if by is not None and (not project or by not in GROUPINGS):
         raise ConfigError(f"--by needs --project and one of {', '.join(GROUPINGS)}")
     out = _Output(fmt, notes_file)
+    hourly = read_intensity(intensity, intensity_format, authority=authority) if intensity else None
     if dcgm:
         if not prometheus or not start or not end or not site:
             raise ConfigError(
@@ -139,7 +157,7 @@ def table(
             hosts=hosts,
             gpus=gpus,
             job=slurm_job,
-            intensity=read_intensity(intensity, intensity_format, authority=authority) if intensity else None,
+            intensity=hourly,
             convention=water,
         )
         rows = [*(reference_table_rows() if reference else []), row]
@@ -148,7 +166,7 @@ def table(
     options = TableOptions(
         catalog=site_catalog(sites_file),
         site=site,
-        intensity=read_intensity(intensity, intensity_format, authority=authority) if intensity else None,
+        intensity=hourly,
         convention=water,
         prometheus_url=prometheus,
         overhead=_overhead(overhead, overhead_source),
