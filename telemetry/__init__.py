@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from wattlog.telemetry.lazy import lazy_exports
+from wattlog.lazy import lazy_package
 
 if TYPE_CHECKING:
     from wattlog.telemetry.integrator import Integrator
@@ -55,4 +55,4 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _HOMES)
+lazy_package(__name__, _HOMES)

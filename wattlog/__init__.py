@@ -20,9 +20,10 @@ no SQLAlchemy); type checkers see the real signatures through the ``TYPE_CHECKIN
 
 from __future__ import annotations
 
-import importlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from wattlog.lazy import lazy_package
 
 __version__ = "0.2.0"
 
@@ -153,17 +154,4 @@ __all__ = [
     "make_engine",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """Import a public name on first use (torch and SQLAlchemy are heavy)."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'wattlog' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    """Public names, for completion."""
-    return sorted(__all__)
+lazy_package(__name__, _HOMES)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from wattlog.telemetry.lazy import lazy_exports
+from wattlog.lazy import lazy_package
 
 if TYPE_CHECKING:
     from wattlog.telemetry.sensors.base import Backend, Sensor
@@ -30,4 +30,4 @@ _HOMES = {
 __all__ = ["Backend", "Discovery", "Sensor", "discover"]
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _HOMES)
+lazy_package(__name__, _HOMES)
