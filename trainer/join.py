@@ -27,7 +27,6 @@ from __future__ import annotations
 import logging
 import urllib.request
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
@@ -35,32 +34,20 @@ from sqlmodel import col
 
 from wattlog.accounting.ledger import Ledger, Resolution
 from wattlog.accounting.ledger.models import EnergyRecord
+from wattlog.accounting.ledger.views import EnergyTotal
 from wattlog.clock import Clock
-from wattlog.errors import SensorError
+from wattlog.errors import ConfigError, SensorError
 from wattlog.metric_names import MetricName
-from wattlog.records import EnergyInterval, Gap, Kind, Source
+from wattlog.records import EnergyInterval, Gap
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceCounter:
-    """One device's cumulative energy as another agent serves it, joules."""
-
-    host: str
-    device: str
-    kind: str
-    source: str
-    energy_j: float
-    low_j: float
-    high_j: float
-
-
-def read_counters(url: str, devices: Iterable[str], timeout_s: float = 5.0) -> dict[str, DeviceCounter]:
-    """Scrape `url` and return the energy counters of `devices` it serves.
+def read_counters(url: str, devices: Iterable[str], timeout_s: float = 5.0) -> dict[str, EnergyTotal]:
+    """Scrape `url` and return the cumulative energy of `devices` it serves (one figure each).
 
     Raises:
-        SensorError: The agent cannot be reached or serves no parsable metrics.
+        SensorError: The agent cannot be reached, or serves no parsable metrics or unknown labels.
     """
     wanted = set(devices)
     try:
@@ -81,22 +68,25 @@ def read_counters(url: str, devices: Iterable[str], timeout_s: float = 5.0) -> d
                 joules[device] = sample.value
             elif sample.name == MetricName.ENERGY_UNCERTAINTY_JOULES:
                 bands[(device, sample.labels.get("bound", ""))] = sample.value
-    return {
-        device: DeviceCounter(
-            host=labels.get("host", ""),
-            device=device,
-            kind=labels.get("kind", ""),
-            source=labels.get("source", ""),
-            energy_j=joules[device],
-            low_j=bands.get((device, "low"), joules[device]),
-            high_j=bands.get((device, "high"), joules[device]),
-        )
-        for device, labels in energy.items()
-    }
+    try:
+        return {
+            device: EnergyTotal.of(
+                labels.get("host", ""),
+                device,
+                labels.get("kind", ""),
+                labels.get("source", ""),
+                joules[device],
+                bands.get((device, "low"), joules[device]),
+                bands.get((device, "high"), joules[device]),
+            )
+            for device, labels in energy.items()
+        }
+    except ConfigError as error:  # another process's labels: validated, never trusted
+        raise SensorError(f"the node agent at {url} serves energy wattlog cannot read: {error}") from error
 
 
 def intervals_between(
-    start: Mapping[str, DeviceCounter], end: Mapping[str, DeviceCounter], start_s: float, end_s: float
+    start: Mapping[str, EnergyTotal], end: Mapping[str, EnergyTotal], start_s: float, end_s: float
 ) -> list[EnergyInterval]:
     """Ledger rows for the energy each device used between two reads (an agent restart skips it)."""
     rows = []
@@ -111,8 +101,8 @@ def intervals_between(
             EnergyInterval(
                 host=last.host,
                 device=device,
-                kind=Kind(last.kind),
-                source=Source(last.source),
+                kind=last.figure.kind,
+                source=last.figure.source,
                 start_s=start_s,
                 end_s=end_s,
                 energy_j=energy,
@@ -132,7 +122,7 @@ class JoinedAgents:
 
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
-        self._start: dict[str, dict[str, DeviceCounter]] = {}
+        self._start: dict[str, dict[str, EnergyTotal]] = {}
         self._start_s = 0.0
 
     def __bool__(self) -> bool:
@@ -173,7 +163,7 @@ class JoinedAgents:
 
 
 def from_holder_rows(
-    ledger: Ledger, run_id: int, devices: Iterable[DeviceCounter], start_s: float, end_s: float
+    ledger: Ledger, run_id: int, devices: Iterable[EnergyTotal], start_s: float, end_s: float
 ) -> tuple[list[EnergyInterval], list[Gap]]:
     """Energy of each device over [start_s, end_s] from the rows its holder flushed (other runs).
 
@@ -194,7 +184,7 @@ def from_holder_rows(
         if found:
             rows.append(
                 EnergyInterval(
-                    device.host, device.device, Kind(device.kind), Source(device.source),
+                    device.host, device.device, device.figure.kind, device.figure.source,
                     start_s, covered_to, energy, min(low, energy), max(high, energy),
                 )
             )  # fmt: skip
@@ -205,7 +195,7 @@ def from_holder_rows(
 
 
 def _holder_rows(
-    ledger: Ledger, run_id: int, device: DeviceCounter, start_s: float, end_s: float
+    ledger: Ledger, run_id: int, device: EnergyTotal, start_s: float, end_s: float
 ) -> list[tuple[float, float, float, float, float]]:
     e = EnergyRecord
     query = select(col(e.start_s), col(e.end_s), col(e.energy_j), col(e.low_j), col(e.high_j)).where(

@@ -6,12 +6,14 @@ import time
 from pathlib import Path
 
 import pytest
+from pytest_httpserver import HTTPServer
 
 from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger.views import EnergyTotal
 from wattlog.errors import SensorError
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.sensors.estimate import CPU_UUID, DRAM_UUID, EstimateSensor
-from wattlog.trainer.join import DeviceCounter, intervals_between, read_counters
+from wattlog.trainer.join import intervals_between, read_counters
 from wattlog.trainer.tracker import Tracker
 
 
@@ -25,8 +27,8 @@ def test_agent_names_the_holder_of_each_device_it_skipped(tmp_path: Path) -> Non
 
 
 def test_intervals_are_counter_differences_and_skip_resets() -> None:
-    def counter(device: str, joules: float) -> DeviceCounter:
-        return DeviceCounter("n", device, "cpu", "estimated", joules, joules * 0.9, joules * 1.1)
+    def counter(device: str, joules: float) -> EnergyTotal:
+        return EnergyTotal.of("n", device, "cpu", "estimated", joules, joules * 0.9, joules * 1.1)
 
     start = {"a": counter("a", 100.0), "b": counter("b", 50.0)}
     end = {"a": counter("a", 160.0), "b": counter("b", 10.0)}  # b's agent restarted: skipped
@@ -38,6 +40,19 @@ def test_intervals_are_counter_differences_and_skip_resets() -> None:
 def test_unreachable_agent_is_a_sensor_error() -> None:
     with pytest.raises(SensorError, match="cannot read"):
         read_counters("http://127.0.0.1:9/metrics", ["x"], timeout_s=1.0)
+
+
+def test_a_counter_with_labels_wattlog_does_not_know_is_a_sensor_error(httpserver: HTTPServer) -> None:
+    """Another process's figures are validated: an unknown kind is refused, never counted as another."""
+    served = 'wattlog_energy_joules_total{host="n",device="x",kind="toaster",source="counter"} 5.0\n'
+    httpserver.expect_request("/metrics").respond_with_data(served, content_type="text/plain")
+    with pytest.raises(SensorError, match="cannot read.*toaster"):
+        read_counters(httpserver.url_for("/metrics"), ["x"], timeout_s=5.0)
+    good = served.replace("toaster", "gpu")
+    httpserver.clear()
+    httpserver.expect_request("/metrics").respond_with_data(good, content_type="text/plain")
+    (figure,) = read_counters(httpserver.url_for("/metrics"), ["x"], timeout_s=5.0).values()
+    assert (figure.kind, figure.source, figure.energy_j, figure.low_j) == ("gpu", "counter", 5.0, 5.0)
 
 
 def test_tracker_joins_the_sidecar_that_holds_the_node(tmp_path: Path) -> None:
