@@ -32,11 +32,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from wattlog.clock import Clock, SystemClock
-from wattlog.records import EnergyFigure, EnergyInterval, Gap
+from wattlog.records import EnergyFigure, EnergyInterval, FigureView, Gap
 from wattlog.telemetry.accumulate import Steps
 from wattlog.telemetry.devicestate import DeviceState, EdgeMark, Failure, Totals
 from wattlog.telemetry.lockcheck import LockCheck, due, notes
-from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, FigureView, Reading, SensorProfile
+from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, Reading, SensorProfile
 from wattlog.telemetry.uncertainty import BandInputs, BandModel
 
 __all__ = ["EdgeMark", "Integrator", "WindowDevice"]

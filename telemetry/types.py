@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
-from wattlog.records import EnergyFigure, Kind, Source
+from wattlog.records import EnergyFigure, FigureView, Kind, Source
 
 
 class Vendor(StrEnum):
@@ -122,28 +122,6 @@ class Reading:
     power_t_s: float | None = None
     power_limit_w: float | None = None
     next_read_s: float | None = None
-
-
-class FigureView:
-    """The joules of a record built on an EnergyFigure (its `figure`), read as attributes."""
-
-    __slots__ = ()
-    figure: EnergyFigure
-
-    @property
-    def energy_j(self) -> float:
-        """Best estimate, joules."""
-        return self.figure.energy_j
-
-    @property
-    def low_j(self) -> float:
-        """Lower end of the uncertainty band, joules."""
-        return self.figure.low_j
-
-    @property
-    def high_j(self) -> float:
-        """Upper end of the uncertainty band, joules."""
-        return self.figure.high_j
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,6 +73,28 @@ class EnergyFigure:
         )  # fmt: skip
 
 
+class FigureView:
+    """The joules of a record built on an EnergyFigure (its `figure`), read as attributes."""
+
+    __slots__ = ()
+    figure: EnergyFigure
+
+    @property
+    def energy_j(self) -> float:
+        """Best estimate, joules."""
+        return self.figure.energy_j
+
+    @property
+    def low_j(self) -> float:
+        """Lower end of the uncertainty band, joules."""
+        return self.figure.low_j
+
+    @property
+    def high_j(self) -> float:
+        """Upper end of the uncertainty band, joules."""
+        return self.figure.high_j
+
+
 @dataclass(frozen=True, slots=True)
 class EnergyInterval:
     """Energy of one device over one flush interval: the row the ledger stores.

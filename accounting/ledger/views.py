@@ -30,7 +30,7 @@ from wattlog.accounting.ledger.models import (
 )
 from wattlog.errors import ConfigError
 from wattlog.events import EventCategory, EventKind
-from wattlog.records import EnergyFigure, EnergyInterval, Gap, Kind, Source, summed_band
+from wattlog.records import EnergyFigure, EnergyInterval, FigureView, Gap, Kind, Source, summed_band
 
 _E = TypeVar("_E", bound=StrEnum)
 
@@ -145,7 +145,7 @@ class GapInfo(Gap):
 
 
 @dataclass(frozen=True, slots=True)
-class EnergyTotal:
+class EnergyTotal(FigureView):
     """An energy figure summed over a group, with the who and when the group shares.
 
     The one read model of summed energy: the ledger's per-device totals of a run
@@ -199,21 +199,6 @@ class EnergyTotal:
     def source(self) -> Source | str:
         """The figure's source label, naming its reader when not wattlog (e.g. "counter (dcgm-exporter)")."""
         return f"{self.figure.source} ({self.reader})" if self.reader else self.figure.source
-
-    @property
-    def energy_j(self) -> float:
-        """Joules."""
-        return self.figure.energy_j
-
-    @property
-    def low_j(self) -> float:
-        """Low end of the band, joules."""
-        return self.figure.low_j
-
-    @property
-    def high_j(self) -> float:
-        """High end of the band, joules."""
-        return self.figure.high_j
 
 
 EnergyRow = EnergyInterval
