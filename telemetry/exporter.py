@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from wsgiref.simple_server import WSGIServer, make_server
+from wsgiref.simple_server import make_server
 
 from prometheus_client import CollectorRegistry, delete_from_gateway, make_wsgi_app, push_to_gateway
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -281,7 +281,7 @@ class AgentStateCollector(Collector):
 class MetricsServer:
     """A running /metrics HTTP server; `close()` stops it and frees the port."""
 
-    server: WSGIServer
+    server: BoundedWSGIServer
     thread: threading.Thread
     host: str
 
@@ -295,11 +295,14 @@ class MetricsServer:
         """Address of the metrics endpoint, e.g. http://127.0.0.1:9464/metrics."""
         return f"http://{self.host}:{self.port}/metrics"
 
-    def close(self) -> None:
-        """Stop serving, close the socket and join the thread."""
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5.0)
+    def close(self) -> tuple[str, ...]:
+        """Stop serving, close the socket and verify the threads stopped.
+
+        Returns:
+            Names of threads still running after the server's close timeout (each logged as a
+            warning: a scrape handler stuck on a slow client); empty when all stopped.
+        """
+        return self.server.stop(self.thread)
 
 
 def serve(registry: CollectorRegistry, host: str = "127.0.0.1", port: int = 9464) -> MetricsServer:

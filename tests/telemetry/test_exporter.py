@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import threading
 import time
 import urllib.request
 from typing import Any
@@ -248,3 +250,31 @@ def test_closing_waits_about_one_scrape_interval_at_most() -> None:
     started = time.monotonic()
     assert not state.wait_scraped(30.0)
     assert time.monotonic() - started < 5.0  # 1.5 x 10 ms + 0.5 s, not the 30 s bound
+
+
+def test_closing_the_metrics_server_names_a_scrape_stuck_in_a_collector() -> None:
+    """A scrape that never returns cannot hold the agent's exit: close() gives up on it and names it."""
+    release = threading.Event()
+
+    class Stuck:
+        def collect(self) -> Any:
+            release.wait(30.0)
+            return iter(())
+
+    registry = CollectorRegistry()
+    registry.register(Stuck())  # type: ignore[arg-type]
+    server = serve(registry, port=0)
+    server.server.close_timeout_s = 0.5
+    scrape = threading.Thread(target=lambda: _quietly(server.url), daemon=True)
+    scrape.start()
+    time.sleep(0.3)  # the scrape is inside collect()
+    started = time.monotonic()
+    stuck = server.close()
+    assert time.monotonic() - started < 5.0
+    assert stuck and all(isinstance(name, str) for name in stuck)
+    release.set()
+
+
+def _quietly(url: str) -> None:
+    with contextlib.suppress(OSError):  # the server closes under the scrape
+        urllib.request.urlopen(url, timeout=10).close()
