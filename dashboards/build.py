@@ -5,7 +5,7 @@ so a diff shows what changed); with `--check` it writes nothing and exits 1 when
 committed files differ from what this code generates (tests/dashboards/test_build.py).
 
 The boards themselves are in energy_board, devices_board and training_board (panels
-from dashboards.panels, shared queries from dashboards.queries).
+in the panels module, shared queries in the queries module).
 """
 
 from __future__ import annotations
