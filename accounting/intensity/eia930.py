@@ -77,18 +77,28 @@ def from_eia930(path: Path | str, *, authority: str | None = None) -> HourlySeri
             generation = {f: tabular.number(row[EIA_FUEL_PREFIX + f]) or 0.0 for f in fuels}
         except ValueError:
             raise ConfigError(f"{path}, line {line}: generation is not a number") from None
-        total = sum(max(g, 0.0) for g in generation.values())
-        if total <= 0:
+        mixed = mix_intensity(generation)
+        if mixed is None:
             raise ConfigError(f"{path}, line {line}: no generation in the hour ending {row[EIA_TIME]}")
         if hour in values:
             raise ConfigError(f"{path}, line {line}: hour ending {row[EIA_TIME]} appears twice")
-        values[hour] = sum(max(g, 0.0) * EIA_FACTORS[f][0] for f, g in generation.items()) / total
+        values[hour], assumed = mixed
         imputed = bool((row.get(EIA_IMPUTED) or "").strip())
-        assumed = any(generation[f] > 0 for f in fuels if f in _ASSUMED)
         provenance[hour] = HourProvenance(
             f"EIA-930 {chosen}: generation by fuel x per-fuel factors", imputed or assumed
         )
     return tabular.series(values, provenance, path, f"EIA-930 {chosen}")
+
+
+def mix_intensity(generation_mwh: Mapping[str, float]) -> tuple[float, bool] | None:
+    """kg CO2e/kWh of one hour's generation by fuel (EIA-930 fuel names), and whether an assumed factor
+    entered it; None when nothing was generated. Negative generation (storage charging) counts as 0.
+    """
+    total = sum(max(g, 0.0) for g in generation_mwh.values())
+    if total <= 0:
+        return None
+    mean = sum(max(g, 0.0) * EIA_FACTORS[f][0] for f, g in generation_mwh.items()) / total
+    return mean, any(g > 0 for f, g in generation_mwh.items() if f in _ASSUMED)
 
 
 def _sniff(header: Sequence[str]) -> bool:
