@@ -18,6 +18,8 @@ overrides built-in ones by name. A user file looks like::
     source = "eia930"                       # a name from the intensity registry
     series = "EIA930_BALANCE_2026.csv"      # a file (relative to this one) or a stored series
     zone = "ERCO"                           # where the series holds several zones
+    # or a live provider (electricitymaps-api, watttime, ukgrid, eia-api) and its zone: hours are
+    # fetched into the ledger (`wattlog intensity fetch`) and read from there
 
 A value without a source is labelled with the file it came from. A site with an
 hourly source keeps its constant: it is what Prometheus rules publish (their
@@ -86,7 +88,10 @@ class Site:
         )
         ref = self.intensity_source
         by_name(ref.source)  # an unknown source fails here, listing the known ones
-        if ref.source != "constant" and not ref.series:
+        if by_name(ref.source).fetches:
+            if not ref.zone:
+                raise ConfigError(f"{who}: intensity provider {ref.source!r} needs a zone")
+        elif ref.source != "constant" and not ref.series:
             raise ConfigError(
                 f"{who}: intensity source {ref.source!r} needs a series (a file or stored name)"
             )

@@ -148,6 +148,8 @@ class RegisteredSource:
         open: Opens the source named by a reference.
         reads_file: Whether ``series`` is a file (so ``--intensity FILE`` may pick it).
         sniff: Whether a CSV header (its column names) is this source's format, for "auto".
+        fetches: Whether it is a live provider: its hours are fetched into the ledger (``wattlog
+            intensity fetch``) and read back from there, so it needs a zone, not a series.
     """
 
     name: str
@@ -155,3 +157,4 @@ class RegisteredSource:
     open: Callable[[IntensityRef, OpenContext], IntensitySource]
     reads_file: bool = False
     sniff: Callable[[Sequence[str]], bool] | None = None
+    fetches: bool = False

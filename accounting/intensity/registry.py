@@ -12,6 +12,7 @@ from pathlib import Path
 
 from wattlog.accounting.intensity import constant, csv_file, eia930, electricitymaps, stored, tabular
 from wattlog.accounting.intensity.base import IntensityRef, IntensitySource, OpenContext, RegisteredSource
+from wattlog.accounting.intensity.live import cache
 from wattlog.errors import ConfigError
 
 SOURCES: Sequence[RegisteredSource] = (
@@ -21,6 +22,7 @@ SOURCES: Sequence[RegisteredSource] = (
     electricitymaps.LCA,
     eia930.SOURCE,
     stored.SOURCE,
+    *cache.SOURCES,
 )
 """Every intensity source, in the order help lists them."""
 

@@ -19,6 +19,9 @@ from wattlog.accounting.ledger.models import SECONDS_PER_HOUR, IntensityPoint, S
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.errors import ConfigError, LedgerError
 
+ESTIMATED_MARK = " [estimated]"
+"""Appended to a stored hour's source when its provider marked it estimated or forecast."""
+
 
 def save_site(ledger: Ledger, name: str, definition: Mapping[str, Any], source: str = "") -> None:
     """Store (or replace) a user site: its fields as in a sites TOML table, and their source."""
@@ -42,13 +45,7 @@ def save_intensity(
     Raises:
         ConfigError: An empty name, an hour not on the hour, or a negative or non-finite value.
     """
-    if not series.strip():
-        raise ConfigError("an intensity series needs a name")
-    for hour_s, value in kg_per_kwh_by_hour.items():
-        if hour_s % SECONDS_PER_HOUR:
-            raise ConfigError(f"series {series!r}: {hour_s} is not the start of an hour")
-        if not (math.isfinite(value) and value >= 0):
-            raise ConfigError(f"series {series!r}: intensity {value} at {hour_s} must be finite and >= 0")
+    _check_points(series, kg_per_kwh_by_hour)
     with ledger.transaction(f"save intensity series {series!r}") as session:
         session.execute(delete(IntensityPoint).where(col(IntensityPoint.series) == series))
         session.add_all(
@@ -56,6 +53,38 @@ def save_intensity(
             for h, v in sorted(kg_per_kwh_by_hour.items())
         )
     return len(kg_per_kwh_by_hour)
+
+
+def save_series(ledger: Ledger, series: str, fetched: HourlySeries) -> int:
+    """Add (or refresh) the hours of `fetched` in stored series `series`, each with its own provenance.
+
+    Hours already stored and absent from `fetched` stay as they were: a cache of fetched hours
+    grows run by run. An hour the provider marked estimated keeps that mark.
+
+    Raises:
+        ConfigError: An empty name, an hour not on the hour, or a negative or non-finite value.
+    """
+    _check_points(series, fetched.kg_per_kwh_by_hour)
+    with ledger.transaction(f"save intensity series {series!r}") as session:
+        for hour_s, value in sorted(fetched.kg_per_kwh_by_hour.items()):
+            where = fetched.provenance.get(hour_s)
+            source = (where.source + (ESTIMATED_MARK if where.estimated else "")) if where else fetched.origin
+            session.merge(
+                IntensityPoint(
+                    series=series, hour=hour_s // SECONDS_PER_HOUR, kg_per_kwh=value, source=source
+                )
+            )
+    return len(fetched.kg_per_kwh_by_hour)
+
+
+def _check_points(series: str, kg_per_kwh_by_hour: Mapping[int, float]) -> None:
+    if not series.strip():
+        raise ConfigError("an intensity series needs a name")
+    for hour_s, value in kg_per_kwh_by_hour.items():
+        if hour_s % SECONDS_PER_HOUR:
+            raise ConfigError(f"series {series!r}: {hour_s} is not the start of an hour")
+        if not (math.isfinite(value) and value >= 0):
+            raise ConfigError(f"series {series!r}: intensity {value} at {hour_s} must be finite and >= 0")
 
 
 def load_intensity(ledger: Ledger, series: str) -> dict[int, float]:
@@ -79,7 +108,15 @@ def load_series(ledger: Ledger, series: str) -> HourlySeries:
     if not points:
         raise LedgerError(f"intensity series {series!r} is not in the ledger: store it first")
     values = {p.hour * SECONDS_PER_HOUR: p.kg_per_kwh for p in points}
-    provenance = {p.hour * SECONDS_PER_HOUR: HourProvenance(p.source or "unsourced") for p in points}
-    sources = sorted({p.source for p in points if p.source})
-    origin = f"ledger series {series}" + (f" ({'; '.join(sources)})" if sources else "")
+    provenance = {p.hour * SECONDS_PER_HOUR: _provenance(p.source) for p in points}
+    sources = sorted({_provenance(p.source).source for p in points if p.source})
+    named = "; ".join(sources) if len(sources) <= 2 else f"{sources[0]}; and {len(sources) - 1} other sources"
+    origin = f"ledger series {series}" + (f" ({named})" if sources else "")
     return HourlySeries(values, origin, provenance)
+
+
+def _provenance(stored: str) -> HourProvenance:
+    """A stored hour's provenance: its source, and the estimated mark :func:`save_series` wrote."""
+    if stored.endswith(ESTIMATED_MARK):
+        return HourProvenance(stored[: -len(ESTIMATED_MARK)], estimated=True)
+    return HourProvenance(stored or "unsourced")

@@ -20,10 +20,22 @@ from wattlog.errors import ConfigError
 
 
 def test_every_source_is_found_by_its_name_and_an_unknown_one_lists_them() -> None:
-    assert names() == ["constant", "csv", "electricitymaps", "electricitymaps-lca", "eia930", "ledger"]
+    assert names() == [
+        "constant",
+        "csv",
+        "electricitymaps",
+        "electricitymaps-lca",
+        "eia930",
+        "ledger",
+        "electricitymaps-api",
+        "electricitymaps-api-lca",
+        "watttime",
+        "ukgrid",
+        "eia-api",
+    ]
     assert all(by_name(source.name) is source for source in SOURCES)
-    with pytest.raises(ConfigError, match="unknown intensity source 'watttime': use constant, csv"):
-        by_name("watttime")
+    with pytest.raises(ConfigError, match="unknown intensity source 'wattmeter': use constant, csv"):
+        by_name("wattmeter")
 
 
 def test_the_table_help_lists_every_file_source_of_the_registry(

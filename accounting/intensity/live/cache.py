@@ -1,0 +1,144 @@
+"""Fetched hours kept in the ledger, read back offline; an hour never fetched takes the site's figure.
+
+A site names a provider and a zone (``[sites.NAME.intensity] source = "electricitymaps-api",
+zone = "DE"``). ``wattlog intensity fetch`` (or a run's close) stores the run's hours in the
+ledger under the series :func:`series_name`; tables read them from there, so a table renders
+without the network and the same later. An hour the cache lacks (the provider had no figure,
+or it was never fetched) takes the site's constant, and :meth:`CachedIntensity.provenance_at`
+says so for that hour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from wattlog.accounting.intensity.base import (
+    HourlySeries,
+    HourProvenance,
+    IntensityRef,
+    IntensitySource,
+    OpenContext,
+    RegisteredSource,
+)
+from wattlog.accounting.intensity.hours import hour_start_s
+from wattlog.accounting.intensity.live.providers import PROVIDERS, ProviderContext, open_provider
+from wattlog.accounting.ranges import Quantity
+from wattlog.errors import ConfigError, LedgerError
+
+if TYPE_CHECKING:
+    from wattlog.accounting.ledger.store import Ledger
+
+
+def series_name(ref: IntensityRef) -> str:
+    """The stored series a provider's hours go to: the site's `series`, else "PROVIDER:ZONE"."""
+    return ref.series or f"{ref.source}:{ref.zone}"
+
+
+@dataclass(frozen=True, slots=True)
+class FetchReport:
+    """What one fetch stored.
+
+    Attributes:
+        series: The stored series' name.
+        stored: Hours stored (added or refreshed).
+        missing: Hour starts (Unix s) the provider did not give: they take the site's constant.
+    """
+
+    series: str
+    stored: int
+    missing: tuple[int, ...]
+
+
+def fetch_into_ledger(
+    ledger: Ledger, ref: IntensityRef, start_s: float, end_s: float, context: ProviderContext | None = None
+) -> FetchReport:
+    """Fetch the hours of [start_s, end_s) from the provider `ref` names and store them in `ledger`.
+
+    Nothing is stored when the provider fails: a bad answer raises before the ledger is touched.
+
+    Raises:
+        ConfigError: `ref` names no live provider, or its key is not in the environment.
+        ProviderError: The provider refused, failed past its retries, or answered a wrong shape.
+    """
+    if not ref.zone:
+        raise ConfigError(f"intensity source {ref.source!r} needs a zone ([sites.NAME.intensity] zone = ...)")
+    fetched = open_provider(ref.source, context).history(ref.zone, start_s, end_s)
+    from wattlog.accounting.ledger.catalog import save_series  # the ledger loads only when storing
+
+    name = series_name(ref)
+    stored = save_series(ledger, name, fetched.series) if fetched.series.kg_per_kwh_by_hour else 0
+    return FetchReport(name, stored, fetched.missing)
+
+
+@dataclass(slots=True)
+class CachedIntensity:
+    """A provider's cached hours; an hour not cached takes the fallback (the site's figure), labelled.
+
+    Attributes:
+        cached: The hours stored in the ledger, each with its provenance.
+        fallback: The site's constant intensity.
+        fallback_hours: Hour starts that took the fallback so far (filled as hours are asked for).
+    """
+
+    cached: HourlySeries
+    fallback: IntensitySource
+    fallback_hours: set[int] = field(default_factory=set)
+
+    @property
+    def label(self) -> str:
+        """E.g. "ledger series electricitymaps-api:DE (...) (24 hours cached; others: 0.332 kg/kWh (...))"."""
+        n = len(self.cached.kg_per_kwh_by_hour)
+        origin = self.cached.origin or "no hours cached"
+        return f"{origin} ({n} hours cached; an hour not cached takes {self.fallback.label})"
+
+    @property
+    def constant_kg_per_kwh(self) -> None:
+        """None: the intensity changes by the hour."""
+        return None
+
+    def kg_per_kwh_at(self, t_s: float) -> Quantity:
+        """The cached hour's intensity, else the fallback's (and the hour is noted)."""
+        hour = hour_start_s(t_s)
+        value = self.cached.kg_per_kwh_by_hour.get(hour)
+        if value is not None:
+            return value
+        self.fallback_hours.add(hour)
+        return self.fallback.kg_per_kwh_at(t_s)
+
+    def provenance_at(self, t_s: float) -> HourProvenance:
+        """Where the hour containing `t_s` comes from; a fallback hour is marked estimated."""
+        hour = hour_start_s(t_s)
+        found = self.cached.provenance.get(hour)
+        if found is not None:
+            return found
+        return HourProvenance(f"not fetched: the site's constant, {self.fallback.label}", estimated=True)
+
+
+def open_cached(ref: IntensityRef, context: OpenContext) -> CachedIntensity:
+    """The hours of `ref`'s provider cached in the context's ledger, falling back to the site's constant.
+
+    Raises:
+        ConfigError: No site constant to fall back to.
+    """
+    if context.constant is None:
+        raise ConfigError(f"intensity source {ref.describe()!r} belongs to a site: name a site")
+    empty = HourlySeries({}, f"no ledger to read {series_name(ref)} from")
+    if context.ledger is None:
+        return CachedIntensity(empty, context.constant)
+    from wattlog.accounting.ledger.catalog import load_series  # the ledger loads only for these sites
+
+    try:
+        cached = load_series(context.ledger, series_name(ref))
+    except LedgerError:
+        cached = HourlySeries(
+            {}, f"ledger series {series_name(ref)} (not fetched yet: wattlog intensity fetch)"
+        )
+    return CachedIntensity(cached, context.constant)
+
+
+SOURCES: tuple[RegisteredSource, ...] = tuple(
+    RegisteredSource(name, f"{what}, fetched into the ledger", open_cached, fetches=True)
+    for name, (what, _) in PROVIDERS.items()
+)
+"""One registry entry per live provider."""
