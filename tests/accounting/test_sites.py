@@ -161,7 +161,7 @@ def test_a_site_names_its_intensity_source_series_and_zone(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
-        ('source = "eia930"', 'source = "no-such-grid"', "unknown intensity source 'no-such-grid': use constant"),
+        ('source = "eia930"', 'source = "nogrid"', "unknown intensity source 'nogrid': use constant"),
         ('series = "EIA930_BALANCE.csv"', "", "intensity source 'eia930' needs a series"),
         ('zone = "ERCO"', "zone = 3", r"\[sites.mylab.intensity\] takes strings"),
     ],
