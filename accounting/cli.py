@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from wattlog.accounting.intensity_cli import register as register_intensity
 from wattlog.accounting.ledger_cli import register as register_ledger
 from wattlog.accounting.node_cli import register as register_node
 from wattlog.accounting.ranges import format_quantity
@@ -34,6 +35,7 @@ def register(app: typer.Typer) -> None:
     register_node(app)
     register_ledger(app)
     register_windows(app)
+    register_intensity(app)
 
 
 def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RICH) -> None:
