@@ -17,12 +17,12 @@ from typing import Annotated
 import typer
 
 from wattlog.accounting.intensity.hours import HOUR_S, hour_start_s, iso_hour, timestamp_s
-from wattlog.accounting.intensity.live.cache import CachedIntensity, fetch_into_ledger
+from wattlog.accounting.intensity.live.cache import CachedIntensity, fetch_into_ledger, open_grid_water
 from wattlog.accounting.intensity.live.providers import PROVIDERS, ProviderContext, open_provider
 from wattlog.accounting.intensity.live.window import cleanest_window
 from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.store import Ledger
-from wattlog.accounting.ranges import bounds
+from wattlog.accounting.ranges import bounds, format_quantity
 from wattlog.accounting.render import TableFormat, render_grid, show
 from wattlog.accounting.sites import Site, get_site, site_catalog
 from wattlog.errors import ConfigError
@@ -85,10 +85,14 @@ def fetch(
         ledger = Ledger(engine)
         start_s, end_s = _span(ledger, run, start, end)
         context = ProviderContext(base_url=provider_url, progress=_progress)
-        report = fetch_into_ledger(ledger, chosen.intensity_source, start_s, end_s, context)
+        report = fetch_into_ledger(
+            ledger, chosen.intensity_source, start_s, end_s, context, chosen.wue_offsite_l_per_kwh
+        )
     finally:
         engine.dispose()
     print(f"stored {report.stored} hours in ledger series {report.series}")
+    if report.water_stored:
+        print(f"stored {report.water_stored} hours of grid water in ledger series water:{report.series}")
     if report.missing:
         first, last = iso_hour(report.missing[0]), iso_hour(report.missing[-1])
         print(
@@ -116,16 +120,35 @@ def hours(
         ledger = Ledger(engine)
         start_s, end_s = _span(ledger, run, start, end)
         intensity = chosen.open_intensity(ledger)
+        water = open_grid_water(chosen, ledger)
     finally:
         engine.dispose()
     assert isinstance(intensity, CachedIntensity)  # every provider source opens one
     cells = []
     for hour in range(hour_start_s(start_s), int(end_s), HOUR_S):
-        where = intensity.provenance_at(hour)
-        value = intensity.kg_per_kwh_at(hour)
-        cells.append([iso_hour(hour), f"{value:.4g}", "yes" if where.estimated else "no", where.source])
-    notes = [intensity.label]
-    show(render_grid(["Hour (UTC)", "kg CO2e/kWh", "Estimated", "Source"], cells, notes, fmt, right={1}))
+        where, wet = intensity.provenance_at(hour), water.provenance_at(hour)
+        cells.append(
+            [
+                iso_hour(hour),
+                format_quantity(intensity.kg_per_kwh_at(hour), ".4g"),
+                "yes" if where.estimated else "no",
+                where.source,
+                format_quantity(water.l_per_kwh_at(hour), ".4g"),
+                format_quantity(chosen.wue_offsite_l_per_kwh, ".4g"),
+                wet.source,
+            ]
+        )
+    notes = [intensity.label, "Grid water: off-site L/kWh from the hour's fuel mix; Site WUE: the constant"]
+    headers = [
+        "Hour (UTC)",
+        "kg CO2e/kWh",
+        "Estimated",
+        "Source",
+        "Grid water L/kWh",
+        "Site WUE",
+        "Water source",
+    ]
+    show(render_grid(headers, cells, notes, fmt, right={1, 4, 5}))
 
 
 def forecast(

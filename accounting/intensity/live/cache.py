@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from wattlog.accounting.grid_water import GridWater, water_series
 from wattlog.accounting.intensity.base import (
     HourlySeries,
     HourProvenance,
@@ -22,12 +23,15 @@ from wattlog.accounting.intensity.base import (
     RegisteredSource,
 )
 from wattlog.accounting.intensity.hours import hour_start_s
+from wattlog.accounting.intensity.live.client import hours_between
+from wattlog.accounting.intensity.live.eia_api import EiaApi
 from wattlog.accounting.intensity.live.providers import PROVIDERS, ProviderContext, open_provider
 from wattlog.accounting.ranges import Quantity
 from wattlog.errors import ConfigError, LedgerError
 
 if TYPE_CHECKING:
     from wattlog.accounting.ledger.store import Ledger
+    from wattlog.accounting.sites import Site
 
 
 def series_name(ref: IntensityRef) -> str:
@@ -43,19 +47,29 @@ class FetchReport:
         series: The stored series' name.
         stored: Hours stored (added or refreshed).
         missing: Hour starts (Unix s) the provider did not give: they take the site's constant.
+        water_stored: Hours of grid water stored (providers that give the fuel mix).
     """
 
     series: str
     stored: int
     missing: tuple[int, ...]
+    water_stored: int = 0
 
 
 def fetch_into_ledger(
-    ledger: Ledger, ref: IntensityRef, start_s: float, end_s: float, context: ProviderContext | None = None
+    ledger: Ledger,
+    ref: IntensityRef,
+    start_s: float,
+    end_s: float,
+    context: ProviderContext | None = None,
+    site_wue_l_per_kwh: Quantity | None = None,
 ) -> FetchReport:
     """Fetch the hours of [start_s, end_s) from the provider `ref` names and store them in `ledger`.
 
     Nothing is stored when the provider fails: a bad answer raises before the ledger is touched.
+    With `site_wue_l_per_kwh`, a provider that gives the fuel mix (eia-api) also stores the
+    hours' grid water (:func:`water_series_name`), the site's WUE standing in for fuels without
+    a factor.
 
     Raises:
         ConfigError: `ref` names no live provider, or its key is not in the environment.
@@ -63,12 +77,42 @@ def fetch_into_ledger(
     """
     if not ref.zone:
         raise ConfigError(f"intensity source {ref.source!r} needs a zone ([sites.NAME.intensity] zone = ...)")
-    fetched = open_provider(ref.source, context).history(ref.zone, start_s, end_s)
+    provider = open_provider(ref.source, context)
+    water = None
+    if isinstance(provider, EiaApi) and site_wue_l_per_kwh is not None:
+        mixes = provider.generation(ref.zone, start_s, end_s)  # one fetch gives carbon and water
+        fetched = provider.from_mixes(ref.zone, hours_between(start_s, end_s), mixes)
+        water = water_series(mixes, ref.zone, site_wue_l_per_kwh, fetched.series.origin)
+    else:
+        fetched = provider.history(ref.zone, start_s, end_s)
     from wattlog.accounting.ledger.catalog import save_series  # the ledger loads only when storing
 
     name = series_name(ref)
     stored = save_series(ledger, name, fetched.series) if fetched.series.kg_per_kwh_by_hour else 0
-    return FetchReport(name, stored, fetched.missing)
+    water_stored = 0
+    if water is not None and water.kg_per_kwh_by_hour:
+        water_stored = save_series(ledger, water_series_name(ref), water)
+    return FetchReport(name, stored, fetched.missing, water_stored)
+
+
+def water_series_name(ref: IntensityRef) -> str:
+    """The stored series of a provider's grid water (L/kWh per hour), beside its intensity."""
+    return f"water:{series_name(ref)}"
+
+
+def open_grid_water(site: Site, ledger: Ledger | None) -> GridWater:
+    """The site's grid water per hour cached in `ledger`; hours without a mix take the site's WUE."""
+    ref = site.intensity_source
+    wue, source = site.wue_offsite_l_per_kwh, site.source("wue_offsite_l_per_kwh")
+    empty = HourlySeries({}, "no grid mix cached")
+    if ledger is None or ref.source not in PROVIDERS:
+        return GridWater(empty, wue, source)
+    from wattlog.accounting.ledger.catalog import load_series
+
+    try:
+        return GridWater(load_series(ledger, water_series_name(ref)), wue, source)
+    except LedgerError:
+        return GridWater(empty, wue, source)
 
 
 @dataclass(slots=True)

@@ -88,11 +88,14 @@ class EiaApi:
 
     def history(self, zone: str, start_s: float, end_s: float) -> Fetch:
         """The hours of [start_s, end_s) in authority `zone`: generation by fuel x per-fuel factors."""
-        wanted = hours_between(start_s, end_s)
+        return self.from_mixes(zone, hours_between(start_s, end_s), self.generation(zone, start_s, end_s))
+
+    def from_mixes(self, zone: str, wanted: list[int], mixes: Mapping[int, Mapping[str, float]]) -> Fetch:
+        """The intensity of each hour of `wanted` from its generation by fuel (:meth:`generation`)."""
         values: dict[int, float] = {}
         provenance: dict[int, HourProvenance] = {}
         fetched_s = self.clock()
-        for hour, mix in self.generation(zone, start_s, end_s).items():
+        for hour, mix in mixes.items():
             mixed = mix_intensity(mix)
             if mixed is None:
                 continue  # no generation reported: the hour stays missing

@@ -114,3 +114,37 @@ def test_a_site_without_a_provider_is_told_how_to_name_one(
 ) -> None:
     assert main(["intensity", "forecast", "--site", "jupiter", "--hours", "2", *args[:2]]) == 2
     assert "not a live provider: set [sites.jupiter.intensity] source" in capsys.readouterr().err
+
+
+def test_eia_fetch_stores_grid_water_shown_beside_the_constant(
+    httpserver: HTTPServer,
+    tmp_path: Path,
+    args: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("EIA_API_KEY", "k-456")
+    sites = Path(args[1])
+    ercot = "\n[sites.ercot]\npue = 1.2\nwue_onsite_l_per_kwh = 0.0\nwue_offsite_l_per_kwh = 1.29\n"
+    ercot += (
+        'carbon_intensity_kg_per_kwh = 0.332\n[sites.ercot.intensity]\nsource = "eia-api"\nzone = "ERCO"\n'
+    )
+    sites.write_text(SITES + ercot, encoding="utf-8")
+    rows = [
+        {"period": iso_hour(T0 + H)[:13], "respondent": "ERCO", "fueltype": f, "value": 100}
+        for f in ("COL", "WND")
+    ]
+    httpserver.expect_request("/v2/electricity/rto/fuel-type-data/data/").respond_with_json(
+        {"response": {"total": 2, "data": rows}}
+    )
+    span = ["--start", iso_hour(T0), "--end", iso_hour(T0 + 2 * H)]
+    url = ["--provider-url", httpserver.url_for("")]
+    assert (
+        main(["intensity", "fetch", "--site", "ercot", *span, *args, *url]) == 1
+    )  # the second hour is missing
+    assert "stored 1 hours of grid water in ledger series water:eia-api:ERCO" in capsys.readouterr().out
+    assert main(["intensity", "hours", "--site", "ercot", *span, *args, "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # coal and wind half and half: (0.820 + 0.011) / 2 = 0.4155 kg/kWh; (2.601 + 0) / 2 = 1.3005 L/kWh
+    assert lines[1].startswith("2026-03-29T00:00Z,0.4155,no,") and ",1.301,1.29,grid mix of ERCO" in lines[1]
+    assert ',0.332,yes,"not fetched' in lines[2] and ',1.29,1.29,"no fuel mix' in lines[2]
