@@ -16,36 +16,7 @@ from wattlog.errors import ConfigError
 H = 3600
 T0 = 1_774_742_400  # 2026-03-29T00:00Z
 RUN = {T0: 1.0, T0 + H: 1.0, T0 + 2 * H: 1.0}  # IT MWh per hour
-MARKET_FILE = """
-[sites.mylab.market]
-residual_mix_kg_per_kwh = 0.5
-residual_mix_source = "a published residual mix (test figure)"
-
-[[sites.mylab.market.instruments]]
-id = "ppa"
-kind = "ppa"
-mwh = 2.4
-kg_per_kwh = 0.0
-source = "PPA, wind, delivered 00:00-03:00"
-start = "2026-03-29T00:00Z"
-end = "2026-03-29T03:00Z"
-
-[[sites.mylab.market.instruments]]
-id = "rec"
-kind = "certificate"
-mwh = 1.0
-kg_per_kwh = 0.0
-source = "unbundled certificate, vintage 2026"
-vintage = 2026
-
-[[sites.mylab.market.instruments]]
-id = "supplier"
-kind = "supplier"
-mwh = 10.0
-kg_per_kwh = 0.2
-source = "supplier-specific factor 2026"
-vintage = 2026
-"""
+MARKET_FILE = (Path(__file__).parent / "data" / "market_example.toml").read_text(encoding="utf-8")
 
 
 @pytest.fixture
