@@ -30,6 +30,7 @@ def test_every_source_is_found_by_its_name_and_an_unknown_one_lists_them() -> No
         "electricitymaps-api",
         "electricitymaps-api-lca",
         "watttime",
+        "watttime-average",
         "ukgrid",
         "eia-api",
     ]

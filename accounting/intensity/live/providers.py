@@ -71,11 +71,11 @@ def _electricitymaps(context: ProviderContext, lifecycle: bool) -> LiveProvider:
     return electricitymaps_api.ElectricityMapsApi(client, token, context.clock, context.progress, lifecycle)
 
 
-def _watttime(context: ProviderContext) -> LiveProvider:
+def _watttime(context: ProviderContext, signal: str) -> LiveProvider:
     user = env_secret(watttime.USER_ENV, watttime.NAME, context.environ)
     password = env_secret(watttime.PASSWORD_ENV, watttime.NAME, context.environ)
     client = context.client(watttime.NAME, watttime.BASE_URL, [password])
-    return watttime.WattTime(client, user, password, context.clock, context.progress)
+    return watttime.WattTime(client, user, password, context.clock, context.progress, signal)
 
 
 def _ukgrid(context: ProviderContext) -> LiveProvider:
@@ -98,7 +98,14 @@ PROVIDERS: Mapping[str, tuple[str, Callable[[ProviderContext], LiveProvider]]] =
         f"Electricity Maps API v3, life-cycle (key: {electricitymaps_api.TOKEN_ENV})",
         lambda c: _electricitymaps(c, lifecycle=True),
     ),
-    watttime.NAME: (f"WattTime v3 marginal (login: {watttime.USER_ENV}, {watttime.PASSWORD_ENV})", _watttime),
+    watttime.NAME: (
+        f"WattTime v3 marginal, co2_moer (login: {watttime.USER_ENV}, {watttime.PASSWORD_ENV})",
+        lambda c: _watttime(c, "co2_moer"),
+    ),
+    f"{watttime.NAME}-average": (
+        f"WattTime v3 average, co2_aoer, if licensed (login: {watttime.USER_ENV}, {watttime.PASSWORD_ENV})",
+        lambda c: _watttime(c, "co2_aoer"),
+    ),
     ukgrid.NAME: ("NESO carbon intensity API, zone GB (no key)", _ukgrid),
     eia_api.NAME: (f"EIA API v2 generation by fuel (key: {eia_api.KEY_ENV})", _eia),
 }

@@ -95,7 +95,10 @@ def test_rate_limit_waits_as_told_then_succeeds(
 
 
 def test_outage_past_the_retries_is_an_error(
-    httpserver: HTTPServer, context: Callable[..., ProviderContext], sleeps: list[float]
+    httpserver: HTTPServer,
+    context: Callable[..., ProviderContext],
+    sleeps: list[float],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     httpserver.expect_request("/v3/carbon-intensity/past-range").respond_with_response(
         Response("down", status=503)
@@ -104,6 +107,28 @@ def test_outage_past_the_retries_is_an_error(
     with pytest.raises(ProviderError, match="HTTP 503"):
         provider.history("DE", T0, T0 + H)
     assert len(sleeps) == 2
+    assert "retrying" in caplog.text and TOKEN not in caplog.text  # the retries are logged, never the key
+
+
+def test_watttime_average_signal_where_licensed(
+    httpserver: HTTPServer, context: Callable[..., ProviderContext]
+) -> None:
+    httpserver.expect_request("/login").respond_with_json({"token": "wt-jwt"})
+    meta = {**_wt_meta(), "signal_type": "co2_aoer"}
+    httpserver.expect_request(
+        "/v3/historical",
+        query_string={
+            "region": "CAISO_NORTH",
+            "start": iso_second(T0),
+            "end": iso_second(T0 + H - 1),
+            "signal_type": "co2_aoer",
+        },
+    ).respond_with_json({"data": _wt_points(T0, 12, 600.0), "meta": meta})
+    fetched = open_provider("watttime-average", context(WATTTIME_USER="u", WATTTIME_PASSWORD="p")).history(
+        "CAISO_NORTH", T0, T0 + H
+    )
+    assert fetched.series.kg_per_kwh_by_hour[T0] == pytest.approx(600 * 0.45359237 / 1000)
+    assert "average (co2_aoer)" in fetched.series.provenance[T0].source
 
 
 def test_a_missing_key_names_the_variable(context: Callable[..., ProviderContext]) -> None:
