@@ -148,3 +148,31 @@ def test_eia_fetch_stores_grid_water_shown_beside_the_constant(
     # coal and wind half and half: (0.820 + 0.011) / 2 = 0.4155 kg/kWh; (2.601 + 0) / 2 = 1.3005 L/kWh
     assert lines[1].startswith("2026-03-29T00:00Z,0.4155,no,") and ",1.301,1.29,grid mix of ERCO" in lines[1]
     assert ',0.332,yes,"not fetched' in lines[2] and ',1.29,1.29,"no fuel mix' in lines[2]
+
+
+def test_fetch_a_runs_hours_and_a_provider_without_forecast(
+    httpserver: HTTPServer,
+    args: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from wattlog.accounting.ledger import Ledger, make_engine
+    from wattlog.clock import FakeClock
+
+    clock = FakeClock(0.0, wall_offset_s=T0 + 600)
+    ledger = Ledger(make_engine(args[3]), clock)
+    ledger.start_run("r")
+    clock.sleep(3000.0)
+    ledger.end_run("r")  # 00:10Z .. 01:00Z: one hour
+    halves = [_half(T0, 100), _half(T0 + 1800, 100)]
+    httpserver.expect_request(f"/intensity/{iso_hour(T0)}/{iso_hour(T0 + H)}").respond_with_json(
+        {"data": halves}
+    )
+    url = ["--provider-url", httpserver.url_for("")]
+    assert main(["intensity", "fetch", "--site", "gbdc", "--run", "r", *args, *url]) == 0
+    assert "stored 1 hours in ledger series ukgrid:GB" in capsys.readouterr().out
+    monkeypatch.setenv("EIA_API_KEY", "k")
+    sites = Path(args[1])
+    sites.write_text(SITES.replace('"electricitymaps-api"', '"eia-api"'), encoding="utf-8")
+    assert main(["intensity", "forecast", "--site", "emdc", "--hours", "1", *args[:2]]) == 2
+    assert "eia-api gives no forecast for zone DE" in capsys.readouterr().err

@@ -259,3 +259,29 @@ def test_eia_refusal_hides_the_key_in_the_url(
     with pytest.raises(ProviderError) as raised:
         open_provider("eia-api", context(EIA_API_KEY="eia-key")).history("ERCO", T0, T0 + H)
     assert "eia-key" not in str(raised.value) and "api_key=***" in str(raised.value)
+
+
+def test_electricitymaps_forecast_hours_are_marked_forecast(
+    httpserver: HTTPServer, context: Callable[..., ProviderContext]
+) -> None:
+    points = [{"carbonIntensity": g, "datetime": iso_second(T0 + i * H)} for i, g in enumerate([200, 150])]
+    httpserver.expect_request(
+        "/v3/carbon-intensity/forecast", query_string={"zone": "DE", "emissionFactorType": "lifecycle"}
+    ).respond_with_json({"zone": "DE", "forecast": points, "updatedAt": iso_second(T0)})
+    fetched = open_provider("electricitymaps-api-lca", context(ELECTRICITYMAPS_TOKEN=TOKEN)).forecast("DE")
+    assert dict(fetched.series.kg_per_kwh_by_hour) == {T0: 0.2, T0 + H: 0.15}
+    where = fetched.series.provenance[T0]
+    assert where.estimated and ", forecast, lifecycle," in where.source
+
+
+def test_watttime_forecast_is_hourly_means(
+    httpserver: HTTPServer, context: Callable[..., ProviderContext]
+) -> None:
+    httpserver.expect_request("/login").respond_with_json({"token": "wt-jwt"})
+    points = _wt_points(T0, 6, 1000.0) + _wt_points(T0 + 1800, 6, 2000.0)  # a mean of 1500 lb/MWh
+    httpserver.expect_request("/v3/forecast").respond_with_json({"data": points, "meta": _wt_meta()})
+    fetched = open_provider("watttime", context(WATTTIME_USER="u", WATTTIME_PASSWORD="p")).forecast(
+        "CAISO_NORTH"
+    )
+    assert fetched.series.kg_per_kwh_by_hour[T0] == pytest.approx(1.5 * 0.45359237)
+    assert ", forecast, " in fetched.series.provenance[T0].source
