@@ -142,7 +142,9 @@ def load_markets(path: Path | str) -> dict[str, Market]:
         return {
             name.lower(): _market(table.get("market")) for name, table in sites.items() if "market" in table
         }
-    except (ConfigError, KeyError, TypeError, ValueError) as error:
+    except KeyError as error:
+        raise ConfigError(f"{path}: a market table or instrument lacks {error.args[0]!r}") from None
+    except (ConfigError, TypeError, ValueError) as error:
         raise ConfigError(f"{path}: {error}") from None
 
 

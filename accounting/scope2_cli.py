@@ -1,9 +1,10 @@
 """`wattlog scope2 RUN...`: location-based and market-based CO2 side by side, annual and hourly matching.
 
 Runs are matched in the order given, each instrument's MWh used once across them (so list a
-year's runs together). Location-based CO2 takes the site's intensity path (hourly where the
-site names a series or provider); market-based takes the site's instruments and residual mix
-from ``--market-file`` (:mod:`wattlog.accounting.market`).
+year's runs together: the ledger does not yet record what an earlier call used). Location-based
+CO2 takes the site's intensity path (hourly where the site names a series or provider);
+market-based takes the site's instruments and residual mix from ``--market-file``
+(:mod:`wattlog.accounting.market`).
 """
 
 from __future__ import annotations

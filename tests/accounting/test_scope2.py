@@ -80,3 +80,10 @@ def test_invalid_instruments_are_refused(make: object, match: str) -> None:
 def test_a_range_pue_is_refused(market: Market) -> None:
     with pytest.raises(ConfigError, match="one PUE"):
         Allocation(market, Matching.ANNUAL).apply(RUN, Range(1.1, 1.2))
+
+
+def test_a_market_file_missing_a_figure_names_it(tmp_path: Path) -> None:
+    path = tmp_path / "m.toml"
+    path.write_text(MARKET_FILE.replace("mwh = 2.4\n", ""), encoding="utf-8")
+    with pytest.raises(ConfigError, match="lacks 'mwh'"):
+        load_markets(path)

@@ -15,7 +15,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.message import Message
 from typing import Any
@@ -143,7 +143,6 @@ class HttpClient:
     backoff_s: float = 1.0
     timeout_s: float = 30.0
     max_wait_s: float = 60.0
-    requests: int = field(default=0, init=False)
 
     def get_json(
         self,
@@ -162,7 +161,6 @@ class HttpClient:
         request = urllib.request.Request(url, headers=dict(headers or {}))
         wait_s = self.backoff_s
         for attempt in range(self.retries + 1):
-            self.requests += 1
             try:
                 with self.opener(request, timeout=self.timeout_s) as response:
                     body = response.read()

@@ -66,9 +66,9 @@ def cleanest_window(
         if all(s + i * HOUR_S in forecast for i in range(hours))
     }
     if not starts or starts[0] not in sums:
-        covered = len(starts)
         raise ConfigError(
-            f"the forecast covers {covered} consecutive hours from now, fewer than the job's {hours}"
+            f"the forecast ({len(starts)} hours) has no {hours} consecutive hours from its first: "
+            "too short (or gapped) to place the job"
         )
     best = min(sums, key=lambda s: (sums[s], s))  # ties: the earliest
     now = starts[0]
