@@ -3,7 +3,8 @@
 ``GET /v3/carbon-intensity/past-range?zone=Z&start=ISO&end=ISO`` (hourly, at most 10 days a
 request) answers ``{"zone": Z, "data": [{"datetime", "carbonIntensity", "isEstimated",
 "estimationMethod", "emissionFactorType", ...}]}``; ``/history`` (the last 24 hours) answers the
-same points under ``"history"``; ``/forecast`` under ``"forecast"``. Intensity is gCO2eq/kWh.
+same points under ``"history"``; ``/forecast`` under ``"forecast"``; ``/latest`` is one point.
+Intensity is gCO2eq/kWh.
 The key goes in the ``auth-token`` header, from ``ELECTRICITYMAPS_TOKEN``. Direct (operational)
 factors are asked for by default, as the OLMo 2 paper's figures are; ``lifecycle`` asks for
 life-cycle ones.
@@ -86,6 +87,17 @@ class ElectricityMapsApi:
         provenance: dict[int, HourProvenance] = {}
         self._read(_points(answer, "forecast", self.client), zone, values, provenance, forecast=True)
         return assemble(values, provenance, f"{NAME} {zone} forecast ({self.factor})", sorted(values))
+
+    def latest(self, zone: str) -> Fetch:
+        """The current hour of `zone` (``/v3/carbon-intensity/latest``: one point, often estimated)."""
+        params = {"zone": zone, "emissionFactorType": self.factor}
+        answer = self.client.get_json("/v3/carbon-intensity/latest", params, self._headers)
+        if not isinstance(answer, dict):
+            raise self.client.fail(f"expected a JSON object, got {str(answer)[:200]}")
+        values: dict[int, float] = {}
+        provenance: dict[int, HourProvenance] = {}
+        self._read([answer], zone, values, provenance, forecast=False)
+        return assemble(values, provenance, f"{NAME} {zone} latest ({self.factor})", sorted(values))
 
     @property
     def _headers(self) -> dict[str, str]:

@@ -12,6 +12,7 @@ from werkzeug import Request, Response
 from tests.accounting.live.conftest import NOW, T0
 from wattlog.accounting.intensity.hours import iso_hour
 from wattlog.accounting.intensity.live.client import ProviderError, iso_second
+from wattlog.accounting.intensity.live.electricitymaps_api import ElectricityMapsApi
 from wattlog.accounting.intensity.live.providers import ProviderContext, open_provider
 from wattlog.errors import ConfigError
 
@@ -285,3 +286,15 @@ def test_watttime_forecast_is_hourly_means(
     )
     assert fetched.series.kg_per_kwh_by_hour[T0] == pytest.approx(1.5 * 0.45359237)
     assert ", forecast, " in fetched.series.provenance[T0].source
+
+
+def test_electricitymaps_latest_is_one_hour(
+    httpserver: HTTPServer, context: Callable[..., ProviderContext]
+) -> None:
+    httpserver.expect_request("/v3/carbon-intensity/latest").respond_with_json(
+        _em_point(T0, 420, estimated=True)
+    )
+    provider = open_provider("electricitymaps-api", context(ELECTRICITYMAPS_TOKEN=TOKEN))
+    assert isinstance(provider, ElectricityMapsApi)
+    fetched = provider.latest("DE")
+    assert dict(fetched.series.kg_per_kwh_by_hour) == {T0: 0.42} and fetched.series.provenance[T0].estimated
