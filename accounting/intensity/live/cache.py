@@ -22,7 +22,7 @@ from wattlog.accounting.intensity.base import (
     OpenContext,
     RegisteredSource,
 )
-from wattlog.accounting.intensity.hours import hour_start_s
+from wattlog.accounting.intensity.hours import hour_start_s, iso_hour
 from wattlog.accounting.intensity.live.client import hours_between
 from wattlog.accounting.intensity.live.eia_api import EiaApi
 from wattlog.accounting.intensity.live.providers import PROVIDERS, ProviderContext, open_provider
@@ -131,10 +131,15 @@ class CachedIntensity:
 
     @property
     def label(self) -> str:
-        """E.g. "ledger series electricitymaps-api:DE (...) (24 hours cached; others: 0.332 kg/kWh (...))"."""
+        """The cached series, and the hours that took the site's constant once any did (as tables read it)."""
         n = len(self.cached.kg_per_kwh_by_hour)
         origin = self.cached.origin or "no hours cached"
-        return f"{origin} ({n} hours cached; an hour not cached takes {self.fallback.label})"
+        if not self.fallback_hours:
+            return f"{origin} ({n} hours cached; an hour not cached takes {self.fallback.label})"
+        first, count = iso_hour(min(self.fallback_hours)), len(self.fallback_hours)
+        return (
+            f"{origin} ({n} hours cached; {count} hours from {first} not cached took {self.fallback.label})"
+        )
 
     @property
     def constant_kg_per_kwh(self) -> None:

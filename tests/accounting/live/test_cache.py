@@ -68,7 +68,7 @@ def test_a_run_is_accounted_from_cached_hours_offline(
         fallback.estimated
         and "not fetched: the site's constant, 0.3 kg/kWh (our grid average)" in fallback.source
     )
-    assert "2 hours cached; an hour not cached takes 0.3 kg/kWh" in intensity.label
+    assert "2 hours cached; 1 hours from 2026-03-29T02:00Z not cached took 0.3 kg/kWh" in intensity.label
 
 
 def test_live_figure_equals_the_table_for_the_same_hours(
