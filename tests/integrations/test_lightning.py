@@ -73,9 +73,9 @@ def test_the_loggers_receive_the_footprint_and_the_run_ends_with_the_table(
     [metrics_csv] = (tmp_path / "logs").rglob("metrics.csv")
     header, *rows = metrics_csv.read_text().splitlines()
     columns = header.split(",")
-    for key in ("wattlog/simulated/energy_j", "wattlog/simulated/co2_kg", "wattlog/simulated/water_l"):
+    for key in ("wattlog/energy_j", "wattlog/co2_kg", "wattlog/water_l"):
         assert key in columns, columns
-    energy = [float(r.split(",")[columns.index("wattlog/simulated/energy_j")] or 0) for r in rows]
+    energy = [float(r.split(",")[columns.index("wattlog/energy_j")] or 0) for r in rows]
     assert energy[-1] > 0 and energy == sorted(energy)  # cumulative, what any logger (W&B, MLflow) gets
     ledger = Ledger(make_engine(tracker_kwargs["db"]))
     assert ledger.get_run("pl-run").status == "finished"
