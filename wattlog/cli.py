@@ -18,6 +18,7 @@ from wattlog import __version__
 from wattlog.accounting.cli import register as register_accounting
 from wattlog.dashboards.cli import register as register_dashboards
 from wattlog.errors import WattlogError
+from wattlog.extras import MissingExtra
 from wattlog.telemetry.cli import register as register_telemetry
 from wattlog.trainer.commands import register as register_trainer
 
@@ -57,8 +58,15 @@ def main(argv: list[str] | None = None) -> int:
         The process exit code.
     """
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = sys.argv[1:] if argv is None else argv
     try:
-        result = app(args=argv, prog_name="wattlog", standalone_mode=False)
+        try:
+            result = app(args=args, prog_name="wattlog", standalone_mode=False)
+        except ModuleNotFoundError as error:  # an optional extra not installed: one line with the pip command
+            missing = MissingExtra.of(error, f"wattlog {args[0]}" if args else "wattlog")
+            if missing is None:
+                raise
+            raise missing from error
     except WattlogError as error:
         # One line whatever the terminal width; the message is text, not rich markup ("[sites.NAME]").
         stderr = Console(stderr=True, highlight=False, soft_wrap=True)

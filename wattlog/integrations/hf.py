@@ -36,10 +36,14 @@ from typing import Any
 from rich.console import Console
 
 from wattlog.errors import WattlogError
-from wattlog.integrations import require
-from wattlog.integrations.session import SOURCE_KEY, TrackerSession
+from wattlog.extras import require
 
+# Before the session (which imports torch), so a missing extra is its one line, not a traceback.
 _transformers = require("transformers", "hf")
+require("torch", "hf")
+
+from wattlog.integrations.session import SOURCE_KEY, TrackerSession  # noqa: E402
+
 log = logging.getLogger(__name__)
 
 __all__ = ["WattlogCallback"]

@@ -28,10 +28,13 @@ from typing import Any
 
 from rich.console import Console
 
-from wattlog.integrations import require
-from wattlog.integrations.session import SOURCE_KEY, TrackerSession
+from wattlog.extras import require
 
+# Before the session (which imports torch), so a missing extra is its one line, not a traceback.
 _pl = require("lightning.pytorch", "lightning")
+require("torch", "lightning")
+
+from wattlog.integrations.session import SOURCE_KEY, TrackerSession  # noqa: E402
 
 __all__ = ["WattlogCallback", "tokens_in"]
 
