@@ -107,7 +107,9 @@ def _impact_line(row: TableRow, site: str) -> str:
         return f"CO2, water: - (site {site})"
     parts = []
     if co2 is not None:
-        parts.append(f"CO2 {readable_range(*(v * 1e6 for v in bounds(co2)), 'mass')} CO2e")
+        lo, hi = bounds(co2)
+        parts.append(f"CO2 {readable_range(lo * 1e6, hi * 1e6, 'mass')} CO2e")  # t -> g
     if water is not None:
-        parts.append(f"water {readable_range(*(v * 1e3 for v in bounds(water)), 'volume')}")
+        lo, hi = bounds(water)
+        parts.append(f"water {readable_range(lo * 1e3, hi * 1e3, 'volume')}")  # kL -> L
     return f"{', '.join(parts)} (site {site})"
