@@ -10,8 +10,8 @@ Every process (rank) reports its optimizer steps to its own tracker; local rank 
 runs the node's agent. Each logging step's ``logs`` gain ``wattlog/energy_j`` (with its band
 ``energy_j_low``/``energy_j_high``), ``wattlog/co2_kg``, ``wattlog/water_l`` and, once tokens are
 known, ``wattlog/tokens_per_joule``; the keys are the same on every machine, and the energy's source
-label is a separate value, ``wattlog/energy_source``, logged when first known. They reach the reporters
-(W&B, MLflow, TensorBoard, ...) see them. For that the callback must run first, and an
+label is a separate value, ``wattlog/energy_source``, logged when first known. For the reporters
+(W&B, MLflow, TensorBoard, ...) to see them the callback must run first, and an
 exception that ends ``train()`` must be seen (transformers has no exception hook):
 ``attach(trainer)`` does both, and a callback passed in ``callbacks=[...]`` attaches itself
 when the Trainer is built (``on_init_end``). A checkpoint
