@@ -34,6 +34,7 @@ PREFIX = "wattlog"
 SOURCE_KEY = f"{PREFIX}/energy_source"
 """The energy's source label, logged beside the figures when it is first known and when it changes."""
 TOKENS_PER_JOULE = f"{PREFIX}/tokens_per_joule"
+"""Tokens per joule: logged only once tokens were reported (else the session says why, once)."""
 
 
 def figures_of(
