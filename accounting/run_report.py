@@ -1,4 +1,9 @@
-"""What `wattlog demo` and `wattlog run` print at the end: the run beside Table 19, and its split.
+"""What a run prints at the end: a few lines of its figures, or (asked) the run beside Table 19.
+
+:func:`print_run_summary` is the default of `wattlog run` and the framework callbacks:
+energy with its band and source, CO2 and water (or what to pass for them), the ledger, and
+the command that prints the full table. :func:`print_run_report` is that table and the
+run's energy split (`wattlog demo`, `wattlog run --table`).
 
 The Table-19 layout keeps the paper's MWh, tonnes and kilolitres; a small run
 then reads "0.0000138", so the run's figures follow in readable units (Wh and
@@ -11,13 +16,16 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from wattlog.accounting.footprint import energy_label
 from wattlog.accounting.ledger import Ledger, describe_url
+from wattlog.accounting.ledger.views import EnergyTotal
+from wattlog.accounting.ranges import bounds
 from wattlog.accounting.reference import reference_table_rows
-from wattlog.accounting.render import TableFormat, footnotes, readable_summary, render, show
+from wattlog.accounting.render import TableFormat, TableRow, footnotes, readable_summary, render, show
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
 from wattlog.accounting.split import Use, energy_split
-from wattlog.accounting.units import readable
+from wattlog.accounting.units import mwh_to_j, readable, readable_range
 
 _LABELS = {
     Use.PRODUCTIVE: "productive training",
@@ -51,3 +59,57 @@ def print_run_report(ledger: Ledger, run: str, db: str | None, console: Console 
     console.print(f"Ledger: {describe_url(db)}  (`wattlog table {run} --db ...` prints this row again)")
     # Last, so the run's own figures are what the terminal shows when the command ends.
     console.print(readable_summary(row), highlight=False, markup=False)
+
+
+def summary_lines(ledger: Ledger, run: str, db: str | None) -> list[str]:
+    """Four lines: energy (band, source), CO2 and water (or what to pass), the ledger, the table's command."""
+    info = ledger.get_run(run)
+    row = run_row(ledger, info, TableOptions(catalog=site_catalog()))
+    db_part = f" --db {db}" if db else ""
+    return [
+        _energy_line(row, ledger.energy_totals(info.id)),
+        _impact_line(row, info.site),
+        f"Ledger: {describe_url(db)}",
+        f"Full table beside Table 19: wattlog table {run} --reference{db_part}",
+    ]
+
+
+def print_run_summary(ledger: Ledger, run: str, db: str | None, console: Console | None = None) -> None:
+    """Print :func:`summary_lines` (what a run shows at its end unless the full table is asked for)."""
+    console = console or Console()
+    for line in summary_lines(ledger, run, db):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def _energy_line(row: TableRow, totals: list[EnergyTotal]) -> str:
+    """Energy with its band and source: the table's figure, else (no site) the ledger's per-device sums."""
+    energy = row.figure("total_power_mwh")
+    if energy is not None:
+        band = row.energy_band_mwh if row.energy_band_mwh is not None else energy
+        mid = mwh_to_j(sum(bounds(energy)) / 2)
+        lo, hi = (mwh_to_j(v) for v in bounds(band))
+        source = row.energy_source
+    elif totals:
+        mid = sum(t.energy_j for t in totals)
+        lo, hi = sum(t.low_j for t in totals), sum(t.high_j for t in totals)
+        source = energy_label(t.source for t in totals)
+    else:
+        return "Energy: - (no energy recorded)"
+    return f"Energy: {readable(mid, 'energy')} (band {readable_range(lo, hi, 'energy')}; source: {source})"
+
+
+def _impact_line(row: TableRow, site: str) -> str:
+    """CO2 and water in readable units, with the site they use; or, without a site, what to pass."""
+    co2, water = row.figure("co2_t"), row.figure("water_kl")
+    if co2 is None and water is None:
+        if not site:
+            return "CO2, water: no site given; pass site=... (Python) or --site (CLI), see `wattlog sites`"
+        return f"CO2, water: - (site {site})"
+    parts = []
+    if co2 is not None:
+        lo, hi = bounds(co2)
+        parts.append(f"CO2 {readable_range(lo * 1e6, hi * 1e6, 'mass')} CO2e")  # t -> g
+    if water is not None:
+        lo, hi = bounds(water)
+        parts.append(f"water {readable_range(lo * 1e3, hi * 1e3, 'volume')}")  # kL -> L
+    return f"{', '.join(parts)} (site {site})"

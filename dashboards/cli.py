@@ -157,8 +157,11 @@ def report(
     import os
 
     from wattlog.accounting.ledger import ENV_VAR, describe_url
+    from wattlog.extras import MissingExtra, installed
     from wattlog.telemetry.supervise import Supervisor
 
+    if not installed("streamlit"):  # before the URL: a report that cannot start has no address
+        raise MissingExtra("streamlit", "dashboards", "wattlog report")
     env = {**os.environ, ENV_VAR: db} if db else dict(os.environ)
     print(f"carbon report of {describe_url(db)} on http://{host}:{port} (Ctrl-C stops)", flush=True)
     with Supervisor(grace_s=5.0) as supervisor:

@@ -103,6 +103,9 @@ def run(
     requests: RequestsOption = None,
     flush_s: FlushOption = 10.0,
     lock_dir: LockDirOption = None,
+    table: Annotated[
+        bool, typer.Option("--table", help="End with the run beside Table 19 (default: five lines).")
+    ] = False,
 ) -> int:
     """Run COMMAND with an agent sampling the node and record the run; exit with its code.
 
@@ -137,7 +140,7 @@ def run(
         gpu_hours=gpu_hours,
         requests=requests,
     )
-    return run_command(command, config)
+    return run_command(command, config, table=table)
 
 
 def health_check(

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from wattlog.accounting.run_report import print_run_report
+from wattlog.accounting.run_report import print_run_report, print_run_summary
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.telemetry.sinks import INCOMPLETE_EXIT
 from wattlog.telemetry.supervise import Ending, Supervisor
@@ -22,16 +22,21 @@ INCOMPLETE = INCOMPLETE_EXIT
 """Exit code of a run whose command succeeded but whose energy rows are not all in the ledger."""
 
 
-def run_command(command: Sequence[str], config: SessionConfig, *, console: Console | None = None) -> int:
+def run_command(
+    command: Sequence[str], config: SessionConfig, *, console: Console | None = None, table: bool = False
+) -> int:
     """Run `command` in a run session; returns its exit code by shell convention.
 
     A command that succeeded but whose energy rows are not all in the ledger exits INCOMPLETE (75).
+    The run ends with five lines (its status, energy, CO2 and water, the ledger, the command that
+    prints the full table); a command that could not start has its error printed last.
 
     Args:
         command: The command and its arguments.
         config: The run to record (:meth:`SessionConfig.from_env` reads the ranks and the job's
             identity, so a node sampled out by ``sample_nodes`` still joins the run and reports).
         console: Where the figures go (default: stdout).
+        table: Print the run beside Table 19 and its energy split instead of the five lines.
 
     Raises:
         ConfigError: No command given, or a bad site.
@@ -48,21 +53,23 @@ def run_command(command: Sequence[str], config: SessionConfig, *, console: Conso
         session.start()
         console.print(f"Run {run}: measuring the node; metrics on {session.metrics_url}")
         outcome = supervisor.run(command)
-        if outcome.ending is Ending.NOT_STARTED:
-            stderr.print(f"[bold red]error:[/] {outcome.message}")
-        elif outcome.ending is Ending.STOPPED:
+        if outcome.ending is Ending.STOPPED:
             stderr.print(f"wattlog run: {outcome.message}: stopping the run and flushing its energy")
         summary = session.close(status_for_outcome(outcome), stopped=outcome)
-        console.print(f"Run {run} {summary.status} (exit code {outcome.exit_code}); {summary.line()}.")
-        return _show_end(session, outcome.exit_code, console, stderr)
+        ending = f"Run {run} {summary.status} (exit code {outcome.exit_code}); {summary.recorded_part()}."
+        console.print(ending, soft_wrap=True)
+        code = _show_end(session, outcome.exit_code, console, stderr, table)
+        if outcome.ending is Ending.NOT_STARTED:  # last, so the command's own error is what the user sees
+            stderr.print(f"[bold red]error:[/] {outcome.message}")
+        return code
 
 
-def _show_end(session: RunSession, exit_code: int, console: Console, stderr: Console) -> int:
-    """Print the closed run's figures and whether rows are missing; the exit code by that."""
+def _show_end(session: RunSession, exit_code: int, console: Console, stderr: Console, table: bool) -> int:
+    """Print the closed run's figures (the table if asked) and whether rows are missing; the exit code."""
     run, db = session.run, session.config.db
     if session.ledger is not None:
         try:
-            print_run_report(session.ledger, run, db, console)
+            (print_run_report if table else print_run_summary)(session.ledger, run, db, console)
         except WattlogError as failed:  # the ledger may be down: the line below still says so
             stderr.print(f"cannot show the figures of {run}: {failed}", soft_wrap=True, markup=False)
     if report_incomplete(session.unwritten_rows, run, console):

@@ -91,6 +91,13 @@ class SessionSummary:
     def line(self) -> str:
         """One line for the user: the energy measured and how much of it is in the ledger."""
         if self.measured_j is None:
+            return self.recorded_part()
+        band = f"band {self.low_j:.3f}-{self.high_j:.3f} J"
+        return f"{self.recorded_part()}; source {self.source or 'none'}, {band}"
+
+    def recorded_part(self) -> str:
+        """The energy measured and how much of it is in the ledger (the first part of :meth:`line`)."""
+        if self.measured_j is None:
             return "no agent in this process: the node's agent records the energy"
         if self.complete:
             verdict = "all recorded"
@@ -101,10 +108,7 @@ class SessionSummary:
             )
         else:
             verdict = "INCOMPLETE: the rest is not in the ledger"
-        return (
-            f"measured {self.measured_j:.3f} J, {self.recorded_j:.3f} J recorded in the ledger ({verdict}); "
-            f"source {self.source or 'none'}, band {self.low_j:.3f}-{self.high_j:.3f} J"
-        )
+        return f"measured {self.measured_j:.3f} J, {self.recorded_j:.3f} J recorded in the ledger ({verdict})"
 
 
 def status_for_error(error: BaseException | None) -> Status:

@@ -7,41 +7,109 @@ upwards (import-linter checks it).
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from wattlog import __version__
-from wattlog.accounting.cli import register as register_accounting
-from wattlog.dashboards.cli import register as register_dashboards
 from wattlog.errors import WattlogError
-from wattlog.telemetry.cli import register as register_telemetry
-from wattlog.trainer.commands import register as register_trainer
+from wattlog.extras import MissingExtra
 
-app = typer.Typer(
-    name="wattlog",
-    help="Measure, record and publish the energy, carbon and water of training runs.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
+HELP = "Measure, record and publish the energy, carbon and water of training runs."
+
+COMMANDS = (
+    (
+        "sensors",
+        "List the devices wattlog would measure: kind, energy counter, and the source label of each figure.",
+    ),
+    ("sites", "List the site catalog: PUE, WUE and carbon intensity, each with its source."),
+    ("table", "Print a Table-19-style footprint of runs: energy, PUE, carbon intensity, tCO2eq, WUE, water."),
+    (
+        "compact",
+        "Fold the ledger's old flush rows into hourly buckets (totals and hour-by-hour energy kept exactly).",
+    ),
+    ("node", "Measure this node of a multi-node job into the shared ledger (one per node)."),
+    ("agent", "Run the measuring agent (sidecar mode): sample, serve metrics, print what was measured."),
+    ("replay", "Store the energy rows spooled while the ledger was unavailable; each row lands once."),
+    ("gaps", "List a run's gaps: when, which device, how long and why (nothing inside them is filled in)."),
+    (
+        "windows",
+        "List a run's measurement windows: energy of each (all its devices summed), band and sources.",
+    ),
+    (
+        "demo",
+        "Train a small GPT for about a minute under the tracker and print its footprint beside Table 19.",
+    ),
+    ("run", "Run COMMAND with an agent sampling the node and record the run; exit with its code."),
+    (
+        "health-check",
+        "Multiply, compare and time on each device, check NVML; exit 1 if any device is unhealthy.",
+    ),
+    ("report", "Serve the carbon report (Streamlit) on the ledger: http://HOST:PORT."),
+    ("version", "Print wattlog's version."),
+    ("dashboards", "Grafana dashboards: build the JSON, provision Grafana."),
+    ("webhook", "Receive alerts into the ledger; send wattlog's events out."),
 )
-register_telemetry(app)
-register_accounting(app)
-register_trainer(app)
+"""Every top-level command and its one-line help, in the real app's order, for `wattlog --help`.
+
+The packages' commands import SQLAlchemy, the ledger models and the agent (about a second);
+`wattlog --help` renders this list with the same typer layout instead, and a test checks
+that it equals the real app's help.
+"""
 
 
-register_dashboards(app)
+def _new_app() -> typer.Typer:
+    return typer.Typer(
+        name="wattlog", help=HELP, no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False
+    )
 
 
-@app.callback()
+@functools.cache
+def full_app() -> typer.Typer:
+    """The root app with every package's commands mounted (imports every package)."""
+    from wattlog.accounting.cli import register as register_accounting
+    from wattlog.dashboards.cli import register as register_dashboards
+    from wattlog.telemetry.cli import register as register_telemetry
+    from wattlog.trainer.commands import register as register_trainer
+
+    app = _new_app()
+    register_telemetry(app)
+    register_accounting(app)
+    register_trainer(app)
+    register_dashboards(app)
+    app.command()(version)
+    app.callback()(root)
+    return app
+
+
+def help_app() -> typer.Typer:
+    """An app with the same help as :func:`full_app`, built without importing any package."""
+    app = _new_app()
+    for name, text in COMMANDS:
+        app.command(name, help=text)(_placeholder)
+    app.callback()(root)
+    return app
+
+
+def _placeholder() -> None:
+    """Never run: `wattlog --help` only lists it."""
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # `from wattlog.cli import app`: the full app, built on first use
+        return full_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def root() -> None:
     """Measure, record and publish the energy, carbon and water of training runs."""
 
 
-@app.command()
 def version() -> None:
     """Print wattlog's version."""
     print(f"wattlog {__version__}")
@@ -57,8 +125,16 @@ def main(argv: list[str] | None = None) -> int:
         The process exit code.
     """
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = sys.argv[1:] if argv is None else argv
+    app = help_app() if args in ([], ["--help"]) else full_app()
     try:
-        result = app(args=argv, prog_name="wattlog", standalone_mode=False)
+        try:
+            result = app(args=args, prog_name="wattlog", standalone_mode=False)
+        except ModuleNotFoundError as error:  # an optional extra not installed: one line with the pip command
+            missing = MissingExtra.of(error, f"wattlog {args[0]}" if args else "wattlog")
+            if missing is None:
+                raise
+            raise missing from error
     except WattlogError as error:
         # One line whatever the terminal width; the message is text, not rich markup ("[sites.NAME]").
         stderr = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -116,7 +116,8 @@ class Ledger:
             if run is not None:
                 if not resume:
                     raise LedgerError(
-                        f"run {name!r} already exists: pass --resume to continue it, or a new name"
+                        f"run {name!r} already exists: continue it with resume=True (Python) or --resume "
+                        "(CLI), or give a new run name"
                     )
                 resume_run(session, run, now_s)
                 return RunInfo.of(run)

@@ -17,7 +17,10 @@ from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, 
 
 from tests.integrations.conftest import import_error_without  # noqa: E402
 from wattlog.accounting.ledger import Ledger, make_engine  # noqa: E402
+from wattlog.accounting.ledger.windows import windows  # noqa: E402
+from wattlog.errors import LedgerError  # noqa: E402
 from wattlog.integrations.hf import WattlogCallback  # noqa: E402
+from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus  # noqa: E402
 
 SEQ, VOCAB = 16, 64
 
@@ -76,21 +79,23 @@ def test_every_logging_step_carries_the_footprint_and_the_run_ends_with_the_tabl
     reporter = Recorder()
     out = io.StringIO()
     trainer = tiny_trainer(tmp_path, reporter)  # the reporter is registered before wattlog, as W&B's is
-    callback = WattlogCallback("hf-run", console=Console(file=out, width=200), **tracker_kwargs).attach(
-        trainer
-    )
+    console = Console(file=out, width=200)
+    callback = WattlogCallback("hf-run", console=console, table=True, **tracker_kwargs).attach(trainer)
     trainer.train()
     step_logs = [logs for logs in reporter.logs if "loss" in logs]
     assert len(step_logs) == 3  # steps 2, 4, 6
     for logs in step_logs:
-        assert logs["wattlog/simulated/energy_j"] > 0  # the source label is in the key: never "measured"
-        low, high = logs["wattlog/simulated/energy_j_low"], logs["wattlog/simulated/energy_j_high"]
-        assert low <= logs["wattlog/simulated/energy_j"] <= high  # and its band beside it
-        assert logs["wattlog/simulated/co2_kg"] == pytest.approx(
-            logs["wattlog/simulated/energy_j"] / 3.6e6 * 1.2 * 0.332  # kWh x PUE x kg/kWh, Jupiter
+        assert logs["wattlog/energy_j"] > 0  # one key on every machine
+        low, high = logs["wattlog/energy_j_low"], logs["wattlog/energy_j_high"]
+        assert low <= logs["wattlog/energy_j"] <= high  # and its band beside it
+        assert logs["wattlog/co2_kg"] == pytest.approx(
+            logs["wattlog/energy_j"] / 3.6e6 * 1.2 * 0.332  # kWh x PUE x kg/kWh, Jupiter
         )
-        assert logs["wattlog/simulated/water_l"] > 0
-    assert step_logs[-1]["wattlog/simulated/energy_j"] > step_logs[0]["wattlog/simulated/energy_j"]
+        assert logs["wattlog/water_l"] > 0
+    assert step_logs[0]["wattlog/energy_source"] == "simulated"  # the source beside it: never "measured"
+    assert "wattlog/energy_source" not in step_logs[-1]  # a string, logged when it changes only
+    assert not any(k.startswith(("wattlog/simulated", "wattlog/estimated")) for k in step_logs[0])
+    assert step_logs[-1]["wattlog/energy_j"] > step_logs[0]["wattlog/energy_j"]
     assert any("wattlog/tokens_per_joule" in logs for logs in step_logs)
     ledger = Ledger(make_engine(tracker_kwargs["db"]))
     run = ledger.get_run("hf-run")
@@ -124,8 +129,6 @@ def test_a_resumed_trainer_continues_its_run_with_a_restart_event(
     first.train()
     again = tiny_trainer(tmp_path, steps=6)
     kwargs = {**tracker_kwargs, "sensors": None}  # a fresh agent; the first one's sensors are closed
-    from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
-
     kwargs["sensors"] = [SimulatedSensor(simulated_gpus(1))]
     WattlogCallback("hf-resume", **kwargs).attach(again)
     again.train(resume_from_checkpoint=str(tmp_path / "out" / "checkpoint-4"))
@@ -140,11 +143,63 @@ def test_without_transformers_the_import_names_the_extra() -> None:
     assert message == "this wattlog integration needs transformers: pip install 'wattlog[hf]'"
 
 
-def test_passed_in_callbacks_instead_of_attached_it_says_what_is_lost(
+class Evaluates(TrainerCallback):
+    """Measures a stretch of the run in a window, as a user's evaluation would be."""
+
+    def __init__(self, wattlog: WattlogCallback) -> None:
+        self.wattlog = wattlog
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        if state.global_step == 2:
+            with self.wattlog.window("eval"):
+                time.sleep(0.15)
+
+
+def test_passed_in_callbacks_the_reporters_get_the_footprint_as_with_attach(
+    tmp_path: Path, tracker_kwargs: dict[str, Any]
+) -> None:
+    reporter, out = Recorder(), io.StringIO()  # the reporter is registered before wattlog, as report_to's are
+    callback = WattlogCallback("hf-passed", console=Console(file=out, width=80), **tracker_kwargs)
+    trainer = tiny_trainer(tmp_path, reporter, callback, Evaluates(callback), steps=4)
+    trainer.train()
+    step_logs = [logs for logs in reporter.logs if "loss" in logs]
+    assert step_logs and all("wattlog/energy_j" in logs for logs in step_logs)  # missed before: 0 keys
+    lines = out.getvalue().splitlines()  # quiet by default: energy, CO2 and water, ledger, table command
+    assert len(lines) <= 5 and lines[0].startswith("Energy: ") and "simulated" in lines[0]
+    assert "OLMo 2 7B" not in out.getvalue() and "wattlog table hf-passed" in lines[-1]
+    rows = windows(Ledger(make_engine(tracker_kwargs["db"])), "hf-passed")  # one per GPU; dropped before
+    assert [r.name for r in rows] == ["eval", "eval"] and all(r.energy_j > 0 for r in rows)
+
+
+def test_passed_in_callbacks_an_exception_ending_train_is_recorded(
+    tmp_path: Path, tracker_kwargs: dict[str, Any]
+) -> None:
+    trainer = tiny_trainer(tmp_path, Boom(), WattlogCallback("hf-passed-crash", **tracker_kwargs))
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        trainer.train()
+    ledger = Ledger(make_engine(tracker_kwargs["db"]))
+    assert ledger.get_run("hf-passed-crash").status == "failed"  # was left "running"
+    assert [e.kind for e in ledger.events("hf-passed-crash")].count("exception") == 1
+
+
+def test_added_after_the_trainer_was_built_it_still_runs_before_the_reporters(
     tmp_path: Path, tracker_kwargs: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     reporter = Recorder()
-    trainer = tiny_trainer(tmp_path, reporter, WattlogCallback("hf-late", **tracker_kwargs), steps=2)
+    trainer = tiny_trainer(tmp_path, reporter, steps=2)
+    trainer.add_callback(WattlogCallback("hf-late", **tracker_kwargs))
     trainer.train()
-    assert "was not attached" in caplog.text and ".attach(trainer)" in caplog.text
-    assert not any(k.startswith("wattlog/") for logs in reporter.logs for k in logs)  # why attach() exists
+    assert any("wattlog/energy_j" in logs for logs in reporter.logs)
+    assert "added after the Trainer was built" in caplog.text
+
+
+def test_running_the_script_again_says_how_to_continue_in_one_line(
+    tmp_path: Path, tracker_kwargs: dict[str, Any]
+) -> None:
+    tiny_trainer(tmp_path, WattlogCallback("hf-twice", **tracker_kwargs), steps=2).train()
+    kwargs = {**tracker_kwargs, "sensors": [SimulatedSensor(simulated_gpus(1))]}
+    again = tiny_trainer(tmp_path, WattlogCallback("hf-twice", **kwargs), steps=2)
+    with pytest.raises(LedgerError) as raised:
+        again.train()
+    message = str(raised.value)
+    assert "\n" not in message and "resume=True" in message and "--resume" in message

@@ -18,21 +18,26 @@ from lightning.pytorch.loggers import CSVLogger  # noqa: E402
 
 from tests.integrations.conftest import import_error_without  # noqa: E402
 from wattlog.accounting.ledger import Ledger, make_engine  # noqa: E402
+from wattlog.accounting.ledger.windows import windows  # noqa: E402
 from wattlog.integrations.lightning import WattlogCallback, tokens_in  # noqa: E402
 
 SEQ, VOCAB, BATCH = 16, 64, 4
 
 
 class TinyLM(pl.LightningModule):
-    def __init__(self, crash_at: int | None = None) -> None:
+    def __init__(self, crash_at: int | None = None, wattlog: WattlogCallback | None = None) -> None:
         super().__init__()
         self.embed = torch.nn.Embedding(VOCAB, 32)
         self.head = torch.nn.Linear(32, VOCAB)
         self.crash_at = crash_at
+        self.wattlog = wattlog
 
     def training_step(self, batch: torch.Tensor, batch_idx: int) -> torch.Tensor:
         if self.crash_at is not None and batch_idx == self.crash_at:
             raise RuntimeError("simulated crash")
+        if self.wattlog is not None and batch_idx == 2:  # a stretch measured as a user's evaluation would be
+            with self.wattlog.window("eval"):
+                time.sleep(0.15)
         time.sleep(0.06)  # each step outlasts the simulated energy counter's 100 ms updates now and then
         logits = self.head(self.embed(batch[:, :-1]))
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), batch[:, 1:].reshape(-1))
@@ -69,13 +74,13 @@ def test_the_loggers_receive_the_footprint_and_the_run_ends_with_the_table(
     out = io.StringIO()
     callback = WattlogCallback("pl-run", console=Console(file=out, width=200), **tracker_kwargs)
     fit = trainer(tmp_path, callback)
-    fit.fit(TinyLM(), loader())
+    fit.fit(TinyLM(wattlog=callback), loader())
     [metrics_csv] = (tmp_path / "logs").rglob("metrics.csv")
     header, *rows = metrics_csv.read_text().splitlines()
     columns = header.split(",")
-    for key in ("wattlog/simulated/energy_j", "wattlog/simulated/co2_kg", "wattlog/simulated/water_l"):
+    for key in ("wattlog/energy_j", "wattlog/co2_kg", "wattlog/water_l"):
         assert key in columns, columns
-    energy = [float(r.split(",")[columns.index("wattlog/simulated/energy_j")] or 0) for r in rows]
+    energy = [float(r.split(",")[columns.index("wattlog/energy_j")] or 0) for r in rows]
     assert energy[-1] > 0 and energy == sorted(energy)  # cumulative, what any logger (W&B, MLflow) gets
     ledger = Ledger(make_engine(tracker_kwargs["db"]))
     assert ledger.get_run("pl-run").status == "finished"
@@ -83,6 +88,12 @@ def test_the_loggers_receive_the_footprint_and_the_run_ends_with_the_table(
     assert progress[-1].step == 6 and progress[-1].payload["tokens_total"] == 6 * BATCH * SEQ
     assert sum(t.energy_j for t in ledger.energy_totals("pl-run")) > 0
     assert callback.session.printed and "pl-run" in out.getvalue()
+    lines = out.getvalue().splitlines()  # quiet by default: energy, CO2 and water, ledger, table command
+    assert len(lines) <= 5 and "OLMo 2 7B" not in out.getvalue()
+    [hparams] = (tmp_path / "logs").rglob("hparams.yaml")  # the source, beside the stable keys
+    assert "wattlog/energy_source: simulated" in hparams.read_text()
+    rows = windows(ledger, "pl-run")  # one per simulated GPU; never reached the ledger before
+    assert [r.name for r in rows] == ["eval", "eval"] and all(r.energy_j > 0 for r in rows)
 
 
 def test_an_exception_is_recorded_flushed_and_ends_the_run_failed(

@@ -87,13 +87,13 @@ def test_live_logs_give_the_tables_co2_for_an_hourly_site(sites_file: Path) -> N
         total = sum(HOURLY_J[: (k - 1) // 2]) + hour_j * (1 if k % 2 == 0 else 0.5)
         tracker.devices = [_reading(total)]
         out = figures_of(tracker, carbon, wall=lambda k=k: H0 + 1800.0 * k, catalog=catalog)  # type: ignore[arg-type]
-    assert out["wattlog/counter/co2_kg"] == pytest.approx(1000 * EXPECTED_T)
+    assert out["wattlog/co2_kg"] == pytest.approx(1000 * EXPECTED_T)
 
 
 def test_without_a_running_path_a_constant_site_still_needs_no_hours() -> None:
     tracker = FakeTracker("jupiter", [_reading(3.6e9)])
     out = figures_of(tracker)  # type: ignore[arg-type]
-    assert out["wattlog/counter/co2_kg"] == pytest.approx(1000 * 1.2 * 0.332)
+    assert out["wattlog/co2_kg"] == pytest.approx(1000 * 1.2 * 0.332)
 
 
 def test_a_site_whose_intensity_cannot_open_stops_the_agent_before_training() -> None:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from wattlog.integrations.session import figures_of
+from wattlog.integrations.session import TrackerSession, figures_of, source_of
 from wattlog.records import EnergyFigure, Kind, Source
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo
+from wattlog.trainer.callbacks.speed import SpeedFigures
 
 
 def device(uuid: str, source: Source, energy_j: float) -> DeviceEnergy:
@@ -40,20 +42,21 @@ def test_no_site_gives_energy_only_and_mixed_sources_say_so() -> None:
     tracker = FakeTracker(devices=[device("g0", Source.COUNTER, 3.6e6), device("c0", Source.ESTIMATED, 0.0)])
     out = figures_of(tracker)  # type: ignore[arg-type]
     assert out == {
-        "wattlog/counter_estimated/energy_j": 3.6e6,
-        "wattlog/counter_estimated/energy_j_low": 3.6e6,
-        "wattlog/counter_estimated/energy_j_high": 3.6e6,
-        "wattlog/counter_estimated/energy_kwh": 1.0,
-        "wattlog/counter_estimated/power_w": 200.0,
+        "wattlog/energy_j": 3.6e6,
+        "wattlog/energy_j_low": 3.6e6,
+        "wattlog/energy_j_high": 3.6e6,
+        "wattlog/energy_kwh": 1.0,
+        "wattlog/power_w": 200.0,
     }
+    assert source_of(tracker) == "counter+estimated"  # type: ignore[arg-type]
 
 
 def test_a_site_figure_given_as_a_range_gives_both_ends() -> None:
     tracker = FakeTracker(site="world", devices=[device("g0", Source.COUNTER, 3.6e9)])  # 1 MWh
     out = figures_of(tracker)  # type: ignore[arg-type]
-    assert out["wattlog/counter/water_l_low"] < out["wattlog/counter/water_l_high"]
-    assert "wattlog/counter/water_l" not in out
-    assert out["wattlog/counter/co2_kg"] == pytest.approx(1000 * 1 * _site("world").pue * _intensity("world"))
+    assert out["wattlog/water_l_low"] < out["wattlog/water_l_high"]
+    assert "wattlog/water_l" not in out
+    assert out["wattlog/co2_kg"] == pytest.approx(1000 * 1 * _site("world").pue * _intensity("world"))
 
 
 def _site(name: str) -> Any:
@@ -68,7 +71,6 @@ def _intensity(name: str) -> float:
 
 def test_every_rank_reports_and_only_the_nodes_local_rank_0_measures(tracker_kwargs: dict[str, Any]) -> None:
     from wattlog.accounting.ledger import Ledger, make_engine
-    from wattlog.integrations.session import TrackerSession
 
     first, second = TrackerSession("two-ranks", tracker_kwargs), TrackerSession("two-ranks", tracker_kwargs)
     first.start(rank=0, local_rank=0)
@@ -80,8 +82,42 @@ def test_every_rank_reports_and_only_the_nodes_local_rank_0_measures(tracker_kwa
         assert first.tracker is not None and first.tracker.agent is not None
         assert second.tracker is not None and second.tracker.agent is None
         assert second.figures() == {}  # nothing measured twice: the node's energy is rank 0's
-        assert "wattlog/simulated/energy_j" in first.figures()
+        assert "wattlog/energy_j" in first.figures()
     finally:
         second.end()
         first.end()
     assert Ledger(make_engine(tracker_kwargs["db"])).get_run("two-ranks").status == "finished"
+
+
+def _speed(tokens_total: float) -> SpeedFigures:
+    per_j = tokens_total / 100.0
+    return SpeedFigures(step=2, tokens_total=tokens_total, tokens_per_s=0.0, power_w=1.0, energy_j=100.0,
+                        tokens_per_j=per_j, mfu=None)  # fmt: skip
+
+
+def test_tokens_per_joule_only_when_tokens_are_known() -> None:
+    devices = [device("g0", Source.COUNTER, 100.0)]
+    assert "wattlog/tokens_per_joule" not in figures_of(FakeTracker(devices=devices, speed=_speed(0)))  # type: ignore[arg-type]
+    known = figures_of(FakeTracker(devices=devices, speed=_speed(500)))  # type: ignore[arg-type]
+    assert known["wattlog/tokens_per_joule"] == 5.0
+
+
+class StartedTracker(FakeTracker):
+    """A FakeTracker the session can start: a wall clock and no ledger."""
+
+    def __init__(self, run: str | None, **kwargs: Any) -> None:
+        super().__init__(devices=[device("g0", Source.COUNTER, 100.0)], speed=_speed(0))
+        self.session = SimpleNamespace(clock=SimpleNamespace(wall=lambda: 0.0))
+
+    def start(self) -> StartedTracker:
+        return self
+
+
+def test_without_tokens_the_session_says_why_once(caplog: pytest.LogCaptureFixture) -> None:
+    session = TrackerSession("r", {}, tracker_factory=StartedTracker, tokens_hint="Pass tokens=.")  # type: ignore[arg-type]
+    session.start(rank=0, local_rank=0)
+    for _ in range(3):
+        assert "wattlog/tokens_per_joule" not in session.figures()
+    said = [r.getMessage() for r in caplog.records if "tokens_per_joule" in r.getMessage()]
+    assert said == ["wattlog/tokens_per_joule is not logged: no tokens were reported. Pass tokens=."]
+    assert session.new_source() == "counter" and session.new_source() is None  # logged when it changes

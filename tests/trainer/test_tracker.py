@@ -16,6 +16,7 @@ import torch
 
 from tests.trainer.conftest import NoSyncTensor, SyncError, no_sync
 from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger.windows import windows
 from wattlog.accounting.split import Use, energy_split
 from wattlog.errors import ConfigError, LedgerError
 from wattlog.trainer.callback import Callback, CallbackContext
@@ -165,8 +166,18 @@ def test_resume_continues_the_run_and_accounts_redone_steps_as_lost_work(
 def test_same_name_without_resume_is_a_ledger_error(db_url: str, sim: dict[str, Any]) -> None:
     with Tracker("twice", db=db_url, **sim):
         pass
-    with pytest.raises(LedgerError, match="--resume"), Tracker("twice", db=db_url, **sim):
-        pass
+    with pytest.raises(LedgerError, match=r"resume=True \(Python\) or --resume \(CLI\)"):
+        Tracker("twice", db=db_url, **sim).start()
+
+
+def test_a_window_of_a_tracker_run_reaches_the_ledger(db_url: str, sim: dict[str, Any]) -> None:
+    with Tracker("win", db=db_url, **sim) as t:
+        assert t.agent is not None
+        with t.agent.window("eval") as w:
+            time.sleep(0.15)
+    rows = windows(Ledger(make_engine(db_url)), "win")  # one per simulated GPU
+    assert [r.name for r in rows] == ["eval", "eval"]
+    assert sum(r.energy_j for r in rows) == pytest.approx(w.energy_j)
 
 
 def test_unknown_site_and_bad_names_are_config_errors(db_url: str) -> None:

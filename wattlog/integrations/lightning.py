@@ -6,12 +6,16 @@
     trainer.fit(model, data)
 
 Every rank reports its steps to its own tracker; local rank 0 runs the node's agent.
-``wattlog/<source>/energy_j``, ``.../co2_kg``, ``.../water_l`` and
-``wattlog/tokens_per_joule`` are logged with ``pl_module.log_dict`` after each batch,
-so every logger of the Trainer (W&B, MLflow, TensorBoard, CSV) receives them at its
-``log_every_n_steps``. Saved checkpoints are recorded; a fit resumed from one continues
+``wattlog/energy_j`` (with ``energy_j_low``/``energy_j_high``), ``wattlog/co2_kg``,
+``wattlog/water_l`` and, once tokens are known, ``wattlog/tokens_per_joule`` are logged with
+``pl_module.log_dict`` after each batch, so every logger of the Trainer (W&B, MLflow,
+TensorBoard, CSV) receives them at its ``log_every_n_steps``; the keys are the same on every
+machine, and the energy's source label goes to each logger's hyperparameters
+(``wattlog/energy_source``). Saved checkpoints are recorded; a fit resumed from one continues
 the ledger run with a restart event; an exception is recorded and flushed
-(``on_exception``). At the end, rank 0 prints the run beside Table 19.
+(``on_exception``); ``with callback.window("eval"):`` measures a block into the ledger's
+windows. At the end, rank 0 prints a few lines of the run's figures (``table=True``: the run
+beside Table 19).
 
 Needs ``pip install 'wattlog[lightning]'``.
 """
@@ -19,14 +23,18 @@ Needs ``pip install 'wattlog[lightning]'``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from rich.console import Console
 
-from wattlog.integrations import require
-from wattlog.integrations.session import TrackerSession
+from wattlog.extras import require
 
+# Before the session (which imports torch), so a missing extra is its one line, not a traceback.
 _pl = require("lightning.pytorch", "lightning")
+require("torch", "lightning")
+
+from wattlog.integrations.session import SOURCE_KEY, TrackerSession  # noqa: E402
 
 __all__ = ["WattlogCallback", "tokens_in"]
 
@@ -50,7 +58,8 @@ class WattlogCallback(_pl.Callback):  # type: ignore[misc, name-defined]
     Args:
         run: Run name in the ledger (None: $WATTLOG_RUN_ID).
         count_tokens: Tokens of one batch on this rank (default :func:`tokens_in`; None: not reported).
-        console: Where the footprint table is printed at the end (rank 0).
+        console: Where the run's figures are printed at the end (rank 0).
+        table: End with the run beside Table 19 instead of a few lines.
         **tracker_kwargs: ``Tracker`` keywords: site, db, model, project, log_every, agent_config, ...
     """
 
@@ -60,9 +69,11 @@ class WattlogCallback(_pl.Callback):  # type: ignore[misc, name-defined]
         *,
         count_tokens: Callable[[Any], float | None] = tokens_in,
         console: Console | None = None,
+        table: bool = False,
         **tracker_kwargs: Any,
     ) -> None:
-        self.session = TrackerSession(run, tracker_kwargs, console=console)
+        hint = "Pass count_tokens=... to WattlogCallback (the default counts the batch's first tensor)."
+        self.session = TrackerSession(run, tracker_kwargs, console=console, table=table, tokens_hint=hint)
         self._count_tokens = count_tokens
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
@@ -85,6 +96,14 @@ class WattlogCallback(_pl.Callback):  # type: ignore[misc, name-defined]
         figures = self.session.figures()
         if figures:
             pl_module.log_dict(figures, on_step=True, on_epoch=False, prog_bar=False, logger=True)
+        source = self.session.new_source()
+        if source is not None:  # a string: the loggers take it as a hyperparameter, not a metric
+            for logger in trainer.loggers:
+                logger.log_hyperparams({SOURCE_KEY: source})
+
+    def window(self, name: str, *, sync: Callable[[], object] | None = None) -> AbstractContextManager[Any]:
+        """Measure the energy of a block (``with callback.window("eval"):``) into the ledger's windows."""
+        return self.session.window(name, sync=sync)
 
     def on_save_checkpoint(self, trainer: Any, pl_module: Any, checkpoint: dict[str, Any]) -> None:
         """Record the checkpoint."""

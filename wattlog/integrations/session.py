@@ -13,6 +13,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from rich.console import Console
@@ -23,12 +24,17 @@ from wattlog.accounting.ranges import Quantity, bounds
 from wattlog.accounting.sites import Site, get_site
 from wattlog.accounting.units import j_to_kwh, j_to_mwh
 from wattlog.events import EventCategory, EventKind
+from wattlog.trainer.callbacks.speed import SpeedFigures
 from wattlog.trainer.tracker import Tracker
 
 log = logging.getLogger(__name__)
 
 PREFIX = "wattlog"
 """Prefix of every key added to the framework's logs (W&B and TensorBoard group by it)."""
+SOURCE_KEY = f"{PREFIX}/energy_source"
+"""The energy's source label, logged beside the figures when it is first known and when it changes."""
+TOKENS_PER_JOULE = f"{PREFIX}/tokens_per_joule"
+"""Tokens per joule: logged only once tokens were reported (else the session says why, once)."""
 
 
 def figures_of(
@@ -39,13 +45,15 @@ def figures_of(
 ) -> dict[str, float]:
     """Energy, CO2, water and efficiency of a tracker's run so far, as flat log keys.
 
-    Energy keys carry the energy's source label (``wattlog/simulated/energy_j``), so a
-    simulated or estimated figure never reads as a measured one in any logger, and its band
-    (``energy_j_low``, ``energy_j_high``). CO2 and
-    water need the run's site (no silent default): without one only energy is given. A
-    site figure given as a range yields ``_low`` and ``_high`` keys. CO2 takes the tables'
-    path (:class:`~wattlog.accounting.footprint.CarbonPath`) with the site's own intensity
-    source, so the logged figure and the table agree.
+    The keys are the same on every machine (``wattlog/energy_j``, ``wattlog/co2_kg``), so
+    runs of two clusters share a chart; the energy's source label (``simulated``,
+    ``counter+estimated``) is a separate value, :func:`source_of`, so a simulated or estimated
+    figure is never read as a measured one. The band is beside the figure (``energy_j_low``,
+    ``energy_j_high``). CO2 and water need the run's site (no silent default): without one only
+    energy is given. A site figure given as a range yields ``_low`` and ``_high`` keys. CO2 takes
+    the tables' path (:class:`~wattlog.accounting.footprint.CarbonPath`) with the site's own
+    intensity source, so the logged figure and the table agree. ``tokens_per_joule`` is given
+    only once tokens were reported (never a 0 that means "unknown").
 
     Args:
         tracker: The rank's tracker.
@@ -61,31 +69,41 @@ def figures_of(
     if not devices:
         return {}
     energy_j = sum(d.energy_j for d in devices)
-    source = energy_label(d.device.source for d in devices).replace("+", "_")
-    base = f"{PREFIX}/{source}"
     out: dict[str, float] = {
-        f"{base}/energy_j": energy_j,
+        f"{PREFIX}/energy_j": energy_j,
         # the band beside the figure: summed over devices, as the energy is
-        f"{base}/energy_j_low": sum(d.low_j for d in devices),
-        f"{base}/energy_j_high": sum(d.high_j for d in devices),
-        f"{base}/energy_kwh": j_to_kwh(energy_j),
+        f"{PREFIX}/energy_j_low": sum(d.low_j for d in devices),
+        f"{PREFIX}/energy_j_high": sum(d.high_j for d in devices),
+        f"{PREFIX}/energy_kwh": j_to_kwh(energy_j),
     }
     power_w = tracker.power_w()
     if power_w is not None:
-        out[f"{base}/power_w"] = power_w
+        out[f"{PREFIX}/power_w"] = power_w
     if tracker.site:
         site = get_site(tracker.site, catalog)
         mwh = j_to_mwh(energy_j)
         carbon = carbon or LiveCarbon(CarbonPath.of(site), HourSplitter(wall()))
-        _put(out, f"{base}/co2_kg", carbon.co2_t(wall(), energy_j), 1000.0)
+        _put(out, f"{PREFIX}/co2_kg", carbon.co2_t(wall(), energy_j), 1000.0)
         water = water_kl(mwh, site.pue, site.wue_onsite_l_per_kwh, site.wue_offsite_l_per_kwh)
-        _put(out, f"{base}/water_l", water, 1000.0)
+        _put(out, f"{PREFIX}/water_l", water, 1000.0)
     speed = tracker.speed
-    if speed is not None and speed.tokens_per_j is not None and math.isfinite(speed.tokens_per_j):
-        out[f"{PREFIX}/tokens_per_joule"] = speed.tokens_per_j
+    if speed is not None and tokens_known(speed) and math.isfinite(speed.tokens_per_j or math.nan):
+        assert speed.tokens_per_j is not None
+        out[TOKENS_PER_JOULE] = speed.tokens_per_j
     if speed is not None and speed.mfu is not None:
         out[f"{PREFIX}/mfu"] = speed.mfu
     return out
+
+
+def source_of(tracker: Tracker) -> str | None:
+    """The source label of the energy in :func:`figures_of` ("simulated", "counter+estimated"); None: none."""
+    devices = tracker.snapshot()
+    return energy_label(d.device.source for d in devices) if devices else None
+
+
+def tokens_known(speed: SpeedFigures) -> bool:
+    """Whether tokens were reported, so tokens per joule means something."""
+    return speed.tokens_total > 0 and speed.tokens_per_j is not None
 
 
 def _live_carbon(tracker: Tracker) -> LiveCarbon | None:
@@ -111,8 +129,10 @@ class TrackerSession:
     Args:
         run: Run name (None: $WATTLOG_RUN_ID).
         tracker_kwargs: Further ``Tracker`` keywords (site, db, model, log_every, ...).
-        console: Where rank 0 prints the footprint table at the end (None: stdout).
+        console: Where rank 0 prints the run's figures at the end (None: stdout).
         tracker_factory: Builds the tracker (tests inject fakes; default ``Tracker``).
+        table: Print the run beside Table 19 at the end (default: the few lines of its figures).
+        tokens_hint: How the user gives the tokens in this framework, said once when none were reported.
     """
 
     def __init__(
@@ -122,14 +142,20 @@ class TrackerSession:
         *,
         console: Console | None = None,
         tracker_factory: Callable[..., Tracker] = Tracker,
+        table: bool = False,
+        tokens_hint: str = "",
     ) -> None:
         self.run = run
         self._kwargs = dict(tracker_kwargs)
         self._console = console
         self._factory = tracker_factory
+        self._table = table
+        self._tokens_hint = tokens_hint
         self.tracker: Tracker | None = None
         self.printed = False
         self._carbon: LiveCarbon | None = None
+        self._said_tokens = False
+        self._logged_source: str | None = None
 
     @property
     def active(self) -> bool:
@@ -170,10 +196,33 @@ class TrackerSession:
         if self.tracker is None:
             return {}
         try:
-            return figures_of(self.tracker, self._carbon, self.tracker.session.clock.wall)
+            out = figures_of(self.tracker, self._carbon, self.tracker.session.clock.wall)
         except Exception as error:  # a logging step must never fail because of us
             log.warning("wattlog figures skipped: %s", error)
             return {}
+        speed = self.tracker.speed
+        if out and speed is not None and not tokens_known(speed) and not self._said_tokens:
+            self._said_tokens = True
+            log.warning("%s is not logged: no tokens were reported. %s", TOKENS_PER_JOULE, self._tokens_hint)
+        return out
+
+    def new_source(self) -> str | None:
+        """The energy's source label when first known or changed since the last call (else None)."""
+        if self.tracker is None:
+            return None
+        source = source_of(self.tracker)
+        if source is None or source == self._logged_source:
+            return None
+        self._logged_source = source
+        return source
+
+    def window(self, name: str, *, sync: Callable[[], object] | None = None) -> AbstractContextManager[Any]:
+        """Measure the energy of a block (``with callback.window("eval"):``); stored in the ledger's windows.
+
+        On a rank without the node's agent (or before training starts) the block runs unmeasured.
+        """
+        agent = self.tracker.agent if self.tracker is not None else None
+        return agent.window(name, sync=sync) if agent is not None else nullcontext()
 
     def fail(self, error: BaseException) -> None:
         """Record the exception as an event, flush what was measured and end the run failed (or killed)."""
@@ -192,16 +241,17 @@ class TrackerSession:
         tracker.close(error)
 
     def end(self) -> None:
-        """Flush, end the run finished, and on rank 0 print the run beside Table 19."""
+        """Flush, end the run finished, and on rank 0 print its figures (beside Table 19 if asked)."""
         tracker, self.tracker = self.tracker, None
         if tracker is None:
             return
         tracker.close()
         if tracker.rank == 0 and tracker.ledger is not None:
-            from wattlog.accounting.run_report import print_run_report
+            from wattlog.accounting.run_report import print_run_report, print_run_summary
 
+            show = print_run_report if self._table else print_run_summary
             try:
-                print_run_report(tracker.ledger, tracker.run, tracker.session.config.db, self._console)
+                show(tracker.ledger, tracker.run, tracker.session.config.db, self._console)
                 self.printed = True
             except Exception as error:
-                log.warning("could not print the footprint table: %s", error)
+                log.warning("could not print the run's figures: %s", error)

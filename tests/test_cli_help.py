@@ -1,0 +1,30 @@
+"""`wattlog --help` lists every command without importing the packages (SQLAlchemy, models, torch)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from wattlog.cli import full_app, help_app
+
+
+def test_the_light_help_is_the_full_apps_help() -> None:
+    runner = CliRunner()
+    light = runner.invoke(help_app(), ["--help"], env={"COLUMNS": "120"})
+    full = runner.invoke(full_app(), ["--help"], env={"COLUMNS": "120"})
+    assert light.exit_code == full.exit_code == 0
+    assert light.output == full.output  # a command added to the app must be added to cli.COMMANDS
+
+
+def test_help_does_not_import_sqlalchemy_the_models_or_torch() -> None:
+    heavy = ("sqlalchemy", "wattlog.accounting.ledger.models", "torch")
+    code = (
+        "import sys\nfrom wattlog.cli import main\ncode = main(['--help'])\n"
+        f"print(code, *(m in sys.modules for m in {heavy}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.splitlines()[-1] == "0 False False False"  # SQLAlchemy and the models took ~1 s
