@@ -193,10 +193,11 @@ def register(app: typer.Typer) -> None:
     """Add `wattlog intensity fetch|hours|forecast` to the root app."""
     group = typer.Typer(
         name="intensity",
-        help=f"Live carbon intensity of a site's grid, cached in the ledger. Providers: {_PROVIDERS_HELP}.",
+        help="Live grid carbon intensity, cached in the ledger (providers: `intensity fetch --help`).",
         no_args_is_help=True,
     )
-    group.command("fetch")(fetch)
+    # the providers are listed on `fetch`, so the root help stays one static line (wattlog.cli.COMMANDS)
+    group.command("fetch", help=f"{fetch.__doc__} Providers: {_PROVIDERS_HELP}.")(fetch)
     group.command("hours")(hours)
     group.command("forecast")(forecast)
     app.add_typer(group)

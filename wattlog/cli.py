@@ -41,6 +41,7 @@ COMMANDS = (
         "windows",
         "List a run's measurement windows: energy of each (all its devices summed), band and sources.",
     ),
+    ("scope2", "Location-based and market-based CO2 of runs (GHG Protocol Scope 2 dual reporting)."),
     (
         "demo",
         "Train a small GPT for about a minute under the tracker and print its footprint beside Table 19.",
@@ -52,6 +53,10 @@ COMMANDS = (
     ),
     ("report", "Serve the carbon report (Streamlit) on the ledger: http://HOST:PORT."),
     ("version", "Print wattlog's version."),
+    (
+        "intensity",
+        "Live grid carbon intensity, cached in the ledger (providers: `intensity fetch --help`).",
+    ),
     ("dashboards", "Grafana dashboards: build the JSON, provision Grafana."),
     ("webhook", "Receive alerts into the ledger; send wattlog's events out."),
 )
