@@ -46,7 +46,7 @@ class DemoConfig:
     model: str = "gpt-small"
     """Model preset (gpt-small, gpt-tiny)."""
     db: str | None = None
-    """Ledger URL; None = $WATTLOG_DB or ./wattlog.db."""
+    """Ledger URL; None = $WATTLOG_DB or the user's ledger."""
     simulate_gpus: int = 0
     """Simulated GPUs to add to the node (labelled simulated)."""
     port: int = 0

@@ -38,7 +38,7 @@ class SessionConfig:
     role: str = "final"
     """final, ablation, baseline, failed or debug."""
     db: str | None = None
-    """Ledger URL; None = $WATTLOG_DB or sqlite:///wattlog.db."""
+    """Ledger URL; None = $WATTLOG_DB or the user's ledger (`wattlog.accounting.ledger.default_url`)."""
     resume: bool = False
     """Continue the run of that name (a restart) instead of creating it."""
     resume_step: int | None = None
