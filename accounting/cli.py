@@ -11,6 +11,7 @@ from wattlog.accounting.ledger_cli import register as register_ledger
 from wattlog.accounting.node_cli import register as register_node
 from wattlog.accounting.ranges import format_quantity
 from wattlog.accounting.render import TableFormat, render_grid, show
+from wattlog.accounting.runs_cli import register as register_runs
 from wattlog.accounting.sites import SITE_FIELDS, Site, site_catalog
 from wattlog.accounting.table_cli import register as register_table
 from wattlog.accounting.windows_cli import register as register_windows
@@ -34,6 +35,7 @@ def register(app: typer.Typer) -> None:
     register_node(app)
     register_ledger(app)
     register_windows(app)
+    register_runs(app)
 
 
 def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RICH) -> None:
