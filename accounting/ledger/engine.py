@@ -84,14 +84,7 @@ def make_engine(
             prepare_default(url)
         engine = _sqlite_engine(parsed.database or "", create)
     else:
-        try:
-            engine = create_engine(
-                parsed, pool_pre_ping=True, connect_args=_timeout_args(parsed, connect_timeout_s)
-            )
-        except ModuleNotFoundError as error:
-            raise LedgerError(f"no driver for {backend} ({error.name}): pip install 'wattlog[pg]'") from error
-        except (ArgumentError, SQLAlchemyError) as error:
-            raise LedgerError(f"cannot use ledger {where}: {_first_line(error)}") from error
+        engine = _network_engine(parsed, where, connect_timeout_s)
     sqlite_file = (parsed.database or "") if backend == "sqlite" else None
     try:
         # SQLite: the first opens of a new file (switching it to WAL, reading its schema) answer
@@ -112,6 +105,19 @@ def make_engine(
         engine.dispose()
         raise LedgerError(_open_failure(where, error)) from error
     return engine
+
+
+def _network_engine(parsed: URL, where: str, connect_timeout_s: float) -> Engine:
+    """An engine for a database server (PostgreSQL), with its connect timeout."""
+    try:
+        return create_engine(
+            parsed, pool_pre_ping=True, connect_args=_timeout_args(parsed, connect_timeout_s)
+        )
+    except ModuleNotFoundError as error:
+        backend = parsed.get_backend_name()
+        raise LedgerError(f"no driver for {backend} ({error.name}): pip install 'wattlog[pg]'") from error
+    except (ArgumentError, SQLAlchemyError) as error:
+        raise LedgerError(f"cannot use ledger {where}: {_first_line(error)}") from error
 
 
 def _timeout_args(parsed: URL, timeout_s: float) -> dict[str, object]:
