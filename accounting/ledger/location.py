@@ -95,6 +95,6 @@ def legacy_notice(
     if not legacy.is_file() or legacy.resolve() == default_path(env).resolve():
         return None
     return (
-        f"notice: {legacy} (the ledger of an older wattlog, in this folder) is not used; "
+        f"{legacy} (the ledger of an older wattlog, in this folder) is not used; "
         f"the ledger is {default_path(env)}; read the old one with --db sqlite:///{legacy}"
     )
