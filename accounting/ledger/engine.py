@@ -233,6 +233,9 @@ def _sqlite_engine(database: str, create: bool) -> Engine:
         if not parent.is_dir():
             where = Path(database).resolve()
             raise LedgerError(f"cannot open ledger {where}: folder {parent} does not exist")
+        # SQLite's timeout is no connect timeout (opening a local file does not wait on a peer) but
+        # how long a write waits for another writer's lock: agents of a node share one file, and a
+        # shorter wait would spool rows that a busy moment delays, so it stays 30 s.
         engine = create_engine(f"sqlite:///{database}", connect_args={"timeout": 30})
     else:  # one shared in-memory database for every connection
         engine = create_engine("sqlite://", connect_args={"check_same_thread": False}, poolclass=StaticPool)
