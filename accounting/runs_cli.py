@@ -26,6 +26,7 @@ from wattlog.accounting.ranges import Quantity, Range
 from wattlog.accounting.render import TableFormat, render_grid, show
 from wattlog.accounting.run_energy import ledger_energy
 from wattlog.accounting.units import mwh_to_j, readable
+from wattlog.errors import ConfigError
 from wattlog.options import DbOption
 
 runs_app = typer.Typer(
@@ -62,6 +63,11 @@ def runs(
     """List the ledger's runs (without a subcommand): status, role, stage, energy, site, start."""
     if ctx.invoked_subcommand is None:
         list_runs(db, project, role, fmt)
+    elif db is not None or project is not None or role is not None or fmt is not TableFormat.RICH:
+        # Options given here would not reach the subcommand: `--db X relabel` would change the default ledger.
+        raise ConfigError(
+            f"put the options after the subcommand: wattlog runs {ctx.invoked_subcommand} ... --db URL"
+        )
 
 
 @runs_app.command("list")

@@ -114,6 +114,12 @@ def test_delete_asks_then_removes_the_run_with_its_rows(url: str) -> None:
     assert rows_of(url)["energy_record"] == 0
 
 
+def test_options_before_a_subcommand_are_refused_not_dropped(url: str, capsys) -> None:
+    # `--db URL relabel` would otherwise relabel a run of the default ledger (or fail to find it there).
+    assert main(["runs", "--db", url, "relabel", "typo", "--role", "final"]) == 2
+    assert "after the subcommand" in capsys.readouterr().err
+
+
 def test_runs_never_creates_a_ledger(tmp_path: Path) -> None:
     missing = tmp_path / "none.db"
     assert main(["runs", "--db", f"sqlite:///{missing}"]) == 2
