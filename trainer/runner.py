@@ -46,8 +46,7 @@ def run_command(command: Sequence[str], config: SessionConfig, *, console: Conso
     # Signals are taken over before the session starts: a SIGTERM during start-up still closes the run.
     with Supervisor() as supervisor:
         try:
-            with supervisor.raising():  # a stop while connecting to a silent ledger ends us now
-                session.start()
+            session.start(while_connecting=supervisor.raising())
         except StopRequested as stop:
             stderr.print(f"wattlog run: {stop} while starting; {command[0]} was not run")
             return stop.exit_code
