@@ -12,6 +12,7 @@ from wattlog.accounting.ledger_cli import register as register_ledger
 from wattlog.accounting.node_cli import register as register_node
 from wattlog.accounting.ranges import format_quantity
 from wattlog.accounting.render import TableFormat, render_grid, show
+from wattlog.accounting.runs_cli import register as register_runs
 from wattlog.accounting.scope2_cli import register as register_scope2
 from wattlog.accounting.sites import SITE_FIELDS, Site, site_catalog
 from wattlog.accounting.table_cli import register as register_table
@@ -38,6 +39,7 @@ def register(app: typer.Typer) -> None:
     register_windows(app)
     register_intensity(app)
     register_scope2(app)
+    register_runs(app)
 
 
 def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RICH) -> None:

@@ -14,6 +14,7 @@ where it exists, and the multiplier is then not applied.
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ class DeviceModel:
         embodied_kg_co2e: Embodied emissions per device, kg CO2e.
         embodied_water_l: Embodied water per device, L.
         lifetime_years: Years the embodied figures are amortised over.
+        peak_flops: Published dense BF16 peak, FLOP/s (MFU's denominator); None: no MFU.
         sources: Figure name -> where it comes from.
     """
 
@@ -44,6 +46,7 @@ class DeviceModel:
     embodied_kg_co2e: float | None = None
     embodied_water_l: float | None = None
     lifetime_years: float | None = None
+    peak_flops: float | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -91,6 +94,17 @@ class DeviceCatalog:
                 return model, False
         return DeviceModel(name=name.strip()), False
 
+    def named_in(self, device_name: str) -> DeviceModel | None:
+        """The model a driver's device name names ("NVIDIA H100 80GB HBM3" -> H100), None if none.
+
+        A key counts only as a whole token ("H100" is not in "GH100"), so a board the
+        catalog does not hold never borrows another's figures.
+        """
+        for key, model in self.models.items():
+            if re.search(rf"(?<![A-Za-z0-9]){re.escape(key)}(?![0-9])", device_name, re.IGNORECASE):
+                return model
+        return None
+
 
 def device_catalog() -> DeviceCatalog:
     """The built-in device catalog (accounting/data/devices.toml)."""
@@ -100,7 +114,13 @@ def device_catalog() -> DeviceCatalog:
     for name, spec in raw["devices"].items():
         numbers = {
             key: float(spec[key])
-            for key in ("power_limit_w", "embodied_kg_co2e", "embodied_water_l", "lifetime_years")
+            for key in (
+                "power_limit_w",
+                "embodied_kg_co2e",
+                "embodied_water_l",
+                "lifetime_years",
+                "peak_flops",
+            )
             if key in spec
         }
         missing = set(numbers) - set(spec.get("sources", {}))

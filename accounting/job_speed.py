@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from wattlog.accounting.extrapolate import job_energy
 from wattlog.accounting.ledger.jobs import job_nodes, rank_progress
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.mfu import mfu_of
 from wattlog.accounting.ranges import Range
 
 MWH_J = 3.6e9
@@ -64,7 +65,6 @@ def job_speed(ledger: Ledger, run: int | str) -> JobSpeed | None:
     tokens_per_s = tokens / elapsed_s if elapsed_s > 0 else None
     flops = next((r.flops_per_token for r in ranks if r.flops_per_token), None)
     peak = next((r.peak_flops for r in ranks if r.peak_flops), None)
-    mfu = tokens_per_s * flops / peak if tokens_per_s is not None and flops and peak else None
     return JobSpeed(
         ranks=len(ranks),
         tokens=tokens,
@@ -73,5 +73,5 @@ def job_speed(ledger: Ledger, run: int | str) -> JobSpeed | None:
         energy_source=energy.source if energy is not None else "none",
         tokens_per_s=tokens_per_s,
         tokens_per_j=tokens / energy_j if energy_j else None,
-        mfu=mfu,
+        mfu=mfu_of(tokens_per_s, flops, peak),
     )

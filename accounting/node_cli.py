@@ -31,6 +31,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from wattlog.accounting.agent_report import print_ending
 from wattlog.accounting.node import NodeAgent, NodeOptions
 from wattlog.accounting.recording import Recording, RecordingConfig
 from wattlog.errors import ConfigError
@@ -50,7 +51,7 @@ from wattlog.options import (
     WholeNodeOption,
 )
 from wattlog.telemetry.agent import AgentConfig, default_lock_dir
-from wattlog.telemetry.agent_cli import print_ending, run_or_wait
+from wattlog.telemetry.agent_cli import run_or_wait
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 from wattlog.telemetry.supervise import Supervisor, cannot_start
 

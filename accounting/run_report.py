@@ -27,13 +27,6 @@ from wattlog.accounting.sites import site_catalog
 from wattlog.accounting.split import Use, energy_split
 from wattlog.accounting.units import mwh_to_j, readable, readable_range
 
-_LABELS = {
-    Use.PRODUCTIVE: "productive training",
-    Use.LOST_WORK: "lost work (steps redone after restarts)",
-    Use.HEALTH_CHECK: "health checks",
-    Use.IDLE: "idle (start-up, shutdown, waiting)",
-}
-
 
 def split_table(ledger: Ledger, run: str) -> Table:
     """The run's energy by use, in readable units and as a share, with the energy's source label."""
@@ -44,7 +37,7 @@ def split_table(ledger: Ledger, run: str) -> Table:
     table.add_column("Share", justify="right", no_wrap=True)
     for use in Use:
         joules = split.joules[use]
-        table.add_row(_LABELS[use], readable(joules, "energy"), f"{split.share(use):.1%}")
+        table.add_row(split.label(use), readable(joules, "energy"), f"{split.share(use):.1%}")
     table.add_row("total", readable(split.total_j, "energy"), "100.0%", style="bold")
     return table
 

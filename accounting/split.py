@@ -1,4 +1,4 @@
-"""Where a run's energy went: productive training, lost work, health checks, idle.
+"""Where a run's energy went: productive training, lost work, health checks, the rest.
 
 Energy rows (one per device per flush interval) are cut at the boundaries of
 the windows the tracker records as events, assuming constant power within a
@@ -8,7 +8,11 @@ row, and each piece goes to the first use whose windows contain it:
 - lost_work: ``lost_work`` events, the steps a restart redid (payload start_s, end_s);
 - productive: ``progress`` events, first to last step of each attempt
   (payload attempt, attempt_start_s; the event time is the latest step);
-- idle: the rest (start-up, shutdown, waiting).
+- other: the rest. It is never called idle, since nothing here measured idleness: in a run
+  that reported steps it is the time outside them (start-up, evaluation, checkpoints,
+  shutdown); in a run that reported none (``wattlog run -- CMD``) it is the command itself,
+  busy or waiting, which the ledger cannot tell apart (a CPU-bound command was once
+  reported "idle 100 %").
 """
 
 from __future__ import annotations
@@ -33,7 +37,16 @@ class Use(StrEnum):
     HEALTH_CHECK = EventKind.HEALTH_CHECK.value
     LOST_WORK = EventKind.LOST_WORK.value
     PRODUCTIVE = "productive"
-    IDLE = "idle"
+    OTHER = "other"
+    """Outside the steps, or the whole command when it reported none (see the module docstring)."""
+
+
+_LABELS = {
+    Use.PRODUCTIVE: ("productive training", "productive"),
+    Use.LOST_WORK: ("lost work (steps redone after restarts)", "lost work"),
+    Use.HEALTH_CHECK: ("health checks", "health checks"),
+}
+"""Each use's label in the run report and its short form in the Streamlit report."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,10 +56,22 @@ class EnergySplit:
     Attributes:
         joules: Use -> joules (every use present, 0 when none).
         source: counter, sampled, estimated, simulated, or a "+" mix.
+        steps: Whether the run reported training steps (else `other` is the whole command).
     """
 
     joules: dict[Use, float]
     source: str
+    steps: bool = False
+
+    def label(self, use: Use, *, short: bool = False) -> str:
+        """What a use is called in this run: `other` reads as what it was, never as idle."""
+        if use is not Use.OTHER:
+            return _LABELS[use][1 if short else 0]
+        if self.steps:
+            long = "outside training steps (start-up, evaluation, checkpoints, shutdown)"
+            return "outside steps" if short else long
+        long = "the command (it reported no steps: busy or waiting, not told apart)"
+        return "the command" if short else long
 
     @property
     def total_j(self) -> float:
@@ -102,7 +127,7 @@ def _use_at(t_s: float, by_use: dict[Use, list[Window]]) -> Use:
     for use in (Use.HEALTH_CHECK, Use.LOST_WORK, Use.PRODUCTIVE):
         if any(a <= t_s <= b for a, b in by_use.get(use, ())):
             return use
-    return Use.IDLE
+    return Use.OTHER
 
 
 def energy_split(ledger: Ledger, run: int | str) -> EnergySplit:
@@ -114,4 +139,5 @@ def energy_split(ledger: Ledger, run: int | str) -> EnergySplit:
     for row in rows:
         for use, joules in split_row(row.start_s, row.end_s, row.energy_j, by_use).items():
             totals[use] += joules
-    return EnergySplit(totals, energy_label({row.source for row in rows}) if rows else "none")
+    source = energy_label({row.source for row in rows}) if rows else "none"
+    return EnergySplit(totals, source, steps=bool(by_use[Use.PRODUCTIVE]))

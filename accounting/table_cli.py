@@ -20,11 +20,12 @@ from wattlog.accounting.exports import grids_csv, grids_json
 from wattlog.accounting.footprint import WaterConvention
 from wattlog.accounting.intensity.registry import formats_help, read_intensity
 from wattlog.accounting.ledger.engine import describe_url, make_engine, resolve_url
+from wattlog.accounting.ledger.models import Phase
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import RunInfo
 from wattlog.accounting.model_card import model_card_facts
 from wattlog.accounting.power_report import power_grid
-from wattlog.accounting.project_table import GROUPINGS, project_tables
+from wattlog.accounting.project_table import GROUPINGS, project_tables, run_phase
 from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import TableFormat, TableRow, footnotes, render, render_grid, show
 from wattlog.accounting.run_table import TableOptions, project_rows, run_row
@@ -206,23 +207,45 @@ def _ledger_table(selection: _Selection, db: str | None, options: TableOptions, 
         if selection.project and selection.by:
             _show_project(ledger, selection.project, selection.by, options, out.fmt, out.notes_file)
             return
-        chosen, run_rows = _chosen_rows(ledger, selection, options, describe_url(db))
-        _show_runs(ledger, chosen, [*rows, *run_rows], selection, options, out, describe_url(db))
+        chosen, run_rows, tail = _chosen_rows(ledger, selection, options, describe_url(db))
+        _show_runs(ledger, chosen, [*rows, *run_rows], selection, options, out, tail)
     finally:
         engine.dispose()
 
 
 def _chosen_rows(
     ledger: Ledger, selection: _Selection, options: TableOptions, where: str
-) -> tuple[list[RunInfo], list[TableRow]]:
-    """The runs shown and their rows (a project's with its subtotals)."""
+) -> tuple[list[RunInfo], list[TableRow], list[str]]:
+    """The runs shown, their rows (a project's with its subtotals) and the notes that close the table.
+
+    Named runs are shown whatever their role; without names, the final runs (Table 19 lists
+    final runs; development runs are a project's, `--project`).
+    """
+    tail = [f"Ledger: {where}."]
     if selection.project:
         rows = project_rows(ledger, selection.project, options)
-        return ledger.runs(selection.project), rows
-    chosen = [ledger.get_run(r) for r in selection.runs] if selection.runs else ledger.runs()
+        return ledger.runs(selection.project), rows, tail
+    if selection.runs:
+        chosen = [ledger.get_run(r) for r in selection.runs]
+    else:
+        every = ledger.runs()
+        chosen = [run for run in every if run_phase(run) == Phase.FINAL]
+        others = len(every) - len(chosen)
+        if others and not chosen and not selection.reference:
+            raise ConfigError(
+                f"the ledger {where} holds no final runs, {others} development run(s): name one "
+                "(`wattlog runs` lists them) or mark it: wattlog runs relabel NAME --role final"
+            )
+        if others:
+            tail.insert(
+                0,
+                f"{others} development run(s) not shown: `wattlog runs` lists them, "
+                "`wattlog table NAME` shows one.",
+            )
     if not chosen and not selection.reference:
         raise ConfigError(f"the ledger {where} holds no runs yet")
-    return chosen, [run_row(ledger, run, options) for run in chosen]  # the runs last: on screen at the end
+    rows = [run_row(ledger, run, options) for run in chosen]  # the runs last: on screen at the end
+    return chosen, rows, tail
 
 
 def _show_runs(
@@ -232,7 +255,7 @@ def _show_runs(
     selection: _Selection,
     options: TableOptions,
     out: _Output,
-    where: str,
+    tail: list[str],
 ) -> None:
     """Print the rows (or one run's model-card facts), then the power fluctuation grid if asked."""
     if out.fmt is TableFormat.HF:
@@ -240,7 +263,7 @@ def _show_runs(
             raise ConfigError("--format hf describes one run: give exactly one run name")
         print(model_card_facts(ledger, chosen[0], rows[-1], options), end="")
         return
-    _emit(rows, out, [*footnotes(rows), f"Ledger: {where}."])
+    _emit(rows, out, [*footnotes(rows), *tail])
     if selection.power and chosen:
         headers, cells, notes = power_grid(ledger, chosen)
         show(render_grid(headers, cells, notes, _grid_format(out.fmt), right=set(range(1, 8))))

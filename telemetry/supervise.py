@@ -32,7 +32,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from types import FrameType, TracebackType
@@ -152,6 +152,7 @@ class Supervisor:
         self._previous: dict[signal.Signals, object] = {}
         self._signalled_at: float | None = None
         self._forwarded = False
+        self._raising = False
 
     @property
     def received(self) -> signal.Signals | None:
@@ -178,11 +179,28 @@ class Supervisor:
         if self._received is None:
             self._received = received
             self._signalled_at = time.monotonic()
+        if self._raising:  # inside raising(): stop the blocked work now (e.g. a connect to a silent ledger)
+            self._raising = False
+            raise StopRequested(received)
         child = self._child
         if child is not None and child.poll() is None and not _terminal_sent(received):
             with contextlib.suppress(ProcessLookupError):  # it exited in between
                 child.send_signal(received)
                 self._forwarded = True
+
+    @contextlib.contextmanager
+    def raising(self) -> Iterator[None]:
+        """While the block runs, a stop signal raises :class:`StopRequested` at once (after recording it).
+
+        For start-up work that may block for long (opening a network ledger) and has nothing to
+        flush yet: it is abandoned instead of finished first. A signal already received raises on entry.
+        """
+        self.check()
+        self._raising = True
+        try:
+            yield
+        finally:
+            self._raising = False
 
     def check(self) -> None:
         """Raise :class:`StopRequested` if a stop signal came (for loops that stop at a safe point)."""

@@ -21,3 +21,5 @@ def private_lock_and_spool_dirs(
     folder = tmp_path_factory.mktemp("wattlog-state")
     monkeypatch.setenv("WATTLOG_LOCK_DIR", str(folder / "locks"))
     monkeypatch.setenv("WATTLOG_SPOOL_DIR", str(folder / "spool"))
+    # The user's default ledger lives under $XDG_DATA_HOME: never the real home's.
+    monkeypatch.setenv("XDG_DATA_HOME", str(folder / "data"))

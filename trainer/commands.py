@@ -44,7 +44,14 @@ RequestsOption = Annotated[
 ]
 HEALTH_SITE = "world"
 """The site a health-check run is recorded with: the labelled, sourced world average (`wattlog sites`)."""
-RoleOption = Annotated[str, typer.Option("--role", help="final, ablation, baseline, failed or debug.")]
+RoleOption = Annotated[
+    str,
+    typer.Option(
+        "--role",
+        help="development, final (a Table 19 row), ablation, baseline, failed or debug; "
+        "`wattlog runs relabel` changes it later.",
+    ),
+]
 
 
 def demo(
@@ -94,7 +101,7 @@ def run(
     ] = False,
     sample_nodes: SampleNodesOption = None,
     project: ProjectOption = "default",
-    role: RoleOption = "final",
+    role: RoleOption = "development",
     phase: PhaseOption = "",
     stage: StageOption = "",
     group: GroupOption = "",

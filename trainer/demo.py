@@ -10,6 +10,7 @@ printed, and the exit code is 128 + the signal's number.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,16 +19,19 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from wattlog.accounting.devices import device_catalog
 from wattlog.accounting.ledger import describe_url
 from wattlog.accounting.run_report import print_run_report
 from wattlog.accounting.sites import get_site
 from wattlog.accounting.units import readable
 from wattlog.errors import LedgerError
 from wattlog.numbers import MAX_SIMULATED_GPUS, check_number, check_port
+from wattlog.records import Kind, Source
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors import discover
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 from wattlog.telemetry.supervise import StopRequested, Supervisor
+from wattlog.telemetry.types import DeviceEnergy
 from wattlog.trainer.callbacks import SpeedCallback
 from wattlog.trainer.example import GPT, ByteTokenizer, batches, generate_corpus, preset
 from wattlog.trainer.tracker import Tracker
@@ -46,7 +50,7 @@ class DemoConfig:
     model: str = "gpt-small"
     """Model preset (gpt-small, gpt-tiny)."""
     db: str | None = None
-    """Ledger URL; None = $WATTLOG_DB or ./wattlog.db."""
+    """Ledger URL; None = $WATTLOG_DB or the user's ledger."""
     simulate_gpus: int = 0
     """Simulated GPUs to add to the node (labelled simulated)."""
     port: int = 0
@@ -154,12 +158,14 @@ def _track(
 ) -> None:
     with tracker as t:
         assert t.health is not None
-        # No published peak for this CPU: MFU is measured against the health check's matmul throughput.
-        t.callback(SpeedCallback).peak_flops = t.health.tflops * 1e12
+        # MFU only against a published peak: the health check's matmul rate is no peak (training beat
+        # it, and MFU read 132-253 %); a device the catalog does not hold has no MFU.
+        t.callback(SpeedCallback).peak_flops, why = published_peak(t.snapshot())
         devices = escape(", ".join(_label(d.device.name, str(d.device.source)) for d in t.snapshot()))
         params_m = model.num_params() / 1e6
         console.print(f"Model {config.model}: {params_m:.2f} M parameters; measuring {devices}")
         console.print(f"Health check: {t.health.summary()}")
+        console.print(why)
         console.print(f"Metrics on [bold]{t.metrics_url}[/] (Prometheus can scrape it while the demo runs)")
         _train(t, model, optimizer, warmup, data, config.seconds, console, supervisor)
         t.drain()
@@ -216,6 +222,26 @@ def _view(t: Tracker) -> dict[str, Any]:
         "watts": f"{power:.1f}" if power is not None else "-",
         "energy": readable(energy, "energy") if energy is not None else "-",
     }
+
+
+def published_peak(devices: Sequence[DeviceEnergy]) -> tuple[float | None, str]:
+    """The published peak FLOP/s of the GPUs that train, from the device catalog, and a line saying so.
+
+    None, with the reason, when a GPU is not in the catalog or there is none (a CPU run; simulated
+    GPUs draw simulated power but compute nothing).
+    """
+    gpus = [d.device for d in devices if d.device.kind == Kind.GPU and d.device.source != Source.SIMULATED]
+    catalog = device_catalog()
+    peaks = [(gpu.name, model.peak_flops if (model := catalog.named_in(gpu.name)) else None) for gpu in gpus]
+    unknown = [name for name, peak in peaks if peak is None]
+    if not gpus or unknown:
+        what = unknown[0] if unknown else "a CPU"
+        return None, f"MFU: - (no published peak FLOP/s for {what} in the device catalog)"
+    total = sum(peak for _, peak in peaks if peak is not None)
+    return (
+        total,
+        f"MFU against {total / 1e12:,.0f} TFLOP/s: the published dense BF16 peak of {len(gpus)} GPU(s)",
+    )
 
 
 def _label(name: str, source: str) -> str:

@@ -14,7 +14,7 @@ from rich.console import Console
 from wattlog.accounting.run_report import print_run_report, print_run_summary
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.telemetry.sinks import INCOMPLETE_EXIT
-from wattlog.telemetry.supervise import Ending, Supervisor
+from wattlog.telemetry.supervise import Ending, StopRequested, Supervisor
 from wattlog.trainer.session import RunSession, SessionConfig, status_for_outcome
 
 NO_COMMAND = "give the command to run after --, e.g. wattlog run -- python train.py"
@@ -50,7 +50,11 @@ def run_command(
     session = RunSession(config)
     # Signals are taken over before the session starts: a SIGTERM during start-up still closes the run.
     with Supervisor() as supervisor:
-        session.start()
+        try:
+            session.start(while_connecting=supervisor.raising())
+        except StopRequested as stop:
+            stderr.print(f"wattlog run: {stop} while starting; {command[0]} was not run")
+            return stop.exit_code
         console.print(f"Run {run}: measuring the node; metrics on {session.metrics_url}")
         outcome = supervisor.run(command)
         if outcome.ending is Ending.STOPPED:

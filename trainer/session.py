@@ -21,6 +21,7 @@ whether every joule measured reached the ledger.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import socket
@@ -197,8 +198,15 @@ class RunSession:
         """Whether start() succeeded and close() has not run yet."""
         return self._started
 
-    def start(self) -> RunSession:
+    def start(
+        self, *, while_connecting: contextlib.AbstractContextManager[object] | None = None
+    ) -> RunSession:
         """Open the ledger, register the run, start the agent and join the node's other agents.
+
+        Args:
+            while_connecting: Entered around opening the ledger only (`wattlog run` passes
+                ``Supervisor.raising()``, so a stop signal ends a connect to a silent ledger at once,
+                while one that comes later still closes the registered run as preempted).
 
         Raises:
             ConfigError: Unknown site or role.
@@ -213,7 +221,9 @@ class RunSession:
             from wattlog.accounting.sites import get_site
 
             site = get_site(site).name
-        self.ledger = Ledger(make_engine(cfg.db))
+        with while_connecting or contextlib.nullcontext():
+            engine = make_engine(cfg.db)
+        self.ledger = Ledger(engine)
         try:
             self.recorder = RunRecorder(self.ledger, cfg.run, cfg.rank, cfg.join_timeout_s)
             self.start_step, self.lost = self.recorder.register(

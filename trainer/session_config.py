@@ -35,10 +35,10 @@ class SessionConfig:
     """What is trained (free text, shown in tables)."""
     project: str = "default"
     """Project the run belongs to."""
-    role: str = "final"
-    """final, ablation, baseline, failed or debug."""
+    role: str = "development"
+    """development (the default), final (a Table 19 row), ablation, baseline, failed or debug."""
     db: str | None = None
-    """Ledger URL; None = $WATTLOG_DB or sqlite:///wattlog.db."""
+    """Ledger URL; None = $WATTLOG_DB or the user's ledger (`wattlog.accounting.ledger.default_url`)."""
     resume: bool = False
     """Continue the run of that name (a restart) instead of creating it."""
     resume_step: int | None = None

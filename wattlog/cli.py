@@ -57,6 +57,7 @@ COMMANDS = (
         "intensity",
         "Live grid carbon intensity, cached in the ledger (providers: `intensity fetch --help`).",
     ),
+    ("runs", "List the ledger's runs; relabel (--role final: a Table 19 row), rename or delete one."),
     ("dashboards", "Grafana dashboards: build the JSON, provision Grafana."),
     ("webhook", "Receive alerts into the ledger; send wattlog's events out."),
 )

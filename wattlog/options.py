@@ -15,7 +15,11 @@ import typer
 
 DbOption = Annotated[
     str | None,
-    typer.Option("--db", help="Ledger URL (default $WATTLOG_DB or sqlite:///wattlog.db); secrets from env."),
+    typer.Option(
+        "--db",
+        help="Ledger URL (default $WATTLOG_DB, else your own in ~/.local/share/wattlog-ledger); "
+        "secrets from env.",
+    ),
 ]
 SitesFileOption = Annotated[
     Path | None,

@@ -2,6 +2,7 @@
 
 - models: the SQLModel tables (Project, Run, EnergyRecord, GapRecord, Event, SiteRecord, IntensityPoint).
 - engine: make_engine(url) opens and migrates (Alembic) the database.
+- location: where the ledger is (one per user, $WATTLOG_DB to override) and how to name it.
 - store: Ledger, the facade: one transaction a call; `Ledger.reading(run)` for many reads in one.
 - runs, writes, reader, compaction: what the Ledger does, one module per job.
 - views: RunInfo, EventInfo, GapInfo, EnergyTotal, JobNodes, RankInfo: the frozen read models the Ledger
@@ -13,7 +14,8 @@
 from __future__ import annotations
 
 from wattlog.accounting.ledger.compaction import Compaction
-from wattlog.accounting.ledger.engine import DEFAULT_URL, ENV_VAR, describe_url, make_engine, resolve_url
+from wattlog.accounting.ledger.engine import ENV_VAR, describe_url, make_engine, resolve_url
+from wattlog.accounting.ledger.location import default_url, ledger_line
 from wattlog.accounting.ledger.models import Phase, Resolution, Role, Stage, Status
 from wattlog.accounting.ledger.sink import LedgerSink
 from wattlog.accounting.ledger.store import Ledger
@@ -27,7 +29,6 @@ from wattlog.accounting.ledger.views import (
 )
 
 __all__ = [
-    "DEFAULT_URL",
     "ENV_VAR",
     "Compaction",
     "EnergyTotal",
@@ -43,7 +44,9 @@ __all__ = [
     "RankInfo",
     "Stage",
     "Status",
+    "default_url",
     "describe_url",
+    "ledger_line",
     "make_engine",
     "resolve_url",
 ]

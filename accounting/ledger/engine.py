@@ -1,29 +1,45 @@
 """Open the ledger: SQLite by default, PostgreSQL by URL, migrated to the newest schema on open.
 
 The URL comes from the caller (`--db`), else the environment variable
-``WATTLOG_DB``, else ``sqlite:///wattlog.db`` (a file in the current
-directory). Commands that write print :func:`describe_url` so the user knows
-where the data went.
+``WATTLOG_DB``, else the user's ledger (see :mod:`.location`). Commands that
+write print :func:`describe_url` so the user knows where the data went. A
+network ledger that accepts connections and never answers costs at most the
+connect timeout (5 s by default), never a hang.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
+import logging
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
+from wattlog.accounting.ledger.location import (
+    ENV_VAR,
+    describe_url,
+    legacy_notice,
+    prepare_default,
+    resolve_url,
+)
 from wattlog.errors import LedgerError
 
-ENV_VAR = "WATTLOG_DB"
-DEFAULT_URL = "sqlite:///wattlog.db"
+__all__ = ["CONNECT_TIMEOUT_S", "ENV_VAR", "describe_url", "make_engine", "resolve_url", "upgrade"]
+
+logger = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT_S = 5.0
+"""How long opening a network ledger may take before it is an error (a URL's own
+``connect_timeout`` wins)."""
+_CONNECT_TIMEOUT_ARG = {"psycopg": "connect_timeout", "psycopg2": "connect_timeout", "pg8000": "timeout"}
+_noticed: set[str] = set()  # legacy ledgers already named by this process
 MIGRATIONS = Path(__file__).with_name("migrations")
 HEAD_REVISION = "0007"
 """The newest migration (a test keeps it in step with migrations/versions); a ledger already
@@ -32,32 +48,22 @@ _MIGRATION_LOCK_KEY = 0x5741_54_4C  # "WATL": PostgreSQL advisory lock held whil
 _REVISION_FILE = re.compile(r"^(\d{4})_\w+\.py$")
 
 
-def resolve_url(url: str | None = None) -> str:
-    """The ledger URL to use: `url`, else $WATTLOG_DB, else the default SQLite file."""
-    return url or os.environ.get(ENV_VAR) or DEFAULT_URL
-
-
-def describe_url(url: str | None = None) -> str:
-    """Printable ledger name: the absolute file for SQLite, else the URL without its password."""
-    resolved = resolve_url(url)
-    try:
-        parsed = make_url(resolved)
-    except ArgumentError:
-        return resolved
-    if parsed.get_backend_name() == "sqlite":
-        database = parsed.database or ""
-        return str(Path(database).resolve()) if database and database != ":memory:" else "sqlite (in memory)"
-    return parsed.render_as_string(hide_password=True)
-
-
-def make_engine(url: str | None = None, *, migrate: bool = True, create: bool = True) -> Engine:
+def make_engine(
+    url: str | None = None,
+    *,
+    migrate: bool = True,
+    create: bool = True,
+    connect_timeout_s: float = CONNECT_TIMEOUT_S,
+) -> Engine:
     """Open the ledger at `url` and bring its schema to the newest migration.
 
     Args:
         url: SQLAlchemy URL (``sqlite:///path.db``, ``postgresql+psycopg://user@host/db``);
-            None means $WATTLOG_DB or ``sqlite:///wattlog.db``.
+            None means $WATTLOG_DB or the user's ledger (its folder is created, 0700).
         migrate: Run ``alembic upgrade head`` (on by default; off only for schema tests).
         create: Create a missing SQLite file; read-only commands pass False so a typo writes nothing.
+        connect_timeout_s: Seconds a network ledger may take to connect (PostgreSQL's
+            ``connect_timeout``, at least 2 s there; a ``connect_timeout`` in the URL wins).
 
     Returns:
         A SQLAlchemy engine (SQLite with foreign keys on, WAL and a busy timeout).
@@ -71,16 +77,14 @@ def make_engine(url: str | None = None, *, migrate: bool = True, create: bool = 
         parsed = make_url(resolved)
     except ArgumentError as error:
         raise LedgerError(f"ledger URL {resolved!r} is malformed: use e.g. sqlite:///wattlog.db") from error
+    _name_legacy(url)
     backend = parsed.get_backend_name()
     if backend == "sqlite":
+        if create:
+            prepare_default(url)
         engine = _sqlite_engine(parsed.database or "", create)
     else:
-        try:
-            engine = create_engine(parsed, pool_pre_ping=True)
-        except ModuleNotFoundError as error:
-            raise LedgerError(f"no driver for {backend} ({error.name}): pip install 'wattlog[pg]'") from error
-        except (ArgumentError, SQLAlchemyError) as error:
-            raise LedgerError(f"cannot use ledger {where}: {_first_line(error)}") from error
+        engine = _network_engine(parsed, where, connect_timeout_s)
     sqlite_file = (parsed.database or "") if backend == "sqlite" else None
     try:
         # SQLite: the first opens of a new file (switching it to WAL, reading its schema) answer
@@ -101,6 +105,35 @@ def make_engine(url: str | None = None, *, migrate: bool = True, create: bool = 
         engine.dispose()
         raise LedgerError(_open_failure(where, error)) from error
     return engine
+
+
+def _network_engine(parsed: URL, where: str, connect_timeout_s: float) -> Engine:
+    """An engine for a database server (PostgreSQL), with its connect timeout."""
+    try:
+        return create_engine(
+            parsed, pool_pre_ping=True, connect_args=_timeout_args(parsed, connect_timeout_s)
+        )
+    except ModuleNotFoundError as error:
+        backend = parsed.get_backend_name()
+        raise LedgerError(f"no driver for {backend} ({error.name}): pip install 'wattlog[pg]'") from error
+    except (ArgumentError, SQLAlchemyError) as error:
+        raise LedgerError(f"cannot use ledger {where}: {_first_line(error)}") from error
+
+
+def _timeout_args(parsed: URL, timeout_s: float) -> dict[str, object]:
+    """The driver's connect-timeout argument, unless the URL sets one (whole seconds, as libpq takes)."""
+    argument = _CONNECT_TIMEOUT_ARG.get(parsed.get_driver_name())
+    if argument is None or argument in parsed.query:
+        return {}
+    return {argument: max(1, math.ceil(timeout_s))}
+
+
+def _name_legacy(url: str | None) -> None:
+    """Name an older wattlog's ./wattlog.db once per process when the user's ledger is used instead."""
+    notice = legacy_notice(url)
+    if notice is not None and notice not in _noticed:
+        _noticed.add(notice)
+        logger.warning("%s", notice)
 
 
 def _migrate(engine: Engine, where: str) -> None:
@@ -200,6 +233,9 @@ def _sqlite_engine(database: str, create: bool) -> Engine:
         if not parent.is_dir():
             where = Path(database).resolve()
             raise LedgerError(f"cannot open ledger {where}: folder {parent} does not exist")
+        # SQLite's timeout is no connect timeout (opening a local file does not wait on a peer) but
+        # how long a write waits for another writer's lock: agents of a node share one file, and a
+        # shorter wait would spool rows that a busy moment delays, so it stays 30 s.
         engine = create_engine(f"sqlite:///{database}", connect_args={"timeout": 30})
     else:  # one shared in-memory database for every connection
         engine = create_engine("sqlite://", connect_args={"check_same_thread": False}, poolclass=StaticPool)

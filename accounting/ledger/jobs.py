@@ -34,7 +34,7 @@ def join_run(
     *,
     measured: bool = True,
     project: str = "default",
-    role: str = "final",
+    role: str = "development",
     model: str = "",
     site: str = "",
     timeout_s: float = 30.0,

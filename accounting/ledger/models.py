@@ -18,8 +18,13 @@ SECONDS_PER_HOUR = 3600
 
 
 class Role(StrEnum):
-    """What a run was for; `wattlog table --project` totals all roles beside the final run."""
+    """What a run was for; `wattlog table --project` totals all roles beside the final run.
 
+    A run is development unless marked final: failed attempts and typos never become Table 19
+    rows by default (`wattlog runs relabel NAME --role final` marks the one that counts).
+    """
+
+    DEVELOPMENT = "development"
     FINAL = "final"
     ABLATION = "ablation"
     BASELINE = "baseline"
@@ -86,7 +91,7 @@ class RunBase(SQLModel):
     """What the caller says about a run (the fields `Ledger.start_run` takes)."""
 
     name: str = Field(max_length=200)
-    role: str = Field(default=Role.FINAL.value, max_length=20)
+    role: str = Field(default=Role.DEVELOPMENT.value, max_length=20)
     model: str = Field(default="", max_length=200)
     site: str = Field(default="", max_length=200)
     host: str = Field(default="", max_length=200)

@@ -85,7 +85,7 @@ class Ledger:
         name: str,
         *,
         project: str = "default",
-        role: Role | str = Role.FINAL,
+        role: Role | str = Role.DEVELOPMENT,
         model: str = "",
         site: str = "",
         config: dict[str, Any] | None = None,

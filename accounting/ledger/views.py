@@ -43,7 +43,7 @@ class RunInfo:
         id: The run's id (stable across restarts).
         name: Its unique name.
         project_id: Id of the project it belongs to.
-        role: final, ablation, baseline, failed or debug.
+        role: development, final, ablation, baseline, failed or debug.
         model, site, host: What was trained, where, on which host (may be empty).
         start_s: Unix time it was first started.
         end_s: Unix time it ended (None while running).

@@ -168,7 +168,9 @@ def breakdown(report: RunReport) -> None:
         .properties(height=CHART_HEIGHT_PX // 2),
         width="stretch",
     )
-    right.caption(f"By use (productive, lost work, health checks, idle); energy source: {report.use_source}.")
+    right.caption(
+        f"By use (productive, lost work, health checks, the rest); energy source: {report.use_source}."
+    )
 
 
 def _url_follows_pick() -> None:

@@ -3,7 +3,7 @@
 A run's footprint and its Table-19 row come from accounting.run_table (the same
 numbers `wattlog table` prints), the reference rows from accounting.reference,
 the downloads from accounting.render. The split by use (productive, lost work,
-health checks, idle) is trainer.split's, which reads only the ledger.
+health checks, the rest) is accounting.split's, which reads only the ledger.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import TableRow, table_cells, to_csv, to_latex, to_markdown
 from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
 from wattlog.accounting.sites import site_catalog
-from wattlog.accounting.split import Use, energy_split
+from wattlog.accounting.split import energy_split
 from wattlog.accounting.units import j_to_kwh
 from wattlog.events import EventKind
 from wattlog.records import Kind
@@ -30,13 +30,6 @@ if TYPE_CHECKING:
     from wattlog.accounting.ledger.views import EnergyRow, EventInfo, RunInfo
 
 GAP_COLUMNS = ["start", "end", "host", "device", "reason", "detail"]
-
-USE_LABELS = {
-    Use.PRODUCTIVE: "productive",
-    Use.LOST_WORK: "lost work",
-    Use.HEALTH_CHECK: "health checks",
-    Use.IDLE: "idle",
-}
 
 
 @dataclass(frozen=True)
@@ -188,7 +181,7 @@ def load_report(ledger: Ledger, run: str, options: TableOptions | None = None) -
     split = energy_split(ledger, row.id)
     by_use = pd.DataFrame(
         [
-            {"use": USE_LABELS[use], "energy_kwh": j_to_kwh(joules), "share": split.share(use)}
+            {"use": split.label(use, short=True), "energy_kwh": j_to_kwh(joules), "share": split.share(use)}
             for use, joules in split.joules.items()
         ]
     )

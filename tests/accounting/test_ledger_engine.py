@@ -9,7 +9,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect
 
-from wattlog.accounting.ledger import DEFAULT_URL, describe_url, make_engine, resolve_url
+from wattlog.accounting.ledger import default_url, describe_url, make_engine, resolve_url
 from wattlog.accounting.ledger.models import TABLES, SQLModel
 from wattlog.errors import LedgerError
 
@@ -41,7 +41,7 @@ def test_opening_twice_is_idempotent(tmp_path) -> None:
 
 def test_url_comes_from_argument_then_env_then_default(monkeypatch, tmp_path) -> None:
     monkeypatch.delenv("WATTLOG_DB", raising=False)
-    assert resolve_url(None) == DEFAULT_URL == "sqlite:///wattlog.db"
+    assert resolve_url(None) == default_url()  # the user's ledger (see test_ledger_location)
     monkeypatch.setenv("WATTLOG_DB", "sqlite:///env.db")
     assert resolve_url(None) == "sqlite:///env.db"
     assert resolve_url("sqlite:///arg.db") == "sqlite:///arg.db"

@@ -37,7 +37,7 @@ def ledger_url(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     clock = FakeClock(wall_offset_s=H0)
     ledger = Ledger(make_engine(url), clock=clock)
-    final = ledger.start_run("olmo-final", project="olmo", model="OLMo 2 7B", site="jupiter")
+    final = ledger.start_run("olmo-final", project="olmo", role="final", model="OLMo 2 7B", site="jupiter")
     ledger.record_intervals(
         final.id,
         [

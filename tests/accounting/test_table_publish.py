@@ -119,15 +119,17 @@ def test_reference_adds_the_published_rows_before_the_ledgers_runs(
     assert code == 0
     models = [r["Model"] for r in markdown_tables(out)[0]]
     assert models[:5] == ["Llama 2 7B", "Llama 3.1 8B", "OLMo 7B", "OLMo 2 7B", "OLMo 2 13B"]
-    assert len(models) == 6 + len(EXAMPLE_RUNS)  # the runs are kept, and come last
+    finals = [s for s in EXAMPLE_RUNS if s.role == "final"]
+    assert len(models) == 6 + len(finals)  # the final runs are kept, and come last
+    assert f"{len(EXAMPLE_RUNS) - len(finals)} development run(s) not shown" in out
     assert models[-1].startswith("example 7B (serve-7b")
 
 
 def test_a_siteless_run_is_a_note_not_a_failure(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'l.db'}"
     ledger = Ledger(make_engine(url))
-    ledger.start_run("somewhere", site="jupiter")
-    ledger.start_run("nowhere")
+    ledger.start_run("somewhere", site="jupiter", role="final")
+    ledger.start_run("nowhere", role="final")
     ledger.engine.dispose()
     code, out, err = run_table(capsys, "--db", url, "--format", "markdown")
     assert code == 0 and err == ""
@@ -203,7 +205,7 @@ def test_overhead_applies_to_gpu_only_runs_and_is_labelled(
     url = f"sqlite:///{tmp_path / 'l.db'}"
     ledger = Ledger(make_engine(url))
     for name, kinds in (("gpus", [Kind.GPU]), ("node", [Kind.GPU, Kind.CPU])):
-        run = ledger.start_run(name, site="jupiter")
+        run = ledger.start_run(name, site="jupiter", role="final")
         rows = [
             EnergyInterval("h", k.value, k, Source.COUNTER, H0, H0 + 3600, 3.6e9, 3.6e9, 3.6e9) for k in kinds
         ]

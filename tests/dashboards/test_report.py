@@ -100,7 +100,7 @@ def test_breakdowns_and_events(ledger: Ledger) -> None:
     assert kinds["cpu"] == pytest.approx(2 * 0.3 * 48)
     assert sum(kinds.values()) == pytest.approx(report.cumulative["energy_kwh"].iloc[-1])
     uses = dict(zip(report.by_use["use"], report.by_use["energy_kwh"], strict=True))
-    assert set(uses) == {"productive", "lost work", "health checks", "idle"}
+    assert set(uses) == {"productive", "lost work", "health checks", "outside steps"}
     assert uses["lost work"] > 0 and uses["health checks"] > 0
     assert sum(uses.values()) == pytest.approx(sum(kinds.values()))
     assert list(report.events["kind"]) == ["health_check", "loss_spike", "restart", "lost_work", "alert"]

@@ -115,3 +115,15 @@ def test_wattlog_run_and_wattlog_agent_give_the_same_exit_code(
     assert main(["agent", "--port", "-1", "--seconds", "5", "--", *command]) == code
     status = Ledger(make_engine(db)).get_run("r").status
     assert status == ("killed" if code == 137 else "failed")
+
+
+def test_a_stop_signal_inside_raising_stops_the_blocked_work_at_once() -> None:
+    with Supervisor() as supervisor:
+        with pytest.raises(StopRequested) as stopped, supervisor.raising():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # stands for a connect that never returns; the handler ends it
+        assert stopped.value.signum is signal.SIGTERM and supervisor.received is signal.SIGTERM
+        os.kill(os.getpid(), signal.SIGTERM)  # outside the block: recorded, not raised
+        # and a block entered after a signal raises at once
+        with pytest.raises(StopRequested), supervisor.raising():
+            pass

@@ -19,13 +19,13 @@ def test_row_energy_is_divided_by_time_with_precedence() -> None:
         Use.HEALTH_CHECK: [(0.0, 2.0)],
         Use.LOST_WORK: [(5.0, 8.0)],
         Use.PRODUCTIVE: [(1.0, 9.0)],
-        Use.IDLE: [],
+        Use.OTHER: [],
     }
     parts = split_row(0.0, 10.0, 100.0, by_use)  # 10 W for 10 s
     assert parts[Use.HEALTH_CHECK] == pytest.approx(20.0)  # 0-2 (health check wins over productive 1-2)
     assert parts[Use.PRODUCTIVE] == pytest.approx(40.0)  # 2-5 and 8-9
     assert parts[Use.LOST_WORK] == pytest.approx(30.0)
-    assert parts[Use.IDLE] == pytest.approx(10.0)  # 9-10
+    assert parts[Use.OTHER] == pytest.approx(10.0)  # 9-10
     assert sum(parts.values()) == pytest.approx(100.0)
     assert split_row(3.0, 3.0, 1.0, by_use)[Use.PRODUCTIVE] == 1.0  # zero-length row
 

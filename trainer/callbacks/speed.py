@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from wattlog.accounting.mfu import mfu_of
 from wattlog.errors import ConfigError
 from wattlog.trainer.callback import Callback
 
@@ -25,7 +26,8 @@ class SpeedFigures:
         power_w: Mean power of the measured devices over the batch (None without energy).
         energy_j: Cumulative energy of the measured devices (None without energy).
         tokens_per_j: Tokens per joule over the batch (None without energy).
-        mfu: Model FLOPs utilisation, 0..1 (None without FLOPs per token and peak FLOP/s).
+        mfu: Model FLOPs utilisation, 0..1 (None without FLOPs per token and a published peak
+            FLOP/s, or above 1: see wattlog.accounting.mfu).
     """
 
     step: int
@@ -88,9 +90,6 @@ class SpeedCallback(Callback):
             return
         tokens_per_s = tokens / elapsed_s
         spent = energy - start_energy if energy is not None and start_energy is not None else None
-        mfu = None
-        if self.flops_per_token and self.peak_flops:
-            mfu = tokens_per_s * self.flops_per_token / self.peak_flops
         figures = SpeedFigures(
             step=records[-1].step,
             tokens_total=self._tokens_total,
@@ -98,7 +97,7 @@ class SpeedCallback(Callback):
             power_w=spent / elapsed_s if spent is not None else None,
             energy_j=energy,
             tokens_per_j=tokens / spent if spent else None,
-            mfu=mfu,
+            mfu=mfu_of(tokens_per_s, self.flops_per_token, self.peak_flops),
         )
         self._latest = figures
         for hook in self.on_figures or ():
