@@ -30,7 +30,8 @@ def sensors(
         from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 
         extra.append(SimulatedSensor(simulated_gpus(simulate)))
-    found = discover(job_selection(whole_node=whole_node), powercap_root=powercap_root, extra=extra)
+    chosen = job_selection(whole_node=True) if whole_node else None  # else each vendor's own visibility
+    found = discover(chosen, powercap_root=powercap_root, extra=extra)
     try:
         print_discovery(found, Console(highlight=False))
     finally:

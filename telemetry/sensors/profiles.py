@@ -16,9 +16,11 @@ from importlib import resources
 from typing import Any
 
 from wattlog.errors import ConfigError
-from wattlog.telemetry.types import SensorProfile
+from wattlog.telemetry.types import SensorProfile, Vendor
 
 _PACKAGE = "wattlog.telemetry.sensors"
+VENDOR_PROFILES: Mapping[Vendor, str] = {Vendor.NVIDIA: "nvidia.toml"}
+"""Each vendor's data file of board families (a vendor not listed: every board is unknown)."""
 _NUMBERS = ("gain_low", "gain_high", "observed_fraction", "publication_period_s")
 
 
@@ -65,6 +67,12 @@ def load_table(filename: str) -> ProfileTable:
     return ProfileTable(named, families[default_key])
 
 
+def board_profile(vendor: Vendor, name: str) -> SensorProfile:
+    """The profile of `vendor`'s board called `name`: its data file's family, else the vendor's default."""
+    filename = VENDOR_PROFILES.get(vendor)
+    return load_table(filename).for_board(name) if filename else unknown_board()
+
+
 def unknown_board() -> SensorProfile:
     """The wide, labelled profile of an accelerator no data file describes."""
     return load_table("unknown_board.toml").default
@@ -97,7 +105,7 @@ def _profile(filename: str, key: str, raw: Mapping[str, Any], shared: Mapping[st
         raise ConfigError(f"{filename}: family {key!r} lacks {', '.join(missing)}")
     sources = {**shared, **raw.get("sources", {})}
     fields = {name: value for name, value in raw.items() if name not in ("names", "sources")}
-    unsourced = [name for name in fields if name not in ("label", "known") and name not in sources]
+    unsourced = [name for name in fields if name not in ("label", "known", "sensor") and name not in sources]
     if unsourced:
         raise ConfigError(f"{filename}: family {key!r} gives {', '.join(unsourced)} without a source")
     try:
