@@ -39,17 +39,30 @@ def sensors(
 
 
 def print_discovery(found: Discovery, console: Console) -> None:
-    """The selection line, one table row per device, then the notes on backends not used."""
+    """The selection line, one row per device (vendor, sensor profile, scope, counter), then the notes."""
     console.print(found.selection.describe())
     for note in found.selection.notes:
         console.print(f"  note: {note}")
     table = Table()
-    for header in ("uuid", "name", "kind", "counter", "source"):
-        table.add_column(header, no_wrap=header != "name", overflow="fold")  # a cut UUID is useless
+    for header in ("uuid", "name", "kind", "vendor", "profile", "scope", "counter", "source"):
+        table.add_column(
+            header, no_wrap=header not in ("name", "profile"), overflow="fold"
+        )  # a cut UUID is useless
     table.add_column("note", ratio=1, overflow="fold")
     for _, device in found.devices:
         counter = "yes" if device.has_counter else "no"
-        table.add_row(device.uuid, device.name, str(device.kind), counter, str(device.source), device.note)
+        profile = device.profile
+        table.add_row(
+            device.uuid,
+            device.name,
+            str(device.kind),
+            device.vendor.label if device.vendor is not None else "-",
+            profile.label if profile is not None else "-",
+            profile.scope if profile is not None else "-",
+            counter,
+            str(device.source),
+            device.note,
+        )
     console.print(table)
     for note in found.notes:
         console.print(f"- {note}")

@@ -43,6 +43,9 @@ class SensorProfile:
         counter_integrates_true: Whether the counter integrates true power (None: not known).
         known: False for the wide profile given to a board no data file describes.
         sensor: What reads the board, as notes name it ("NVML", "amdsmi"); not a number, so unsourced.
+        scope: What the board's figure covers ("board": the accelerator's board; "gpu": the GPU of
+            a superchip module, not its CPU or the module; "cpu socket"), so figures of different
+            scopes are never summed as one.
         sources: (field, where its number comes from), one per number.
     """
 
@@ -59,6 +62,7 @@ class SensorProfile:
     counter_integrates_true: bool | None = None
     known: bool = True
     sensor: str = "the driver"
+    scope: str = "board"
     sources: tuple[tuple[str, str], ...] = ()
 
     def gain_factors(self) -> tuple[float, float]:

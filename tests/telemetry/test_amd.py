@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
+
 import pytest
+from rich.console import Console
 
 from wattlog.clock import FakeClock
 from wattlog.errors import DeviceLost
 from wattlog.records import Source
+from wattlog.telemetry.cli import print_discovery
 from wattlog.telemetry.integrator import Integrator
 from wattlog.telemetry.sensors.amd import AmdBackend
 from wattlog.telemetry.sensors.amdsmi_sensor import AmdSmiSensor
@@ -159,4 +164,22 @@ def test_a_mixed_node_is_discovered_once_per_device_each_with_its_vendors_visibi
     found = discover(nvml=nvml, backends=backends, environ=environ, clock=fake_clock)
     gpus = [(d.uuid, d.vendor) for _, d in found.devices if d.vendor is not None]
     assert gpus == [("GPU-nv-1", Vendor.NVIDIA), ("GPU-amd-0000", Vendor.AMD)]
+    found.close()
+
+
+def test_wattlog_sensors_names_each_devices_vendor_profile_scope_and_counter(
+    fake_clock: FakeClock, tmp_path: Path
+) -> None:
+    found = discover(
+        backends=[AmdBackend(fake(fake_clock, n=1, vm_guest=True), check_s=0)],
+        environ={},
+        powercap_root=tmp_path,
+        clock=fake_clock,
+    )
+    console = Console(file=io.StringIO(), width=400, highlight=False)
+    print_discovery(found, console)
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    [row] = [line for line in out.splitlines() if "GPU-amd-0000" in line]
+    assert "AMD" in row and "MI300X/MI325X" in row and "board" in row
+    assert " no " in row and "VM guest" in row  # the counter's status, and why
     found.close()
