@@ -39,6 +39,7 @@ from wattlog.telemetry.sensors.nvml_fields import (
     ENERGY_FIELD,
     FI_DEV_POWER_INSTANT,
     FI_DEV_TOTAL_ENERGY_CONSUMPTION,
+    MIG_NOTE,
     NO_DRIVER,
     PACE_MARGIN_S,
     POWER_AVERAGE,
@@ -50,6 +51,7 @@ from wattlog.telemetry.sensors.nvml_fields import (
     GpuState,
     energy,
     memory_used,
+    mig_instances,
     power_limit,
     power_usage,
     temperature,
@@ -69,7 +71,8 @@ class NvmlSensor:
 
     Args:
         nvml: The pynvml module (or a FakeNvml); None imports pynvml when devices() runs.
-        include: (index, uuid) -> whether the GPU is the job's; None measures all of them.
+        include: (index, uuid[, mig_uuids]) -> whether the GPU is the job's (GpuSelection.includes;
+            the GPU's MIG instance UUIDs are passed when it has some); None measures all of them.
         clock: The sampler's clock (field timestamps are wall time; readings are on its monotonic time).
         slow_period_s: How often utilisation, temperature, memory and the power limit are read.
         paced: Tell the sampler when each GPU's next publication is due (``Reading.next_read_s``),
@@ -82,7 +85,7 @@ class NvmlSensor:
     def __init__(
         self,
         nvml: Any | None = None,
-        include: Callable[[int, str], bool] | None = None,
+        include: Callable[..., bool] | None = None,
         *,
         clock: Clock | None = None,
         slow_period_s: float = 1.0,
@@ -164,7 +167,11 @@ class NvmlSensor:
             try:
                 handle = nvml.nvmlDeviceGetHandleByIndex(index)
                 uuid = text(nvml.nvmlDeviceGetUUID(handle))
-                if self._include is not None and not self._include(index, uuid):
+                migs = mig_instances(nvml, handle)
+                chosen = self._include is None or (
+                    self._include(index, uuid, migs) if migs else self._include(index, uuid)
+                )
+                if not chosen:
                     continue
                 name = text(nvml.nvmlDeviceGetName(handle))
             except nvml.NVMLError as e:
@@ -177,6 +184,7 @@ class NvmlSensor:
                 (ENERGY_COUNTER + (ENERGY_FIELD if state.energy_field else ""))
                 if state.has_counter
                 else "no energy counter",
+                *([MIG_NOTE.format(n=len(migs))] if migs is not None else []),
             ]
             source = Source.COUNTER if state.has_counter else Source.SAMPLED
             profile = load_table(PROFILES).for_board(name)
