@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 _NOT_SUPPORTED = 2  # AMDSMI_STATUS_NOT_SUPPORTED
 _LOST = (31, 34, 51)  # AMDSMI_STATUS_NOT_FOUND, DRIVER_NOT_LOADED, NO_DRV
 _POWER_KEYS = ("socket_power", "current_socket_power", "average_socket_power")
+# amdsmi_power_info_t: "Unsupported struct members are set to UINT32_MAX" (amdsmi 7.1 docs); Python says "N/A"
+_UNSUPPORTED = (0xFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF)
 COUNTER_CHECK = (0.1, 10.0)
 """The counter's increase must be within these multiples of power x time (Zeus's start-up check)."""
 
@@ -152,7 +154,7 @@ class AmdSmiSensor:
         if self._include is not None and not self._include(index, uuid):
             return None
         power = self._call(smi, "amdsmi_get_power_info", handle) or {}
-        power_key = next((k for k in _POWER_KEYS if isinstance(power.get(k), int | float)), None)
+        power_key = next((k for k in _POWER_KEYS if _number(power.get(k)) is not None), None)
         notes.append(f"power from amdsmi {power_key} (whole watts)" if power_key else "no power reading")
         counter = self._call(smi, "amdsmi_get_energy_count", handle)
         has_counter = counter is not None and _counts(counter) is not None
@@ -215,8 +217,8 @@ class AmdSmiSensor:
         """(counter mJ, power W) now, for the start-up check (a failed read counts as 0)."""
         gpu, smi = self._gpus[uuid], self._amdsmi
         counts = _counts(self._call(smi, "amdsmi_get_energy_count", gpu.handle) or {})
-        power = (self._call(smi, "amdsmi_get_power_info", gpu.handle) or {}).get(gpu.power_key or "")
-        return counts[0] if counts else 0.0, float(power) if isinstance(power, int | float) else 0.0
+        power = _number((self._call(smi, "amdsmi_get_power_info", gpu.handle) or {}).get(gpu.power_key or ""))
+        return counts[0] if counts else 0.0, power or 0.0
 
     def read(self, device: DeviceInfo, t_s: float) -> Reading:
         """Counter and power of `device`; activity, VRAM and the power cap when due.
@@ -237,8 +239,7 @@ class AmdSmiSensor:
                 energy_mj, energy_t = counts[0], _stamp_time(gpu, counts[1], t_s)
         if gpu.power_key is not None:
             info = self._metric(device.uuid, gpu, "power", smi.amdsmi_get_power_info) or {}
-            value = info.get(gpu.power_key)
-            power_w = float(value) if isinstance(value, int | float) else None  # "N/A": no reading
+            power_w = _number(info.get(gpu.power_key))  # "N/A" or UINT32_MAX: no reading
         if t_s < gpu.slow_due_s:
             return Reading(device.uuid, t_s, energy_mj, power_w, energy_t_s=energy_t)
         gpu.slow_due_s = max(gpu.slow_due_s + self._slow_period_s, t_s)
@@ -317,8 +318,10 @@ def _stamp_time(gpu: _Gpu, stamp_ns: int, t_s: float) -> float | None:
 
 
 def _number(value: Any) -> float | None:
-    """A reading amdsmi gave as a number; None for "N/A" and the like."""
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    """A reading amdsmi gave as a number; None for "N/A" and the all-ones "unsupported" values."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value in _UNSUPPORTED:
+        return None
+    return float(value)
 
 
 def _with(device: DeviceInfo, source: Source, has_counter: bool, note: str) -> DeviceInfo:

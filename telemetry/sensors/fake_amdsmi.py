@@ -67,7 +67,8 @@ class AmdFaults:
         backwards_counts: How far back it steps, counts.
         jump_at_s: From this time the accumulator is `jump_counts` higher (#38, impossible values).
         jump_counts: The size of that jump, counts.
-        power_na: current_socket_power is "N/A" (only average_socket_power answers).
+        power_na: current_socket_power is `na_value` (only average_socket_power answers).
+        na_value: How an unsupported field reads: "N/A" (Python binding) or UINT32_MAX (the C struct).
         vm_guest: amdsmi_get_energy_count answers NOT_SUPPORTED, as on a VM guest.
         old_key: The accumulator comes under "power" (amdsmi before 6.2.1).
         counter_scale: The accumulator counts this many times the true energy (1: right).
@@ -80,6 +81,7 @@ class AmdFaults:
     jump_at_s: float | None = None
     jump_counts: int = 2**62
     power_na: bool = False
+    na_value: object = NA
     vm_guest: bool = False
     old_key: bool = False
     counter_scale: float = 1.0
@@ -146,7 +148,7 @@ class FakeAmdSmi:
     def amdsmi_get_power_info(self, handle: _Handle) -> dict[str, Any]:
         """Socket power in whole watts; "N/A" where the board does not report it."""
         gpu, now = self._gpu(handle), self._now(handle)
-        current = NA if self.faults.power_na else round(gpu.instant_power_w(now))
+        current = self.faults.na_value if self.faults.power_na else round(gpu.instant_power_w(now))
         return {
             "current_socket_power": current,
             "average_socket_power": round(gpu.average_power_w(now)),

@@ -74,8 +74,9 @@ def test_the_counter_times_its_resolution_gives_the_true_energy_under_either_key
     assert a.low_j < a.energy_j < a.high_j
 
 
-def test_power_na_falls_back_to_the_average_reading(fake_clock: FakeClock) -> None:
-    sensor = AmdSmiSensor(fake(fake_clock, power_na=True))
+@pytest.mark.parametrize("na_value", ["N/A", 0xFFFFFFFF], ids=["N/A", "UINT32_MAX"])
+def test_power_na_falls_back_to_the_average_reading(fake_clock: FakeClock, na_value: object) -> None:
+    sensor = AmdSmiSensor(fake(fake_clock, power_na=True, na_value=na_value))
     [d, _] = sensor.devices()
     assert "average_socket_power" in d.note
     assert sensor.read(d, fake_clock.monotonic()).power_w == 500.0
