@@ -23,6 +23,7 @@ from wattlog.telemetry.selection import GpuSelection
 from wattlog.telemetry.sensors.amd import AmdBackend
 from wattlog.telemetry.sensors.base import Backend, ProbeOptions, Sensor
 from wattlog.telemetry.sensors.estimate import EstimateConfig, EstimateSensor
+from wattlog.telemetry.sensors.hwmon_power import HwmonPowerSensor
 from wattlog.telemetry.sensors.nvidia import NvidiaBackend
 from wattlog.telemetry.sensors.powercap import PowercapSensor
 from wattlog.telemetry.types import DeviceInfo
@@ -66,6 +67,7 @@ def discover(
     slow_period_s: float = 1.0,
     backends: Sequence[Backend] | None = None,
     environ: Mapping[str, str] | None = None,
+    hwmon_root: Path = Path("/sys/class/hwmon"),
 ) -> Discovery:
     """Probe every backend and keep those that answer.
 
@@ -82,6 +84,7 @@ def discover(
             limit; the CPU estimate's utilisation) are read.
         backends: The vendor backends to probe (default: one of each in GPU_BACKENDS).
         environ: The environment visibility is read from (default: this process's).
+        hwmon_root: The hwmon tree Grace's ACPI power meters are read from (CPUs without RAPL).
 
     Returns:
         The sensors, their devices and the notes on what was not used.
@@ -92,7 +95,7 @@ def discover(
         _probe_vendor(found, backend, selection, options, os.environ if environ is None else environ)
         for backend in (backends if backends is not None else [make() for make in GPU_BACKENDS])
     ]
-    _probe_host(found, powercap_root, estimate or EstimateConfig(), slow_period_s)
+    _probe_host(found, (powercap_root, hwmon_root), estimate or EstimateConfig(), slow_period_s)
     for sensor in extra:
         found.probe(type(sensor).__name__, sensor)
     shown = selection or (selections[0] if selections else GpuSelection(False, None, None, "no GPU backend"))
@@ -117,10 +120,16 @@ def _probe_vendor(
     return chosen
 
 
-def _probe_host(found: _Found, powercap_root: Path, config: EstimateConfig, slow_period_s: float) -> None:
-    """RAPL for CPU and DRAM, then the estimate for the kinds RAPL does not measure."""
-    rapl = found.probe("RAPL", PowercapSensor(root=powercap_root)) or []
+def _probe_host(
+    found: _Found, roots: tuple[Path, Path], config: EstimateConfig, slow_period_s: float
+) -> None:
+    """RAPL for CPU and DRAM, Grace's power meters for a CPU without RAPL, then the estimate for the rest."""
+    rapl = found.probe("RAPL", PowercapSensor(root=roots[0])) or []
     measured = {device.kind for device in rapl}
+    grace = HwmonPowerSensor(root=roots[1])
+    if Kind.CPU not in measured and grace.is_available():  # silent where no ACPI power meter exists
+        measured.update(device.kind for device in found.probe("Grace", grace) or [])
+        found.notes.extend(f"Grace: {line}" for line in grace.skipped)
     missing = [kind for kind in _HOST_KINDS if kind not in measured]
     if missing and rapl:
         found.notes.append(f"RAPL has no {'/'.join(missing)} zone here (AMD has no DRAM domain)")
