@@ -6,10 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from wattlog.clock import FakeClock
 from wattlog.errors import SensorUnavailable
 from wattlog.records import Kind, Source
 from wattlog.telemetry.sensors.discovery import discover
+from wattlog.telemetry.sensors.fake_pynvml import FakeNvml
 from wattlog.telemetry.sensors.hwmon_power import HwmonPowerSensor
+from wattlog.telemetry.sensors.nvidia import NvidiaBackend
+from wattlog.telemetry.sensors.simulated import SimulatedGpu
+from wattlog.telemetry.sensors.traces import ConstantTrace
 
 METERS = {  # oem_info -> microwatts
     "Module Power Socket 0": 900_000_000,
@@ -59,4 +64,20 @@ def test_discovery_measures_grace_cpus_rather_than_estimating_them(tmp_path: Pat
     kinds = {device.kind: device.source for _, device in found.devices}
     assert kinds == {Kind.CPU: Source.SAMPLED, Kind.DRAM: Source.ESTIMATED}
     assert any(note.startswith("Grace: Module Power Socket 0") for note in found.notes)
+    found.close()
+
+
+def test_a_superchip_modules_counter_already_holds_its_grace_cpu_so_it_is_not_added(tmp_path: Path) -> None:
+    gpus = [SimulatedGpu("GPU-gh-0", "NVIDIA GH200 480GB", ConstantTrace(600.0))]
+    found = discover(
+        nvml=FakeNvml(gpus, FakeClock()),
+        backends=[NvidiaBackend()],
+        powercap_root=tmp_path / "no-rapl",
+        hwmon_root=grace_tree(tmp_path / "hwmon"),
+        environ={},
+    )
+    [gpu] = [d for _, d in found.devices if d.kind is Kind.GPU]
+    assert gpu.profile is not None and gpu.profile.scope == "module"
+    assert Kind.CPU not in {d.kind for _, d in found.devices}  # not Grace, not the estimate either
+    assert any("inside the module energy of NVIDIA GH200" in note for note in found.notes)
     found.close()
