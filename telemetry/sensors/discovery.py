@@ -128,15 +128,12 @@ def _probe_host(
     measured = {device.kind for device in rapl}
     grace = HwmonPowerSensor(root=roots[1])
     modules = [d.name for _, d in found.devices if d.profile is not None and d.profile.scope == "module"]
-    if Kind.CPU not in measured and grace.is_available():  # silent where no ACPI power meter exists
-        if modules:  # the module's counter already holds its Grace CPU: never counted twice
-            measured.add(Kind.CPU)
-            found.notes.append(
-                f"Grace: CPU power is inside the module energy of {', '.join(modules)}: not added"
-            )
-        else:
-            measured.update(device.kind for device in found.probe("Grace", grace) or [])
-            found.notes.extend(f"Grace: {line}" for line in grace.skipped)
+    if Kind.CPU not in measured and modules:  # the module's counter holds its Grace CPU: never twice
+        measured.add(Kind.CPU)
+        found.notes.append(f"CPU power is inside the module energy of {', '.join(modules)}: not added")
+    elif Kind.CPU not in measured and grace.is_available():  # silent where no ACPI power meter exists
+        measured.update(device.kind for device in found.probe("Grace", grace) or [])
+        found.notes.extend(f"Grace: {line}" for line in grace.skipped)
     missing = [kind for kind in _HOST_KINDS if kind not in measured]
     if missing and rapl:
         found.notes.append(f"RAPL has no {'/'.join(missing)} zone here (AMD has no DRAM domain)")

@@ -67,13 +67,16 @@ def test_discovery_measures_grace_cpus_rather_than_estimating_them(tmp_path: Pat
     found.close()
 
 
-def test_a_superchip_modules_counter_already_holds_its_grace_cpu_so_it_is_not_added(tmp_path: Path) -> None:
+@pytest.mark.parametrize("meters", [True, False], ids=["grace-meters", "no-meters"])
+def test_a_superchip_modules_counter_already_holds_its_grace_cpu_so_it_is_not_added(
+    tmp_path: Path, meters: bool
+) -> None:
     gpus = [SimulatedGpu("GPU-gh-0", "NVIDIA GH200 480GB", ConstantTrace(600.0))]
     found = discover(
         nvml=FakeNvml(gpus, FakeClock()),
         backends=[NvidiaBackend()],
         powercap_root=tmp_path / "no-rapl",
-        hwmon_root=grace_tree(tmp_path / "hwmon"),
+        hwmon_root=grace_tree(tmp_path / "hwmon") if meters else tmp_path / "none",
         environ={},
     )
     [gpu] = [d for _, d in found.devices if d.kind is Kind.GPU]
