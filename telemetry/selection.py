@@ -165,6 +165,13 @@ AMD_VISIBILITY: tuple[Visibility, ...] = (
 """AMD's rules: HIP_VISIBLE_DEVICES, then ROCR_VISIBLE_DEVICES (what SLURM sets for AMD gres), then
 SLURM's binding. HIP numbers devices in its own order, which the AMD backend maps to amdsmi's handles."""
 
+GAUDI_VISIBILITY: tuple[Visibility, ...] = (
+    VisibleDevices("HABANA_VISIBLE_MODULES", order_variable="", runtime="the Habana runtime", driver="HLML"),
+    SlurmGpus(),
+)
+"""Intel Gaudi's rules: HABANA_VISIBLE_MODULES (module ids, as hlmlDeviceGetModuleID numbers them), then
+SLURM's binding."""
+
 
 def job_selection(
     environ: Mapping[str, str] = os.environ,

@@ -1,6 +1,6 @@
 """Pick the sensors this machine has: each registered vendor's GPUs, RAPL for CPU and DRAM, else the estimate.
 
-Accelerators come from the vendor backends in GPU_BACKENDS (NVIDIA, AMD), each
+Accelerators come from the vendor backends in GPU_BACKENDS (NVIDIA, AMD, Gaudi), each
 probed with the job's selection by its own visibility rules; the host backends
 (RAPL powercap, then the CPU/DRAM estimate for what RAPL does not measure)
 follow. A function, not a global: the caller (the agent, `wattlog sensors`)
@@ -23,6 +23,7 @@ from wattlog.telemetry.selection import GpuSelection
 from wattlog.telemetry.sensors.amd import AmdBackend
 from wattlog.telemetry.sensors.base import Backend, ProbeOptions, Sensor
 from wattlog.telemetry.sensors.estimate import EstimateConfig, EstimateSensor
+from wattlog.telemetry.sensors.gaudi import GaudiBackend
 from wattlog.telemetry.sensors.hwmon_power import HwmonPowerSensor
 from wattlog.telemetry.sensors.nvidia import NvidiaBackend
 from wattlog.telemetry.sensors.powercap import PowercapSensor
@@ -30,7 +31,7 @@ from wattlog.telemetry.types import DeviceInfo
 
 _HOST_KINDS = (Kind.CPU, Kind.DRAM)
 
-GPU_BACKENDS: tuple[Callable[[], Backend], ...] = (NvidiaBackend, AmdBackend)
+GPU_BACKENDS: tuple[Callable[[], Backend], ...] = (NvidiaBackend, AmdBackend, GaudiBackend)
 """The registered vendor backends, in the order discovery probes them (a UUID is measured once)."""
 
 

@@ -19,7 +19,11 @@ from wattlog.errors import ConfigError
 from wattlog.telemetry.types import SensorProfile, Vendor
 
 _PACKAGE = "wattlog.telemetry.sensors"
-VENDOR_PROFILES: Mapping[Vendor, str] = {Vendor.NVIDIA: "nvidia.toml", Vendor.AMD: "amd.toml"}
+VENDOR_PROFILES: Mapping[Vendor, str] = {
+    Vendor.NVIDIA: "nvidia.toml",
+    Vendor.AMD: "amd.toml",
+    Vendor.HABANA: "gaudi.toml",
+}
 """Each vendor's data file of board families (a vendor not listed: every board is unknown)."""
 _NUMBERS = ("gain_low", "gain_high", "observed_fraction", "publication_period_s")
 
