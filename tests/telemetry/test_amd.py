@@ -184,3 +184,15 @@ def test_wattlog_sensors_names_each_devices_vendor_profile_scope_and_counter(
     assert "AMD" in row and "MI300X/MI325X" in row and "board" in row
     assert " no " in row and "VM guest" in row  # the counter's status, and why
     found.close()
+
+
+def test_the_amd_bench_check_runs_on_the_stand_in_and_says_one_line_without_rocm(tmp_path: Path) -> None:
+    import json
+
+    from bench.amd_check import main
+
+    out = tmp_path / "amd_check.json"
+    assert main(["--simulate", "--seconds", "2", "--out", str(out)]) == 0
+    [row] = json.loads(out.read_text())
+    assert row["profile"] == "amd-mi300" and row["counter"] and row["energy_j"] > 0 and row["gaps"] == 0
+    assert main(["--seconds", "1"]) == 2  # no amdsmi here
