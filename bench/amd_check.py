@@ -73,10 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     clock: Clock
     if args.simulate:
         clock = FakeClock()
-        gpu = SimulatedGpu(
-            "GPU-amd-sim", "AMD Instinct MI300X", TrainingTrace.generate(seed=1, duration_s=600.0)
-        )
-        gpu.vendor = Vendor.AMD
+        trace = TrainingTrace.generate(seed=1, duration_s=600.0)
+        gpu = SimulatedGpu("GPU-amd-sim", "AMD Instinct MI300X", trace, vendor=Vendor.AMD)
         sensor = AmdSmiSensor(FakeAmdSmi([gpu], clock), clock=clock)
     else:
         clock = SystemClock()
