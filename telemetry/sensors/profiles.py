@@ -50,14 +50,19 @@ class ProfileTable:
 
 
 @functools.cache
+def read_data(filename: str) -> Mapping[str, Any]:
+    """The parsed data file `filename` beside the backends (families, boards; parsed once)."""
+    return tomllib.loads(resources.files(_PACKAGE).joinpath(filename).read_text(encoding="utf-8"))
+
+
+@functools.cache
 def load_table(filename: str) -> ProfileTable:
     """The families of the data file `filename` beside the backends (parsed once, then cached).
 
     Raises:
         ConfigError: A family lacks a number, a number has no source, or `default` names no family.
     """
-    text = resources.files(_PACKAGE).joinpath(filename).read_text(encoding="utf-8")
-    data = tomllib.loads(text)
+    data = read_data(filename)
     shared = data.get("sources", {})
     families = {key: _profile(filename, key, raw, shared) for key, raw in data.get("families", {}).items()}
     default_key = data.get("default", next(iter(families), ""))
