@@ -15,6 +15,7 @@ from wattlog.telemetry.types import Vendor
         (Vendor.NVIDIA, "NVIDIA H100 80GB HBM3", "h100-sxm", 989),
         (Vendor.NVIDIA, "NVIDIA H100 PCIe", "h100-pcie", 756),
         (Vendor.NVIDIA, "NVIDIA H200", "h200", 989),
+        (Vendor.NVIDIA, "NVIDIA H200 NVL", "h200-nvl", None),  # a 600 W board: not the SXM's figures
         (Vendor.NVIDIA, "NVIDIA GH200 480GB", "gh200", 989),  # not the H200 inside its name
         (Vendor.NVIDIA, "NVIDIA B200", "b200", 2250),
         (Vendor.NVIDIA, "NVIDIA GB200", "gb200", None),  # not the B200 inside its name; nothing sourced
@@ -30,9 +31,10 @@ def test_each_board_is_found_by_name_with_sourced_figures(
     facts = board_facts(vendor, name)
     assert facts is not None and facts.board == board
     peak = facts.peak_bf16_flops
-    assert (peak / 1e12 if peak is not None else None) == (
-        pytest.approx(peak_tflops) if peak_tflops else None
-    )
+    if peak_tflops is None:
+        assert peak is None
+    else:
+        assert peak == pytest.approx(peak_tflops * 1e12)
     for field in ("peak_bf16_flops", "power_limit_w", "embodied_kg_co2e"):
         assert getattr(facts, field) is None or facts.source(field), f"{board}.{field} has no source"
 
