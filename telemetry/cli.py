@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from wattlog.numbers import MAX_SIMULATED_GPUS, check_number
@@ -40,9 +41,10 @@ def sensors(
 
 def print_discovery(found: Discovery, console: Console) -> None:
     """The selection line, one row per device (vendor, sensor profile, scope, counter), then the notes."""
-    console.print(found.selection.describe())
+    # notes are plain text: "pip install wattlog[amd]" must not be read as rich markup
+    console.print(found.selection.describe(), markup=False)
     for note in found.selection.notes:
-        console.print(f"  note: {note}")
+        console.print(f"  note: {note}", markup=False)
     table = Table()
     for header in ("uuid", "name", "kind", "vendor", "profile", "scope", "counter", "source"):
         table.add_column(
@@ -61,11 +63,11 @@ def print_discovery(found: Discovery, console: Console) -> None:
             profile.scope if profile is not None else "-",
             counter,
             str(device.source),
-            device.note,
+            escape(device.note),
         )
     console.print(table)
     for note in found.notes:
-        console.print(f"- {note}")
+        console.print(f"- {note}", markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -196,3 +196,11 @@ def test_the_amd_bench_check_runs_on_the_stand_in_and_says_one_line_without_rocm
     [row] = json.loads(out.read_text())
     assert row["profile"] == "amd-mi300" and row["counter"] and row["energy_j"] > 0 and row["gaps"] == 0
     assert main(["--seconds", "1"]) == 2  # no amdsmi here
+
+
+def test_the_missing_extra_is_named_verbatim_in_wattlog_sensors(tmp_path: Path) -> None:
+    found = discover(backends=[AmdBackend()], environ={}, powercap_root=tmp_path)
+    console = Console(file=io.StringIO(), width=400, highlight=False)
+    print_discovery(found, console)
+    assert "pip install wattlog[amd]" in console.file.getvalue()  # type: ignore[attr-defined]
+    found.close()
