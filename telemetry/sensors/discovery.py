@@ -99,7 +99,9 @@ def discover(
     _probe_host(found, (powercap_root, hwmon_root), estimate or EstimateConfig(), slow_period_s)
     for sensor in extra:
         found.probe(type(sensor).__name__, sensor)
-    shown = selection or (selections[0] if selections else GpuSelection(False, None, None, "no GPU backend"))
+    # the selection line is that of the first vendor whose devices are measured (an AMD node's says HIP's)
+    used = [chosen for chosen, found_some in selections if found_some] or [chosen for chosen, _ in selections]
+    shown = selection or (used[0] if used else GpuSelection(False, None, None, "no GPU backend"))
     return Discovery(tuple(found.sensors), tuple(found.devices), tuple(found.notes), shown)
 
 
@@ -109,16 +111,15 @@ def _probe_vendor(
     selection: GpuSelection | None,
     options: ProbeOptions,
     environ: Mapping[str, str],
-) -> GpuSelection:
-    """Add `backend`'s sensor (or a note why there is none); the selection it was probed with."""
+) -> tuple[GpuSelection, bool]:
+    """Add `backend`'s sensor (or a note why there is none); its selection, and whether it found devices."""
     label = backend.vendor.label
     chosen = selection or backend.visibility(environ)
     result = backend.probe(chosen, options)
     if isinstance(result, str):
         found.notes.append(f"{label}: {result}")
-    else:
-        found.probe(label, result)
-    return chosen
+        return chosen, False
+    return chosen, bool(found.probe(label, result))
 
 
 def _probe_host(

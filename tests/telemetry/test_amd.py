@@ -204,3 +204,15 @@ def test_the_missing_extra_is_named_verbatim_in_wattlog_sensors(tmp_path: Path) 
     print_discovery(found, console)
     assert "pip install wattlog[amd]" in console.file.getvalue()  # type: ignore[attr-defined]
     found.close()
+
+
+def test_an_amd_nodes_selection_line_is_hips_not_cudas(fake_clock: FakeClock, tmp_path: Path) -> None:
+    found = discover(
+        backends=[NvidiaBackend(), AmdBackend(fake(fake_clock), check_s=0)],
+        nvml=FakeNvml([], fake_clock),
+        environ={"HIP_VISIBLE_DEVICES": "1"},
+        powercap_root=tmp_path,
+        clock=fake_clock,
+    )
+    assert found.selection.origin == "HIP_VISIBLE_DEVICES=1"
+    found.close()
