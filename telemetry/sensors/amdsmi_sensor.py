@@ -41,6 +41,11 @@ _LOST = (31, 34, 51)  # AMDSMI_STATUS_NOT_FOUND, DRIVER_NOT_LOADED, NO_DRV
 _POWER_KEYS = ("socket_power", "current_socket_power", "average_socket_power")
 # amdsmi_power_info_t: "Unsupported struct members are set to UINT32_MAX" (amdsmi 7.1 docs); Python says "N/A"
 _UNSUPPORTED = (0xFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF)
+COUNTER_STOPPED = (
+    "its energy counter stopped answering: from here on a gap, not power integrated under a counter's label"
+)
+"""Why a device whose counter stops answering mid-run is marked lost (the integrator's energy would
+otherwise stall silently: a counter device's energy comes from its counter alone)."""
 COUNTER_CHECK = (0.1, 10.0)
 """The counter's increase must be within these multiples of power x time (Zeus's start-up check)."""
 
@@ -235,8 +240,9 @@ class AmdSmiSensor:
         if gpu.has_counter:
             raw = self._metric(device.uuid, gpu, "energy", smi.amdsmi_get_energy_count)
             counts = _counts(raw) if raw is not None else None
-            if counts is not None:
-                energy_mj, energy_t = counts[0], _stamp_time(gpu, counts[1], t_s)
+            if counts is None:
+                raise DeviceLost(device.uuid, COUNTER_STOPPED)
+            energy_mj, energy_t = counts[0], _stamp_time(gpu, counts[1], t_s)
         if gpu.power_key is not None:
             info = self._metric(device.uuid, gpu, "power", smi.amdsmi_get_power_info) or {}
             power_w = _number(info.get(gpu.power_key))  # "N/A" or UINT32_MAX: no reading

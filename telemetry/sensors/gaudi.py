@@ -22,6 +22,7 @@ from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, DeviceLost, SensorError, SensorUnavailable
 from wattlog.records import Kind, Source
 from wattlog.telemetry.selection import GAUDI_VISIBILITY, GpuSelection, job_selection
+from wattlog.telemetry.sensors.amdsmi_sensor import COUNTER_STOPPED
 from wattlog.telemetry.sensors.base import ProbeOptions, Sensor
 from wattlog.telemetry.sensors.profiles import board_profile
 from wattlog.telemetry.types import DeviceInfo, Reading, Vendor
@@ -157,7 +158,9 @@ class HlmlSensor:
         hlml = self._hlml
         energy = self._metric(device.uuid, state, "energy", hlml.hlmlDeviceGetTotalEnergyConsumption)
         power_mw = self._metric(device.uuid, state, "power", hlml.hlmlDeviceGetPowerUsage)
-        energy_mj = float(energy) if state.has_counter and energy is not None else None
+        if state.has_counter and energy is None:  # stopped mid-run: a gap, never a silent stall
+            raise DeviceLost(device.uuid, COUNTER_STOPPED)
+        energy_mj = float(energy) if energy is not None else None
         power_w = power_mw / 1e3 if power_mw is not None else None
         if t_s < state.slow_due_s:
             return Reading(device.uuid, t_s, energy_mj, power_w)

@@ -216,3 +216,23 @@ def test_an_amd_nodes_selection_line_is_hips_not_cudas(fake_clock: FakeClock, tm
     )
     assert found.selection.origin == "HIP_VISIBLE_DEVICES=1"
     found.close()
+
+
+def test_a_counter_that_stops_answering_mid_run_is_a_lost_device_with_a_gap_not_a_silent_stall(
+    fake_clock: FakeClock,
+) -> None:
+    smi = fake(fake_clock, n=1)
+    sensor = AmdSmiSensor(smi, check_s=0)
+    devices = sensor.devices()
+    integ = Integrator(devices, host="h", clock=fake_clock)
+    for i in range(400):  # 10 s; the counter is refused from 5 s on
+        fake_clock.advance(0.025)
+        if i == 200:
+            smi.faults = AmdFaults(vm_guest=True)
+        try:
+            integ.add(sensor.read(devices[0], fake_clock.monotonic()))
+        except DeviceLost as lost:
+            integ.record_failure(devices[0].uuid, fake_clock.monotonic(), str(lost), lost=True)
+    [a] = integ.snapshot()
+    assert a.lost and a.gap_s == pytest.approx(5.0, abs=0.1)
+    assert a.energy_j == pytest.approx(2500.0, rel=0.02) and a.high_j >= 5000.0  # the band holds the truth

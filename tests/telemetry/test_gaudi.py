@@ -73,3 +73,14 @@ def test_a_lost_device_raises_device_lost(fake_clock: FakeClock) -> None:
 def test_without_pyhlml_the_backend_leaves_one_line() -> None:
     result = GaudiBackend().probe(GaudiBackend().visibility({}), ProbeOptions())
     assert isinstance(result, str) and "pyhlml" in result
+
+
+def test_a_counter_that_stops_answering_mid_run_marks_the_device_lost(fake_clock: FakeClock) -> None:
+    hlml = FakeHlml(gaudis(1), fake_clock)
+    sensor = HlmlSensor(hlml)
+    [d] = sensor.devices()
+    fake_clock.advance(0.1)
+    assert sensor.read(d, fake_clock.monotonic()).energy_mj is not None
+    hlml.no_counter = True
+    with pytest.raises(DeviceLost, match="counter stopped answering"):
+        sensor.read(d, fake_clock.monotonic())
