@@ -22,8 +22,7 @@ from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, DeviceLost, SensorError, SensorUnavailable
 from wattlog.records import Kind, Source
 from wattlog.telemetry.selection import GAUDI_VISIBILITY, GpuSelection, job_selection
-from wattlog.telemetry.sensors.amdsmi_sensor import COUNTER_STOPPED
-from wattlog.telemetry.sensors.base import ProbeOptions, Sensor
+from wattlog.telemetry.sensors.base import COUNTER_STOPPED, ProbeOptions, Sensor
 from wattlog.telemetry.sensors.profiles import board_profile
 from wattlog.telemetry.types import DeviceInfo, Reading, Vendor
 

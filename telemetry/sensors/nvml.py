@@ -17,7 +17,9 @@ tick). Where a field is missing the plain call
 takes its place, per field and per GPU: nvmlDeviceGetTotalEnergyConsumption,
 or nvmlDeviceGetPowerUsage (a 1 s trailing average on Ampere and newer, except
 GA100); the DeviceInfo note says which. A metric that answers NOT_SUPPORTED is
-remembered per device and not asked again. A GPU that answers GPU_IS_LOST or
+remembered per device and not asked again; an energy counter that stops
+answering after devices() found it marks the GPU lost (an open gap), since its
+energy comes from the counter alone. A GPU that answers GPU_IS_LOST or
 UNKNOWN raises DeviceLost, and is not called again (NVML calls on a faulted GPU
 can block for tens of seconds), while the other GPUs go on. Run against
 :mod:`wattlog.telemetry.sensors.fake_pynvml`, every figure is labelled `simulated`.
@@ -34,6 +36,7 @@ from typing import Any
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, DeviceLost, NotSupported, SensorError, SensorUnavailable
 from wattlog.records import Kind, Source
+from wattlog.telemetry.sensors.base import COUNTER_STOPPED
 from wattlog.telemetry.sensors.nvml_fields import (
     ENERGY_COUNTER,
     ENERGY_FIELD,
@@ -265,8 +268,8 @@ class NvmlSensor:
             energy_mj, energy_t, power_w, power_t = self._fields(uuid, state, t_s)
         if state.has_counter and not state.energy_field:
             energy_mj = self._metric(uuid, state, "energy", energy)
-            if energy_mj is None:  # it answered at devices() but not now: stop asking
-                state.has_counter = False
+            if energy_mj is None:  # it answered at devices() but not now: a gap, never a silent stall
+                raise DeviceLost(uuid, COUNTER_STOPPED)
         if not state.instant_field:
             power_w = self._metric(uuid, state, "power", power_usage)
         # Every hot-path value is field-timed: nothing new can show before the next publication of

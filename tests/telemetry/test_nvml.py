@@ -289,3 +289,16 @@ def test_mig_instances_select_their_parent_gpu_once_and_say_energy_is_not_split(
     assert "MIG enabled (2 instances)" in device.note and "not split" in device.note
     other = NvmlSensor(_MigNvml(gpus(), fake_clock)).devices()[1]
     assert "MIG" not in other.note
+
+
+def test_a_counter_that_stops_answering_mid_run_marks_the_gpu_lost_not_a_silent_stall(
+    fake_clock: FakeClock,
+) -> None:
+    s, fake = sensor(fake_clock)
+    a = s.devices()[0]
+    fake_clock.advance(0.5)
+    assert s.read(a, 0.5).energy_mj is not None
+    fake._supports_energy = False  # the driver stops answering the counter (field and plain call)
+    fake_clock.advance(0.5)
+    with pytest.raises(DeviceLost, match="counter stopped answering"):
+        s.read(a, 1.0)
