@@ -64,7 +64,8 @@ class AmdSmiSensor:
 
     Args:
         amdsmi: The amdsmi module (or a FakeAmdSmi); None imports amdsmi when devices() runs.
-        include: (HIP index, uuid) -> whether the GPU is the job's; None measures all of them.
+        include: (HIP index, uuid, [HIP uuid]) -> whether the GPU is the job's (GpuSelection.includes);
+            None measures all of them.
         clock: The sampler's clock (the start-up check sleeps on it).
         slow_period_s: How often activity, VRAM and the power cap are read.
         check_s: How long the start-up counter check watches (0: no check).
@@ -76,7 +77,7 @@ class AmdSmiSensor:
     def __init__(
         self,
         amdsmi: Any | None = None,
-        include: Callable[[int, str], bool] | None = None,
+        include: Callable[[int, str, list[str]], bool] | None = None,
         *,
         clock: Clock | None = None,
         slow_period_s: float = 1.0,
@@ -148,11 +149,13 @@ class AmdSmiSensor:
             return None
         uuid = raw_uuid if raw_uuid.upper().startswith("GPU-") else f"GPU-{raw_uuid}"
         notes: list[str] = []
-        index = self._hip_index(smi, handle)
+        index, hip_uuid = self._hip_ids(smi, handle)
         if index is None:
             index = position
             notes.append("HIP index unknown (amdsmi_get_gpu_enumeration_info needs ROCm 6.4): amdsmi order")
-        if self._include is not None and not self._include(index, uuid):
+        # HIP_VISIBLE_DEVICES names a GPU by HIP's UUID ("GPU-<hex>"), not amdsmi's: both are matched
+        other_names = [hip_uuid] if hip_uuid else []
+        if self._include is not None and not self._include(index, uuid, other_names):
             return None
         power = self._call(smi, "amdsmi_get_power_info", handle) or {}
         power_key = next((k for k in _POWER_KEYS if _number(power.get(k)) is not None), None)
@@ -173,15 +176,17 @@ class AmdSmiSensor:
         )
         return device, notes
 
-    def _hip_index(self, smi: Any, handle: Any) -> int | None:
+    def _hip_ids(self, smi: Any, handle: Any) -> tuple[int | None, str]:
+        """The handle's HIP index and HIP UUID (ROCm 6.4+); (None, "") where amdsmi cannot say."""
         getter = getattr(smi, "amdsmi_get_gpu_enumeration_info", None)
         if getter is None:
-            return None
+            return None, ""
         try:
-            hip_id = getter(handle).get("hip_id")
+            info = getter(handle)
         except smi.AmdSmiException:
-            return None
-        return hip_id if isinstance(hip_id, int) else None
+            return None, ""
+        hip_id, hip_uuid = info.get("hip_id"), info.get("hip_uuid")
+        return (hip_id if isinstance(hip_id, int) else None), (hip_uuid if isinstance(hip_uuid, str) else "")
 
     def _call(self, smi: Any, name: str, handle: Any) -> Any:
         """smi.name(handle), or None if the board refuses it."""

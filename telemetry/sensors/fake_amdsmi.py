@@ -143,7 +143,8 @@ class FakeAmdSmi:
             raise AmdSmiLibraryException(STATUS_NOT_SUPPORTED, "enumeration info needs ROCm 6.4")
         order = self.faults.hip_order
         hip_id = order[handle.index] if order is not None else handle.index
-        return {"hip_id": hip_id, "hip_uuid": f"GPU-{self.amdsmi_get_gpu_device_uuid(handle)}"}
+        # HIP's UUID is not amdsmi's: "GPU-" and 16 hex digits
+        return {"hip_id": hip_id, "hip_uuid": f"GPU-{handle.index + 1:016x}"}
 
     def amdsmi_get_power_info(self, handle: _Handle) -> dict[str, Any]:
         """Socket power in whole watts; "N/A" where the board does not report it."""

@@ -128,6 +128,14 @@ def test_hip_order_is_mapped_to_amdsmi_handles(fake_clock: FakeClock) -> None:
     assert [(d.uuid, d.index) for d in sensor.devices()] == [("GPU-amd-0001", 0)]
 
 
+def test_hip_visible_devices_may_name_a_gpu_by_hips_uuid(fake_clock: FakeClock) -> None:
+    backend = AmdBackend(fake(fake_clock), check_s=0)
+    selection = backend.visibility({"HIP_VISIBLE_DEVICES": "GPU-0000000000000002"})
+    sensor = backend.probe(selection, ProbeOptions(clock=fake_clock))
+    assert not isinstance(sensor, str)
+    assert [d.uuid for d in sensor.devices()] == ["GPU-amd-0001"]
+
+
 def test_without_enumeration_info_amdsmi_order_is_used_and_said(fake_clock: FakeClock) -> None:
     [d, _] = AmdSmiSensor(fake(fake_clock, no_enumeration=True)).devices()
     assert d.index == 0 and "amdsmi order" in d.note
