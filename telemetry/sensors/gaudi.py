@@ -6,15 +6,15 @@ utilisation and memory at the slow rate; the default power limit (mW) once. A
 device whose counter answers NOT_SUPPORTED is measured by integrating power,
 labelled `sampled`. HABANA_VISIBLE_MODULES lists module ids (hlmlDeviceGetModuleID),
 not HLML indices, so the module id is what the selection matches. Board families'
-profiles are in gaudi.toml. (hl-smi's CSV output is not read: where pyhlml does not
-install, the backend leaves one line saying so.)
+profiles are in gaudi.toml. Where pyhlml does not load, the backend falls back on
+hl-smi's CSV once a second (sensors/hlsmi.py: power only, labelled `sampled`).
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from wattlog.errors import ConfigError, DeviceLost, SensorError, SensorUnavailab
 from wattlog.records import Kind, Source
 from wattlog.telemetry.selection import GAUDI_VISIBILITY, GpuSelection, job_selection
 from wattlog.telemetry.sensors.base import COUNTER_STOPPED, ProbeOptions, Sensor
+from wattlog.telemetry.sensors.hlsmi import HlSmiSensor
 from wattlog.telemetry.sensors.profiles import board_profile
 from wattlog.telemetry.types import DeviceInfo, Reading, Vendor
 
@@ -202,10 +203,16 @@ class HlmlSensor:
 
 
 class GaudiBackend:
-    """Intel Gaudi devices through HLML; `hlml` (or `ProbeOptions.modules["pyhlml"]`) replaces pyhlml."""
+    """Intel Gaudi devices through HLML, else hl-smi's CSV (sensors/hlsmi.py) where pyhlml does not load.
 
-    def __init__(self, hlml: Any | None = None) -> None:
+    Args:
+        hlml: A pyhlml-compatible module (tests); else `ProbeOptions.modules["pyhlml"]`, else pyhlml.
+        hl_smi: The hl-smi command to fall back on (None: no fallback).
+    """
+
+    def __init__(self, hlml: Any | None = None, *, hl_smi: Sequence[str] | None = ("hl-smi",)) -> None:
         self._hlml = hlml
+        self._hl_smi = hl_smi
 
     @property
     def vendor(self) -> Vendor:
@@ -217,19 +224,30 @@ class GaudiBackend:
         return job_selection(environ, whole_node=whole_node, rules=GAUDI_VISIBILITY)
 
     def probe(self, selection: GpuSelection, options: ProbeOptions) -> Sensor | str:
-        """An HlmlSensor over the selected devices, or why there is none."""
+        """An HlmlSensor over the selected devices (else an HlSmiSensor), or why there is none."""
         hlml = self._hlml if self._hlml is not None else options.modules.get("pyhlml")
-        sensor = HlmlSensor(
+        sensor: Sensor = HlmlSensor(
             hlml, selection.includes, clock=options.clock, slow_period_s=options.slow_period_s
         )
+        why = ""
         try:
             devices = sensor.devices()
+        except SensorUnavailable as error:  # no pyhlml or no HLML: hl-smi may still answer
+            sensor.close()
+            if self._hl_smi is None:
+                return str(error)
+            why = f"{error}; "
+            sensor = HlSmiSensor(selection.includes, clock=options.clock, command=self._hl_smi)
+            try:
+                devices = sensor.devices()
+            except SensorError as fallback:
+                return f"{why}{fallback}"
         except SensorError as error:
             sensor.close()
             return str(error)
         if devices:
             return sensor
         sensor.close()
-        return (
-            "HLML lists no device" if selection.selects_all else f"no device of this job ({selection.origin})"
-        )
+        if selection.selects_all:
+            return f"{why}no Gaudi device listed"
+        return f"{why}no device of this job ({selection.origin})"
