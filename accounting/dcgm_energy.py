@@ -6,8 +6,10 @@ and `UUID` (and `hpc_job` with its HPC job mapping). `increase()` over the range
 handles the counter's resets (a driver reload, a node reboot) and is divided by
 1000 for joules. The figure is labelled `counter (dcgm-exporter)`: a hardware
 counter, read by someone else's exporter at its own scrape interval; its band is
-the boards' published gain error (SC24: -9.5 % to +6.4 %), as for wattlog's own
-counters.
+the gain range of the board's sensor profile (telemetry/sensors/nvidia.toml, by
+dcgm-exporter's `modelName` label; SC24: -9.5 % to +6.4 %), applied as for
+wattlog's own counters: a reading is gain x truth, so truth lies in
+[E / (1 + gain_high), E / (1 + gain_low)].
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from wattlog.accounting.sites import Site
 from wattlog.errors import ConfigError
 from wattlog.records import Kind
 from wattlog.telemetry.job import expand_nodelist
-from wattlog.telemetry.uncertainty import BandModel
+from wattlog.telemetry.sensors.profiles import load_table
 
 DCGM_ENERGY_METRIC = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
 DCGM_SOURCE = "counter (dcgm-exporter)"
+DCGM_PROFILES = "nvidia.toml"
+"""The sensor profiles of the boards dcgm-exporter reads (it reads NVIDIA GPUs only)."""
 JOB_LABEL = "hpc_job"
 """Label dcgm-exporter's HPC job mapping (--hpc-job-mapping-dir) adds: the SLURM job id."""
 
@@ -67,12 +71,13 @@ def dcgm_energy(
     if not end_s > start_s:
         raise ConfigError(f"the time range must end after it starts ({start_s} >= {end_s})")
     promql = _increase_query(math.ceil(end_s - start_s), hosts, gpus, job)
-    band = BandModel()
+    profiles = load_table(DCGM_PROFILES)
     rows = []
     for sample in query_vector(url, promql, end_s, timeout_s, opener):
         labels = sample["metric"]
         energy_j = float(sample["value"][1])
         device = labels.get("UUID") or f"gpu{labels.get('gpu', '?')}"
+        low_f, high_f = profiles.for_board(labels.get("modelName", "")).gain_factors()
         rows.append(
             PromEnergy.of(
                 host=labels.get("Hostname", ""),
@@ -80,8 +85,8 @@ def dcgm_energy(
                 kind=Kind.GPU.value,
                 source=DCGM_SOURCE,
                 energy_j=energy_j,
-                low_j=energy_j * (1 + band.gain_low),
-                high_j=energy_j * (1 + band.gain_high),
+                low_j=energy_j * low_f,
+                high_j=energy_j * high_f,
             )
         )
     return sorted(rows, key=lambda r: (r.host, r.device))
@@ -100,7 +105,8 @@ def _increase_query(range_s: int, hosts: Sequence[str], gpus: Sequence[str], job
         matchers.append(f'{JOB_LABEL}="{_literal(job)}"')
     selector = "{" + ", ".join(matchers) + "}" if matchers else ""
     window_s = max(1, range_s)
-    return f"sum by (Hostname, gpu, UUID) (increase({DCGM_ENERGY_METRIC}{selector}[{window_s}s])) / 1000"
+    increase = f"increase({DCGM_ENERGY_METRIC}{selector}[{window_s}s])"
+    return f"sum by (Hostname, gpu, UUID, modelName) ({increase}) / 1000"
 
 
 def _literal(value: str) -> str:

@@ -12,9 +12,18 @@
 #   PYTHON=.venv/bin/python bench/gpu_check.sh --simulate true    # dry run, no GPU
 # Figures: $OUT/gpu_check.json (or ./gpu_check.json), every step written as it finishes;
 # the table goes to stdout (and to $OUT/gpu_check.txt when OUT is set).
+#
+# AMD Instinct (ROCm, the `amd` extra): bench/gpu_check.sh --amd [--seconds 20] runs bench.amd_check
+# instead: each GPU's HIP index, profile, start-up counter check, and counter vs integrated power.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
+if [ "${1:-}" = "--amd" ]; then
+    shift
+    out=${OUT:-.}
+    timeout -k 10 300 "$py" -m bench.amd_check --out "$out/amd_check.json" "$@"
+    exit $?
+fi
 case " $* " in
 *" --simulate "*) ;;  # no GPU needed: the simulated one (a dry run of this wrapper)
 *)

@@ -77,7 +77,8 @@ class Steps:
             dt = counter_t - last_t
             delta_mj: float | None = energy_mj - last_mj
             clean = True
-            if energy_mj < last_mj or d.info.counter_range_mj:  # a reset, or a counter that wraps
+            # a reset, a counter that wraps, or a step more than the device could draw
+            if energy_mj < last_mj or d.info.counter_range_mj or _too_big(d, energy_mj - last_mj, dt):
                 delta_mj, clean = self._checked_step(d, energy_mj, last_mj, last_t, dt)
             if delta_mj is not None:
                 d.counter.counter_j += delta_mj / 1e3
@@ -146,8 +147,13 @@ class Steps:
         if range_mj and (p_max := d.p_max_w()) and dt * p_max * 1e3 >= range_mj:
             self.close_gap(d, start, start + dt, "counter may have wrapped more than once")
             return None, False
-        if delta >= 0:
+        if delta >= 0 and not _too_big(d, delta, dt):
             return delta, True
+        if delta >= 0:  # an impossible value (ROCm/amdsmi #38, Level Zero's 3.69 TW wrap): not energy
+            d.counter.resets += 1
+            reason = f"counter jumped {delta / 1e3:.3g} J in {dt:.3g} s: not energy"
+            self.close_gap(d, start, start + dt, reason)
+            return None, False
         wrapped = delta + range_mj if range_mj else math.inf
         # a wrap adds less than half the range, and no more than twice the power limit could draw
         if wrapped < (range_mj or 0) / 2 and (not d.info.power_limit_w or wrapped <= 2e3 * d.p_max_w() * dt):
@@ -155,6 +161,8 @@ class Steps:
             return wrapped, False
         d.counter.resets += 1
         self.close_gap(d, start, start + dt, "counter reset (energy before the reset unknown)")
+        if _too_big(d, value_mj, dt):  # it ran backwards (ROCm/amdsmi #115), not restarting at 0
+            return None, False
         return max(value_mj, 0.0), False
 
     def close_gap(self, d: DeviceState, start: float, end: float, reason: str) -> None:
@@ -166,3 +174,13 @@ class Steps:
     def gap(self, d: DeviceState, start: float, end: float, reason: str) -> Gap:
         """A gap of `d` between two monotonic times, on the wall clock."""
         return Gap(self.host, d.info.uuid, start + self.wall_offset_s, end + self.wall_offset_s, reason)
+
+
+def _too_big(d: DeviceState, step_mj: float, dt: float) -> bool:
+    """Whether `step_mj` is more than `d` could draw in `dt` (twice its power bound, plus 1 s of slack).
+
+    The slack covers a counter that updates more coarsely than it is read; a device whose
+    power bound is unknown is not judged.
+    """
+    p_max = d.p_max_w()
+    return p_max > 0 and step_mj > 1e3 * p_max * (2 * max(dt, 0.0) + 1.0)

@@ -310,9 +310,11 @@ class Agent:
     def _discover(self) -> list[tuple[Sensor, list[DeviceInfo]]]:
         """Each sensor with the devices it offers (discovery lists each UUID once)."""
         if self._given_sensors is None:
-            environ = self._environ if self._environ is not None else os.environ
+            # each vendor backend reads its own visibility (CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ...)
+            # from `environ`; only --whole-node overrides them all
             found = discover(
-                job_selection(environ, whole_node=self.config.whole_node),
+                job_selection(whole_node=True) if self.config.whole_node else None,
+                environ=self._environ if self._environ is not None else os.environ,
                 extra=self._extra_sensors,
                 clock=self._clock,
                 slow_period_s=self.config.slow_period_s,

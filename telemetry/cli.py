@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from wattlog.numbers import MAX_SIMULATED_GPUS, check_number
@@ -30,7 +31,8 @@ def sensors(
         from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 
         extra.append(SimulatedSensor(simulated_gpus(simulate)))
-    found = discover(job_selection(whole_node=whole_node), powercap_root=powercap_root, extra=extra)
+    chosen = job_selection(whole_node=True) if whole_node else None  # else each vendor's own visibility
+    found = discover(chosen, powercap_root=powercap_root, extra=extra)
     try:
         print_discovery(found, Console(highlight=False))
     finally:
@@ -38,20 +40,34 @@ def sensors(
 
 
 def print_discovery(found: Discovery, console: Console) -> None:
-    """The selection line, one table row per device, then the notes on backends not used."""
-    console.print(found.selection.describe())
+    """The selection line, one row per device (vendor, sensor profile, scope, counter), then the notes."""
+    # notes are plain text: "pip install wattlog[amd]" must not be read as rich markup
+    console.print(found.selection.describe(), markup=False)
     for note in found.selection.notes:
-        console.print(f"  note: {note}")
+        console.print(f"  note: {note}", markup=False)
     table = Table()
-    for header in ("uuid", "name", "kind", "counter", "source"):
-        table.add_column(header, no_wrap=header != "name", overflow="fold")  # a cut UUID is useless
+    for header in ("uuid", "name", "kind", "vendor", "profile", "scope", "counter", "source"):
+        table.add_column(
+            header, no_wrap=header not in ("name", "profile"), overflow="fold"
+        )  # a cut UUID is useless
     table.add_column("note", ratio=1, overflow="fold")
     for _, device in found.devices:
         counter = "yes" if device.has_counter else "no"
-        table.add_row(device.uuid, device.name, str(device.kind), counter, str(device.source), device.note)
+        profile = device.profile
+        table.add_row(
+            device.uuid,
+            device.name,
+            str(device.kind),
+            device.vendor.label if device.vendor is not None else "-",
+            profile.label if profile is not None else "-",
+            profile.scope if profile is not None else "-",
+            counter,
+            str(device.source),
+            escape(device.note),
+        )
     console.print(table)
     for note in found.notes:
-        console.print(f"- {note}")
+        console.print(f"- {note}", markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -6,7 +6,11 @@ differences. A counter that goes backwards is a wrap when the device declares
 range, and under twice the power limit); otherwise it is a reset: it is
 counted, the new value is taken as the energy since the reset (a lower bound:
 never negative), and the step is recorded as a gap, since what ran before the
-reset is unknown.
+reset is unknown. A step (or a new value after a reset) larger than the device
+could draw (twice its power bound over the step, plus one second of it) is not
+energy: a counter that ran backwards (ROCm/amdsmi #115) or jumped to an
+impossible value (#38; Level Zero's 3.69 TW wrap) is counted as a reset and
+its step is a gap, never negative or terawatt energy.
 
 Across a stretch without readings (a blocked sensor, failed reads) a counter
 still measures exactly: the difference spans it, nothing is interpolated. So

@@ -120,7 +120,8 @@ def notes(d: DeviceState, profile: SensorProfile) -> tuple[str, ...]:
     """The plain-language caveats of `d`'s figure: lock or repetition, comparison, counter events, loss."""
     out: list[str] = []
     if d.check.lock is not None:
-        out.append(d.check.lock.note(d.publication_period_s() or profile.publication_period_s))
+        lock_period_s = d.publication_period_s() or profile.publication_period_s
+        out.append(d.check.lock.note(lock_period_s, profile.sensor))
     elif d.check.repetition is not None:
         out.append(d.check.repetition.note())
     compared = d.compare()

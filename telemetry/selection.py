@@ -156,6 +156,22 @@ class SlurmGpus:
 NVIDIA_VISIBILITY: tuple[Visibility, ...] = (VisibleDevices(), SlurmGpus())
 """NVIDIA's rules: CUDA_VISIBLE_DEVICES, else SLURM's GPU binding (the NVML backend's visibility)."""
 
+_AMD_DRIVER = "amdsmi (HIP order, from amdsmi_get_gpu_enumeration_info)"
+AMD_VISIBILITY: tuple[Visibility, ...] = (
+    VisibleDevices("HIP_VISIBLE_DEVICES", order_variable="", runtime="HIP", driver=_AMD_DRIVER),
+    VisibleDevices("ROCR_VISIBLE_DEVICES", order_variable="", runtime="ROCr", driver=_AMD_DRIVER),
+    SlurmGpus(),
+)
+"""AMD's rules: HIP_VISIBLE_DEVICES, then ROCR_VISIBLE_DEVICES (what SLURM sets for AMD gres), then
+SLURM's binding. HIP numbers devices in its own order, which the AMD backend maps to amdsmi's handles."""
+
+GAUDI_VISIBILITY: tuple[Visibility, ...] = (
+    VisibleDevices("HABANA_VISIBLE_MODULES", order_variable="", runtime="the Habana runtime", driver="HLML"),
+    SlurmGpus(),
+)
+"""Intel Gaudi's rules: HABANA_VISIBLE_MODULES (module ids, as hlmlDeviceGetModuleID numbers them), then
+SLURM's binding."""
+
 
 def job_selection(
     environ: Mapping[str, str] = os.environ,

@@ -42,6 +42,10 @@ class SensorProfile:
         counter_range_mj: Value at which the counter wraps, mJ (None: never in practice).
         counter_integrates_true: Whether the counter integrates true power (None: not known).
         known: False for the wide profile given to a board no data file describes.
+        sensor: What reads the board, as notes name it ("NVML", "amdsmi"); not a number, so unsourced.
+        scope: What the board's figure covers ("board": the accelerator's board; "gpu": the GPU of
+            a superchip module, not its CPU or the module; "cpu socket"), so figures of different
+            scopes are never summed as one.
         sources: (field, where its number comes from), one per number.
     """
 
@@ -57,7 +61,16 @@ class SensorProfile:
     counter_range_mj: float | None = None
     counter_integrates_true: bool | None = None
     known: bool = True
+    sensor: str = "the driver"
+    scope: str = "board"
     sources: tuple[tuple[str, str], ...] = ()
+
+    def gain_factors(self) -> tuple[float, float]:
+        """Factors taking a reading to the lowest and highest truth the gain range allows.
+
+        A reading is gain x truth, so truth lies in [E / (1 + gain_high), E / (1 + gain_low)].
+        """
+        return 1 / (1 + self.gain_high), 1 / (1 + self.gain_low)
 
     def source(self, name: str) -> str:
         """Where the number in field `name` comes from ("" if the data file names none)."""

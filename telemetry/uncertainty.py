@@ -262,7 +262,7 @@ class BandModel:
         if cal is not None:
             return 1 - cal.uncertainty_rel, 1 + cal.uncertainty_rel
         if profile is not None:
-            return 1 / (1 + profile.gain_high), 1 / (1 + profile.gain_low)
+            return profile.gain_factors()
         return 1 / (1 + self.other_gain_rel), 1 / (1 - self.other_gain_rel)
 
 
@@ -274,11 +274,11 @@ class PhaseLock:
     score: float
     how: str
 
-    def note(self, publication_period_s: float = 0.1) -> str:
-        """The plain-language caveat a DeviceEnergy carries."""
+    def note(self, publication_period_s: float = 0.1, sensor: str = "the driver") -> str:
+        """The plain-language caveat a DeviceEnergy carries, naming what read the device (`sensor`)."""
         return (
             f"phase lock suspected ({self.how}): load period ~{self.load_period_s * 1e3:.0f} ms locked to "
-            f"the sensor's {publication_period_s * 1e3:.0f} ms publication period; NVML readings may be "
+            f"the sensor's {publication_period_s * 1e3:.0f} ms publication period; {sensor} readings may be "
             "off by tens of percent"
         )
 

@@ -1,10 +1,13 @@
 """Sensor backends behind one Protocol (base.Sensor), one module per backend.
 
 - base: the Sensor protocol, and the Backend protocol of a vendor's accelerators.
-- backends: the registry of vendor backends discovery loops over (nvidia: NVIDIA today).
-- nvml (+ nvml_fields, nvidia.toml): NVIDIA GPUs; powercap: RAPL CPU and DRAM; estimate: labelled
-  CPU/DRAM model; simulated (+ fake_pynvml, traces): the simulated GPU.
+- nvidia, amd, gaudi: the vendor backends discovery loops over (discovery.GPU_BACKENDS).
+- nvml (+ nvml_fields, nvidia.toml): NVIDIA GPUs; amdsmi_sensor (+ amd.toml, fake_amdsmi): AMD
+  Instinct; gaudi (+ gaudi.toml, fake_pyhlml): Intel Gaudi; powercap: RAPL CPU and DRAM;
+  hwmon_power: Grace CPU sockets; estimate: labelled CPU/DRAM model; simulated (+ fake_pynvml,
+  traces): the simulated GPU.
 - profiles: sensor profiles per board family, from each backend's data file; unknown_board().
+  boards: each board's peak FLOP/s, power limit and embodied emissions, from the same files.
 - discovery: `discover()` probes them all and says why any was not used.
 
 Names are imported on first use: a module that needs only profiles loads no backend.

@@ -10,6 +10,12 @@ from wattlog.clock import Clock
 from wattlog.telemetry.selection import GpuSelection
 from wattlog.telemetry.types import DeviceInfo, Reading, Vendor
 
+COUNTER_STOPPED = (
+    "its energy counter stopped answering: from here on a gap, not power integrated under a counter's label"
+)
+"""Why a device whose counter stops answering mid-run is marked lost (the integrator's energy would
+otherwise stall silently: a counter device's energy comes from its counter alone)."""
+
 
 @runtime_checkable
 class Sensor(Protocol):

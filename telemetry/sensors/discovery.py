@@ -1,6 +1,6 @@
 """Pick the sensors this machine has: each registered vendor's GPUs, RAPL for CPU and DRAM, else the estimate.
 
-Accelerators come from the vendor backends in GPU_BACKENDS (NVIDIA today), each
+Accelerators come from the vendor backends in GPU_BACKENDS (NVIDIA, AMD, Gaudi), each
 probed with the job's selection by its own visibility rules; the host backends
 (RAPL powercap, then the CPU/DRAM estimate for what RAPL does not measure)
 follow. A function, not a global: the caller (the agent, `wattlog sensors`)
@@ -20,15 +20,18 @@ from wattlog.clock import Clock
 from wattlog.errors import SensorError
 from wattlog.records import Kind
 from wattlog.telemetry.selection import GpuSelection
+from wattlog.telemetry.sensors.amd import AmdBackend
 from wattlog.telemetry.sensors.base import Backend, ProbeOptions, Sensor
 from wattlog.telemetry.sensors.estimate import EstimateConfig, EstimateSensor
+from wattlog.telemetry.sensors.gaudi import GaudiBackend
+from wattlog.telemetry.sensors.hwmon_power import HwmonPowerSensor
 from wattlog.telemetry.sensors.nvidia import NvidiaBackend
 from wattlog.telemetry.sensors.powercap import PowercapSensor
 from wattlog.telemetry.types import DeviceInfo
 
 _HOST_KINDS = (Kind.CPU, Kind.DRAM)
 
-GPU_BACKENDS: tuple[Callable[[], Backend], ...] = (NvidiaBackend,)
+GPU_BACKENDS: tuple[Callable[[], Backend], ...] = (NvidiaBackend, AmdBackend, GaudiBackend)
 """The registered vendor backends, in the order discovery probes them (a UUID is measured once)."""
 
 
@@ -65,6 +68,7 @@ def discover(
     slow_period_s: float = 1.0,
     backends: Sequence[Backend] | None = None,
     environ: Mapping[str, str] | None = None,
+    hwmon_root: Path = Path("/sys/class/hwmon"),
 ) -> Discovery:
     """Probe every backend and keep those that answer.
 
@@ -81,6 +85,7 @@ def discover(
             limit; the CPU estimate's utilisation) are read.
         backends: The vendor backends to probe (default: one of each in GPU_BACKENDS).
         environ: The environment visibility is read from (default: this process's).
+        hwmon_root: The hwmon tree Grace's ACPI power meters are read from (CPUs without RAPL).
 
     Returns:
         The sensors, their devices and the notes on what was not used.
@@ -91,10 +96,12 @@ def discover(
         _probe_vendor(found, backend, selection, options, os.environ if environ is None else environ)
         for backend in (backends if backends is not None else [make() for make in GPU_BACKENDS])
     ]
-    _probe_host(found, powercap_root, estimate or EstimateConfig(), slow_period_s)
+    _probe_host(found, (powercap_root, hwmon_root), estimate or EstimateConfig(), slow_period_s)
     for sensor in extra:
         found.probe(type(sensor).__name__, sensor)
-    shown = selection or (selections[0] if selections else GpuSelection(False, None, None, "no GPU backend"))
+    # the selection line is that of the first vendor whose devices are measured (an AMD node's says HIP's)
+    used = [chosen for chosen, found_some in selections if found_some] or [chosen for chosen, _ in selections]
+    shown = selection or (used[0] if used else GpuSelection(False, None, None, "no GPU backend"))
     return Discovery(tuple(found.sensors), tuple(found.devices), tuple(found.notes), shown)
 
 
@@ -104,22 +111,31 @@ def _probe_vendor(
     selection: GpuSelection | None,
     options: ProbeOptions,
     environ: Mapping[str, str],
-) -> GpuSelection:
-    """Add `backend`'s sensor (or a note why there is none); the selection it was probed with."""
+) -> tuple[GpuSelection, bool]:
+    """Add `backend`'s sensor (or a note why there is none); its selection, and whether it found devices."""
     label = backend.vendor.label
     chosen = selection or backend.visibility(environ)
     result = backend.probe(chosen, options)
     if isinstance(result, str):
         found.notes.append(f"{label}: {result}")
-    else:
-        found.probe(label, result)
-    return chosen
+        return chosen, False
+    return chosen, bool(found.probe(label, result))
 
 
-def _probe_host(found: _Found, powercap_root: Path, config: EstimateConfig, slow_period_s: float) -> None:
-    """RAPL for CPU and DRAM, then the estimate for the kinds RAPL does not measure."""
-    rapl = found.probe("RAPL", PowercapSensor(root=powercap_root)) or []
+def _probe_host(
+    found: _Found, roots: tuple[Path, Path], config: EstimateConfig, slow_period_s: float
+) -> None:
+    """RAPL for CPU and DRAM, Grace's power meters for a CPU without RAPL, then the estimate for the rest."""
+    rapl = found.probe("RAPL", PowercapSensor(root=roots[0])) or []
     measured = {device.kind for device in rapl}
+    grace = HwmonPowerSensor(root=roots[1])
+    modules = [d.name for _, d in found.devices if d.profile is not None and d.profile.scope == "module"]
+    if Kind.CPU not in measured and modules:  # the module's counter holds its Grace CPU: never twice
+        measured.add(Kind.CPU)
+        found.notes.append(f"CPU power is inside the module energy of {', '.join(modules)}: not added")
+    elif Kind.CPU not in measured and grace.is_available():  # silent where no ACPI power meter exists
+        measured.update(device.kind for device in found.probe("Grace", grace) or [])
+        found.notes.extend(f"Grace: {line}" for line in grace.skipped)
     missing = [kind for kind in _HOST_KINDS if kind not in measured]
     if missing and rapl:
         found.notes.append(f"RAPL has no {'/'.join(missing)} zone here (AMD has no DRAM domain)")

@@ -17,7 +17,9 @@ tick). Where a field is missing the plain call
 takes its place, per field and per GPU: nvmlDeviceGetTotalEnergyConsumption,
 or nvmlDeviceGetPowerUsage (a 1 s trailing average on Ampere and newer, except
 GA100); the DeviceInfo note says which. A metric that answers NOT_SUPPORTED is
-remembered per device and not asked again. A GPU that answers GPU_IS_LOST or
+remembered per device and not asked again; an energy counter that stops
+answering after devices() found it marks the GPU lost (an open gap), since its
+energy comes from the counter alone. A GPU that answers GPU_IS_LOST or
 UNKNOWN raises DeviceLost, and is not called again (NVML calls on a faulted GPU
 can block for tens of seconds), while the other GPUs go on. Run against
 :mod:`wattlog.telemetry.sensors.fake_pynvml`, every figure is labelled `simulated`.
@@ -34,11 +36,13 @@ from typing import Any
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, DeviceLost, NotSupported, SensorError, SensorUnavailable
 from wattlog.records import Kind, Source
+from wattlog.telemetry.sensors.base import COUNTER_STOPPED
 from wattlog.telemetry.sensors.nvml_fields import (
     ENERGY_COUNTER,
     ENERGY_FIELD,
     FI_DEV_POWER_INSTANT,
     FI_DEV_TOTAL_ENERGY_CONSUMPTION,
+    MIG_NOTE,
     NO_DRIVER,
     PACE_MARGIN_S,
     POWER_AVERAGE,
@@ -50,6 +54,7 @@ from wattlog.telemetry.sensors.nvml_fields import (
     GpuState,
     energy,
     memory_used,
+    mig_instances,
     power_limit,
     power_usage,
     temperature,
@@ -69,7 +74,8 @@ class NvmlSensor:
 
     Args:
         nvml: The pynvml module (or a FakeNvml); None imports pynvml when devices() runs.
-        include: (index, uuid) -> whether the GPU is the job's; None measures all of them.
+        include: (index, uuid[, mig_uuids]) -> whether the GPU is the job's (GpuSelection.includes;
+            the GPU's MIG instance UUIDs are passed when it has some); None measures all of them.
         clock: The sampler's clock (field timestamps are wall time; readings are on its monotonic time).
         slow_period_s: How often utilisation, temperature, memory and the power limit are read.
         paced: Tell the sampler when each GPU's next publication is due (``Reading.next_read_s``),
@@ -82,7 +88,7 @@ class NvmlSensor:
     def __init__(
         self,
         nvml: Any | None = None,
-        include: Callable[[int, str], bool] | None = None,
+        include: Callable[..., bool] | None = None,
         *,
         clock: Clock | None = None,
         slow_period_s: float = 1.0,
@@ -164,7 +170,11 @@ class NvmlSensor:
             try:
                 handle = nvml.nvmlDeviceGetHandleByIndex(index)
                 uuid = text(nvml.nvmlDeviceGetUUID(handle))
-                if self._include is not None and not self._include(index, uuid):
+                migs = mig_instances(nvml, handle)
+                chosen = self._include is None or (
+                    self._include(index, uuid, migs) if migs else self._include(index, uuid)
+                )
+                if not chosen:
                     continue
                 name = text(nvml.nvmlDeviceGetName(handle))
             except nvml.NVMLError as e:
@@ -177,6 +187,7 @@ class NvmlSensor:
                 (ENERGY_COUNTER + (ENERGY_FIELD if state.energy_field else ""))
                 if state.has_counter
                 else "no energy counter",
+                *([MIG_NOTE.format(n=len(migs))] if migs is not None else []),
             ]
             source = Source.COUNTER if state.has_counter else Source.SAMPLED
             profile = load_table(PROFILES).for_board(name)
@@ -257,8 +268,8 @@ class NvmlSensor:
             energy_mj, energy_t, power_w, power_t = self._fields(uuid, state, t_s)
         if state.has_counter and not state.energy_field:
             energy_mj = self._metric(uuid, state, "energy", energy)
-            if energy_mj is None:  # it answered at devices() but not now: stop asking
-                state.has_counter = False
+            if energy_mj is None:  # it answered at devices() but not now: a gap, never a silent stall
+                raise DeviceLost(uuid, COUNTER_STOPPED)
         if not state.instant_field:
             power_w = self._metric(uuid, state, "power", power_usage)
         # Every hot-path value is field-timed: nothing new can show before the next publication of

@@ -141,3 +141,32 @@ def temperature(nvml: Any, handle: Any) -> float:
 
 def memory_used(nvml: Any, handle: Any) -> int:
     return int(nvml.nvmlDeviceGetMemoryInfo(handle).used)
+
+
+MIG_NOTE = (
+    "MIG enabled ({n} instances): the whole physical GPU's energy, counted once; not split over its "
+    "instances (MIG has no per-instance power sensor), so a job on some of them is shown the whole GPU"
+)
+"""The note of a MIG-enabled GPU: wattlog refuses to attribute its energy to instances."""
+
+
+def mig_instances(nvml: Any, handle: Any) -> list[str] | None:
+    """UUIDs of the MIG instances of the GPU at `handle`; None if MIG is off or not supported.
+
+    CUDA_VISIBLE_DEVICES may name an instance as ``MIG-<uuid>``, which matches its parent GPU
+    only through this list (selection.GpuSelection.includes).
+    """
+    try:
+        current, _pending = nvml.nvmlDeviceGetMigMode(handle)
+        if current != getattr(nvml, "NVML_DEVICE_MIG_ENABLE", 1):
+            return None
+        count = nvml.nvmlDeviceGetMaxMigDeviceCount(handle)
+    except (nvml.NVMLError, AttributeError):  # no MIG on this board, or bindings without it
+        return None
+    uuids = []
+    for i in range(count):
+        try:
+            uuids.append(text(nvml.nvmlDeviceGetUUID(nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, i))))
+        except nvml.NVMLError:  # an empty slot answers NOT_FOUND
+            continue
+    return uuids

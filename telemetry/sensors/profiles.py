@@ -16,9 +16,15 @@ from importlib import resources
 from typing import Any
 
 from wattlog.errors import ConfigError
-from wattlog.telemetry.types import SensorProfile
+from wattlog.telemetry.types import SensorProfile, Vendor
 
 _PACKAGE = "wattlog.telemetry.sensors"
+VENDOR_PROFILES: Mapping[Vendor, str] = {
+    Vendor.NVIDIA: "nvidia.toml",
+    Vendor.AMD: "amd.toml",
+    Vendor.HABANA: "gaudi.toml",
+}
+"""Each vendor's data file of board families (a vendor not listed: every board is unknown)."""
 _NUMBERS = ("gain_low", "gain_high", "observed_fraction", "publication_period_s")
 
 
@@ -44,14 +50,19 @@ class ProfileTable:
 
 
 @functools.cache
+def read_data(filename: str) -> Mapping[str, Any]:
+    """The parsed data file `filename` beside the backends (families, boards; parsed once)."""
+    return tomllib.loads(resources.files(_PACKAGE).joinpath(filename).read_text(encoding="utf-8"))
+
+
+@functools.cache
 def load_table(filename: str) -> ProfileTable:
     """The families of the data file `filename` beside the backends (parsed once, then cached).
 
     Raises:
         ConfigError: A family lacks a number, a number has no source, or `default` names no family.
     """
-    text = resources.files(_PACKAGE).joinpath(filename).read_text(encoding="utf-8")
-    data = tomllib.loads(text)
+    data = read_data(filename)
     shared = data.get("sources", {})
     families = {key: _profile(filename, key, raw, shared) for key, raw in data.get("families", {}).items()}
     default_key = data.get("default", next(iter(families), ""))
@@ -63,6 +74,12 @@ def load_table(filename: str) -> ProfileTable:
         if raw.get("names")
     )
     return ProfileTable(named, families[default_key])
+
+
+def board_profile(vendor: Vendor, name: str) -> SensorProfile:
+    """The profile of `vendor`'s board called `name`: its data file's family, else the vendor's default."""
+    filename = VENDOR_PROFILES.get(vendor)
+    return load_table(filename).for_board(name) if filename else unknown_board()
 
 
 def unknown_board() -> SensorProfile:
@@ -97,7 +114,7 @@ def _profile(filename: str, key: str, raw: Mapping[str, Any], shared: Mapping[st
         raise ConfigError(f"{filename}: family {key!r} lacks {', '.join(missing)}")
     sources = {**shared, **raw.get("sources", {})}
     fields = {name: value for name, value in raw.items() if name not in ("names", "sources")}
-    unsourced = [name for name in fields if name not in ("label", "known") and name not in sources]
+    unsourced = [name for name in fields if name not in ("label", "known", "sensor") and name not in sources]
     if unsourced:
         raise ConfigError(f"{filename}: family {key!r} gives {', '.join(unsourced)} without a source")
     try:

@@ -20,8 +20,9 @@ from typing import Literal
 
 from wattlog.errors import ConfigError, DeviceLost, SensorError
 from wattlog.records import Kind, Source
+from wattlog.telemetry.sensors.profiles import board_profile
 from wattlog.telemetry.sensors.traces import Trace, TrainingTrace
-from wattlog.telemetry.types import DeviceInfo, Reading
+from wattlog.telemetry.types import DeviceInfo, Reading, Vendor
 
 # Publication and update times are computed as floor((t - phase) / period); this
 # keeps t = 0.3 with period 0.1 on publication 3 despite 0.3 / 0.1 = 2.999...
@@ -126,6 +127,7 @@ class SimulatedGpu:
         memory_total_bytes: Board memory.
         memory_used_bytes: Memory in use (constant).
         t0_s: Monotonic time of the trace's t=0 and of the driver load.
+        vendor: Whose board it stands for; its sensor profile is that vendor's for `name`.
     """
 
     def __init__(
@@ -142,6 +144,7 @@ class SimulatedGpu:
         memory_total_bytes: int = 80 * 1024**3,
         memory_used_bytes: int = 60 * 1024**3,
         t0_s: float = 0.0,
+        vendor: Vendor = Vendor.NVIDIA,
     ) -> None:
         if not 0 <= idle_w < power_limit_w:
             raise ConfigError(f"need 0 <= idle_w < power_limit_w, got {idle_w} and {power_limit_w}")
@@ -158,6 +161,7 @@ class SimulatedGpu:
         self.memory_total_bytes = memory_total_bytes
         self.memory_used_bytes = memory_used_bytes
         self.t0_s = t0_s
+        self.vendor = vendor
         # "observed" counter: running sum over publications, extended as time moves on
         self._lock = threading.Lock()
         self._obs_origin_s = math.nan
@@ -293,6 +297,8 @@ class SimulatedSensor:
                 power_limit_w=g.power_limit_w,
                 index=i,
                 note=f"simulated: {g.model.summary()}",
+                vendor=g.vendor,
+                profile=board_profile(g.vendor, g.name),
             )
             for i, g in enumerate(self.gpus)
         ]

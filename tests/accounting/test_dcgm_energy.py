@@ -36,7 +36,7 @@ def test_query_selects_hosts_gpus_and_job_and_converts_millijoules() -> None:
     )
     selector = 'Hostname=~"node01|n\\\\.2", gpu=~"0", UUID=~"GPU-b", hpc_job="77"'
     metric = f"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{selector}}}"
-    assert asked == [f"sum by (Hostname, gpu, UUID) (increase({metric}[3600s])) / 1000"]
+    assert asked == [f"sum by (Hostname, gpu, UUID, modelName) (increase({metric}[3600s])) / 1000"]
     assert (row.host, row.device, row.kind, row.source, row.energy_j) == (
         "node01",
         "GPU-a",
@@ -44,7 +44,9 @@ def test_query_selects_hosts_gpus_and_job_and_converts_millijoules() -> None:
         DCGM_SOURCE,
         3.6e6,
     )
-    assert row.low_j == pytest.approx(3.6e6 * 0.905) and row.high_j == pytest.approx(3.6e6 * 1.064)
+    # a reading is gain x truth with gain in [0.905, 1.064] (SC24): truth in [E / 1.064, E / 0.905],
+    # the band wattlog's own counters get (the old E x 0.905 .. E x 1.064 was read the wrong way round)
+    assert row.low_j == pytest.approx(3.6e6 / 1.064) and row.high_j == pytest.approx(3.6e6 / 0.905)
 
 
 def test_the_source_label_is_a_counter_that_names_its_reader() -> None:

@@ -255,3 +255,24 @@ def test_close_names_a_flush_thread_stuck_in_a_sink_write_then_still_flushes_eve
     assert "wattlog-flush is stuck in a sink write" in caplog.text
     stored_j = sum(row.energy_j for rows, _ in sink.calls for row in rows)
     assert stored_j == pytest.approx(sum(d.energy_j for d in agent.snapshot()), rel=1e-9)
+
+
+def test_the_agent_lets_each_vendor_backend_read_its_own_visibility(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # HIP_VISIBLE_DEVICES=1 selects AMD's second GPU; CUDA's rules applied to AMD would measure both
+    from wattlog.clock import SystemClock
+    from wattlog.telemetry.sensors import discovery
+    from wattlog.telemetry.sensors.amd import AmdBackend
+    from wattlog.telemetry.sensors.fake_amdsmi import FakeAmdSmi
+    from wattlog.telemetry.sensors.simulated import SimulatedGpu
+    from wattlog.telemetry.types import Vendor
+
+    amd = [
+        SimulatedGpu(f"GPU-amd-{i}", "AMD Instinct MI300X", ConstantTrace(POWER_W), vendor=Vendor.AMD)
+        for i in range(2)
+    ]
+    smi = FakeAmdSmi(amd, SystemClock())
+    monkeypatch.setattr(discovery, "GPU_BACKENDS", (lambda: AmdBackend(smi, check_s=0),))
+    with Agent(config(tmp_path, port=None), environ={"HIP_VISIBLE_DEVICES": "1"}) as agent:
+        assert [d.uuid for d in agent.devices if d.vendor is Vendor.AMD] == ["GPU-amd-1"]

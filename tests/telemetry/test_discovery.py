@@ -33,9 +33,9 @@ def test_bare_machine_gets_the_labelled_estimate_and_one_line_per_missing_backen
     found = discover(ALL, nvml=_nvml(driver_loaded=False), powercap_root=tmp_path / "none")
     assert _uuids(found) == [CPU_UUID, DRAM_UUID]
     assert all(device.source is Source.ESTIMATED for _, device in found.devices)
-    assert [note.split(":")[0] for note in found.notes] == ["NVIDIA", "RAPL"]
+    assert [note.split(":")[0] for note in found.notes] == ["NVIDIA", "AMD", "Intel Gaudi", "RAPL"]
     assert all("\n" not in note and "Traceback" not in note for note in found.notes)
-    assert "no RAPL powercap tree" in found.notes[1]
+    assert "amdsmi cannot load" in found.notes[1] and "no RAPL powercap tree" in found.notes[3]
     assert found.selection is ALL
     found.close()
 
@@ -47,7 +47,8 @@ def test_gpus_of_the_job_and_rapl_replace_the_estimate() -> None:
     assert [gpu.uuid for gpu in gpus] == ["GPU-sim-0000", "GPU-sim-0002"]
     assert CPU_UUID not in _uuids(found) and DRAM_UUID not in _uuids(found)
     assert {device.kind for _, device in found.devices} == {Kind.GPU, Kind.CPU, Kind.DRAM}
-    assert found.notes == ()
+    # no amdsmi or pyhlml here: one line each
+    assert [note.split(":")[0] for note in found.notes] == ["AMD", "Intel Gaudi"]
     assert len(found.sensors) == 2
 
 
@@ -75,7 +76,8 @@ def test_disabled_estimate_leaves_cpu_unmeasured_and_says_so(tmp_path: Path) -> 
 def test_job_without_gpus_says_so() -> None:
     found = discover(job_selection({"CUDA_VISIBLE_DEVICES": ""}), nvml=_nvml(2), powercap_root=DATA / "intel")
     assert not any(device.kind is Kind.GPU for _, device in found.devices)
-    assert found.notes == ("NVIDIA: no GPU of this job (CUDA_VISIBLE_DEVICES=)",)
+    assert found.notes[0] == "NVIDIA: no GPU of this job (CUDA_VISIBLE_DEVICES=)"
+    assert [note.split(":")[0] for note in found.notes] == ["NVIDIA", "AMD", "Intel Gaudi"]
 
 
 def test_extra_sensors_are_added_and_a_uuid_is_never_counted_twice(tmp_path: Path) -> None:
@@ -149,6 +151,6 @@ def test_a_backend_that_finds_nothing_leaves_a_note_named_by_its_vendor(tmp_path
     assert all(device.kind is not Kind.GPU for _, device in found.devices)
 
 
-def test_nvidia_is_the_one_gpu_backend_registered() -> None:
-    assert [make().vendor for make in GPU_BACKENDS] == [Vendor.NVIDIA]
+def test_nvidia_amd_and_gaudi_are_the_gpu_backends_registered() -> None:
+    assert [make().vendor for make in GPU_BACKENDS] == [Vendor.NVIDIA, Vendor.AMD, Vendor.HABANA]
     assert all(isinstance(make(), Backend) for make in GPU_BACKENDS)

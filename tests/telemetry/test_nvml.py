@@ -253,3 +253,52 @@ def test_each_value_type_is_read_from_the_union_as_that_type(
     reading = s.read(a, fake_clock.monotonic())
     assert reading.power_w == power_mw / 1e3
     assert reading.energy_mj == energy_mj
+
+
+class _MigNvml(FakeNvml):
+    """GPU 0 in MIG mode with two instances; GPU 1 without MIG."""
+
+    MIGS = ("MIG-11111111-aaaa-bbbb-cccc-000000000001", "MIG-11111111-aaaa-bbbb-cccc-000000000002")
+
+    def nvmlDeviceGetMigMode(self, handle: object) -> tuple[int, int]:  # noqa: N802 - pynvml's name
+        if getattr(handle, "index", None) == 0:
+            return (1, 1)
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, handle: object) -> int:  # noqa: N802
+        return 3  # one empty slot
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, handle: object, i: int) -> str:  # noqa: N802
+        if i >= len(self.MIGS):
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_FOUND)
+        return self.MIGS[i]
+
+    def nvmlDeviceGetUUID(self, handle: object) -> str:  # noqa: N802
+        return handle if isinstance(handle, str) else super().nvmlDeviceGetUUID(handle)  # type: ignore[arg-type]
+
+
+def test_mig_instances_select_their_parent_gpu_once_and_say_energy_is_not_split(
+    fake_clock: FakeClock,
+) -> None:
+    from wattlog.telemetry.selection import job_selection
+
+    # a job given both instances of GPU 0 (the new MIG-<uuid> form): the parent, once, never per instance
+    selection = job_selection({"CUDA_VISIBLE_DEVICES": ",".join(_MigNvml.MIGS)})
+    [device] = NvmlSensor(_MigNvml(gpus(), fake_clock), include=selection.includes).devices()
+    assert device.uuid == "GPU-sim-0000"
+    assert "MIG enabled (2 instances)" in device.note and "not split" in device.note
+    other = NvmlSensor(_MigNvml(gpus(), fake_clock)).devices()[1]
+    assert "MIG" not in other.note
+
+
+def test_a_counter_that_stops_answering_mid_run_marks_the_gpu_lost_not_a_silent_stall(
+    fake_clock: FakeClock,
+) -> None:
+    s, fake = sensor(fake_clock)
+    a = s.devices()[0]
+    fake_clock.advance(0.5)
+    assert s.read(a, 0.5).energy_mj is not None
+    fake._supports_energy = False  # the driver stops answering the counter (field and plain call)
+    fake_clock.advance(0.5)
+    with pytest.raises(DeviceLost, match="counter stopped answering"):
+        s.read(a, 1.0)

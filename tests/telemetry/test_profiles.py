@@ -12,7 +12,7 @@ from wattlog.records import Kind, Source
 from wattlog.telemetry.sensors.fake_pynvml import FakeNvml
 from wattlog.telemetry.sensors.nvml import NvmlSensor
 from wattlog.telemetry.sensors.profiles import load_table, unknown_board
-from wattlog.telemetry.sensors.simulated import simulated_gpus
+from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 from wattlog.telemetry.types import DeviceInfo, SensorProfile, Vendor
 from wattlog.telemetry.uncertainty import BandInputs, BandModel
 
@@ -89,3 +89,20 @@ def test_the_nvml_backend_gives_each_gpu_its_vendor_and_profile() -> None:
         sensor.close()
     assert devices and all(d.vendor is Vendor.NVIDIA for d in devices)
     assert all(d.profile is not None and d.profile.known for d in devices)
+
+
+def test_a_phase_lock_note_names_the_devices_sensor_not_nvml_for_every_vendor() -> None:
+    from wattlog.telemetry.uncertainty import PhaseLock
+
+    lock = PhaseLock(0.1, 0.3, "sampled +30% vs counter")
+    assert "amdsmi readings may be off" in lock.note(0.1, "amdsmi") and "NVML" not in lock.note(0.1, "amdsmi")
+    assert "NVML readings" in lock.note(0.1, NVIDIA.for_board("H100").sensor)
+    assert unknown_board().sensor == "the driver"
+
+
+def test_simulated_gpus_carry_their_vendor_and_its_board_profile() -> None:
+    [device] = SimulatedSensor(simulated_gpus(1)).devices()
+    assert device.vendor is Vendor.NVIDIA
+    assert device.profile == NVIDIA.for_board("NVIDIA H100 80GB HBM3")
+    # the band is the one simulated GPUs always had (BandModel's NVIDIA default)
+    assert BandModel().band_parts(device, _inputs()) == BandModel().band_parts(PLAIN_GPU, _inputs())

@@ -1,0 +1,59 @@
+"""The AMD backend: HIP/ROCr visibility and an amdsmi sensor for the job's Instinct GPUs.
+
+What is AMD's stays here and in the modules it names: the amdsmi sensor
+(amdsmi_sensor.py, with its stand-in fake_amdsmi.py), the board families'
+sensor profiles (amd.toml) and the visibility rules (selection.AMD_VISIBILITY).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from wattlog.errors import SensorError
+from wattlog.telemetry.selection import AMD_VISIBILITY, GpuSelection, job_selection
+from wattlog.telemetry.sensors.amdsmi_sensor import AmdSmiSensor
+from wattlog.telemetry.sensors.base import ProbeOptions, Sensor
+from wattlog.telemetry.types import Vendor
+
+
+class AmdBackend:
+    """AMD GPUs through amdsmi.
+
+    Args:
+        amdsmi: An amdsmi-compatible module (tests: a FakeAmdSmi); else `ProbeOptions.modules["amdsmi"]`,
+            else the real one.
+        check_s: How long the start-up counter check watches each GPU (0: no check).
+    """
+
+    def __init__(self, amdsmi: Any | None = None, *, check_s: float = 1.0) -> None:
+        self._amdsmi = amdsmi
+        self._check_s = check_s
+
+    @property
+    def vendor(self) -> Vendor:
+        """AMD."""
+        return Vendor.AMD
+
+    def visibility(self, environ: Mapping[str, str], *, whole_node: bool = False) -> GpuSelection:
+        """HIP_VISIBLE_DEVICES, else ROCR_VISIBLE_DEVICES, else SLURM's GPU binding, else every GPU."""
+        return job_selection(environ, whole_node=whole_node, rules=AMD_VISIBILITY)
+
+    def probe(self, selection: GpuSelection, options: ProbeOptions) -> Sensor | str:
+        """An AmdSmiSensor over the selected GPUs, or why there is none (no ROCm, no GPU of the job)."""
+        sensor = AmdSmiSensor(
+            self._amdsmi if self._amdsmi is not None else options.modules.get("amdsmi"),
+            include=selection.includes,
+            clock=options.clock,
+            slow_period_s=options.slow_period_s,
+            check_s=self._check_s,
+        )
+        try:
+            devices = sensor.devices()
+        except SensorError as error:
+            sensor.close()
+            return str(error)
+        if devices:
+            return sensor
+        sensor.close()
+        return "amdsmi lists no GPU" if selection.selects_all else f"no GPU of this job ({selection.origin})"

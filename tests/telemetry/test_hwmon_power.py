@@ -1,0 +1,86 @@
+"""Grace CPU power from ACPI power meters in a hwmon-shaped tree; the module meter is never summed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from wattlog.clock import FakeClock
+from wattlog.errors import SensorUnavailable
+from wattlog.records import Kind, Source
+from wattlog.telemetry.sensors.discovery import discover
+from wattlog.telemetry.sensors.fake_pynvml import FakeNvml
+from wattlog.telemetry.sensors.hwmon_power import HwmonPowerSensor
+from wattlog.telemetry.sensors.nvidia import NvidiaBackend
+from wattlog.telemetry.sensors.simulated import SimulatedGpu
+from wattlog.telemetry.sensors.traces import ConstantTrace
+
+METERS = {  # oem_info -> microwatts
+    "Module Power Socket 0": 900_000_000,
+    "Grace Power Socket 0": 250_000_000,
+    "CPU Power Socket 0": 180_000_000,
+    "SysIO Power Socket 0": 30_000_000,
+    "CPU Power Socket 1": 170_000_000,  # a socket no Grace meter names: its CPU rail
+}
+
+
+def grace_tree(root: Path) -> Path:
+    meter = root / "hwmon3"
+    (meter / "device").mkdir(parents=True)
+    (meter / "name").write_text("power_meter\n")
+    for i, (info, microwatts) in enumerate(METERS.items(), start=1):
+        (meter / "device" / f"power{i}_oem_info").write_text(info + "\n")
+        (meter / "device" / f"power{i}_average").write_text(f"{microwatts}\n")
+    other = root / "hwmon0"
+    other.mkdir()
+    (other / "name").write_text("coretemp\n")
+    return root
+
+
+def test_each_socket_is_one_cpu_device_from_its_grace_meter_and_the_module_is_skipped(tmp_path: Path) -> None:
+    sensor = HwmonPowerSensor(grace_tree(tmp_path))
+    devices = sensor.devices()
+    assert [(d.name, d.kind, d.source, d.has_counter) for d in devices] == [
+        ("Grace socket 0", Kind.CPU, Source.SAMPLED, False),
+        ("Grace socket 1", Kind.CPU, Source.SAMPLED, False),
+    ]
+    assert [sensor.read(d, 1.0).power_w for d in devices] == [250.0, 170.0]  # never Grace + CPU, never module
+    assert "Grace Power Socket 0" in devices[0].note and "CPU rail only" in devices[1].note
+    assert any(line.startswith("Module Power Socket 0") and "not summed" in line for line in sensor.skipped)
+
+
+def test_a_machine_without_power_meters_has_none(tmp_path: Path) -> None:
+    sensor = HwmonPowerSensor(tmp_path / "none")
+    assert not sensor.is_available()
+    with pytest.raises(SensorUnavailable):
+        sensor.devices()
+
+
+def test_discovery_measures_grace_cpus_rather_than_estimating_them(tmp_path: Path) -> None:
+    found = discover(
+        backends=[], powercap_root=tmp_path / "no-rapl", hwmon_root=grace_tree(tmp_path / "hwmon"), environ={}
+    )
+    kinds = {device.kind: device.source for _, device in found.devices}
+    assert kinds == {Kind.CPU: Source.SAMPLED, Kind.DRAM: Source.ESTIMATED}
+    assert any(note.startswith("Grace: Module Power Socket 0") for note in found.notes)
+    found.close()
+
+
+@pytest.mark.parametrize("meters", [True, False], ids=["grace-meters", "no-meters"])
+def test_a_superchip_modules_counter_already_holds_its_grace_cpu_so_it_is_not_added(
+    tmp_path: Path, meters: bool
+) -> None:
+    gpus = [SimulatedGpu("GPU-gh-0", "NVIDIA GH200 480GB", ConstantTrace(600.0))]
+    found = discover(
+        nvml=FakeNvml(gpus, FakeClock()),
+        backends=[NvidiaBackend()],
+        powercap_root=tmp_path / "no-rapl",
+        hwmon_root=grace_tree(tmp_path / "hwmon") if meters else tmp_path / "none",
+        environ={},
+    )
+    [gpu] = [d for _, d in found.devices if d.kind is Kind.GPU]
+    assert gpu.profile is not None and gpu.profile.scope == "module"
+    assert Kind.CPU not in {d.kind for _, d in found.devices}  # not Grace, not the estimate either
+    assert any("inside the module energy of NVIDIA GH200" in note for note in found.notes)
+    found.close()
