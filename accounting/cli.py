@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated
 
 import typer
 
@@ -14,9 +13,7 @@ from wattlog.accounting.render import TableFormat, render_grid, show
 from wattlog.accounting.sites import SITE_FIELDS, Site, site_catalog
 from wattlog.accounting.table_cli import register as register_table
 from wattlog.accounting.windows_cli import register as register_windows
-from wattlog.options import SitesFileOption
-
-FormatOption = Annotated[TableFormat, typer.Option("--format", help="Output format.")]
+from wattlog.options import FormatOption, SitesFileOption
 
 _FIELD_LABELS = {
     "pue": "PUE",

@@ -12,7 +12,7 @@ from wattlog.accounting.ledger.engine import describe_url, make_engine
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.windows import windows as ledger_windows
 from wattlog.accounting.render import TableFormat, render_grid, show
-from wattlog.options import DbOption
+from wattlog.options import DbOption, FormatOption
 from wattlog.records import WindowEnergy
 
 _HEADERS = ["Window", "Inside", "Start (UTC)", "Seconds", "Devices", "Energy Wh", "Band Wh", "Sources"]
@@ -43,7 +43,7 @@ def window_cells(rows: list[WindowEnergy]) -> list[list[str]]:
 
 def windows(
     run: Annotated[str, typer.Argument(help="Run name or id.")],
-    fmt: Annotated[TableFormat, typer.Option("--format", help="Output format.")] = TableFormat.RICH,
+    fmt: FormatOption = TableFormat.RICH,
     db: DbOption = None,
 ) -> None:
     """List a run's measurement windows: energy of each (all its devices summed), band and sources."""

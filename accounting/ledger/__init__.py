@@ -5,7 +5,7 @@
 - store: Ledger, the facade: one transaction a call; `Ledger.reading(run)` for many reads in one.
 - runs, writes, reader, compaction: what the Ledger does, one module per job.
 - views: RunInfo, EventInfo, GapInfo, EnergyTotal, JobNodes, RankInfo: the frozen read models the Ledger
-  returns (energy rows come back as wattlog.records.EnergyInterval; EnergyRow is its alias).
+  returns (energy rows come back as wattlog.records.EnergyInterval).
 - jobs: runs that span nodes (join_run, job_nodes, report_rank_progress, rank_progress).
 - sink: LedgerSink, the agent's IntervalSink.
 """
@@ -18,7 +18,6 @@ from wattlog.accounting.ledger.models import Phase, Resolution, Role, Stage, Sta
 from wattlog.accounting.ledger.sink import LedgerSink
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import (
-    EnergyRow,
     EnergyTotal,
     EventInfo,
     GapInfo,
@@ -39,7 +38,6 @@ __all__ = [
     "RunInfo",
     "EventInfo",
     "GapInfo",
-    "EnergyRow",
     "RankInfo",
     "Stage",
     "Status",

@@ -201,12 +201,6 @@ class EnergyTotal(FigureView):
         return f"{self.figure.source} ({self.reader})" if self.reader else self.figure.source
 
 
-EnergyRow = EnergyInterval
-"""A stored energy row (a flush interval, or an hourly bucket after compaction): an EnergyInterval.
-
-The name stays for callers that annotate with it; new code names EnergyInterval."""
-
-
 def interval_of(row: EnergyRecord) -> EnergyInterval:
     """The interval a stored energy row holds.
 
