@@ -62,7 +62,7 @@ def seed_example_project(
             device_model="H100",
         )
         rows = [
-            EnergyInterval(
+            EnergyInterval.of(
                 f"node{g // 8}",
                 f"GPU-{g}",
                 Kind.GPU,

@@ -13,16 +13,16 @@ from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.windows import windows as ledger_windows
 from wattlog.accounting.render import TableFormat, render_grid, show
 from wattlog.options import DbOption, FormatOption
-from wattlog.records import WindowEnergy
+from wattlog.records import EnergyInterval
 
 _HEADERS = ["Window", "Inside", "Start (UTC)", "Seconds", "Devices", "Energy Wh", "Band Wh", "Sources"]
 
 
-def window_cells(rows: list[WindowEnergy]) -> list[list[str]]:
+def window_cells(rows: list[EnergyInterval]) -> list[list[str]]:
     """One line per window (its devices summed, never averaged): name, parent, start, length, energy, band."""
-    groups: dict[tuple[str, str, float, float], list[WindowEnergy]] = defaultdict(list)
+    groups: dict[tuple[str, str, float, float], list[EnergyInterval]] = defaultdict(list)
     for r in rows:
-        groups[(r.name, r.parent, r.start_s, r.end_s)].append(r)
+        groups[(r.window, r.parent, r.start_s, r.end_s)].append(r)
     cells = []
     for (name, parent, start_s, end_s), group in groups.items():
         wh = 3600.0

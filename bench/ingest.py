@@ -31,7 +31,7 @@ def flush_rows(host: str, index: int) -> list[EnergyInterval]:
     """One flush of one node: 8 GPUs (counter), CPU and DRAM (estimated)."""
     start = T0 + index * FLUSH_S
     rows = [
-        EnergyInterval(
+        EnergyInterval.of(
             host,
             f"GPU-{host}-{g}",
             Kind.GPU,
@@ -45,12 +45,14 @@ def flush_rows(host: str, index: int) -> list[EnergyInterval]:
         for g in range(8)
     ]
     rows.append(
-        EnergyInterval(
+        EnergyInterval.of(
             host, "cpu", Kind.CPU, Source.ESTIMATED, start, start + FLUSH_S, 3000.0, 2000.0, 4000.0
         )
     )
     rows.append(
-        EnergyInterval(host, "dram", Kind.DRAM, Source.ESTIMATED, start, start + FLUSH_S, 400.0, 200.0, 600.0)
+        EnergyInterval.of(
+            host, "dram", Kind.DRAM, Source.ESTIMATED, start, start + FLUSH_S, 400.0, 200.0, 600.0
+        )
     )
     return rows
 

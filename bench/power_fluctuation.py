@@ -44,7 +44,9 @@ def main() -> None:
         a, b = i * args.period, (i + 1) * args.period
         e = trace.energy_j(a, b)
         rows = [
-            EnergyInterval(f"node{g // 8}", f"GPU-{g}", Kind.GPU, Source.SIMULATED, t0 + a, t0 + b, e, e, e)
+            EnergyInterval.of(
+                f"node{g // 8}", f"GPU-{g}", Kind.GPU, Source.SIMULATED, t0 + a, t0 + b, e, e, e
+            )
             for g in range(args.gpus)
         ]
         ledger.record_intervals(run.id, rows)  # type: ignore[arg-type]

@@ -33,7 +33,7 @@ from prometheus_client.registry import Collector
 
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import WattlogError
-from wattlog.records import EnergyInterval, Gap, Source, WindowEnergy
+from wattlog.records import EnergyInterval, Gap, Source
 from wattlog.telemetry.agent_config import LOCK_DIR_ENV, AgentConfig, default_lock_dir
 from wattlog.telemetry.devicelock import DeviceLocks
 from wattlog.telemetry.exporter import (
@@ -112,7 +112,7 @@ class Agent:
         self._extra_sensors = list(extra_sensors)
         self._sinks = list(sinks)
         self._pending: list[tuple[list[EnergyInterval], list[Gap]]] = [([], []) for _ in self._sinks]
-        self._pending_windows: list[list[WindowEnergy]] = [[] for _ in self._sinks]
+        self._pending_windows: list[list[EnergyInterval]] = [[] for _ in self._sinks]
         self._clock = clock if clock is not None else SystemClock()
         self.registry = registry if registry is not None else CollectorRegistry()
         self._environ = environ

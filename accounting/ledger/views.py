@@ -218,7 +218,7 @@ def interval_of(row: EnergyRecord) -> EnergyInterval:
             math.sqrt(max(row.random_low_sq, 0.0)),
             math.sqrt(max(row.random_high_sq, 0.0)),
         )
-    return EnergyInterval(
+    return EnergyInterval.of(
         row.host,
         row.device,
         Kind(row.kind),

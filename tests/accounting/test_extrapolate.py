@@ -36,7 +36,7 @@ def _node_rows(node: int) -> list[EnergyInterval]:
         while t < SECONDS:
             joules = trace.energy_j(t, t + FLUSH_S)
             rows.append(
-                EnergyInterval(
+                EnergyInterval.of(
                     f"node{node:02d}",
                     f"GPU-{gpu}",
                     Kind.GPU,

@@ -16,7 +16,9 @@ T0 = 1_800_000_000.0
 
 
 def row(device: str, start: float, end: float, joules: float) -> EnergyInterval:
-    return EnergyInterval("n", device, Kind.GPU, Source.COUNTER, T0 + start, T0 + end, joules, joules, joules)
+    return EnergyInterval.of(
+        "n", device, Kind.GPU, Source.COUNTER, T0 + start, T0 + end, joules, joules, joules
+    )
 
 
 @pytest.fixture

@@ -100,7 +100,7 @@ def test_table_reads_an_electricity_maps_file(tmp_path: Path, capsys: pytest.Cap
     ledger = Ledger(make_engine(url))
     run = ledger.start_run("r", site="jupiter")
     rows = [
-        EnergyInterval(
+        EnergyInterval.of(
             "h", "GPU-0", Kind.GPU, Source.COUNTER, H0 + 3600 * i, H0 + 3600 * (i + 1), 3.6e9, 3.6e9, 3.6e9
         )
         for i in range(2)

@@ -42,7 +42,7 @@ def interval(
     source: Source = Source.COUNTER,
 ) -> EnergyInterval:
     """One flush row with a +-5 % band."""
-    return EnergyInterval(
+    return EnergyInterval.of(
         "node0", device, kind, source, start_s, start_s + length_s, energy_j, energy_j * 0.95, energy_j * 1.05
     )
 
@@ -158,7 +158,7 @@ def test_inconsistent_rows_are_refused_whole(
     ledger: Ledger, energy_j: float, low_j: float, high_j: float, end_offset_s: float, match: str
 ) -> None:
     run = ledger.start_run("r")
-    bad = EnergyInterval(
+    bad = EnergyInterval.of(
         "node0", "gpu1", Kind.GPU, Source.SAMPLED, T0, T0 + end_offset_s, energy_j, low_j, high_j
     )
     with pytest.raises(ConfigError, match=match):
@@ -247,7 +247,7 @@ def test_runs_table_has_the_migrated_columns(ledger: Ledger) -> None:
 
 def test_energy_by_hour_filters_kinds_and_hosts(ledger: Ledger) -> None:
     run = ledger.start_run("r")
-    other = EnergyInterval("node1", "meter", Kind.NODE, Source.SAMPLED, 3600.0, 3610.0, 9.0, 9.0, 9.0)
+    other = EnergyInterval.of("node1", "meter", Kind.NODE, Source.SAMPLED, 3600.0, 3610.0, 9.0, 9.0, 9.0)
     ledger.record_intervals(
         run.id,
         [
@@ -318,12 +318,17 @@ def test_a_missing_run_is_a_typed_run_not_found(ledger: Ledger) -> None:
     assert ledger.find_run("ghost") is None and ledger.find_run(ledger.start_run("here").id) is not None
 
 
+def refigured(row: EnergyInterval, **changes: float) -> EnergyInterval:
+    """`row` with its figure's fields changed."""
+    return dataclasses.replace(row, figure=dataclasses.replace(row.figure, **changes))
+
+
 def test_a_runs_band_adds_its_rows_sampling_error_in_quadrature(ledger: Ledger) -> None:
     run = ledger.start_run("r")
     hour_s = 3600.0 * 500_000
     # an hour of 10 s rows of 100 J: calibration -5/+5 J (adds up), sampling error 10 J a side (does not)
     rows = [
-        dataclasses.replace(
+        refigured(
             interval("gpu0", hour_s + 10 * i, 100.0),
             low_j=85.0,
             high_j=115.0,
@@ -357,7 +362,7 @@ def test_a_runs_band_adds_its_rows_sampling_error_in_quadrature(ledger: Ledger) 
 )
 def test_a_sampling_error_part_outside_its_side_of_the_band_is_refused_whole(ledger: Ledger, parts) -> None:
     run = ledger.start_run("r")
-    bad = dataclasses.replace(interval("gpu0", 3600.0, 100.0), **parts)  # the band is 95-105 J
+    bad = refigured(interval("gpu0", 3600.0, 100.0), **parts)  # the band is 95-105 J
     with pytest.raises(ConfigError, match="band parts of gpu0"):
         ledger.record_intervals(run.id, [interval("gpu1", 3600.0, 1.0), bad])
     assert count(ledger, EnergyRecord) == 0 and ledger.energy_totals(run.id) == []
@@ -370,7 +375,7 @@ def uneven_rows(hour_s: float) -> list[EnergyInterval]:
         energy, random_low, random_high = 100.0 + i % 7, 1.0 + i % 4, 5.0 + 2 * (i % 3)
         low, high = energy - (3.0 + i % 5) - random_low, energy + (2.0 + i % 3) + random_high
         rows.append(
-            EnergyInterval(
+            EnergyInterval.of(
                 "node0", "gpu0", Kind.GPU, Source.COUNTER, hour_s + 60 * i, hour_s + 60 * i + 60,
                 energy, low, high, random_low, random_high,
             )

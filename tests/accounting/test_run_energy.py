@@ -54,13 +54,15 @@ def test_ledger_energy_has_hours_that_add_up(tmp_path) -> None:
     ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"))
     run = ledger.start_run("r")
     rows = [
-        EnergyInterval(
+        EnergyInterval.of(
             "n0", "gpu0", Kind.GPU, Source.COUNTER, 3590.0 + 10 * i, 3600.0 + 10 * i, 1e5, 9e4, 1.1e5
         )
         for i in range(400)
     ]
     rows += [
-        EnergyInterval("n0", "m", Kind.NODE, Source.SAMPLED, 3590.0 + 10 * i, 3600.0 + 10 * i, 2e5, 2e5, 2e5)
+        EnergyInterval.of(
+            "n0", "m", Kind.NODE, Source.SAMPLED, 3590.0 + 10 * i, 3600.0 + 10 * i, 2e5, 2e5, 2e5
+        )
         for i in range(400)
     ]
     ledger.record_intervals(run.id, rows)
@@ -85,7 +87,7 @@ def test_ledger_totals_and_hours_are_figures_that_add_as_the_ledger_sums(tmp_pat
     run = ledger.start_run("r")
     start = [3000.0 + 600 * i for i in range(4)]  # one row in hour 0, three in hour 1
     rows = [
-        EnergyInterval("n0", "gpu0", Kind.GPU, Source.COUNTER, s, s + 600, 50.0, 40.0, 70.0, 3.0 + i, 1.0)
+        EnergyInterval.of("n0", "gpu0", Kind.GPU, Source.COUNTER, s, s + 600, 50.0, 40.0, 70.0, 3.0 + i, 1.0)
         for i, s in enumerate(start)
     ]
     ledger.record_intervals(run.id, rows)

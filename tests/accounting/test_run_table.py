@@ -28,7 +28,7 @@ def one_node_run(tmp_path: Path) -> Ledger:
     ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'ledger.db'}"), clock=FakeClock(wall_offset_s=H0))
     run = ledger.start_run("r", model="m", site="jupiter", host="node0")
     rows = [
-        EnergyInterval(
+        EnergyInterval.of(
             "node0", device, kind, Source.COUNTER, H0 + s, H0 + s + 600, 6e6, 5.7e6, 6.3e6, 1e5, 2e5
         )
         for s in range(0, 7200, 600)

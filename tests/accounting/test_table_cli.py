@@ -18,7 +18,7 @@ H0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 
 def hour_row(device: str, kind: Kind, source: Source, hour: int, mwh: float, band: float) -> EnergyInterval:
     start = H0 + 3600 * hour
-    return EnergyInterval(
+    return EnergyInterval.of(
         "node0",
         device,
         kind,

@@ -205,7 +205,8 @@ def test_overhead_applies_to_gpu_only_runs_and_is_labelled(
     for name, kinds in (("gpus", [Kind.GPU]), ("node", [Kind.GPU, Kind.CPU])):
         run = ledger.start_run(name, site="jupiter")
         rows = [
-            EnergyInterval("h", k.value, k, Source.COUNTER, H0, H0 + 3600, 3.6e9, 3.6e9, 3.6e9) for k in kinds
+            EnergyInterval.of("h", k.value, k, Source.COUNTER, H0, H0 + 3600, 3.6e9, 3.6e9, 3.6e9)
+            for k in kinds
         ]
         ledger.record_intervals(run.id, rows)  # type: ignore[arg-type]
     ledger.engine.dispose()
@@ -232,7 +233,7 @@ def test_power_shows_percent_of_limit_dips_swing_and_ramp(
     ledger = Ledger(make_engine(url))
     run = ledger.start_run("train", site="jupiter", device_model="H100")
     rows = [
-        EnergyInterval("h", f"GPU-{g}", Kind.GPU, Source.SIMULATED, H0 + t, H0 + t + 1, e, e, e)
+        EnergyInterval.of("h", f"GPU-{g}", Kind.GPU, Source.SIMULATED, H0 + t, H0 + t + 1, e, e, e)
         for t in range(300)
         for g in range(4)
         if (e := trace.energy_j(t, t + 1)) is not None
@@ -278,7 +279,7 @@ def test_an_unknown_device_model_has_no_figures_rather_than_another_devices(
     url = f"sqlite:///{tmp_path / 'l.db'}"
     ledger = Ledger(make_engine(url))
     run = ledger.start_run("tpu", project="p", site="jupiter", device_model="TPU v5p")
-    row = EnergyInterval("h", "chip-0", Kind.GPU, Source.COUNTER, H0, H0 + 3600, 3.6e8, 3.6e8, 3.6e8)
+    row = EnergyInterval.of("h", "chip-0", Kind.GPU, Source.COUNTER, H0, H0 + 3600, 3.6e8, 3.6e8, 3.6e8)
     ledger.record_intervals(run.id, [row])  # type: ignore[arg-type]
     ledger.engine.dispose()
     code, out, _ = run_table(capsys, "--project", "p", "--by", "phase", "--db", url, "--format", "markdown")

@@ -33,7 +33,7 @@ def seed_ledger(url: str) -> Ledger:
     for hour in range(HOURS):
         start, end = START_S + hour * 3600, START_S + (hour + 1) * 3600
         rows = [
-            EnergyInterval(
+            EnergyInterval.of(
                 "node1",
                 f"GPU-{i:02d}",
                 Kind.GPU,
@@ -47,7 +47,7 @@ def seed_ledger(url: str) -> Ledger:
             for i in range(16)
         ]
         rows += [
-            EnergyInterval(
+            EnergyInterval.of(
                 "node1",
                 f"cpu-{i}",
                 Kind.CPU,

@@ -88,7 +88,7 @@ def ledger_with_rows(path: Path) -> str:
     ledger = Ledger(make_engine(url))
     run = ledger.start_run("r", site="jupiter")
     rows = [
-        EnergyInterval(
+        EnergyInterval.of(
             "n", f"gpu{i % 4}", Kind.GPU, Source.COUNTER, 10.0 * i, 10.0 * (i + 1), 5e3, 4.9e3, 5.1e3
         )
         for i in range(400)

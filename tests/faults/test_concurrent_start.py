@@ -26,7 +26,8 @@ while not go.exists():
     time.sleep(0.005)
 ledger = Ledger(make_engine(url))
 run = ledger.start_run(name, project="shared")
-ledger.record_intervals(run.id, [EnergyInterval("n", "gpu0", Kind.GPU, Source.COUNTER, 0, 1, 5.0, 5.0, 5.0)])
+row = EnergyInterval.of("n", "gpu0", Kind.GPU, Source.COUNTER, 0, 1, 5.0, 5.0, 5.0)
+ledger.record_intervals(run.id, [row])
 print("started", name)
 """
 

@@ -66,7 +66,7 @@ def test_table_co2_of_a_site_naming_an_hourly_series(sites_file: Path, tmp_path:
     ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"))
     run = ledger.start_run("r", site="texas")
     rows = [
-        EnergyInterval("h", "GPU-0", Kind.GPU, Source.COUNTER, H0 + 3600 * i, H0 + 3600 * (i + 1), j, j, j)
+        EnergyInterval.of("h", "GPU-0", Kind.GPU, Source.COUNTER, H0 + 3600 * i, H0 + 3600 * (i + 1), j, j, j)
         for i, j in enumerate(HOURLY_J)
     ]
     ledger.record_intervals(run.id, rows)  # type: ignore[arg-type]
