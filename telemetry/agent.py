@@ -48,7 +48,7 @@ from wattlog.telemetry.integrator import Integrator
 from wattlog.telemetry.sampler import Sampler, SamplerStats
 from wattlog.telemetry.selection import job_selection
 from wattlog.telemetry.sensors.base import Sensor
-from wattlog.telemetry.sensors.discovery import discover
+from wattlog.telemetry.sensors.discovery import DiscoveryConfig, discover
 from wattlog.telemetry.sinks import (
     IntervalSink,
     SinkCollector,
@@ -312,10 +312,12 @@ class Agent:
         if self._given_sensors is None:
             environ = self._environ if self._environ is not None else os.environ
             found = discover(
-                job_selection(environ, whole_node=self.config.whole_node),
-                extra=self._extra_sensors,
-                clock=self._clock,
-                slow_period_s=self.config.slow_period_s,
+                DiscoveryConfig(
+                    job_selection(environ, whole_node=self.config.whole_node),
+                    extra=self._extra_sensors,
+                    clock=self._clock,
+                    slow_period_s=self.config.slow_period_s,
+                )
             )
             self._notes.extend(found.notes)
             return [(s, [d for owner, d in found.devices if owner is s]) for s in found.sensors]

@@ -13,7 +13,7 @@ from wattlog.numbers import MAX_SIMULATED_GPUS, check_number
 from wattlog.options import SimulateOption, WholeNodeOption
 from wattlog.telemetry.selection import job_selection
 from wattlog.telemetry.sensors.base import Sensor
-from wattlog.telemetry.sensors.discovery import Discovery, discover
+from wattlog.telemetry.sensors.discovery import Discovery, DiscoveryConfig, discover
 
 
 def sensors(
@@ -30,7 +30,9 @@ def sensors(
         from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 
         extra.append(SimulatedSensor(simulated_gpus(simulate)))
-    found = discover(job_selection(whole_node=whole_node), powercap_root=powercap_root, extra=extra)
+    found = discover(
+        DiscoveryConfig(job_selection(whole_node=whole_node), powercap_root=powercap_root, extra=extra)
+    )
     try:
         print_discovery(found, Console(highlight=False))
     finally:
