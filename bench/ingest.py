@@ -20,7 +20,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from wattlog.accounting.ledger import Ledger, LedgerSink, make_engine
+from wattlog.accounting.ledger import Ledger, LedgerSink, RunSpec, make_engine
 from wattlog.records import EnergyInterval, Kind, Source
 
 FLUSH_S = 10.0
@@ -61,7 +61,7 @@ def bench(url: str, flushes: int, nodes: int) -> dict[str, float]:
     """Write `flushes` flushes per node from `nodes` threads; return the figures."""
     engine = make_engine(url)
     ledger = Ledger(engine)
-    run = ledger.start_run(f"ingest-{time.time_ns()}", project="bench")
+    run = ledger.start_run(f"ingest-{time.time_ns()}", RunSpec(project="bench"))
     latencies: list[float] = []
     lock = threading.Lock()
 

@@ -31,7 +31,7 @@ from typing import Any
 from prometheus_client.registry import Collector
 
 from wattlog.accounting.footprint import energy_label
-from wattlog.accounting.ledger import Ledger, Status, make_engine
+from wattlog.accounting.ledger import Ledger, RunSpec, Status, make_engine
 from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import WattlogError
@@ -228,16 +228,14 @@ class RunSession:
         self.ledger = Ledger(make_engine(cfg.db))
         try:
             self.recorder = RunRecorder(self.ledger, cfg.run, cfg.rank, cfg.join_timeout_s)
+            spec = RunSpec(
+                cfg.project, cfg.role, cfg.model, site, dict(cfg.config), socket.gethostname(), **cfg.labels
+            )
             self.start_step, self.lost = self.recorder.register(
-                project=cfg.project,
-                role=cfg.role,
-                model=cfg.model,
-                site=site,
-                config=cfg.config,
+                spec,
                 resume=cfg.resume,
                 resume_step=cfg.resume_step,
                 job_id=cfg.job.job_id if cfg.job is not None else None,
-                **cfg.labels,
             )
             if cfg.job is not None and cfg.local_rank == 0:  # one row per node: the job's nodes
                 self.recorder.record_node(cfg.job, measured=cfg.owns_agent)

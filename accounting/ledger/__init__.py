@@ -2,6 +2,7 @@
 
 - models: the SQLModel tables (Project, Run, EnergyRecord, GapRecord, Event, SiteRecord, IntensityPoint).
 - engine: make_engine(url) opens and migrates (Alembic) the database.
+- runs: RunSpec, what a new run is (`Ledger.start_run(name, RunSpec(...))`).
 - store: Ledger, the facade: one transaction a call; `Ledger.reading(run)` for many reads in one.
 - runs, writes, reader, compaction: what the Ledger does, one module per job.
 - views: RunInfo, EventInfo, GapInfo, EnergyTotal, JobNodes, RankInfo: the frozen read models the Ledger
@@ -15,6 +16,7 @@ from __future__ import annotations
 from wattlog.accounting.ledger.compaction import Compaction
 from wattlog.accounting.ledger.engine import DEFAULT_URL, ENV_VAR, describe_url, make_engine, resolve_url
 from wattlog.accounting.ledger.models import Phase, Resolution, Role, Stage, Status
+from wattlog.accounting.ledger.runs import RunSpec
 from wattlog.accounting.ledger.sink import LedgerSink
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import (
@@ -36,6 +38,7 @@ __all__ = [
     "Resolution",
     "Role",
     "RunInfo",
+    "RunSpec",
     "EventInfo",
     "GapInfo",
     "RankInfo",

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import event, func, select
 from sqlalchemy.orm import Session
 
-from wattlog.accounting.ledger import Ledger, Role, Status, make_engine
+from wattlog.accounting.ledger import Ledger, Role, RunSpec, Status, make_engine
 from wattlog.accounting.ledger.models import EnergyRecord, GapRecord, Run
 from wattlog.accounting.ledger.views import EnergyTotal, EventInfo, GapInfo, RunInfo
 from wattlog.clock import FakeClock
@@ -54,7 +54,8 @@ def count(ledger: Ledger, table: type) -> int:
 
 def test_start_run_creates_project_and_returns_the_row(ledger: Ledger) -> None:
     run = ledger.start_run(
-        "olmo-7b", project="olmo", role="ablation", model="OLMo 7B", site="jupiter", config={"lr": 3e-4}
+        "olmo-7b",
+        RunSpec(project="olmo", role="ablation", model="OLMo 7B", site="jupiter", config={"lr": 3e-4}),
     )
     again = ledger.get_run("olmo-7b")
     assert again.id == run.id and ledger.get_run(run.id).name == "olmo-7b"
@@ -70,10 +71,10 @@ def test_start_run_creates_project_and_returns_the_row(ledger: Ledger) -> None:
 def test_restart_continues_the_same_run_id_and_records_a_restart(
     ledger: Ledger, fake_clock: FakeClock
 ) -> None:
-    first = ledger.start_run("r", project="p")
+    first = ledger.start_run("r", RunSpec(project="p"))
     ledger.end_run("r", Status.KILLED)
     fake_clock.advance(60)
-    resumed = ledger.start_run("r", project="p", resume=True)
+    resumed = ledger.start_run("r", RunSpec(project="p"), resume=True)
     assert resumed.id == first.id and resumed.status == "running" and resumed.restarts == 1
     assert [(e.kind, e.time_s) for e in ledger.events("r")] == [("restart", T0 + 60)]
     assert len(ledger.runs("p")) == 1
@@ -95,7 +96,7 @@ def test_missing_run_is_one_clear_error(ledger: Ledger) -> None:
 
 def test_bad_role_and_status_name_the_allowed_values(ledger: Ledger) -> None:
     with pytest.raises(ConfigError, match="final|ablation"):
-        ledger.start_run("r", role="production")
+        ledger.start_run("r", RunSpec(role="production"))
     ledger.start_run("r")
     with pytest.raises(ConfigError, match="unknown status"):
         ledger.end_run("r", "done")
@@ -185,10 +186,10 @@ def test_events_keep_step_category_and_payload(ledger: Ledger) -> None:
 
 
 def test_runs_by_project(ledger: Ledger, fake_clock: FakeClock) -> None:
-    ledger.start_run("final", project="opt", role=Role.FINAL)
+    ledger.start_run("final", RunSpec(project="opt", role=Role.FINAL))
     fake_clock.advance(1)
-    ledger.start_run("abl", project="opt", role=Role.ABLATION)
-    ledger.start_run("other", project="x")
+    ledger.start_run("abl", RunSpec(project="opt", role=Role.ABLATION))
+    ledger.start_run("other", RunSpec(project="x"))
     assert [r.name for r in ledger.runs("opt")] == ["final", "abl"]
     assert len(ledger.runs()) == 3
     with pytest.raises(LedgerError, match="project 'nope' does not exist"):
@@ -291,7 +292,7 @@ def test_rollup_matches_the_records_and_survives_rebuild(ledger: Ledger) -> None
 
 
 def test_reads_return_frozen_read_models_with_ids(ledger: Ledger) -> None:
-    run = ledger.start_run("frozen", config={"lr": 1e-3})
+    run = ledger.start_run("frozen", RunSpec(config={"lr": 1e-3}))
     ledger.record_event("frozen", EventKind.CHECKPOINT, step=5, category=EventCategory.PRODUCTIVE)
     gaps = [Gap("node0", "GPU-0", T0, T0 + 1, "lost")]
     ledger.record_intervals("frozen", [interval("GPU-0", T0, 10.0)], gaps)
