@@ -60,8 +60,11 @@ class TableOptions:
     overhead: Overhead | None = None
 
 
-SITELESS_NOTE = "recorded without a site, so no footprint: pass --site NAME (see `wattlog sites`)"
-"""The note a site-less run's row carries instead of failing the whole table."""
+SITELESS_NOTE = (
+    "recorded without a site, so no footprint: pass --site NAME (see `wattlog sites`) for its CO2 and "
+    "water; its energy is shown as measured"
+)
+"""The note a site-less run's row carries instead of failing the whole table (its energy still shows)."""
 
 
 def has_site(run: RunInfo, options: TableOptions) -> bool:
@@ -134,6 +137,14 @@ def footprint_of(
     read: RunRead, run: RunInfo, options: TableOptions, site: Site, carbon: CarbonPath
 ) -> Footprint | None:
     """The footprint of one run from what was read of it, or None if it recorded no energy."""
+    energy = energy_of(read, run, options)
+    if energy is None:
+        return None
+    return footprint_for(energy, site, intensity=carbon.intensity, convention=options.convention)
+
+
+def energy_of(read: RunRead, run: RunInfo, options: TableOptions) -> Energy | None:
+    """The IT energy of one run from what was read of it (extrapolated, overhead applied); None if none."""
     nodes = read.nodes
     if options.prometheus_url:
         energy = job_energy(_prometheus_rows(run, options, nodes), nodes.node_count)
@@ -146,7 +157,7 @@ def footprint_of(
     if _gpu_only(read.totals, options):
         assert options.overhead is not None
         energy = with_overhead(energy, options.overhead.factor)
-    return footprint_for(energy, site, intensity=carbon.intensity, convention=options.convention)
+    return energy
 
 
 def gpu_only_overhead(ledger: Ledger, run: RunInfo, options: TableOptions) -> bool:
@@ -182,14 +193,17 @@ def with_overhead(energy: Energy, factor: float) -> Energy:
 def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
     """One run's row (its model, or its name when no model was recorded), read in one transaction."""
     label = f"{run.model or run.name} ({run.name}, {run.role})"
-    if not has_site(run, options):
-        return TableRow(label, None, None, None, None, None, None, "none", notes=(SITELESS_NOTE,))
-    site, carbon = carbon_path(ledger, run, options)
-    read = read_run(ledger, run, options, hourly=carbon.hourly)
-    found = footprint_of(read, run, options, site, carbon)
+    if has_site(run, options):
+        site, carbon = carbon_path(ledger, run, options)
+        read = read_run(ledger, run, options, hourly=carbon.hourly)
+        found: Footprint | Energy | None = footprint_of(read, run, options, site, carbon)
+    else:  # energy never depends on a site: the row shows it, CO2 and water say what to pass
+        read = read_run(ledger, run, options, hourly=False)
+        found = energy_of(read, run, options)
     if found is None:
-        return TableRow(label, None, None, None, None, None, None, "none", notes=("no energy recorded",))
-    notes = _run_notes(run, options)
+        notes = ("no energy recorded",) if has_site(run, options) else (SITELESS_NOTE,)
+        return TableRow(label, None, None, None, None, None, None, "none", notes=notes)
+    notes = _run_notes(run, options) + (() if isinstance(found, Footprint) else (SITELESS_NOTE,))
     nodes = read.nodes
     if nodes.node_count > 1 or len(nodes.joined) > 1:
         notes = (nodes.describe(sorted({t.host for t in read.totals})), *notes)
@@ -198,7 +212,10 @@ def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
         notes = (*notes, options.overhead.label)
     elif options.overhead is not None:
         notes = (*notes, "overhead multiplier not applied: CPU/DRAM (or node) energy was measured")
-    row = TableRow.from_footprint(label, found, notes=notes)
+    if isinstance(found, Footprint):
+        row = TableRow.from_footprint(label, found, notes=notes)
+    else:
+        row = TableRow.from_energy(label, found, notes=notes)
     assert read.gaps is not None  # read_run reads them unless told not to
     return with_gaps(row, read.gaps)
 

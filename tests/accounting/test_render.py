@@ -79,15 +79,16 @@ def test_columns_follow_table_19_then_source_and_band() -> None:
         "Emissions (tCO2eq)", "WUE (L/kWh)", "Water (kL)",
     ]  # fmt: skip
     assert headers[7:] == ["Energy source", "Energy band (MWh)"]
+    # a run's amounts in units of their size (0.00123 MWh, 0.0004-0.0006 t, 0.0019 kL)
     assert cells[0][1:] == [
-        "0.00123",
+        "1.23 kWh",
         "1.2",
         "0.332",
-        "0.000400 - 0.000600",
+        "400 - 600 g",
         "1.29",
-        "0.00190",
+        "1.90 L",
         "counter",
-        "0.00120 - 0.00126",
+        "1.20 - 1.26 kWh",
     ]
 
 
@@ -96,7 +97,7 @@ def test_gpu_and_cpu_dram_columns_only_when_both_measured() -> None:
     assert "GPU energy (MWh)" not in plain
     headers, cells = table_cells([_run_row(gpu_mwh=0.0009, host_mwh=0.00033), _run_row(model="other")])
     assert headers[-2:] == ["GPU energy (MWh)", "CPU+DRAM energy (MWh)"]
-    assert cells[0][-2:] == ["0.000900", "0.000330"]
+    assert cells[0][-2:] == ["900 Wh", "330 Wh"]  # 0.0009 and 0.00033 MWh
     assert cells[1][-2:] == ["-", "-"]
     assert any("GPUs alone" in n for n in footnotes([_run_row(gpu_mwh=1.0, host_mwh=0.5)]))
 
@@ -165,7 +166,7 @@ def test_rich_table_and_show(capsys: pytest.CaptureFixture[str]) -> None:
     assert any("lower bounds" in n for n in table.notes)
     show(table, Console(width=250))
     out = capsys.readouterr().out
-    assert "0.000400 - 0.000600" in out and "lower bounds" in out
+    assert "400 - 600 g" in out and "lower bounds" in out
 
 
 def test_rich_table_keeps_model_and_numbers_whole_at_120_columns(
@@ -186,7 +187,9 @@ def test_render_dispatches_every_format(fmt: TableFormat) -> None:
     elif fmt is TableFormat.HF:
         raise AssertionError("hf is refused")
     else:
-        assert isinstance(out, str) and "0.00123" in out
+        # grids show a run's energy in its readable unit; CSV and JSON the number in MWh
+        shown = "0.00123" if fmt in (TableFormat.CSV, TableFormat.JSON) else "1.23 kWh"
+        assert isinstance(out, str) and shown in out
 
 
 def test_render_rejects_unknown_format_and_grid_renders_text() -> None:
