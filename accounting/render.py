@@ -18,11 +18,12 @@ from typing import cast
 from rich.console import Console, RenderableType
 
 from wattlog.accounting.fitted import FittedTable
-from wattlog.accounting.footprint import Energy, Footprint, WaterConvention
+from wattlog.accounting.footprint import Footprint, WaterConvention
 from wattlog.accounting.grids import MISSING as MISSING
 from wattlog.accounting.grids import TableFormat as TableFormat
 from wattlog.accounting.grids import html_grid, latex_grid, markdown_grid, rich_grid
 from wattlog.accounting.grids import render_grid as render_grid
+from wattlog.accounting.it_energy import Energy
 from wattlog.accounting.ranges import Quantity, Range, bounds
 from wattlog.accounting.units import readable_range, sig3
 from wattlog.errors import ConfigError

@@ -14,16 +14,10 @@ from dataclasses import dataclass, field, replace
 
 from wattlog.accounting.devices import Overhead
 from wattlog.accounting.extrapolate import job_energy
-from wattlog.accounting.footprint import (
-    CarbonPath,
-    Energy,
-    Footprint,
-    WaterConvention,
-    energy_label,
-    footprint_for,
-)
+from wattlog.accounting.footprint import CarbonPath, Footprint, WaterConvention, footprint_for
 from wattlog.accounting.gaps import GapSummary, gaps_of, with_gaps
 from wattlog.accounting.intensity import IntensitySource
+from wattlog.accounting.it_energy import Energy, energy_label
 from wattlog.accounting.ledger.models import Role, Status
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import EnergyTotal, JobNodes, RunInfo
@@ -33,7 +27,7 @@ from wattlog.accounting.render import TableRow
 from wattlog.accounting.run_energy import read_energy
 from wattlog.accounting.sites import Site, get_site
 from wattlog.errors import ConfigError
-from wattlog.records import Kind
+from wattlog.records import EnergyFigure, Kind, Source
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +145,7 @@ def energy_of(read: RunRead, run: RunInfo, options: TableOptions) -> Energy | No
     else:
         energy = read.energy
         if energy is not None and nodes.node_count > 1:  # K of N nodes measured: N x their mean
-            energy = job_energy(read.totals, nodes.node_count, energy.by_hour_mwh)
+            energy = job_energy(read.totals, nodes.node_count, energy.by_hour_j)
     if energy is None:
         return None
     if _gpu_only(read.totals, options):
@@ -175,18 +169,16 @@ def _gpu_only(totals: Sequence[EnergyTotal], options: TableOptions) -> bool:
 
 def with_overhead(energy: Energy, factor: float) -> Energy:
     """GPU-only energy scaled to the whole server; the added part is labelled estimated and shown apart."""
-    it = float(energy.it_mwh) if not isinstance(energy.it_mwh, Range) else energy.it_mwh.mid
-    band = energy.band_mwh
-    return replace(
-        energy,
-        it_mwh=energy.it_mwh * factor,
-        source=energy_label([*energy.source.split("+"), "estimated"]),
-        band_mwh=None if band is None else Range(band.lo * factor, band.hi * factor),
-        by_hour_mwh=None
-        if energy.by_hour_mwh is None
-        else {hour: mwh * factor for hour, mwh in energy.by_hour_mwh.items()},
-        gpu_mwh=it,
-        host_mwh=it * (factor - 1.0),
+    low, high = sum(f.low_j for f in energy.figures), sum(f.high_j for f in energy.figures)
+    extra = factor - 1.0
+    # the rest of the server, estimated from the GPUs' energy (Kind.NODE: no component measured it)
+    rest = EnergyFigure(Kind.NODE, Source.ESTIMATED, energy.it_j * extra, low * extra, high * extra)
+    hours = energy.by_hour_j
+    return Energy(
+        (*energy.figures, rest),
+        None if hours is None else {hour: j * factor for hour, j in hours.items()},
+        energy.it_j,
+        energy_label([*energy.source.split("+"), "estimated"]) if energy.label else "",
     )
 
 
@@ -201,9 +193,10 @@ def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
         read = read_run(ledger, run, options, hourly=False)
         found = energy_of(read, run, options)
     if found is None:
-        notes = ("no energy recorded",) if has_site(run, options) else (SITELESS_NOTE,)
-        return TableRow(label, None, None, None, None, None, None, "none", notes=notes)
-    notes = _run_notes(run, options) + (() if isinstance(found, Footprint) else (SITELESS_NOTE,))
+        empty = ("no energy recorded",) if has_site(run, options) else (SITELESS_NOTE,)
+        return TableRow(label, None, None, None, None, None, None, "none", notes=empty)
+    siteless = () if isinstance(found, Footprint) else (SITELESS_NOTE,)
+    notes: tuple[str, ...] = (*_run_notes(run, options), *siteless)
     nodes = read.nodes
     if nodes.node_count > 1 or len(nodes.joined) > 1:
         notes = (nodes.describe(sorted({t.host for t in read.totals})), *notes)

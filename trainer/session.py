@@ -30,7 +30,7 @@ from typing import Any
 
 from prometheus_client.registry import Collector
 
-from wattlog.accounting.footprint import energy_label
+from wattlog.accounting.it_energy import energy_label
 from wattlog.accounting.ledger import Ledger, RunSpec, Status, make_engine
 from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
 from wattlog.clock import Clock, SystemClock

@@ -10,7 +10,8 @@ import pytest
 from rich.console import Console
 
 from wattlog.accounting.fitted import FittedTable
-from wattlog.accounting.footprint import Energy, WaterConvention, footprint_for
+from wattlog.accounting.footprint import WaterConvention, footprint_for
+from wattlog.accounting.it_energy import Energy
 from wattlog.accounting.ranges import Range
 from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import (
@@ -30,6 +31,7 @@ from wattlog.accounting.render import (
 )
 from wattlog.accounting.sites import get_site
 from wattlog.errors import ConfigError
+from wattlog.records import EnergyFigure, Kind, Source
 
 
 def _run_row(**overrides: object) -> TableRow:
@@ -113,9 +115,9 @@ def test_footnotes_say_what_is_left_out_and_the_convention() -> None:
 
 
 def test_from_footprint_carries_labels_and_hourly_flag() -> None:
-    fp = footprint_for(
-        Energy(it_mwh=131.0, source="counter+sampled", gpu_mwh=100.0, host_mwh=31.0), get_site("jupiter")
-    )
+    gpu = EnergyFigure(Kind.GPU, Source.COUNTER, 100.0 * 3.6e9, 100.0 * 3.6e9, 100.0 * 3.6e9)
+    host = EnergyFigure(Kind.CPU, Source.SAMPLED, 31.0 * 3.6e9, 31.0 * 3.6e9, 31.0 * 3.6e9)
+    fp = footprint_for(Energy((gpu, host), gpu_j=100.0 * 3.6e9), get_site("jupiter"))
     row = TableRow.from_footprint("olmo-run", fp, notes=("role: final",))
     assert (row.energy_source, row.co2_t, row.convention) == (
         "counter+sampled",
