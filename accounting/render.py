@@ -222,21 +222,12 @@ class TableRow:
     @classmethod
     def from_energy(cls, model: str, energy: Energy, notes: Sequence[str] = ()) -> TableRow:
         """The row of a run with energy and no site: its energy, source and band; no PUE, CO2 or water."""
+        no_site = (None, None, None, None, None)  # PUE, intensity, CO2, WUE, water
         return cls(
-            model=model,
-            total_power_mwh=energy.it_mwh,
-            pue=None,
-            carbon_intensity_kg_per_kwh=None,
-            co2_t=None,
-            wue_l_per_kwh=None,
-            water_kl=None,
-            energy_source=energy.source,
-            energy_band_mwh=energy.band_mwh,
-            gpu_mwh=energy.gpu_mwh,
-            host_mwh=energy.host_mwh,
-            notes=tuple(notes),
+            model, energy.it_mwh, *no_site, energy.source, energy.band_mwh,
+            gpu_mwh=energy.gpu_mwh, host_mwh=energy.host_mwh, notes=tuple(notes),
             sources={"total_power_mwh": energy.source},
-        )
+        )  # fmt: skip
 
 
 HEADERS = {
