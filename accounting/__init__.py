@@ -7,8 +7,9 @@ Map of the package (imports flow down; nothing here imports torch):
 - ``intensity``  IntensitySource protocol, ConstantIntensity, HourlySeries.from_csv, split_by_hour_mwh.
 - ``sites``      Site (PUE, WUE on/off-site, carbon intensity, each sourced), the built-in catalog
                  (data/sites.toml), user sites from TOML, get_site.
+- ``it_energy``  Energy (a run's IT energy: figures in joules), energy_label, PUBLISHED.
 - ``footprint``  facility_energy_mwh, co2_t, water_kl (paper or Green Grid convention), co2_t_hourly,
-                 Energy (IT energy with its source label and band), Footprint, footprint_for.
+                 Footprint, footprint_for.
 - ``render``     TableRow and the Table-19 renderers: to_rich, to_markdown, to_latex, to_csv, to_html,
                  render(rows, format), show().
 - ``reference``  The published rows: Table 19's five (data/reference.toml) and OPT-175B.
@@ -28,13 +29,10 @@ from wattlog.lazy import lazy_package
 
 if TYPE_CHECKING:
     from wattlog.accounting.footprint import (
-        PUBLISHED,
-        Energy,
         Footprint,
         WaterConvention,
         co2_t,
         co2_t_hourly,
-        energy_label,
         facility_energy_mwh,
         footprint_for,
         water_kl,
@@ -45,6 +43,7 @@ if TYPE_CHECKING:
         IntensitySource,
         split_by_hour_mwh,
     )
+    from wattlog.accounting.it_energy import PUBLISHED, Energy, energy_label
     from wattlog.accounting.ranges import Quantity, Range
     from wattlog.accounting.reference import ReferenceRow, reference_rows, reference_table_rows, table19_rows
     from wattlog.accounting.render import (
@@ -65,11 +64,11 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _HOMES = {
     "ConstantIntensity": "wattlog.accounting.intensity",
-    "Energy": "wattlog.accounting.footprint",
+    "Energy": "wattlog.accounting.it_energy",
     "Footprint": "wattlog.accounting.footprint",
     "HourlySeries": "wattlog.accounting.intensity",
     "IntensitySource": "wattlog.accounting.intensity",
-    "PUBLISHED": "wattlog.accounting.footprint",
+    "PUBLISHED": "wattlog.accounting.it_energy",
     "Quantity": "wattlog.accounting.ranges",
     "Range": "wattlog.accounting.ranges",
     "ReferenceRow": "wattlog.accounting.reference",
@@ -80,7 +79,7 @@ _HOMES = {
     "builtin_sites": "wattlog.accounting.sites",
     "co2_t": "wattlog.accounting.footprint",
     "co2_t_hourly": "wattlog.accounting.footprint",
-    "energy_label": "wattlog.accounting.footprint",
+    "energy_label": "wattlog.accounting.it_energy",
     "facility_energy_mwh": "wattlog.accounting.footprint",
     "footprint_for": "wattlog.accounting.footprint",
     "get_site": "wattlog.accounting.sites",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated
 
 import typer
 
@@ -17,9 +16,7 @@ from wattlog.accounting.scope2_cli import register as register_scope2
 from wattlog.accounting.sites import SITE_FIELDS, Site, site_catalog
 from wattlog.accounting.table_cli import register as register_table
 from wattlog.accounting.windows_cli import register as register_windows
-from wattlog.options import SitesFileOption
-
-FormatOption = Annotated[TableFormat, typer.Option("--format", help="Output format.")]
+from wattlog.options import FormatOption, SitesFileOption
 
 _FIELD_LABELS = {
     "pue": "PUE",

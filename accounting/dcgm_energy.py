@@ -21,7 +21,8 @@ from typing import Any
 
 from wattlog.accounting.footprint import WaterConvention, footprint_for
 from wattlog.accounting.intensity import IntensitySource, timestamp_s
-from wattlog.accounting.prometheus_energy import PromEnergy, query_vector
+from wattlog.accounting.ledger.views import EnergyTotal
+from wattlog.accounting.prometheus_energy import query_vector
 from wattlog.accounting.render import TableRow
 from wattlog.accounting.run_energy import energy_from_devices
 from wattlog.accounting.sites import Site
@@ -48,7 +49,7 @@ def dcgm_energy(
     job: str | None = None,
     timeout_s: float = 10.0,
     opener: Callable[..., Any] = urllib.request.urlopen,
-) -> list[PromEnergy]:
+) -> list[EnergyTotal]:
     """Per-GPU energy over [start_s, end_s] from dcgm-exporter's counter in the Prometheus at `url`.
 
     Args:
@@ -79,7 +80,7 @@ def dcgm_energy(
         device = labels.get("UUID") or f"gpu{labels.get('gpu', '?')}"
         low_f, high_f = profiles.for_board(labels.get("modelName", "")).gain_factors()
         rows.append(
-            PromEnergy.of(
+            EnergyTotal.of(
                 host=labels.get("Hostname", ""),
                 device=device,
                 kind=Kind.GPU.value,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wattlog.accounting.ledger.runs import RunSpec
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.records import EnergyInterval, Kind, Source
 
@@ -53,16 +54,18 @@ def seed_example_project(
     for spec in EXAMPLE_RUNS:
         run = ledger.start_run(
             spec.name,
-            project=project,
-            role=spec.role,
-            model=f"example {spec.group}",
-            site=site,
-            stage=spec.stage,
-            scale_group=spec.group,
-            device_model="H100",
+            RunSpec(
+                project=project,
+                role=spec.role,
+                model=f"example {spec.group}",
+                site=site,
+                stage=spec.stage,
+                scale_group=spec.group,
+                device_model="H100",
+            ),
         )
         rows = [
-            EnergyInterval(
+            EnergyInterval.of(
                 f"node{g // 8}",
                 f"GPU-{g}",
                 Kind.GPU,

@@ -1,11 +1,13 @@
 """Machine-readable exports of a table: CSV of numbers, JSON with sources, a Hugging Face model-card block.
 
 - CSV: one row per table row; each figure as ``<column>_min`` and ``<column>_max``
-  (equal for a single value, empty where no figure is given), full precision.
+  (equal for a single value, empty where no figure is given), full precision, never in
+  scientific notation; the energy also in joules (``total_power_j_min`` ...) beside MWh.
   Notes never go into the CSV (a parser would read them as data): `wattlog table
   --format csv --notes FILE` writes them to their own file.
 - JSON: every figure with its unit, value (the mid of a range), min, max, the text
-  a table prints, and its source; the energy's band; each row's notes; the table's notes.
+  a table prints, and its source; the energy's band; the energy in joules beside MWh;
+  each row's notes; the table's notes. Numbers never in scientific notation.
 - HF: the ``co2_eq_emissions`` block of a model card's YAML metadata (Hugging Face
   Hub, "Displaying carbon emissions for your model"): emissions in grams of CO2,
   source, training_type, geographical_location, hardware_used.
@@ -16,11 +18,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
 from wattlog.accounting.ranges import Quantity, Range, bounds
 from wattlog.accounting.render import FIGURE_COLUMNS, HEADERS, TableRow
+from wattlog.accounting.units import mwh_to_j
 
 UNITS = {
     "total_power_mwh": "MWh",
@@ -33,11 +38,37 @@ UNITS = {
 """The unit of each figure column."""
 
 
-def _ends(value: Quantity | None) -> tuple[str, str]:
+def plain(value: float) -> str:
+    """A number at full precision and never in scientific notation.
+
+    >>> plain(7.16e-09), plain(131.0), plain(2.5e20)
+    ('0.00000000716', '131.0', '250000000000000000000')
+    """
+    return format(Decimal(repr(value)), "f")
+
+
+def _ends(value: Quantity | None, scale: float = 1.0) -> tuple[str, str]:
     if value is None:
         return "", ""
     lo, hi = bounds(value)
-    return repr(lo), repr(hi)
+    return plain(lo * scale), plain(hi * scale)
+
+
+_EXPONENT = re.compile(r"(?<= )-?\d+(?:\.\d+)?[eE][-+]?\d+(?=,?$)", re.MULTILINE)
+"""A number in exponent form at the end of a line of indented JSON (a string there ends in a quote)."""
+
+
+def _json_text(document: object) -> str:
+    """`document` as indented JSON whose numbers are positional (json writes 7.16e-09 otherwise)."""
+    text = json.dumps(document, indent=2, ensure_ascii=False)
+    return _EXPONENT.sub(lambda m: plain(float(m.group(0))), text) + "\n"
+
+
+def _joules(value: Quantity | None) -> dict[str, float] | None:
+    if value is None:
+        return None
+    lo, hi = bounds(value)
+    return {"value": mwh_to_j(Range(lo, hi).mid), "min": mwh_to_j(lo), "max": mwh_to_j(hi)}
 
 
 def rows_csv(rows: Sequence[TableRow]) -> str:
@@ -46,7 +77,9 @@ def rows_csv(rows: Sequence[TableRow]) -> str:
     header = ["model", "row", "energy_source", "energy_basis"]
     for column in FIGURE_COLUMNS:
         header += [f"{column}_min", f"{column}_max"]
-    header += ["energy_band_mwh_min", "energy_band_mwh_max", "gpu_mwh", "host_mwh", *extra]
+    header += ["energy_band_mwh_min", "energy_band_mwh_max", "gpu_mwh", "host_mwh"]
+    header += ["total_power_j_min", "total_power_j_max", "energy_band_j_min", "energy_band_j_max"]
+    header += ["gpu_j", "host_j", *extra]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)
@@ -56,6 +89,9 @@ def rows_csv(rows: Sequence[TableRow]) -> str:
             line += _ends(r.figure(column))
         line += _ends(r.energy_band_mwh)
         line += [_ends(r.gpu_mwh)[0], _ends(r.host_mwh)[0]]
+        j = mwh_to_j(1.0)
+        line += [*_ends(r.total_power_mwh, j), *_ends(r.energy_band_mwh, j)]
+        line += [_ends(r.gpu_mwh, j)[0], _ends(r.host_mwh, j)[0]]
         texts = dict(r.extra)
         line += [texts.get(h, "") for h in extra]
         writer.writerow(line)
@@ -89,6 +125,10 @@ def row_dict(row: TableRow) -> dict[str, object]:
         "energy_band_mwh": None if band is None else {"min": band.lo, "max": band.hi},
         "gpu_mwh": row.gpu_mwh,
         "host_mwh": row.host_mwh,
+        "energy_j": _joules(row.total_power_mwh),
+        "energy_band_j": _joules(band),
+        "gpu_j": None if row.gpu_mwh is None else mwh_to_j(row.gpu_mwh),
+        "host_j": None if row.host_mwh is None else mwh_to_j(row.host_mwh),
         "hourly_intensity": row.hourly_intensity,
         "water_convention": None if row.convention is None else row.convention.value,
         "extra": {header: text for header, text in row.extra},
@@ -103,7 +143,7 @@ def rows_json(rows: Sequence[TableRow], notes: Sequence[str]) -> str:
         "rows": [row_dict(r) for r in rows],
         "notes": list(notes),
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return _json_text(document)
 
 
 @dataclass(frozen=True, slots=True)

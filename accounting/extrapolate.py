@@ -18,23 +18,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from wattlog.accounting.footprint import Energy, energy_label
+from wattlog.accounting.it_energy import Energy, energy_label
 from wattlog.accounting.ledger.views import EnergyTotal
-from wattlog.accounting.ranges import Range
 from wattlog.accounting.run_energy import energy_from_devices
 from wattlog.errors import ConfigError
-from wattlog.records import Source
+from wattlog.records import EnergyFigure, Kind, Source
 
 
 def job_energy(
-    devices: Iterable[EnergyTotal], node_count: int, by_hour_mwh: Mapping[int, float] | None = None
+    devices: Iterable[EnergyTotal], node_count: int, by_hour_j: Mapping[int, float] | None = None
 ) -> Energy | None:
     """The job's IT energy from the devices of the nodes that were measured.
 
     Args:
         devices: Per-device totals (ledger or Prometheus); their hosts are the measured nodes.
         node_count: Nodes in the job (N).
-        by_hour_mwh: The measured nodes' energy per hour (hour start, Unix s -> MWh), if known;
+        by_hour_j: The measured nodes' energy per hour (hour start, Unix s -> J), if known;
             scaled by N / K like the total.
 
     Returns:
@@ -54,28 +53,22 @@ def job_energy(
     if measured == 0:
         return None
     if measured >= node_count:
-        return energy_from_devices(rows, dict(by_hour_mwh) if by_hour_mwh is not None else None)
-    nodes = [energy_from_devices(host_rows) for host_rows in by_host.values()]
-    mids = [_mid(n.it_mwh) for n in nodes if n is not None]
-    bands = [n.band_mwh or Range.exact(_mid(n.it_mwh)) for n in nodes if n is not None]
+        return energy_from_devices(rows, dict(by_hour_j) if by_hour_j is not None else None)
+    nodes = [n for n in (energy_from_devices(host_rows) for host_rows in by_host.values()) if n is not None]
+    bands = [(sum(f.low_j for f in n.figures), sum(f.high_j for f in n.figures)) for n in nodes]
     scale = node_count / measured
     unmeasured = node_count - measured
-    low = sum(b.lo for b in bands) + unmeasured * min(b.lo for b in bands)
-    high = sum(b.hi for b in bands) + unmeasured * max(b.hi for b in bands)
+    low = sum(lo for lo, _ in bands) + unmeasured * min(lo for lo, _ in bands)
+    high = sum(hi for _, hi in bands) + unmeasured * max(hi for _, hi in bands)
     sources = {Source.EXTRAPOLATED.value}
     if any(str(r.source) == Source.SIMULATED.value for r in rows):
         sources.add(Source.SIMULATED.value)  # a simulated figure stays labelled simulated, scaled or not
-    gpu = [n.gpu_mwh for n in nodes if n is not None]
-    host = [n.host_mwh for n in nodes if n is not None]
+    # the job as one figure: the nodes' kinds are summed and scaled together
+    job = EnergyFigure(Kind.NODE, Source.EXTRAPOLATED, sum(n.it_j for n in nodes) * scale, low, high)
+    gpu = [n.gpu_j for n in nodes]
     return Energy(
-        it_mwh=sum(mids) * scale,
-        source=energy_label(sources),
-        band_mwh=Range(low, high),
-        by_hour_mwh={h: v * scale for h, v in by_hour_mwh.items()} if by_hour_mwh is not None else None,
-        gpu_mwh=sum(g for g in gpu if g is not None) * scale if all(g is not None for g in gpu) else None,
-        host_mwh=sum(h for h in host if h is not None) * scale if all(h is not None for h in host) else None,
+        (job,),
+        {h: v * scale for h, v in by_hour_j.items()} if by_hour_j is not None else None,
+        sum(g for g in gpu if g is not None) * scale if all(g is not None for g in gpu) else None,
+        energy_label(sources),
     )
-
-
-def _mid(value: float | Range) -> float:
-    return value.mid if isinstance(value, Range) else float(value)

@@ -18,24 +18,21 @@ through it, so a live figure and the table cannot disagree.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, overload
 
 from wattlog.accounting.intensity import HourSplitter, IntensitySource, hour_start_s
+from wattlog.accounting.it_energy import Energy
 from wattlog.accounting.ranges import Quantity, Range, check_at_least
 from wattlog.accounting.sites import Site
 from wattlog.accounting.units import j_to_mwh
 from wattlog.errors import ConfigError
-from wattlog.records import Source
 
 if TYPE_CHECKING:
     from wattlog.accounting.ledger.store import Ledger
-
-PUBLISHED = "published"
-"""Energy source label of figures taken from a publication, not measured by wattlog."""
 
 
 class WaterConvention(StrEnum):
@@ -50,23 +47,6 @@ class WaterConvention(StrEnum):
         if self is WaterConvention.PAPER:
             return "IT energy x PUE x (WUE on-site + WUE off-site), the OLMo 2 paper's convention"
         return "IT energy x WUE on-site + IT energy x PUE x WUE off-site, The Green Grid's convention"
-
-
-def energy_label(sources: Iterable[Source | str]) -> str:
-    """One label for energy from several sources, e.g. "counter+sampled".
-
-    A label may name who read it in parentheses, e.g. "counter (dcgm-exporter)".
-
-    Raises:
-        ConfigError: An unknown label, or none at all.
-    """
-    allowed = {s.value for s in Source} | {PUBLISHED}
-    labels = sorted({str(s) for s in sources})
-    bad = [label for label in labels if label.split(" (", 1)[0] not in allowed]
-    if bad or not labels:
-        given = "+".join(bad) or "(none)"
-        raise ConfigError(f"energy source label {given}: use {', '.join(sorted(allowed))}")
-    return "+".join(labels)
 
 
 @overload
@@ -197,7 +177,7 @@ class CarbonPath:
             return co2_t(it_mwh, self.pue, constant)
         if by_hour_mwh is None:
             raise ConfigError(
-                f"{self.intensity.label} needs the run's energy per hour; pass Energy(by_hour_mwh=...)"
+                f"{self.intensity.label} needs the run's energy per hour; pass Energy(by_hour_j=...)"
             )
         return co2_t_hourly(by_hour_mwh, self.pue, self.intensity)
 
@@ -234,31 +214,6 @@ def rule_intensity_label(site: Site) -> str:
     if ref.source == "constant":
         return f"constant: {clause}"
     return f"hourly {ref.describe()} (tables); constant: {clause} (this rule)"
-
-
-@dataclass(frozen=True, slots=True)
-class Energy:
-    """A run's IT energy (what the sensors measured) and how far to trust it.
-
-    Attributes:
-        it_mwh: Best estimate of IT energy, MWh.
-        source: Label: counter, sampled, estimated, simulated, published, or a "+" mix.
-        band_mwh: Uncertainty band of it_mwh; None means exact.
-        by_hour_mwh: IT energy per hour (hour start, Unix s -> MWh); needed with an hourly intensity.
-        gpu_mwh: Energy of the GPUs alone, where measured apart.
-        host_mwh: Energy of the rest of the node (CPU, DRAM), where measured apart.
-    """
-
-    it_mwh: Quantity
-    source: str
-    band_mwh: Range | None = None
-    by_hour_mwh: Mapping[int, float] | None = None
-    gpu_mwh: float | None = None
-    host_mwh: float | None = None
-
-    def __post_init__(self) -> None:
-        check_at_least(self.it_mwh, 0.0, "IT energy", "energy cannot be negative")
-        energy_label(self.source.split("+"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,27 +10,15 @@ import csv
 import html
 import io
 from collections.abc import Collection, Sequence
-from enum import StrEnum
 
 from rich.console import RenderableType
 
 from wattlog.accounting.fitted import FittedTable
 from wattlog.errors import ConfigError
+from wattlog.options import TableFormat as TableFormat
 
 MISSING = "-"
 """What a cell shows where the source gives no figure."""
-
-
-class TableFormat(StrEnum):
-    """Output formats of :func:`wattlog.accounting.render.render` and :func:`render_grid`."""
-
-    RICH = "rich"
-    MARKDOWN = "markdown"
-    LATEX = "latex"
-    CSV = "csv"
-    HTML = "html"
-    JSON = "json"
-    HF = "hf"
 
 
 # Grid renderers: headers + cells + footnotes, shared by Table 19 and `wattlog sites`.

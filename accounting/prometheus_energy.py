@@ -30,10 +30,6 @@ class PrometheusError(WattlogError):
     """Prometheus could not be reached or answered with an error."""
 
 
-PromEnergy = EnergyTotal
-"""Energy of one device over a window from Prometheus: an EnergyTotal with its host and device."""
-
-
 def energy_from_prometheus(
     url: str,
     start_s: float,

@@ -33,7 +33,7 @@ from wattlog.accounting.ledger.spool import Spool, default_folder
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.clock import Clock
 from wattlog.errors import WattlogError
-from wattlog.records import EnergyInterval, Gap, WindowEnergy
+from wattlog.records import EnergyInterval, Gap
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.sinks import IntervalSink, JsonlSink
@@ -101,7 +101,7 @@ class CountingSink:
         self.sink.write(intervals, gaps)
         self._accepted_j += sum(row.energy_j for row in intervals)
 
-    def write_windows(self, windows: Sequence[WindowEnergy]) -> None:
+    def write_windows(self, windows: Sequence[EnergyInterval]) -> None:
         """Store the windows closed since the last flush."""
         self.sink.write_windows(windows)
 

@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 
-from wattlog.accounting.footprint import PUBLISHED, WaterConvention, co2_t, water_kl
+from wattlog.accounting.footprint import WaterConvention, co2_t, water_kl
+from wattlog.accounting.it_energy import PUBLISHED
 from wattlog.accounting.ranges import Quantity, parse_quantity
 from wattlog.accounting.render import FIGURE_COLUMNS, RANGE_SEP, TableRow, format_figure
 from wattlog.errors import ConfigError

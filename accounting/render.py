@@ -23,6 +23,7 @@ from wattlog.accounting.grids import MISSING as MISSING
 from wattlog.accounting.grids import TableFormat as TableFormat
 from wattlog.accounting.grids import html_grid, latex_grid, markdown_grid, rich_grid
 from wattlog.accounting.grids import render_grid as render_grid
+from wattlog.accounting.it_energy import Energy
 from wattlog.accounting.ranges import Quantity, Range, bounds
 from wattlog.accounting.units import readable_range, sig3
 from wattlog.errors import ConfigError
@@ -55,6 +56,13 @@ FIGURE_COLUMNS = (
 """The figure columns of Table 19, in its order."""
 
 _AMOUNT_COLUMNS = ("total_power_mwh", "co2_t", "water_kl")
+
+_READABLE = {
+    "total_power_mwh": ("energy", 3.6e9, "MWh"),
+    "co2_t": ("mass", 1e6, "t"),
+    "water_kl": ("volume", 1e3, "kL"),
+}
+"""Amount column -> (quantity, its unit in the quantity's base unit J/g/L, the column's own unit)."""
 
 
 def format_figure(column: str, value: Quantity | None) -> str:
@@ -89,6 +97,25 @@ def format_figure(column: str, value: Quantity | None) -> str:
     else:
         raise ValueError(f"not a figure column: {column}")
     return texts[0] if texts[0] == texts[1] else f"{texts[0]}{RANGE_SEP}{texts[1]}"
+
+
+def readable_figure(column: str, value: Quantity | None) -> str:
+    """An amount cell in the unit of its size ("28.5 Wh", "11.4 g"); in the column's own unit, as the paper.
+
+    A figure as large as the column's unit (MWh, t, kL) prints bare as `format_figure` does,
+    so the header's unit holds; a smaller one names its unit. Nothing is "-".
+
+    >>> readable_figure("total_power_mwh", 2.85e-05), readable_figure("co2_t", Range(1e-05, 1.2e-05))
+    ('28.5 Wh', '10.0 - 12.0 g')
+    >>> readable_figure("water_kl", 202.0), readable_figure("water_kl", None)
+    ('202', '-')
+    """
+    if value is None:
+        return MISSING
+    quantity, scale, own = _READABLE[column]
+    lo, hi = bounds(value)
+    text = readable_range(lo * scale, hi * scale, quantity).replace(" - ", RANGE_SEP)
+    return format_figure(column, value) if text.endswith(f" {own}") else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +183,13 @@ class TableRow:
         """A figure column's text: the printed text if the row has one, else the formatted value."""
         if column in self.printed:
             return self.printed[column]
-        return format_figure(column, self.figure(column))
+        return self.amount(column, self.figure(column))
+
+    def amount(self, column: str, value: Quantity | None) -> str:
+        """`value` of `column`'s quantity as this row prints it: a user's row in readable units."""
+        if self.role != "published" and column in _READABLE:
+            return readable_figure(column, value)
+        return format_figure(column, value)
 
     @classmethod
     def from_footprint(cls, model: str, footprint: Footprint, notes: Sequence[str] = ()) -> TableRow:
@@ -185,6 +218,16 @@ class TableRow:
                 "water_kl": footprint.convention.description,
             },
         )
+
+    @classmethod
+    def from_energy(cls, model: str, energy: Energy, notes: Sequence[str] = ()) -> TableRow:
+        """The row of a run with energy and no site: its energy, source and band; no PUE, CO2 or water."""
+        no_site = (None, None, None, None, None)  # PUE, intensity, CO2, WUE, water
+        return cls(
+            model, energy.it_mwh, *no_site, energy.source, energy.band_mwh,
+            gpu_mwh=energy.gpu_mwh, host_mwh=energy.host_mwh, notes=tuple(notes),
+            sources={"total_power_mwh": energy.source},
+        )  # fmt: skip
 
 
 HEADERS = {
@@ -215,9 +258,9 @@ def table_cells(rows: Sequence[TableRow]) -> tuple[list[str], list[list[str]]]:
         by_key.update(
             model=r.model,
             energy_source=r.energy_source,
-            energy_band_mwh=format_figure("total_power_mwh", r.energy_band_mwh),
-            gpu_mwh=format_figure("total_power_mwh", r.gpu_mwh),
-            host_mwh=format_figure("total_power_mwh", r.host_mwh),
+            energy_band_mwh=r.amount("total_power_mwh", r.energy_band_mwh),
+            gpu_mwh=r.amount("total_power_mwh", r.gpu_mwh),
+            host_mwh=r.amount("total_power_mwh", r.host_mwh),
         )
         texts = dict(r.extra)
         cells.append([by_key[k] for k in keys] + [texts.get(h, MISSING) for h in extra])

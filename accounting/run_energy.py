@@ -12,25 +12,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from wattlog.accounting.footprint import Energy, energy_label
+from wattlog.accounting.it_energy import Energy, energy_label
 from wattlog.accounting.ledger.reader import RunReader
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import EnergyTotal
-from wattlog.accounting.ranges import Range
-from wattlog.accounting.units import j_to_mwh
 from wattlog.records import Kind
 
 HOUR_S = 3600
 
 
 def energy_from_devices(
-    devices: Iterable[EnergyTotal], by_hour_mwh: dict[int, float] | None = None
+    devices: Iterable[EnergyTotal], by_hour_j: dict[int, float] | None = None
 ) -> Energy | None:
     """Sum devices into one run's Energy (None when there is no energy at all).
 
     Args:
         devices: Per-device totals (ledger or Prometheus).
-        by_hour_mwh: IT energy per hour start (Unix s), when known.
+        by_hour_j: IT energy per hour start (Unix s), joules, when known.
     """
     rows = list(devices)
     if not rows:
@@ -38,17 +36,11 @@ def energy_from_devices(
     metered = {r.host for r in rows if r.kind == Kind.NODE}
     counted = [r for r in rows if (r.kind == Kind.NODE) == (r.host in metered)]
     gpu_j = sum(r.energy_j for r in rows if r.kind == Kind.GPU)
-    it_j = sum(r.energy_j for r in counted)
-    has_gpu = any(r.kind == Kind.GPU for r in rows)
-    has_rest = any(r.kind != Kind.GPU for r in rows)
-    return Energy(
-        it_mwh=j_to_mwh(it_j),
-        source=energy_label(r.source for r in counted),
-        band_mwh=Range(j_to_mwh(sum(r.low_j for r in counted)), j_to_mwh(sum(r.high_j for r in counted))),
-        by_hour_mwh=by_hour_mwh,
-        gpu_mwh=j_to_mwh(gpu_j) if has_gpu and has_rest else None,
-        host_mwh=j_to_mwh(it_j - gpu_j) if has_gpu and has_rest else None,
-    )
+    apart = any(r.kind == Kind.GPU for r in rows) and any(r.kind != Kind.GPU for r in rows)
+    label = energy_label(r.source for r in counted)  # names who read a counter, where not wattlog
+    figures = tuple(r.figure for r in counted)
+    plain = label == energy_label(f.source for f in figures)
+    return Energy(figures, by_hour_j, gpu_j if apart else None, "" if plain else label)
 
 
 def ledger_energy(ledger: Ledger, run: int | str, *, by_hour: bool = True) -> Energy | None:
@@ -83,5 +75,5 @@ def read_energy(read: RunReader, totals: Sequence[EnergyTotal], *, by_hour: bool
         for hour in read.energy_by_hour(kinds, exclude):
             assert hour.hour is not None  # hourly sums carry their hour
             start_s = hour.hour * HOUR_S
-            hours[start_s] = hours.get(start_s, 0.0) + j_to_mwh(hour.energy_j)
+            hours[start_s] = hours.get(start_s, 0.0) + hour.energy_j
     return energy_from_devices(totals, dict(sorted(hours.items())))

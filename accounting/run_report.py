@@ -16,7 +16,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from wattlog.accounting.footprint import energy_label
+from wattlog.accounting.it_energy import energy_label
 from wattlog.accounting.ledger import Ledger, describe_url
 from wattlog.accounting.ledger.views import EnergyTotal
 from wattlog.accounting.ranges import bounds

@@ -14,16 +14,10 @@ from dataclasses import dataclass, field, replace
 
 from wattlog.accounting.devices import Overhead
 from wattlog.accounting.extrapolate import job_energy
-from wattlog.accounting.footprint import (
-    CarbonPath,
-    Energy,
-    Footprint,
-    WaterConvention,
-    energy_label,
-    footprint_for,
-)
+from wattlog.accounting.footprint import CarbonPath, Footprint, WaterConvention, footprint_for
 from wattlog.accounting.gaps import GapSummary, gaps_of, with_gaps
 from wattlog.accounting.intensity import IntensitySource
+from wattlog.accounting.it_energy import Energy, energy_label
 from wattlog.accounting.ledger.models import Role, Status
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import EnergyTotal, JobNodes, RunInfo
@@ -33,7 +27,7 @@ from wattlog.accounting.render import TableRow
 from wattlog.accounting.run_energy import read_energy
 from wattlog.accounting.sites import Site, get_site
 from wattlog.errors import ConfigError
-from wattlog.records import Kind
+from wattlog.records import EnergyFigure, Kind, Source
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +54,11 @@ class TableOptions:
     overhead: Overhead | None = None
 
 
-SITELESS_NOTE = "recorded without a site, so no footprint: pass --site NAME (see `wattlog sites`)"
-"""The note a site-less run's row carries instead of failing the whole table."""
+SITELESS_NOTE = (
+    "recorded without a site, so no footprint: pass --site NAME (see `wattlog sites`) for its CO2 and "
+    "water; its energy is shown as measured"
+)
+"""The note a site-less run's row carries instead of failing the whole table (its energy still shows)."""
 
 
 def has_site(run: RunInfo, options: TableOptions) -> bool:
@@ -134,19 +131,27 @@ def footprint_of(
     read: RunRead, run: RunInfo, options: TableOptions, site: Site, carbon: CarbonPath
 ) -> Footprint | None:
     """The footprint of one run from what was read of it, or None if it recorded no energy."""
+    energy = energy_of(read, run, options)
+    if energy is None:
+        return None
+    return footprint_for(energy, site, intensity=carbon.intensity, convention=options.convention)
+
+
+def energy_of(read: RunRead, run: RunInfo, options: TableOptions) -> Energy | None:
+    """The IT energy of one run from what was read of it (extrapolated, overhead applied); None if none."""
     nodes = read.nodes
     if options.prometheus_url:
         energy = job_energy(_prometheus_rows(run, options, nodes), nodes.node_count)
     else:
         energy = read.energy
         if energy is not None and nodes.node_count > 1:  # K of N nodes measured: N x their mean
-            energy = job_energy(read.totals, nodes.node_count, energy.by_hour_mwh)
+            energy = job_energy(read.totals, nodes.node_count, energy.by_hour_j)
     if energy is None:
         return None
     if _gpu_only(read.totals, options):
         assert options.overhead is not None
         energy = with_overhead(energy, options.overhead.factor)
-    return footprint_for(energy, site, intensity=carbon.intensity, convention=options.convention)
+    return energy
 
 
 def gpu_only_overhead(ledger: Ledger, run: RunInfo, options: TableOptions) -> bool:
@@ -164,32 +169,34 @@ def _gpu_only(totals: Sequence[EnergyTotal], options: TableOptions) -> bool:
 
 def with_overhead(energy: Energy, factor: float) -> Energy:
     """GPU-only energy scaled to the whole server; the added part is labelled estimated and shown apart."""
-    it = float(energy.it_mwh) if not isinstance(energy.it_mwh, Range) else energy.it_mwh.mid
-    band = energy.band_mwh
-    return replace(
-        energy,
-        it_mwh=energy.it_mwh * factor,
-        source=energy_label([*energy.source.split("+"), "estimated"]),
-        band_mwh=None if band is None else Range(band.lo * factor, band.hi * factor),
-        by_hour_mwh=None
-        if energy.by_hour_mwh is None
-        else {hour: mwh * factor for hour, mwh in energy.by_hour_mwh.items()},
-        gpu_mwh=it,
-        host_mwh=it * (factor - 1.0),
+    low, high = sum(f.low_j for f in energy.figures), sum(f.high_j for f in energy.figures)
+    extra = factor - 1.0
+    # the rest of the server, estimated from the GPUs' energy (Kind.NODE: no component measured it)
+    rest = EnergyFigure(Kind.NODE, Source.ESTIMATED, energy.it_j * extra, low * extra, high * extra)
+    hours = energy.by_hour_j
+    return Energy(
+        (*energy.figures, rest),
+        None if hours is None else {hour: j * factor for hour, j in hours.items()},
+        energy.it_j,
+        energy_label([*energy.source.split("+"), "estimated"]) if energy.label else "",
     )
 
 
 def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
     """One run's row (its model, or its name when no model was recorded), read in one transaction."""
     label = f"{run.model or run.name} ({run.name}, {run.role})"
-    if not has_site(run, options):
-        return TableRow(label, None, None, None, None, None, None, "none", notes=(SITELESS_NOTE,))
-    site, carbon = carbon_path(ledger, run, options)
-    read = read_run(ledger, run, options, hourly=carbon.hourly)
-    found = footprint_of(read, run, options, site, carbon)
+    if has_site(run, options):
+        site, carbon = carbon_path(ledger, run, options)
+        read = read_run(ledger, run, options, hourly=carbon.hourly)
+        found: Footprint | Energy | None = footprint_of(read, run, options, site, carbon)
+    else:  # energy never depends on a site: the row shows it, CO2 and water say what to pass
+        read = read_run(ledger, run, options, hourly=False)
+        found = energy_of(read, run, options)
     if found is None:
-        return TableRow(label, None, None, None, None, None, None, "none", notes=("no energy recorded",))
-    notes = _run_notes(run, options)
+        empty = ("no energy recorded",) if has_site(run, options) else (SITELESS_NOTE,)
+        return TableRow(label, None, None, None, None, None, None, "none", notes=empty)
+    siteless = () if isinstance(found, Footprint) else (SITELESS_NOTE,)
+    notes: tuple[str, ...] = (*_run_notes(run, options), *siteless)
     nodes = read.nodes
     if nodes.node_count > 1 or len(nodes.joined) > 1:
         notes = (nodes.describe(sorted({t.host for t in read.totals})), *notes)
@@ -198,7 +205,10 @@ def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
         notes = (*notes, options.overhead.label)
     elif options.overhead is not None:
         notes = (*notes, "overhead multiplier not applied: CPU/DRAM (or node) energy was measured")
-    row = TableRow.from_footprint(label, found, notes=notes)
+    if isinstance(found, Footprint):
+        row = TableRow.from_footprint(label, found, notes=notes)
+    else:
+        row = TableRow.from_energy(label, found, notes=notes)
     assert read.gaps is not None  # read_run reads them unless told not to
     return with_gaps(row, read.gaps)
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from wattlog.accounting.footprint import energy_label
+from wattlog.accounting.it_energy import energy_label
 from wattlog.accounting.ledger import Ledger
 from wattlog.accounting.ledger.views import EventInfo
 from wattlog.events import EventKind, Progress

@@ -33,7 +33,7 @@ from wattlog.accounting.sites import get_site, site_catalog
 from wattlog.accounting.verify import check_ledger
 from wattlog.errors import ConfigError
 from wattlog.numbers import check_number
-from wattlog.options import DbOption, SitesFileOption
+from wattlog.options import DbOption, FormatOption, SitesFileOption
 
 # The options of `wattlog table` (shared ones come from wattlog.options).
 _RunsOption = Annotated[list[str] | None, typer.Argument(help="Run names or ids (default: every run).")]
@@ -47,9 +47,6 @@ _ByOption = Annotated[
 ]
 _ReferenceOption = Annotated[
     bool, typer.Option("--reference", help="Add the published rows (Table 19, OPT-175B) before the runs.")
-]
-_FmtOption = Annotated[
-    TableFormat, typer.Option("--format", help="rich, markdown, latex, csv, html, json, or hf (one run).")
 ]
 _NotesFileOption = Annotated[
     Path | None, typer.Option("--notes", help="Write the notes to this file (CSV: else to stderr).")
@@ -118,7 +115,7 @@ def table(
     project: _ProjectOption = None,
     by: _ByOption = None,
     reference: _ReferenceOption = False,
-    fmt: _FmtOption = TableFormat.RICH,
+    fmt: FormatOption = TableFormat.RICH,
     notes_file: _NotesFileOption = None,
     db: DbOption = None,
     site: _SiteOption = None,

@@ -12,17 +12,17 @@ from wattlog.accounting.ledger.engine import describe_url, make_engine
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.windows import windows as ledger_windows
 from wattlog.accounting.render import TableFormat, render_grid, show
-from wattlog.options import DbOption
-from wattlog.records import WindowEnergy
+from wattlog.options import DbOption, FormatOption
+from wattlog.records import EnergyInterval
 
 _HEADERS = ["Window", "Inside", "Start (UTC)", "Seconds", "Devices", "Energy Wh", "Band Wh", "Sources"]
 
 
-def window_cells(rows: list[WindowEnergy]) -> list[list[str]]:
+def window_cells(rows: list[EnergyInterval]) -> list[list[str]]:
     """One line per window (its devices summed, never averaged): name, parent, start, length, energy, band."""
-    groups: dict[tuple[str, str, float, float], list[WindowEnergy]] = defaultdict(list)
+    groups: dict[tuple[str, str, float, float], list[EnergyInterval]] = defaultdict(list)
     for r in rows:
-        groups[(r.name, r.parent, r.start_s, r.end_s)].append(r)
+        groups[(r.window, r.parent, r.start_s, r.end_s)].append(r)
     cells = []
     for (name, parent, start_s, end_s), group in groups.items():
         wh = 3600.0
@@ -43,7 +43,7 @@ def window_cells(rows: list[WindowEnergy]) -> list[list[str]]:
 
 def windows(
     run: Annotated[str, typer.Argument(help="Run name or id.")],
-    fmt: Annotated[TableFormat, typer.Option("--format", help="Output format.")] = TableFormat.RICH,
+    fmt: FormatOption = TableFormat.RICH,
     db: DbOption = None,
 ) -> None:
     """List a run's measurement windows: energy of each (all its devices summed), band and sources."""

@@ -14,7 +14,8 @@ from wattlog.accounting.extrapolate import job_energy
 from wattlog.accounting.footprint import footprint_for
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.jobs import job_nodes
-from wattlog.accounting.prometheus_energy import PromEnergy, energy_from_prometheus
+from wattlog.accounting.ledger.views import EnergyTotal
+from wattlog.accounting.prometheus_energy import energy_from_prometheus
 from wattlog.accounting.render import TableFormat, TableRow, footnotes, render, show
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import get_site, site_catalog
@@ -155,13 +156,13 @@ def three_ways(
     return Ways(rows, joules, hosts)
 
 
-def _prom_rows(url: str, run: str, window: tuple[float, float]) -> list[PromEnergy]:
+def _prom_rows(url: str, run: str, window: tuple[float, float]) -> list[EnergyTotal]:
     return energy_from_prometheus(url, window[0], window[1], matchers={"run": run}, since_start=True)
 
 
 def _wait_for_same(
-    url: str, run: str, window: tuple[float, float], reference: list[PromEnergy], timeout_s: float = 60.0
-) -> list[PromEnergy]:
+    url: str, run: str, window: tuple[float, float], reference: list[EnergyTotal], timeout_s: float = 60.0
+) -> list[EnergyTotal]:
     """VictoriaMetrics' rows once they hold every series Prometheus has (remote_write lags a few s)."""
     deadline = time.monotonic() + timeout_s
     want = sum(r.energy_j for r in reference)

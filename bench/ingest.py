@@ -20,7 +20,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from wattlog.accounting.ledger import Ledger, LedgerSink, make_engine
+from wattlog.accounting.ledger import Ledger, LedgerSink, RunSpec, make_engine
 from wattlog.records import EnergyInterval, Kind, Source
 
 FLUSH_S = 10.0
@@ -31,7 +31,7 @@ def flush_rows(host: str, index: int) -> list[EnergyInterval]:
     """One flush of one node: 8 GPUs (counter), CPU and DRAM (estimated)."""
     start = T0 + index * FLUSH_S
     rows = [
-        EnergyInterval(
+        EnergyInterval.of(
             host,
             f"GPU-{host}-{g}",
             Kind.GPU,
@@ -45,12 +45,14 @@ def flush_rows(host: str, index: int) -> list[EnergyInterval]:
         for g in range(8)
     ]
     rows.append(
-        EnergyInterval(
+        EnergyInterval.of(
             host, "cpu", Kind.CPU, Source.ESTIMATED, start, start + FLUSH_S, 3000.0, 2000.0, 4000.0
         )
     )
     rows.append(
-        EnergyInterval(host, "dram", Kind.DRAM, Source.ESTIMATED, start, start + FLUSH_S, 400.0, 200.0, 600.0)
+        EnergyInterval.of(
+            host, "dram", Kind.DRAM, Source.ESTIMATED, start, start + FLUSH_S, 400.0, 200.0, 600.0
+        )
     )
     return rows
 
@@ -59,7 +61,7 @@ def bench(url: str, flushes: int, nodes: int) -> dict[str, float]:
     """Write `flushes` flushes per node from `nodes` threads; return the figures."""
     engine = make_engine(url)
     ledger = Ledger(engine)
-    run = ledger.start_run(f"ingest-{time.time_ns()}", project="bench")
+    run = ledger.start_run(f"ingest-{time.time_ns()}", RunSpec(project="bench"))
     latencies: list[float] = []
     lock = threading.Lock()
 

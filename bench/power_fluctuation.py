@@ -14,7 +14,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.power_report import run_power
 from wattlog.cli import main as wattlog
 from wattlog.records import EnergyInterval, Kind, Source
@@ -38,13 +38,15 @@ def main() -> None:
     stalls = sum(1 for _, p in trace.segments if p == CHECKPOINT_W)
     url = f"sqlite:///{Path(tempfile.mkdtemp()) / 'power.db'}"
     ledger = Ledger(make_engine(url))
-    run = ledger.start_run("simulated-training", site="jupiter", device_model="H100")
+    run = ledger.start_run("simulated-training", RunSpec(site="jupiter", device_model="H100"))
     t0, steps = 1_767_225_600.0, int(args.seconds / args.period)
     for i in range(steps):
         a, b = i * args.period, (i + 1) * args.period
         e = trace.energy_j(a, b)
         rows = [
-            EnergyInterval(f"node{g // 8}", f"GPU-{g}", Kind.GPU, Source.SIMULATED, t0 + a, t0 + b, e, e, e)
+            EnergyInterval.of(
+                f"node{g // 8}", f"GPU-{g}", Kind.GPU, Source.SIMULATED, t0 + a, t0 + b, e, e, e
+            )
             for g in range(args.gpus)
         ]
         ledger.record_intervals(run.id, rows)  # type: ignore[arg-type]

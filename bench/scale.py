@@ -26,7 +26,7 @@ from pathlib import Path
 
 from sqlalchemy import insert, text
 
-from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.ledger.models import EnergyRecord, Resolution, hour_of
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
@@ -74,7 +74,9 @@ def fill(
 ) -> tuple[int, float]:
     """Create a run, bulk-insert its rows and build its totals; returns (rows, seconds)."""
     engine = make_engine(url)
-    run = Ledger(engine).start_run(name, project="scale", model=f"synthetic {gpus}-GPU run", site="jupiter")
+    run = Ledger(engine).start_run(
+        name, RunSpec(project="scale", model=f"synthetic {gpus}-GPU run", site="jupiter")
+    )
     t = time.perf_counter()
     count = 0
     with engine.begin() as connection:

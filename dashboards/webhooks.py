@@ -36,6 +36,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
 from wattlog.accounting.ledger.models import Role
+from wattlog.accounting.ledger.runs import RunSpec
 from wattlog.errors import ConfigError, LedgerError
 from wattlog.events import EventCategory, EventKind
 from wattlog.serving import CLOSE_TIMEOUT_S, BoundedHTTPServer
@@ -255,7 +256,7 @@ class AlertRecorder:
     def _ensure_host_run(self, name: str) -> None:
         if not self._exists(name):
             host = name.removeprefix(HOST_RUN_PREFIX)
-            self._ledger.start_run(name, project=HOST_PROJECT, role=Role.DEBUG, host=host)
+            self._ledger.start_run(name, RunSpec(project=HOST_PROJECT, role=Role.DEBUG, host=host))
 
 
 class WebhookReceiver:

@@ -33,7 +33,7 @@ from prometheus_client.registry import Collector
 
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import WattlogError
-from wattlog.records import EnergyInterval, Gap, Source, WindowEnergy
+from wattlog.records import EnergyInterval, Gap, Source
 from wattlog.telemetry.agent_config import LOCK_DIR_ENV, AgentConfig, default_lock_dir
 from wattlog.telemetry.devicelock import DeviceLocks
 from wattlog.telemetry.exporter import (
@@ -48,7 +48,7 @@ from wattlog.telemetry.integrator import Integrator
 from wattlog.telemetry.sampler import Sampler, SamplerStats
 from wattlog.telemetry.selection import job_selection
 from wattlog.telemetry.sensors.base import Sensor
-from wattlog.telemetry.sensors.discovery import discover
+from wattlog.telemetry.sensors.discovery import DiscoveryConfig, discover
 from wattlog.telemetry.sinks import (
     IntervalSink,
     SinkCollector,
@@ -112,7 +112,7 @@ class Agent:
         self._extra_sensors = list(extra_sensors)
         self._sinks = list(sinks)
         self._pending: list[tuple[list[EnergyInterval], list[Gap]]] = [([], []) for _ in self._sinks]
-        self._pending_windows: list[list[WindowEnergy]] = [[] for _ in self._sinks]
+        self._pending_windows: list[list[EnergyInterval]] = [[] for _ in self._sinks]
         self._clock = clock if clock is not None else SystemClock()
         self.registry = registry if registry is not None else CollectorRegistry()
         self._environ = environ
@@ -313,11 +313,13 @@ class Agent:
             # each vendor backend reads its own visibility (CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ...)
             # from `environ`; only --whole-node overrides them all
             found = discover(
-                job_selection(whole_node=True) if self.config.whole_node else None,
-                environ=self._environ if self._environ is not None else os.environ,
-                extra=self._extra_sensors,
-                clock=self._clock,
-                slow_period_s=self.config.slow_period_s,
+                DiscoveryConfig(
+                    job_selection(whole_node=True) if self.config.whole_node else None,
+                    environ=self._environ if self._environ is not None else os.environ,
+                    extra=self._extra_sensors,
+                    clock=self._clock,
+                    slow_period_s=self.config.slow_period_s,
+                )
             )
             self._notes.extend(found.notes)
             return [(s, [d for owner, d in found.devices if owner is s]) for s in found.sensors]

@@ -14,7 +14,7 @@ from wattlog.numbers import MAX_SIMULATED_GPUS, check_number
 from wattlog.options import SimulateOption, WholeNodeOption
 from wattlog.telemetry.selection import job_selection
 from wattlog.telemetry.sensors.base import Sensor
-from wattlog.telemetry.sensors.discovery import Discovery, discover
+from wattlog.telemetry.sensors.discovery import Discovery, DiscoveryConfig, discover
 
 
 def sensors(
@@ -32,7 +32,7 @@ def sensors(
 
         extra.append(SimulatedSensor(simulated_gpus(simulate)))
     chosen = job_selection(whole_node=True) if whole_node else None  # else each vendor's own visibility
-    found = discover(chosen, powercap_root=powercap_root, extra=extra)
+    found = discover(DiscoveryConfig(chosen, powercap_root=powercap_root, extra=extra))
     try:
         print_discovery(found, Console(highlight=False))
     finally:

@@ -33,29 +33,19 @@ import time
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from wattlog.clock import Clock, SystemClock
-from wattlog.records import EnergyFigure, EnergyInterval, FigureView, Gap
+from wattlog.records import EnergyFigure, EnergyInterval, Gap
 from wattlog.telemetry.accumulate import Steps
 from wattlog.telemetry.devicestate import DeviceState, EdgeMark, Failure, Totals
 from wattlog.telemetry.lockcheck import LockCheck, due, notes
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, Reading, SensorProfile
 from wattlog.telemetry.uncertainty import BandInputs, BandModel
 
-__all__ = ["EdgeMark", "Integrator", "WindowDevice"]
+__all__ = ["EdgeMark", "Integrator"]
 
 # Readings held before the sampler integrates them itself: ~6 s of 8 GPUs read 10 times a second.
 _PENDING_MAX = 512
-
-
-@dataclass(frozen=True, slots=True)
-class WindowDevice(FigureView):
-    """One device between two edges: its energy figure (edge uncertainty in the band), unmeasured seconds."""
-
-    device: DeviceInfo
-    figure: EnergyFigure
-    gap_s: float
 
 
 class Integrator:
@@ -180,21 +170,12 @@ class Integrator:
                 prev, d.taken = d.taken, cur
                 delta = self._inputs(d, cur, prev)
                 band = self._band.band_parts(d.info, delta)
-                intervals.append(
-                    EnergyInterval(
-                        host=self._host,
-                        device=d.info.uuid,
-                        kind=d.info.kind,
-                        source=d.info.source,
-                        start_s=start + self._wall_offset_s,
-                        end_s=now + self._wall_offset_s,
-                        energy_j=delta.energy_j,
-                        low_j=band.low_j,
-                        high_j=band.high_j,
-                        random_low_j=band.random_low_j,
-                        random_high_j=band.random_high_j,
-                    )
-                )
+                figure = EnergyFigure(
+                    d.info.kind, d.info.source, delta.energy_j,
+                    band.low_j, band.high_j, band.random_low_j, band.random_high_j,
+                )  # fmt: skip
+                wall = (start + self._wall_offset_s, now + self._wall_offset_s)
+                intervals.append(EnergyInterval(self._host, d.info.uuid, *wall, figure))
                 if d.health.lost_at is not None and now > d.health.lost_at:
                     self._steps.closed.append(
                         self._steps.gap(d, max(d.health.lost_at, start), now, f"lost: {d.health.lost_reason}")
@@ -217,9 +198,13 @@ class Integrator:
                 if d.samples and d.health.lost_at is None
             }
 
-    def window(self, start: Mapping[str, EdgeMark], end: Mapping[str, EdgeMark]) -> list[WindowDevice]:
-        """Energy and band of every device marked at both edges, between them."""
-        out: list[WindowDevice] = []
+    def window(self, start: Mapping[str, EdgeMark], end: Mapping[str, EdgeMark]) -> dict[str, EnergyFigure]:
+        """The figure of every device marked at both edges, between them, by device UUID.
+
+        The band carries the edges' uncertainty; seconds the device went unmeasured in
+        between are in it too (as for a flush interval), and in the integrator's gaps.
+        """
+        out: dict[str, EnergyFigure] = {}
         with self._current():
             for uuid, b in end.items():
                 a = start.get(uuid)
@@ -231,10 +216,9 @@ class Integrator:
                 p_max = d.p_max_w()
                 energy_j = core_j + b.tail_j - a.tail_j
                 # the tails are power x time: the truth of each lies in [0, P_max x its length]
-                figure = EnergyFigure(
+                out[uuid] = EnergyFigure(
                     d.info.kind, d.info.source, energy_j, low - p_max * a.tail_s, high + p_max * b.tail_s
                 )
-                out.append(WindowDevice(d.info, figure, b.totals.gap_s - a.totals.gap_s))
         return out
 
     def uses_counter(self, device_uuid: str) -> bool:

@@ -14,7 +14,7 @@ from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
 from wattlog.metric_names import MetricName
-from wattlog.records import EnergyInterval, Gap, WindowEnergy
+from wattlog.records import EnergyInterval, Gap
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class IntervalSink(Protocol):
 class WindowSink(Protocol):
     """A sink that also stores measurement windows (`with agent.window("eval"):`), at each flush."""
 
-    def write_windows(self, windows: Sequence[WindowEnergy]) -> None:
+    def write_windows(self, windows: Sequence[EnergyInterval]) -> None:
         """Store the rows of the windows closed since the last flush (one per window and device)."""
         ...
 
@@ -53,7 +53,7 @@ class JsonlSink:
     """Appends each flush's rows to a JSON Lines file (for `wattlog agent --jsonl`, no database needed).
 
     One object per line: ``{"type": "interval", ...EnergyInterval fields}``,
-    ``{"type": "gap", ...Gap fields}`` or ``{"type": "window", ...WindowEnergy fields}``;
+    ``{"type": "gap", ...Gap fields}`` or ``{"type": "window", ...EnergyInterval fields, name, parent}``;
     every interval and window carries its source label.
     Each write is flushed and fsynced, so a killed run keeps every finished interval.
 
@@ -67,7 +67,7 @@ class JsonlSink:
 
     def write(self, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
         """Append the rows and make them durable."""
-        lines = [json.dumps({"type": "interval", **asdict(row)}) for row in intervals]
+        lines = [json.dumps({"type": "interval", **row.as_dict()}) for row in intervals]
         lines += [json.dumps({"type": "gap", **asdict(gap)}) for gap in gaps]
         self._append(lines)
 
@@ -79,9 +79,9 @@ class JsonlSink:
         self._file.flush()
         os.fsync(self._file.fileno())
 
-    def write_windows(self, windows: Sequence[WindowEnergy]) -> None:
+    def write_windows(self, windows: Sequence[EnergyInterval]) -> None:
         """Append the window rows (``{"type": "window", ...}``) and make them durable."""
-        self._append([json.dumps({"type": "window", **asdict(row)}) for row in windows])
+        self._append([json.dumps({"type": "window", **row.as_dict()}) for row in windows])
 
     def close(self) -> None:
         """Close the file (idempotent)."""

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from wattlog.clock import Clock
-from wattlog.records import WindowEnergy
+from wattlog.records import EnergyInterval
 from wattlog.telemetry.integrator import EdgeMark, Integrator
 
 _WAIT_S = 5.0  # a window waits this long at most for the counter update after its end
@@ -46,7 +46,7 @@ class Window:
     parent: str
     start_s: float
     end_s: float | None = None
-    devices: list[WindowEnergy] = field(default_factory=list)
+    devices: list[EnergyInterval] = field(default_factory=list)
     _marks: Mapping[str, EdgeMark] = field(default_factory=dict, repr=False)
     _t: tuple[float, float] = (0.0, 0.0)  # monotonic edges
     _edges: dict[str, list[float | None]] = field(default_factory=dict, repr=False)  # exact, per device
@@ -123,20 +123,8 @@ class Windows:
         window.end_s = self._wall(now_s)
         window._t = (window._t[0], now_s)
         window.devices = [
-            WindowEnergy(
-                host=self._host,
-                device=d.device.uuid,
-                kind=d.device.kind,
-                source=d.device.source,
-                name=window.name,
-                parent=window.parent,
-                start_s=window.start_s,
-                end_s=window.end_s,
-                energy_j=d.energy_j,
-                low_j=d.low_j,
-                high_j=d.high_j,
-            )
-            for d in self._integrator.window(window._marks, marks)
+            EnergyInterval(self._host, uuid, window.start_s, window.end_s, figure, window.name, window.parent)
+            for uuid, figure in self._integrator.window(window._marks, marks).items()
         ]
         with self._lock:
             self._opened.remove(window)
@@ -168,13 +156,16 @@ class Windows:
             if start_j is not None and end_j is not None:
                 exact_j = end_j - start_j
                 shift = exact_j - row.energy_j  # the band moves with the figure; its width stays
-                row = replace(row, energy_j=exact_j, low_j=row.low_j + shift, high_j=row.high_j + shift)
+                figure = replace(
+                    row.figure, energy_j=exact_j, low_j=row.low_j + shift, high_j=row.high_j + shift
+                )
+                row = replace(row, figure=figure)
             rows.append(row)
         window.devices = rows
         window._resolved = True
         return True
 
-    def take(self, *, final: bool = False) -> list[WindowEnergy]:
+    def take(self, *, final: bool = False) -> list[EnergyInterval]:
         """The rows of closed windows whose edges are resolved (all of them when `final`), for the sinks.
 
         A window whose device stopped updating stays provisional (edges from the latest
@@ -186,7 +177,7 @@ class Windows:
             still_open = list(self._opened)
         for window in still_open:
             self.resolve(window)
-        ready: list[WindowEnergy] = []
+        ready: list[EnergyInterval] = []
         for window in closed:
             if window.resolved or final or now_s - window._t[1] > _WAIT_S:
                 ready.extend(window.devices)

@@ -78,7 +78,7 @@ def test_adding_figures_gives_the_ledgers_summed_band_in_any_grouping(rows) -> N
 
 
 def test_an_interval_is_a_figure_with_who_and_when() -> None:
-    row = EnergyInterval("n", "gpu0", Kind.GPU, Source.SAMPLED, 0.0, 10.0, 100.0, 90.0, 120.0, 3.0, 4.0)
+    row = EnergyInterval.of("n", "gpu0", Kind.GPU, Source.SAMPLED, 0.0, 10.0, 100.0, 90.0, 120.0, 3.0, 4.0)
     assert row.figure == EnergyFigure(Kind.GPU, Source.SAMPLED, 100.0, 90.0, 120.0, 3.0, 4.0)
     assert band_of_sum([row, row]) == pytest.approx(
         ((row.figure + row.figure).low_j, (row.figure + row.figure).high_j)

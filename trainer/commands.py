@@ -167,7 +167,7 @@ def health_check(
     ] = 0.8,
 ) -> int:
     """Multiply, compare and time on each device, check NVML; exit 1 if any device is unhealthy."""
-    from wattlog.accounting.ledger import Ledger, Role, Stage, Status, describe_url, make_engine
+    from wattlog.accounting.ledger import Ledger, Role, RunSpec, Stage, Status, describe_url, make_engine
     from wattlog.events import EventCategory, EventKind
     from wattlog.trainer.health import compare_peers, default_devices, exit_code
     from wattlog.trainer.health import health_check as check
@@ -187,11 +187,13 @@ def health_check(
             # With a site (the world average, labelled as such) so `wattlog table` can show it.
             ledger.start_run(
                 label,
-                project="health",
-                role=Role.DEBUG,
-                host=socket.gethostname(),
-                site=HEALTH_SITE,
-                stage=Stage.DEBUGGING,
+                RunSpec(
+                    project="health",
+                    role=Role.DEBUG,
+                    host=socket.gethostname(),
+                    site=HEALTH_SITE,
+                    stage=Stage.DEBUGGING,
+                ),
             )
         for result in results:
             ledger.record_event(

@@ -28,7 +28,7 @@ from wattlog.errors import LedgerError
 from wattlog.numbers import MAX_SIMULATED_GPUS, check_number, check_port
 from wattlog.records import Kind, Source
 from wattlog.telemetry.agent import AgentConfig
-from wattlog.telemetry.sensors import discover
+from wattlog.telemetry.sensors import DiscoveryConfig, discover
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 from wattlog.telemetry.supervise import StopRequested, Supervisor
 from wattlog.telemetry.types import DeviceEnergy
@@ -100,7 +100,7 @@ def _demo(config: DemoConfig, console: Console, supervisor: Supervisor) -> int:
     # A short linear warm-up: without it the first steps at full rate spike (and the detectors say so).
     warmup = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / 50))
     simulated = simulated_gpus(config.simulate_gpus, t0_s=time.monotonic(), seed=config.seed)
-    found = discover(extra=[SimulatedSensor(simulated)] if simulated else [])
+    found = discover(DiscoveryConfig(extra=[SimulatedSensor(simulated)] if simulated else []))
     for note in found.notes:
         console.print(f"[dim]{note}[/]")
     flush_s = min(config.flush_s, max(0.5, config.seconds / 4))

@@ -38,7 +38,7 @@ from wattlog.accounting.ledger.views import EnergyTotal
 from wattlog.clock import Clock
 from wattlog.errors import ConfigError, SensorError
 from wattlog.metric_names import MetricName
-from wattlog.records import EnergyInterval, Gap
+from wattlog.records import EnergyFigure, EnergyInterval, Gap
 
 log = logging.getLogger(__name__)
 
@@ -97,19 +97,8 @@ def intervals_between(
         energy = last.energy_j - first.energy_j
         low = min(energy, max(0.0, last.low_j - first.low_j))
         high = max(energy, last.high_j - first.high_j)
-        rows.append(
-            EnergyInterval(
-                host=last.host,
-                device=device,
-                kind=last.figure.kind,
-                source=last.figure.source,
-                start_s=start_s,
-                end_s=end_s,
-                energy_j=energy,
-                low_j=low,
-                high_j=high,
-            )
-        )
+        figure = EnergyFigure(last.figure.kind, last.figure.source, energy, low, high)
+        rows.append(EnergyInterval(last.host, device, start_s, end_s, figure))
     return rows
 
 
@@ -182,12 +171,9 @@ def from_holder_rows(
             energy, low, high = energy + joules * share, low + lo * share, high + hi * share
             covered_to = max(covered_to, min(row_end, end_s))
         if found:
-            rows.append(
-                EnergyInterval(
-                    device.host, device.device, device.figure.kind, device.figure.source,
-                    start_s, covered_to, energy, min(low, energy), max(high, energy),
-                )
-            )  # fmt: skip
+            kind, source = device.figure.kind, device.figure.source
+            figure = EnergyFigure(kind, source, energy, min(low, energy), max(high, energy))
+            rows.append(EnergyInterval(device.host, device.device, start_s, covered_to, figure))
         if covered_to < end_s:
             reason = "agent down: the agent measuring this device stopped; not measured after its last flush"
             gaps.append(Gap(device.host, device.device, covered_to, end_s, reason))

@@ -10,13 +10,12 @@ the run's job, so the job's figures count every rank and every node.
 from __future__ import annotations
 
 import logging
-import socket
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from wattlog.accounting.job_speed import JobSpeed, job_speed
-from wattlog.accounting.ledger import EventInfo, Ledger, Status
+from wattlog.accounting.ledger import EventInfo, Ledger, RunSpec, Status
 from wattlog.accounting.ledger.jobs import RankReport, created_by_job, record_node, report_rank_progress
 from wattlog.accounting.split import Use, split_row
 from wattlog.errors import LedgerError
@@ -46,22 +45,18 @@ class RunRecorder:
         self.attempt = 0
 
     def register(
-        self,
-        *,
-        project: str,
-        role: str,
-        model: str,
-        site: str,
-        config: Mapping[str, Any],
-        resume: bool,
-        resume_step: int | None,
-        job_id: str | None = None,
-        **labels: str,
+        self, spec: RunSpec, *, resume: bool, resume_step: int | None, job_id: str | None = None
     ) -> tuple[int, LostWork | None]:
         """Create (or resume) the run on rank 0, find it on the others.
 
         A run that this scheduler job's node agents (`wattlog node`) created first is joined,
         not refused: `job_id` (e.g. $SLURM_JOB_ID) says it is the same job.
+
+        Args:
+            spec: What the run is (rank 0 creates it so).
+            resume: Continue a run of that name (a first attempt when there is none).
+            resume_step: The step the trainer resumes from, if it knows.
+            job_id: The scheduler job's id.
 
         Returns:
             The step training continues from, and the work a resume redoes (None if none).
@@ -76,17 +71,7 @@ class RunRecorder:
         if resume and self.ledger.find_run(self.run) is not None:  # else a first attempt: nothing to resume
             previous = self.ledger.events(self.run)
         try:
-            run = self.ledger.start_run(
-                self.run,
-                project=project,
-                role=role,
-                model=model,
-                site=site,
-                config=dict(config),
-                host=socket.gethostname(),
-                resume=resume,
-                **labels,  # phase, stage, scale_group, device_model (Ledger.start_run)
-            )
+            run = self.ledger.start_run(self.run, spec, resume=resume)
         except LedgerError:
             if resume or not created_by_job(self.ledger, self.run, job_id):
                 raise

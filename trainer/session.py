@@ -31,12 +31,13 @@ from typing import Any
 
 from prometheus_client.registry import Collector
 
-from wattlog.accounting.footprint import energy_label
-from wattlog.accounting.ledger import Ledger, Status, make_engine
+from wattlog.accounting.it_energy import energy_label
+from wattlog.accounting.ledger import Ledger, RunSpec, Status, make_engine
 from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import WattlogError
 from wattlog.events import EventKind, Stopped
+from wattlog.records import EnergyFigure
 from wattlog.telemetry.agent import Agent
 from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.supervise import Ending, Outcome, StopRequested
@@ -65,21 +66,36 @@ class SessionSummary:
 
     Attributes:
         status: The run's final status.
-        measured_j: Joules this session's agent integrated (None without an agent).
+        measured: The figure of each device this session's agent measured, cumulative
+            (None without an agent; empty for a rank that joined another agent's node).
         recorded_j: Joules of those in the ledger (rows still in the spool or lost not counted).
         unwritten_rows: Energy rows not in the ledger: kept for retry, spooled (`wattlog replay`) or lost.
-        source: The measured energy's source label ("counter", "estimated+simulated", ...).
-        low_j: Lower end of the measured energy's band, joules.
-        high_j: Upper end of the measured energy's band, joules.
     """
 
     status: Status
-    measured_j: float | None
+    measured: tuple[EnergyFigure, ...] | None
     recorded_j: float
     unwritten_rows: int = 0
-    source: str = ""
-    low_j: float = 0.0
-    high_j: float = 0.0
+
+    @property
+    def measured_j(self) -> float | None:
+        """Joules this session's agent integrated, all devices summed (None without an agent)."""
+        return None if self.measured is None else sum(f.energy_j for f in self.measured)
+
+    @property
+    def low_j(self) -> float:
+        """Lower end of the measured energy's band, joules (the devices' bands added linearly)."""
+        return sum(f.low_j for f in self.measured or ())
+
+    @property
+    def high_j(self) -> float:
+        """Upper end of the measured energy's band, joules."""
+        return sum(f.high_j for f in self.measured or ())
+
+    @property
+    def source(self) -> str:
+        """The measured energy's source label ("counter", "estimated+simulated"; "" with no device)."""
+        return energy_label(f.source for f in self.measured) if self.measured else ""
 
     @property
     def complete(self) -> bool:
@@ -226,16 +242,14 @@ class RunSession:
         self.ledger = Ledger(engine)
         try:
             self.recorder = RunRecorder(self.ledger, cfg.run, cfg.rank, cfg.join_timeout_s)
+            spec = RunSpec(
+                cfg.project, cfg.role, cfg.model, site, dict(cfg.config), socket.gethostname(), **cfg.labels
+            )
             self.start_step, self.lost = self.recorder.register(
-                project=cfg.project,
-                role=cfg.role,
-                model=cfg.model,
-                site=site,
-                config=cfg.config,
+                spec,
                 resume=cfg.resume,
                 resume_step=cfg.resume_step,
                 job_id=cfg.job.job_id if cfg.job is not None else None,
-                **cfg.labels,
             )
             if cfg.job is not None and cfg.local_rank == 0:  # one row per node: the job's nodes
                 self.recorder.record_node(cfg.job, measured=cfg.owns_agent)
@@ -310,18 +324,8 @@ class RunSession:
         recorded = self.recording.recorded_j if self.recording is not None else 0.0
         if self.agent is None:
             return SessionSummary(status, None, recorded, self.unwritten_rows)
-        devices = self.agent.snapshot()
-        # A rank that joined another agent's node measures no device of its own: no source to name.
-        source = energy_label(d.device.source for d in devices) if devices else ""
-        return SessionSummary(
-            status,
-            sum(d.energy_j for d in devices),
-            recorded,
-            self.unwritten_rows,
-            source=source,
-            low_j=sum(d.low_j for d in devices),
-            high_j=sum(d.high_j for d in devices),
-        )
+        measured = tuple(d.figure for d in self.agent.snapshot())
+        return SessionSummary(status, measured, recorded, self.unwritten_rows)
 
     # what the agent measures ----------------------------------------------
 

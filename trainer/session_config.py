@@ -96,7 +96,7 @@ class SessionConfig:
 
     @property
     def labels(self) -> dict[str, str]:
-        """The run's labels as Ledger.start_run takes them (phase, stage, scale_group, device_model)."""
+        """The run's labels as RunSpec takes them (phase, stage, scale_group, device_model)."""
         return {
             "phase": self.phase,
             "stage": self.stage,

@@ -28,7 +28,8 @@ from wattlog.lazy import lazy_package
 __version__ = "0.2.0"
 
 if TYPE_CHECKING:
-    from wattlog.accounting.footprint import Energy, Footprint, footprint_for
+    from wattlog.accounting.footprint import Footprint, footprint_for
+    from wattlog.accounting.it_energy import Energy
     from wattlog.accounting.ledger import Ledger, make_engine
     from wattlog.accounting.sites import Site, get_site
     from wattlog.clock import FakeClock, SystemClock
@@ -85,7 +86,7 @@ _HOMES = {
     "Callback": "wattlog.trainer.callback",
     "ConfigError": "wattlog.errors",
     "DeviceLost": "wattlog.errors",
-    "Energy": "wattlog.accounting.footprint",
+    "Energy": "wattlog.accounting.it_energy",
     "EnergyInterval": "wattlog.records",
     "EventCategory": "wattlog.events",
     "EventKind": "wattlog.events",

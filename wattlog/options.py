@@ -8,10 +8,24 @@ every package. An option one command alone takes stays beside that command.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+
+class TableFormat(StrEnum):
+    """Output formats of the commands that print tables (`wattlog table`, `sites`, `windows`)."""
+
+    RICH = "rich"
+    MARKDOWN = "markdown"
+    LATEX = "latex"
+    CSV = "csv"
+    HTML = "html"
+    JSON = "json"
+    HF = "hf"
+
 
 DbOption = Annotated[
     str | None,
@@ -67,3 +81,7 @@ SampleNodesOption = Annotated[
     ),
 ]
 ProjectOption = Annotated[str, typer.Option("--project", help="Project the run belongs to.")]
+FormatOption = Annotated[
+    TableFormat,
+    typer.Option("--format", help="rich, markdown, latex, csv, html or json (hf: `wattlog table`, one run)."),
+]

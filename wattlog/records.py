@@ -6,9 +6,10 @@ Nothing here imports beyond the standard library, so any layer may import it wit
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import Any
 
 
 class Kind(StrEnum):
@@ -74,7 +75,7 @@ class EnergyFigure:
 
 
 class FigureView:
-    """The joules of a record built on an EnergyFigure (its `figure`), read as attributes."""
+    """The joules of a record built on an EnergyFigure (its `figure`), read as attributes (`row.energy_j`)."""
 
     __slots__ = ()
     figure: EnergyFigure
@@ -94,44 +95,98 @@ class FigureView:
         """Upper end of the uncertainty band, joules."""
         return self.figure.high_j
 
+    @property
+    def random_low_j(self) -> float:
+        """The part of the band's lower side that is sampling error, joules."""
+        return self.figure.random_low_j
 
-@dataclass(frozen=True, slots=True)
-class EnergyInterval:
-    """Energy of one device over one flush interval: the row the ledger stores.
+    @property
+    def random_high_j(self) -> float:
+        """The part of the band's upper side that is sampling error, joules."""
+        return self.figure.random_high_j
 
-    Times are Unix seconds (wall clock), so rows from many nodes line up.
-    [low_j, high_j] is the interval's own band. `random_low_j` and `random_high_j`
-    are the parts of its two sides that come from sampling error (partial
-    observation of the power), which is independent from one interval to the
-    next: a sum of intervals adds them in quadrature (`summed_band`), while the
-    rest of the band (calibration, repetition, gaps) adds up linearly. 0: the
-    whole band adds linearly (the widest, always safe).
+
+# not slots=True: on Python 3.11 a slotted frozen subclass answers an assignment to an inherited
+# property (`row.energy_j = ...`) with a TypeError from its own __setattr__, not FrozenInstanceError
+@dataclass(frozen=True)
+class EnergyInterval(FigureView):
+    """Energy of one device between two times: a flush row the ledger stores, or a named window.
+
+    Who (host, device) and when (Unix seconds, wall clock, so rows from many nodes line
+    up) around an EnergyFigure, whose band is the interval's own: its random parts are
+    independent from one interval to the next, so a sum of intervals adds them in
+    quadrature (`summed_band`) while the rest adds up linearly.
+
+    A window (`with agent.window("eval"):`) is an interval with a name: `window` is that
+    name and `parent` the name of the window it is nested in ("" at the top); both are ""
+    for a flush row. A window's band also carries the uncertainty of its two edges.
     """
 
     host: str
     device: str
-    kind: Kind
-    source: Source
     start_s: float
     end_s: float
-    energy_j: float
-    low_j: float
-    high_j: float
-    random_low_j: float = 0.0
-    random_high_j: float = 0.0
+    figure: EnergyFigure
+    window: str = ""
+    parent: str = ""
 
     @property
-    def figure(self) -> EnergyFigure:
-        """The interval's energy as a figure, without who and when."""
-        return EnergyFigure(
-            self.kind,
-            self.source,
-            self.energy_j,
-            self.low_j,
-            self.high_j,
-            self.random_low_j,
-            self.random_high_j,
-        )
+    def kind(self) -> Kind:
+        """The device kind."""
+        return self.figure.kind
+
+    @property
+    def source(self) -> Source:
+        """Where the figure comes from."""
+        return self.figure.source
+
+    @classmethod
+    def of(
+        cls,
+        host: str,
+        device: str,
+        kind: Kind,
+        source: Source,
+        start_s: float,
+        end_s: float,
+        energy_j: float,
+        low_j: float,
+        high_j: float,
+        random_low_j: float = 0.0,
+        random_high_j: float = 0.0,
+    ) -> EnergyInterval:
+        """A flush row from its flat fields (as the ledger's and the spool's rows hold them)."""
+        figure = EnergyFigure(kind, source, energy_j, low_j, high_j, random_low_j, random_high_j)
+        return cls(host, device, start_s, end_s, figure)
+
+    def as_dict(self) -> dict[str, object]:
+        """Flat fields for a JSON line or a table row, with the window's names if any (see `from_dict`)."""
+        f = self.figure
+        out: dict[str, object] = {
+            "host": self.host, "device": self.device, "kind": str(f.kind), "source": str(f.source),
+            "start_s": self.start_s, "end_s": self.end_s, "energy_j": f.energy_j, "low_j": f.low_j,
+            "high_j": f.high_j, "random_low_j": f.random_low_j, "random_high_j": f.random_high_j,
+        }  # fmt: skip
+        if self.window:
+            out |= {"name": self.window, "parent": self.parent}
+        return out
+
+    @classmethod
+    def from_dict(cls, item: Mapping[str, Any]) -> EnergyInterval:
+        """The interval `as_dict` wrote (a window when it names one).
+
+        Raises:
+            ValueError: An unknown kind or source.
+            KeyError: A field is missing.
+        """
+        row = cls.of(
+            str(item["host"]), str(item["device"]), Kind(item["kind"]), Source(item["source"]),
+            float(item["start_s"]), float(item["end_s"]), float(item["energy_j"]),
+            float(item["low_j"]), float(item["high_j"]),
+            float(item.get("random_low_j", 0.0)), float(item.get("random_high_j", 0.0)),
+        )  # fmt: skip
+        name = str(item.get("name", ""))
+        return replace(row, window=name, parent=str(item.get("parent", ""))) if name else row
 
 
 def summed_band(
@@ -163,10 +218,10 @@ def band_terms(row: EnergyInterval) -> tuple[float, float, float, float, float, 
     return (
         row.low_j,
         row.high_j,
-        row.random_low_j,
-        row.random_high_j,
-        row.random_low_j**2,
-        row.random_high_j**2,
+        row.figure.random_low_j,
+        row.figure.random_high_j,
+        row.figure.random_low_j**2,
+        row.figure.random_high_j**2,
     )
 
 
@@ -193,26 +248,3 @@ class Gap:
     def duration_s(self) -> float:
         """Length of the gap in seconds."""
         return self.end_s - self.start_s
-
-
-@dataclass(frozen=True, slots=True)
-class WindowEnergy:
-    """Energy of one device over one named window of a run (`with agent.window("eval"):`).
-
-    Times are Unix seconds. `parent` is the name of the window it is nested in ("" at
-    the top), so nested windows can be shown as a tree; the band carries the
-    uncertainty of the two edges (each inside the last counter update, taken from the
-    power readings) besides the device's own.
-    """
-
-    host: str
-    device: str
-    kind: Kind
-    source: Source
-    name: str
-    parent: str
-    start_s: float
-    end_s: float
-    energy_j: float
-    low_j: float
-    high_j: float

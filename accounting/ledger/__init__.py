@@ -3,10 +3,11 @@
 - models: the SQLModel tables (Project, Run, EnergyRecord, GapRecord, Event, SiteRecord, IntensityPoint).
 - engine: make_engine(url) opens and migrates (Alembic) the database.
 - location: where the ledger is (one per user, $WATTLOG_DB to override) and how to name it.
+- runs: RunSpec, what a new run is (`Ledger.start_run(name, RunSpec(...))`).
 - store: Ledger, the facade: one transaction a call; `Ledger.reading(run)` for many reads in one.
 - runs, writes, reader, compaction: what the Ledger does, one module per job.
 - views: RunInfo, EventInfo, GapInfo, EnergyTotal, JobNodes, RankInfo: the frozen read models the Ledger
-  returns (energy rows come back as wattlog.records.EnergyInterval; EnergyRow is its alias).
+  returns (energy rows come back as wattlog.records.EnergyInterval).
 - jobs: runs that span nodes (join_run, job_nodes, report_rank_progress, rank_progress).
 - sink: LedgerSink, the agent's IntervalSink.
 """
@@ -17,10 +18,10 @@ from wattlog.accounting.ledger.compaction import Compaction
 from wattlog.accounting.ledger.engine import ENV_VAR, describe_url, make_engine, resolve_url
 from wattlog.accounting.ledger.location import default_url, ledger_line
 from wattlog.accounting.ledger.models import Phase, Resolution, Role, Stage, Status
+from wattlog.accounting.ledger.runs import RunSpec
 from wattlog.accounting.ledger.sink import LedgerSink
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import (
-    EnergyRow,
     EnergyTotal,
     EventInfo,
     GapInfo,
@@ -38,9 +39,9 @@ __all__ = [
     "Resolution",
     "Role",
     "RunInfo",
+    "RunSpec",
     "EventInfo",
     "GapInfo",
-    "EnergyRow",
     "RankInfo",
     "Stage",
     "Status",

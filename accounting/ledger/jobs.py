@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from wattlog.accounting.ledger.models import JobNode, RankProgress, Run
+from wattlog.accounting.ledger.runs import RunSpec
 from wattlog.accounting.ledger.store import Ledger, upsert_into
 from wattlog.accounting.ledger.views import JobNodes, RankInfo, RunInfo
 from wattlog.errors import LedgerError
@@ -62,7 +63,9 @@ def join_run(
             run = found
             break
         try:
-            run = ledger.start_run(name, project=project, role=role, model=model, site=site, host=job.host)
+            run = ledger.start_run(
+                name, RunSpec(project=project, role=role, model=model, site=site, host=job.host)
+            )
             break
         except LedgerError:  # another node created it between our read and our insert: read again
             if time.monotonic() > deadline:

@@ -5,7 +5,8 @@ Each function works inside a transaction the caller opened (see `Ledger.transact
 
 from __future__ import annotations
 
-from typing import TypedDict, TypeVar, cast
+from dataclasses import dataclass, field
+from typing import Any, TypedDict, TypeVar, cast
 
 from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
@@ -54,6 +55,32 @@ def member(enum: type[_E], value: _E | str, what: str) -> _E:
     except ValueError as error:
         allowed = "|".join(member.value for member in enum)
         raise ConfigError(f"unknown {what} {value!r}: use {allowed}") from error
+
+
+@dataclass
+class RunSpec:
+    """What a new run is (`Ledger.start_run`): every field has a default."""
+
+    project: str = "default"
+    """The project the run belongs to (created on first use)."""
+    role: Role | str = Role.DEVELOPMENT
+    """final, ablation, sweep, debug, failed, ..."""
+    model: str = ""
+    """The model trained, as the table names it."""
+    site: str = ""
+    """The site it ran at ("" = none: energy only, no CO2 or water)."""
+    config: dict[str, Any] = field(default_factory=dict)
+    """The training configuration, stored as JSON."""
+    host: str = ""
+    """The host that started it."""
+    phase: Phase | str = ""
+    """Development or final ("" = from the role: final -> final, else development)."""
+    stage: Stage | str = ""
+    """Pre-training, mid-training, SFT, ... (the follow-up paper's tables group by it)."""
+    scale_group: str = ""
+    """The model scale it belongs to in the development tables (e.g. "7B")."""
+    device_model: str = ""
+    """The accelerator (e.g. "H100"): selects its embodied figures and power limit."""
 
 
 class RunLabels(TypedDict):

@@ -35,7 +35,7 @@ from typing import IO, Any
 
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.errors import ConfigError, LedgerError
-from wattlog.records import EnergyInterval, Gap, Kind, Source
+from wattlog.records import EnergyInterval, Gap
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ class Spool:
         Raises:
             OSError: The file cannot be written (its disk is full too): nothing was spooled.
         """
-        lines = [json.dumps({"run": run, "type": "interval", **asdict(r)}) for r in intervals]
+        lines = [json.dumps({"run": run, "type": "interval", **r.as_dict()}) for r in intervals]
         lines += [json.dumps({"run": run, "type": "gap", **asdict(g)}) for g in gaps]
         data = "".join(line + "\n" for line in lines)
         handle = self._open()
@@ -321,8 +321,7 @@ def _read(path: Path) -> tuple[dict[str, _Batch], int]:
                 run = json.dumps(item.pop("run"))
                 batch = batches.setdefault(run, _Batch())
                 if kind == "interval":
-                    item["kind"], item["source"] = Kind(item["kind"]), Source(item["source"])
-                    batch.intervals.append(EnergyInterval(**item))
+                    batch.intervals.append(EnergyInterval.from_dict(item))
                 elif kind == "end":
                     batch.end = (str(item["status"]), float(item["end_s"]))
                 else:

@@ -27,9 +27,9 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from wattlog.accounting.ledger.compaction import Compaction, fold_hours
-from wattlog.accounting.ledger.models import Event, Phase, Project, Role, Run, Stage, Status, hour_of
+from wattlog.accounting.ledger.models import Event, Project, Role, Run, Status, hour_of
 from wattlog.accounting.ledger.reader import RunReader, find_run
-from wattlog.accounting.ledger.runs import member, project_row, resume_run, run_labels
+from wattlog.accounting.ledger.runs import RunSpec, member, project_row, resume_run, run_labels
 from wattlog.accounting.ledger.views import EnergyTotal, EventInfo, GapInfo, RunInfo
 from wattlog.accounting.ledger.writes import check_flush, rebuild_rollup, store_flush, upsert_into
 from wattlog.clock import Clock, SystemClock
@@ -80,27 +80,13 @@ class Ledger:
 
     # runs ------------------------------------------------------------------
 
-    def start_run(
-        self,
-        name: str,
-        *,
-        project: str = "default",
-        role: Role | str = Role.DEVELOPMENT,
-        model: str = "",
-        site: str = "",
-        config: dict[str, Any] | None = None,
-        host: str = "",
-        resume: bool = False,
-        phase: Phase | str = "",
-        stage: Stage | str = "",
-        scale_group: str = "",
-        device_model: str = "",
-    ) -> RunInfo:
+    def start_run(self, name: str, spec: RunSpec | None = None, *, resume: bool = False) -> RunInfo:
         """Create a run, or with `resume` continue the run of that name (same id, a restart event).
 
-        `phase` ("" = from the role: final -> final, else development), `stage` and
-        `scale_group` place the run in the project's development tables; `device_model`
-        (e.g. "H100") selects its embodied figures and power limit.
+        Args:
+            name: The run's name, unique in the ledger.
+            spec: What the run is (project, role, labels; default RunSpec()); a resumed run keeps its own.
+            resume: Continue the run of that name instead of refusing it.
 
         Raises:
             ConfigError: Empty name or unknown role, phase or stage.
@@ -108,8 +94,9 @@ class Ledger:
         """
         if not name.strip():
             raise ConfigError("a run needs a name: pass --name")
-        role = member(Role, role, "role")
-        labels = run_labels(phase, stage, scale_group, device_model)
+        spec = spec or RunSpec()
+        role = member(Role, spec.role, "role")
+        labels = run_labels(spec.phase, spec.stage, spec.scale_group, spec.device_model)
         now_s = self._clock.wall()
         with self.transaction(f"start run {name!r}") as session:
             run = session.execute(select(Run).where(col(Run.name) == name)).scalars().first()
@@ -121,16 +108,16 @@ class Ledger:
                     )
                 resume_run(session, run, now_s)
                 return RunInfo.of(run)
-            owner = project_row(session, project, now_s)
+            owner = project_row(session, spec.project, now_s)
             run = Run(
                 name=name,
                 project_id=_id_of(owner),
                 role=role.value,
-                model=model,
-                site=site,
-                host=host,
+                model=spec.model,
+                site=spec.site,
+                host=spec.host,
                 start_s=now_s,
-                config=dict(config or {}),
+                config=dict(spec.config),
                 **labels,
             )
             session.add(run)

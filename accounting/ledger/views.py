@@ -201,12 +201,6 @@ class EnergyTotal(FigureView):
         return f"{self.figure.source} ({self.reader})" if self.reader else self.figure.source
 
 
-EnergyRow = EnergyInterval
-"""A stored energy row (a flush interval, or an hourly bucket after compaction): an EnergyInterval.
-
-The name stays for callers that annotate with it; new code names EnergyInterval."""
-
-
 def interval_of(row: EnergyRecord) -> EnergyInterval:
     """The interval a stored energy row holds.
 
@@ -224,7 +218,7 @@ def interval_of(row: EnergyRecord) -> EnergyInterval:
             math.sqrt(max(row.random_low_sq, 0.0)),
             math.sqrt(max(row.random_high_sq, 0.0)),
         )
-    return EnergyInterval(
+    return EnergyInterval.of(
         row.host,
         row.device,
         Kind(row.kind),

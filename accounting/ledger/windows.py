@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict
 
 from sqlalchemy import insert, select
 from sqlmodel import col
@@ -13,10 +12,10 @@ from wattlog.accounting.ledger.models import WindowRecord
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import member_or_text
 from wattlog.errors import ConfigError
-from wattlog.records import Kind, Source, WindowEnergy
+from wattlog.records import EnergyFigure, EnergyInterval, Kind, Source
 
 
-def record_windows(ledger: Ledger, run: int | str, windows: Sequence[WindowEnergy]) -> int:
+def record_windows(ledger: Ledger, run: int | str, windows: Sequence[EnergyInterval]) -> int:
     """Store window rows of `run` in one transaction; the number written.
 
     Raises:
@@ -26,19 +25,19 @@ def record_windows(ledger: Ledger, run: int | str, windows: Sequence[WindowEnerg
     """
     for w in windows:
         if not w.end_s >= w.start_s or not all(math.isfinite(x) for x in (w.energy_j, w.low_j, w.high_j)):
-            raise ConfigError(f"window {w.name!r} of {w.device}: end before start or a non-finite energy")
+            raise ConfigError(f"window {w.window!r} of {w.device}: end before start or a non-finite energy")
     if not windows:
         return 0
     with ledger.transaction(f"record {len(windows)} window rows") as session:
         run_id = ledger.run_id(session, run)
         session.execute(
             insert(WindowRecord),
-            [{"run_id": run_id, **asdict(w), "kind": str(w.kind), "source": str(w.source)} for w in windows],
+            [_row(run_id, w) for w in windows],
         )
     return len(windows)
 
 
-def windows(ledger: Ledger, run: int | str) -> list[WindowEnergy]:
+def windows(ledger: Ledger, run: int | str) -> list[EnergyInterval]:
     """A run's window rows in start order (one per window and device), as frozen read models.
 
     Raises:
@@ -51,17 +50,16 @@ def windows(ledger: Ledger, run: int | str) -> list[WindowEnergy]:
         return [_read(row) for row in rows]
 
 
-def _read(row: WindowRecord) -> WindowEnergy:
-    return WindowEnergy(
-        host=row.host,
-        device=row.device,
-        kind=member_or_text(Kind, row.kind),  # type: ignore[arg-type]
-        source=member_or_text(Source, row.source),  # type: ignore[arg-type]
-        name=row.name,
-        parent=row.parent,
-        start_s=row.start_s,
-        end_s=row.end_s,
-        energy_j=row.energy_j,
-        low_j=row.low_j,
-        high_j=row.high_j,
-    )
+def _read(row: WindowRecord) -> EnergyInterval:
+    kind, source = member_or_text(Kind, row.kind), member_or_text(Source, row.source)
+    figure = EnergyFigure(kind, source, row.energy_j, row.low_j, row.high_j)  # type: ignore[arg-type]
+    return EnergyInterval(row.host, row.device, row.start_s, row.end_s, figure, row.name, row.parent)
+
+
+def _row(run_id: int, w: EnergyInterval) -> dict[str, object]:
+    """The table row of one window (its band without random parts: a window is never summed over time)."""
+    return {
+        "run_id": run_id, "name": w.window, "parent": w.parent, "host": w.host, "device": w.device,
+        "kind": str(w.kind), "source": str(w.source), "start_s": w.start_s, "end_s": w.end_s,
+        "energy_j": w.energy_j, "low_j": w.low_j, "high_j": w.high_j,
+    }  # fmt: skip

@@ -142,10 +142,11 @@ def check_interval(row: EnergyInterval) -> None:
     # energy), to rounding: a side that is all sampling error equals its part only to the last bit
     slack_j = 1e-9 * max(row.energy_j, 1.0)
     low_room_j, high_room_j = row.energy_j - row.low_j + slack_j, row.high_j - row.energy_j + slack_j
-    if not (0.0 <= row.random_low_j <= low_room_j and 0.0 <= row.random_high_j <= high_room_j):
+    random_low_j, random_high_j = row.figure.random_low_j, row.figure.random_high_j
+    if not (0.0 <= random_low_j <= low_room_j and 0.0 <= random_high_j <= high_room_j):
         raise ConfigError(
-            f"band parts of {row.device} must lie inside the band, got {row.random_low_j} J below "
-            f"and {row.random_high_j} J above {row.low_j} <= {row.energy_j} <= {row.high_j} J"
+            f"band parts of {row.device} must lie inside the band, got {random_low_j} J below "
+            f"and {random_high_j} J above {row.low_j} <= {row.energy_j} <= {row.high_j} J"
         )
 
 

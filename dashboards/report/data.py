@@ -27,7 +27,8 @@ from wattlog.records import Kind
 if TYPE_CHECKING:
     from wattlog.accounting.footprint import Footprint
     from wattlog.accounting.ledger import Ledger
-    from wattlog.accounting.ledger.views import EnergyRow, EventInfo, RunInfo
+    from wattlog.accounting.ledger.views import EventInfo, RunInfo
+    from wattlog.records import EnergyInterval
 
 GAP_COLUMNS = ["start", "end", "host", "device", "reason", "detail"]
 
@@ -79,7 +80,7 @@ def _utc(seconds: pd.Series) -> pd.Series:
     return pd.to_datetime(seconds, unit="s", utc=True)
 
 
-def _energy_frames(records: list[EnergyRow]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def _energy_frames(records: list[EnergyInterval]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Power per kind, cumulative IT energy and energy per kind from the ledger's energy rows."""
     if not records:
         empty = pd.DataFrame

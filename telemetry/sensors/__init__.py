@@ -8,7 +8,7 @@
   traces): the simulated GPU.
 - profiles: sensor profiles per board family, from each backend's data file; unknown_board().
   boards: each board's peak FLOP/s, power limit and embodied emissions, from the same files.
-- discovery: `discover()` probes them all and says why any was not used.
+- discovery: `discover(DiscoveryConfig(...))` probes them all and says why any was not used.
 
 Names are imported on first use: a module that needs only profiles loads no backend.
 """
@@ -21,16 +21,17 @@ from wattlog.lazy import lazy_package
 
 if TYPE_CHECKING:
     from wattlog.telemetry.sensors.base import Backend, Sensor
-    from wattlog.telemetry.sensors.discovery import Discovery, discover
+    from wattlog.telemetry.sensors.discovery import Discovery, DiscoveryConfig, discover
 
 _HOMES = {
     "Backend": "wattlog.telemetry.sensors.base",
     "Discovery": "wattlog.telemetry.sensors.discovery",
+    "DiscoveryConfig": "wattlog.telemetry.sensors.discovery",
     "Sensor": "wattlog.telemetry.sensors.base",
     "discover": "wattlog.telemetry.sensors.discovery",
 }
 
-__all__ = ["Backend", "Discovery", "Sensor", "discover"]
+__all__ = ["Backend", "Discovery", "DiscoveryConfig", "Sensor", "discover"]
 
 
 lazy_package(__name__, _HOMES)

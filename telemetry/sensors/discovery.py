@@ -57,47 +57,53 @@ class Discovery:
             sensor.close()
 
 
-def discover(
-    selection: GpuSelection | None = None,
-    *,
-    nvml: Any | None = None,
-    powercap_root: Path = Path("/sys/class/powercap"),
-    estimate: EstimateConfig | None = None,
-    extra: Sequence[Sensor] = (),
-    clock: Clock | None = None,
-    slow_period_s: float = 1.0,
-    backends: Sequence[Backend] | None = None,
-    environ: Mapping[str, str] | None = None,
-    hwmon_root: Path = Path("/sys/class/hwmon"),
-) -> Discovery:
+@dataclass
+class DiscoveryConfig:
+    """What `discover` probes, and with what (every field has a default: the real machine)."""
+
+    selection: GpuSelection | None = None
+    """The job's GPUs, for every vendor (default: each backend's own visibility rules read from `environ`)."""
+    nvml: Any | None = None
+    """A pynvml-compatible module (default: the real one; tests pass the simulated one)."""
+    powercap_root: Path = Path("/sys/class/powercap")
+    """The powercap tree to read RAPL from."""
+    estimate: EstimateConfig | None = None
+    """Constants of the CPU/DRAM estimate (default EstimateConfig()); it covers only the kinds RAPL
+    does not measure, and not at all when disabled."""
+    extra: Sequence[Sensor] = ()
+    """More sensors to include as they are, e.g. simulated GPUs."""
+    clock: Clock | None = None
+    """The sampler's clock (NVML field timestamps are put on it)."""
+    slow_period_s: float = 1.0
+    """How often slow metrics (GPU utilisation, temperature, memory, power limit; the CPU estimate's
+    utilisation) are read."""
+    backends: Sequence[Backend] | None = None
+    """The vendor backends to probe (default: one of each in GPU_BACKENDS)."""
+    environ: Mapping[str, str] | None = None
+    """The environment visibility is read from (default: this process's)."""
+    hwmon_root: Path = Path("/sys/class/hwmon")
+    """The hwmon tree Grace's ACPI power meters are read from (CPUs without RAPL)."""
+
+
+def discover(config: DiscoveryConfig | None = None) -> Discovery:
     """Probe every backend and keep those that answer.
 
     Args:
-        selection: The job's GPUs, for every vendor (default: each backend's own visibility
-            rules read from `environ`).
-        nvml: A pynvml-compatible module (default: the real one; tests pass the simulated one).
-        powercap_root: The powercap tree to read RAPL from.
-        estimate: Constants of the CPU/DRAM estimate (default EstimateConfig()); it
-            covers only the kinds RAPL does not measure, and not at all when disabled.
-        extra: More sensors to include as they are, e.g. simulated GPUs.
-        clock: The sampler's clock (NVML field timestamps are put on it).
-        slow_period_s: How often slow metrics (GPU utilisation, temperature, memory, power
-            limit; the CPU estimate's utilisation) are read.
-        backends: The vendor backends to probe (default: one of each in GPU_BACKENDS).
-        environ: The environment visibility is read from (default: this process's).
-        hwmon_root: The hwmon tree Grace's ACPI power meters are read from (CPUs without RAPL).
+        config: What to probe and with what (default: this machine, as the environment says).
 
     Returns:
         The sensors, their devices and the notes on what was not used.
     """
-    options = ProbeOptions(clock, slow_period_s, {"pynvml": nvml} if nvml is not None else {})
+    c = config or DiscoveryConfig()
+    selection, slow_period_s = c.selection, c.slow_period_s
+    options = ProbeOptions(c.clock, slow_period_s, {"pynvml": c.nvml} if c.nvml is not None else {})
     found = _Found()
     selections = [
-        _probe_vendor(found, backend, selection, options, os.environ if environ is None else environ)
-        for backend in (backends if backends is not None else [make() for make in GPU_BACKENDS])
+        _probe_vendor(found, backend, selection, options, os.environ if c.environ is None else c.environ)
+        for backend in (c.backends if c.backends is not None else [make() for make in GPU_BACKENDS])
     ]
-    _probe_host(found, (powercap_root, hwmon_root), estimate or EstimateConfig(), slow_period_s)
-    for sensor in extra:
+    _probe_host(found, (c.powercap_root, c.hwmon_root), c.estimate or EstimateConfig(), slow_period_s)
+    for sensor in c.extra:
         found.probe(type(sensor).__name__, sensor)
     # the selection line is that of the first vendor whose devices are measured (an AMD node's says HIP's)
     used = [chosen for chosen, found_some in selections if found_some] or [chosen for chosen, _ in selections]

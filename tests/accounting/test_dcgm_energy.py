@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from wattlog.accounting.dcgm_energy import DCGM_SOURCE, dcgm_energy
-from wattlog.accounting.footprint import energy_label
+from wattlog.accounting.it_energy import energy_label
 from wattlog.cli import app
 from wattlog.errors import ConfigError
 from wattlog.telemetry.job import expand_nodelist

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
 from wattlog.accounting.extrapolate import job_energy
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.jobs import job_nodes, join_run
+from wattlog.accounting.ledger.views import EnergyTotal
 from wattlog.accounting.ranges import Range
 from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
 from wattlog.accounting.sites import site_catalog
@@ -36,7 +35,7 @@ def _node_rows(node: int) -> list[EnergyInterval]:
         while t < SECONDS:
             joules = trace.energy_j(t, t + FLUSH_S)
             rows.append(
-                EnergyInterval(
+                EnergyInterval.of(
                     f"node{node:02d}",
                     f"GPU-{gpu}",
                     Kind.GPU,
@@ -106,14 +105,9 @@ def test_the_table_says_k_of_n_nodes_measured(ledger: Ledger) -> None:
     assert nodes.measuring == ("node00", "node04", "node08", "node12")
 
 
-@dataclass(frozen=True)
-class _Device:
-    host: str
-    kind: str
-    source: str
-    energy_j: float
-    low_j: float
-    high_j: float
+def _Device(host: str, kind: str, source: str, energy_j: float, low_j: float, high_j: float) -> EnergyTotal:  # noqa: N802
+    """One device's total on `host` (its kind names it)."""
+    return EnergyTotal.of(host, kind, kind, source, energy_j, low_j, high_j)
 
 
 def test_all_nodes_measured_is_the_plain_sum_with_its_own_label() -> None:

@@ -8,22 +8,29 @@ from pathlib import Path
 import pytest
 
 from wattlog.accounting.footprint import (
-    Energy,
     WaterConvention,
     co2_t,
     co2_t_hourly,
-    energy_label,
     facility_energy_mwh,
     footprint_for,
     water_kl,
 )
 from wattlog.accounting.intensity import ConstantIntensity, HourlySeries
+from wattlog.accounting.it_energy import Energy, energy_label
 from wattlog.accounting.ranges import Range
 from wattlog.accounting.sites import Site, get_site
 from wattlog.errors import ConfigError
-from wattlog.records import Source
+from wattlog.records import EnergyFigure, Kind, Source
 
 T0 = int(datetime(2026, 1, 1, tzinfo=UTC).timestamp())
+MWH = 3.6e9  # joules
+
+
+def energy(it_mwh: float, source: Source, band: Range | None = None, **changes: object) -> Energy:
+    """A run's energy of `it_mwh` MWh from one figure of `source` (band: exact unless given)."""
+    lo, hi = (band.lo, band.hi) if band is not None else (it_mwh, it_mwh)
+    figure = EnergyFigure(Kind.NODE, source, it_mwh * MWH, lo * MWH, hi * MWH)
+    return Energy((figure,), **changes)  # type: ignore[arg-type]
 
 
 def test_design_reference_checks() -> None:
@@ -78,11 +85,11 @@ def test_energy_label() -> None:
     with pytest.raises(ConfigError, match="energy source label measured"):
         energy_label(["measured"])
     with pytest.raises(ConfigError):
-        Energy(it_mwh=1.0, source="guessed")
+        Energy((EnergyFigure(Kind.GPU, Source.COUNTER, MWH, MWH, MWH),), label="guessed")
 
 
 def test_footprint_for_jupiter_reproduces_olmo_2_7b() -> None:
-    fp = footprint_for(Energy(it_mwh=131.0, source="counter"), get_site("jupiter"))
+    fp = footprint_for(energy(131.0, Source.COUNTER), get_site("jupiter"))
     assert fp.facility_energy_mwh == pytest.approx(157.2)
     assert isinstance(fp.co2_t, float) and round(fp.co2_t) == 52
     assert fp.water_kl == pytest.approx(131 * 1.2 * 1.29)
@@ -95,8 +102,8 @@ def test_footprint_for_jupiter_reproduces_olmo_2_7b() -> None:
 
 
 def test_footprint_keeps_band_and_split_and_intensity_override() -> None:
-    energy = Energy(it_mwh=2.0, source="sampled", band_mwh=Range(1.9, 2.1), gpu_mwh=1.5, host_mwh=0.5)
-    fp = footprint_for(energy, get_site("augusta"), intensity=ConstantIntensity(0.5, "contract"))
+    run = energy(2.0, Source.SAMPLED, Range(1.9, 2.1), gpu_j=1.5 * MWH)
+    fp = footprint_for(run, get_site("augusta"), intensity=ConstantIntensity(0.5, "contract"))
     assert fp.co2_t == pytest.approx(2.0 * 1.12 * 0.5)
     assert fp.energy_band_mwh == Range(1.9, 2.1)
     assert (fp.gpu_mwh, fp.host_mwh) == (1.5, 0.5)
@@ -113,7 +120,8 @@ def test_hourly_intensity_weights_each_hours_energy(tmp_path: Path) -> None:
     site = Site(
         "lab", pue=1.5, wue_onsite_l_per_kwh=0, wue_offsite_l_per_kwh=1, carbon_intensity_kg_per_kwh=0.9
     )
-    fp = footprint_for(Energy(it_mwh=4.0, source="counter", by_hour_mwh=by_hour), site, intensity=series)
+    hours_j = {hour: mwh * MWH for hour, mwh in by_hour.items()}
+    fp = footprint_for(energy(4.0, Source.COUNTER, by_hour_j=hours_j), site, intensity=series)
     assert fp.hourly
     assert fp.co2_t == pytest.approx(0.8 * 1.5)
     assert fp.intensity_kg_per_kwh == pytest.approx(0.2)  # energy-weighted mean
@@ -126,7 +134,7 @@ def test_hourly_accepts_datetime_keys_and_needs_energy_by_hour(tmp_path: Path) -
     series = HourlySeries.from_csv(path)
     assert co2_t_hourly({datetime(2026, 1, 1): 2.0}, 1.0, series) == pytest.approx(0.2)
     with pytest.raises(ConfigError, match="needs the run's energy per hour"):
-        footprint_for(Energy(it_mwh=1.0, source="counter"), get_site("world"), intensity=series)
+        footprint_for(energy(1.0, Source.COUNTER), get_site("world"), intensity=series)
     with pytest.raises(ConfigError, match="no value for the hour"):
         co2_t_hourly({T0 + 3600: 1.0}, 1.0, series)
 
@@ -137,8 +145,7 @@ def test_the_table_flag_overrides_the_series_a_site_names(tmp_path: Path) -> Non
     path = tmp_path / "grid.csv"
     path.write_text(f"{T0},0.1\n", encoding="utf-8")
     site = Site("lab", 1.5, 0, 1, 0.9, intensity_source=IntensityRef("csv", str(path)))
-    by_hour = {T0: 2.0}
-    own = footprint_for(Energy(it_mwh=2.0, source="counter", by_hour_mwh=by_hour), site)
+    own = footprint_for(energy(2.0, Source.COUNTER, by_hour_j={T0: 2.0 * MWH}), site)
     assert own.hourly and own.co2_t == pytest.approx(2.0 * 1.5 * 0.1)  # the site's series, not its 0.9
-    given = footprint_for(Energy(it_mwh=2.0, source="counter"), site, intensity=ConstantIntensity(0.5, "x"))
+    given = footprint_for(energy(2.0, Source.COUNTER), site, intensity=ConstantIntensity(0.5, "x"))
     assert not given.hourly and given.co2_t == pytest.approx(2.0 * 1.5 * 0.5)

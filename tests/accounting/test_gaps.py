@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wattlog.accounting.gaps import GapReason, classify, run_gaps
-from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
 from wattlog.cli import main
@@ -16,7 +16,9 @@ T0 = 1_800_000_000.0
 
 
 def row(device: str, start: float, end: float, joules: float) -> EnergyInterval:
-    return EnergyInterval("n", device, Kind.GPU, Source.COUNTER, T0 + start, T0 + end, joules, joules, joules)
+    return EnergyInterval.of(
+        "n", device, Kind.GPU, Source.COUNTER, T0 + start, T0 + end, joules, joules, joules
+    )
 
 
 @pytest.fixture
@@ -24,7 +26,7 @@ def url(tmp_path) -> str:
     url = f"sqlite:///{tmp_path / 'l.db'}"
     clock = FakeClock(start_s=0.0, wall_offset_s=T0)
     ledger = Ledger(make_engine(url), clock=clock)
-    run = ledger.start_run("gappy", site="jupiter")
+    run = ledger.start_run("gappy", RunSpec(site="jupiter"))
     ledger.record_intervals(
         run.id,
         [row("gpu0", 0, 10, 1000.0), row("gpu1", 0, 10, 1000.0)],

@@ -24,7 +24,7 @@ def _csv(tmp_path: Path, text: str) -> Path:
 
 def _interval(start_s: float, end_s: float, energy_mwh: float) -> EnergyInterval:
     j = mwh_to_j(energy_mwh)
-    return EnergyInterval("h", "gpu0", Kind.GPU, Source.COUNTER, start_s, end_s, j, j, j)
+    return EnergyInterval.of("h", "gpu0", Kind.GPU, Source.COUNTER, start_s, end_s, j, j, j)
 
 
 def test_constant_intensity() -> None:

@@ -9,6 +9,7 @@ import pytest
 from wattlog.accounting.intensity import HourlySeries
 from wattlog.accounting.intensity.eia930 import EIA_FACTORS
 from wattlog.accounting.intensity.registry import detect_format, read_intensity
+from wattlog.accounting.ledger import RunSpec
 from wattlog.errors import ConfigError
 
 H0 = 1_767_225_600  # 2026-01-01T00:00:00Z
@@ -98,9 +99,9 @@ def test_table_reads_an_electricity_maps_file(tmp_path: Path, capsys: pytest.Cap
 
     url = f"sqlite:///{tmp_path / 'l.db'}"
     ledger = Ledger(make_engine(url))
-    run = ledger.start_run("r", site="jupiter")
+    run = ledger.start_run("r", RunSpec(site="jupiter"))
     rows = [
-        EnergyInterval(
+        EnergyInterval.of(
             "h", "GPU-0", Kind.GPU, Source.COUNTER, H0 + 3600 * i, H0 + 3600 * (i + 1), 3.6e9, 3.6e9, 3.6e9
         )
         for i in range(2)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.ledger.catalog import load_intensity, save_intensity, save_site, stored_sites
 from wattlog.errors import ConfigError, LedgerError
 
@@ -61,9 +61,9 @@ def test_a_site_reads_a_stored_series_back_through_the_registry(ledger: Ledger, 
     site = load_sites(sites)["texas"]
     series = site.open_intensity(ledger)
     assert series.label == "hourly intensity from ledger series ercot-2026 (ERCOT fuel mix 2026)"
-    run = ledger.start_run("r", site="texas")
+    run = ledger.start_run("r", RunSpec(site="texas"))
     rows = [
-        EnergyInterval("h", "GPU-0", Kind.GPU, Source.COUNTER, h0 + 3600 * i, h0 + 3600 * (i + 1), j, j, j)
+        EnergyInterval.of("h", "GPU-0", Kind.GPU, Source.COUNTER, h0 + 3600 * i, h0 + 3600 * (i + 1), j, j, j)
         for i, j in enumerate([3.6e9, 7.2e9])
     ]
     ledger.record_intervals(run.id, rows)  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import event, func, select
 from sqlalchemy.orm import Session
 
-from wattlog.accounting.ledger import Ledger, Role, Status, make_engine
+from wattlog.accounting.ledger import Ledger, Role, RunSpec, Status, make_engine
 from wattlog.accounting.ledger.models import EnergyRecord, GapRecord, Run
 from wattlog.accounting.ledger.views import EnergyTotal, EventInfo, GapInfo, RunInfo
 from wattlog.clock import FakeClock
@@ -42,7 +42,7 @@ def interval(
     source: Source = Source.COUNTER,
 ) -> EnergyInterval:
     """One flush row with a +-5 % band."""
-    return EnergyInterval(
+    return EnergyInterval.of(
         "node0", device, kind, source, start_s, start_s + length_s, energy_j, energy_j * 0.95, energy_j * 1.05
     )
 
@@ -54,7 +54,8 @@ def count(ledger: Ledger, table: type) -> int:
 
 def test_start_run_creates_project_and_returns_the_row(ledger: Ledger) -> None:
     run = ledger.start_run(
-        "olmo-7b", project="olmo", role="ablation", model="OLMo 7B", site="jupiter", config={"lr": 3e-4}
+        "olmo-7b",
+        RunSpec(project="olmo", role="ablation", model="OLMo 7B", site="jupiter", config={"lr": 3e-4}),
     )
     again = ledger.get_run("olmo-7b")
     assert again.id == run.id and ledger.get_run(run.id).name == "olmo-7b"
@@ -70,10 +71,10 @@ def test_start_run_creates_project_and_returns_the_row(ledger: Ledger) -> None:
 def test_restart_continues_the_same_run_id_and_records_a_restart(
     ledger: Ledger, fake_clock: FakeClock
 ) -> None:
-    first = ledger.start_run("r", project="p")
+    first = ledger.start_run("r", RunSpec(project="p"))
     ledger.end_run("r", Status.KILLED)
     fake_clock.advance(60)
-    resumed = ledger.start_run("r", project="p", resume=True)
+    resumed = ledger.start_run("r", RunSpec(project="p"), resume=True)
     assert resumed.id == first.id and resumed.status == "running" and resumed.restarts == 1
     assert [(e.kind, e.time_s) for e in ledger.events("r")] == [("restart", T0 + 60)]
     assert len(ledger.runs("p")) == 1
@@ -95,7 +96,7 @@ def test_missing_run_is_one_clear_error(ledger: Ledger) -> None:
 
 def test_bad_role_and_status_name_the_allowed_values(ledger: Ledger) -> None:
     with pytest.raises(ConfigError, match="final|ablation"):
-        ledger.start_run("r", role="production")
+        ledger.start_run("r", RunSpec(role="production"))
     ledger.start_run("r")
     with pytest.raises(ConfigError, match="unknown status"):
         ledger.end_run("r", "done")
@@ -158,7 +159,7 @@ def test_inconsistent_rows_are_refused_whole(
     ledger: Ledger, energy_j: float, low_j: float, high_j: float, end_offset_s: float, match: str
 ) -> None:
     run = ledger.start_run("r")
-    bad = EnergyInterval(
+    bad = EnergyInterval.of(
         "node0", "gpu1", Kind.GPU, Source.SAMPLED, T0, T0 + end_offset_s, energy_j, low_j, high_j
     )
     with pytest.raises(ConfigError, match=match):
@@ -185,10 +186,10 @@ def test_events_keep_step_category_and_payload(ledger: Ledger) -> None:
 
 
 def test_runs_by_project(ledger: Ledger, fake_clock: FakeClock) -> None:
-    ledger.start_run("final", project="opt", role=Role.FINAL)
+    ledger.start_run("final", RunSpec(project="opt", role=Role.FINAL))
     fake_clock.advance(1)
-    ledger.start_run("abl", project="opt", role=Role.ABLATION)
-    ledger.start_run("other", project="x")
+    ledger.start_run("abl", RunSpec(project="opt", role=Role.ABLATION))
+    ledger.start_run("other", RunSpec(project="x"))
     assert [r.name for r in ledger.runs("opt")] == ["final", "abl"]
     assert len(ledger.runs()) == 3
     with pytest.raises(LedgerError, match="project 'nope' does not exist"):
@@ -247,7 +248,7 @@ def test_runs_table_has_the_migrated_columns(ledger: Ledger) -> None:
 
 def test_energy_by_hour_filters_kinds_and_hosts(ledger: Ledger) -> None:
     run = ledger.start_run("r")
-    other = EnergyInterval("node1", "meter", Kind.NODE, Source.SAMPLED, 3600.0, 3610.0, 9.0, 9.0, 9.0)
+    other = EnergyInterval.of("node1", "meter", Kind.NODE, Source.SAMPLED, 3600.0, 3610.0, 9.0, 9.0, 9.0)
     ledger.record_intervals(
         run.id,
         [
@@ -291,7 +292,7 @@ def test_rollup_matches_the_records_and_survives_rebuild(ledger: Ledger) -> None
 
 
 def test_reads_return_frozen_read_models_with_ids(ledger: Ledger) -> None:
-    run = ledger.start_run("frozen", config={"lr": 1e-3})
+    run = ledger.start_run("frozen", RunSpec(config={"lr": 1e-3}))
     ledger.record_event("frozen", EventKind.CHECKPOINT, step=5, category=EventCategory.PRODUCTIVE)
     gaps = [Gap("node0", "GPU-0", T0, T0 + 1, "lost")]
     ledger.record_intervals("frozen", [interval("GPU-0", T0, 10.0)], gaps)
@@ -318,12 +319,17 @@ def test_a_missing_run_is_a_typed_run_not_found(ledger: Ledger) -> None:
     assert ledger.find_run("ghost") is None and ledger.find_run(ledger.start_run("here").id) is not None
 
 
+def refigured(row: EnergyInterval, **changes: float) -> EnergyInterval:
+    """`row` with its figure's fields changed."""
+    return dataclasses.replace(row, figure=dataclasses.replace(row.figure, **changes))
+
+
 def test_a_runs_band_adds_its_rows_sampling_error_in_quadrature(ledger: Ledger) -> None:
     run = ledger.start_run("r")
     hour_s = 3600.0 * 500_000
     # an hour of 10 s rows of 100 J: calibration -5/+5 J (adds up), sampling error 10 J a side (does not)
     rows = [
-        dataclasses.replace(
+        refigured(
             interval("gpu0", hour_s + 10 * i, 100.0),
             low_j=85.0,
             high_j=115.0,
@@ -357,7 +363,7 @@ def test_a_runs_band_adds_its_rows_sampling_error_in_quadrature(ledger: Ledger) 
 )
 def test_a_sampling_error_part_outside_its_side_of_the_band_is_refused_whole(ledger: Ledger, parts) -> None:
     run = ledger.start_run("r")
-    bad = dataclasses.replace(interval("gpu0", 3600.0, 100.0), **parts)  # the band is 95-105 J
+    bad = refigured(interval("gpu0", 3600.0, 100.0), **parts)  # the band is 95-105 J
     with pytest.raises(ConfigError, match="band parts of gpu0"):
         ledger.record_intervals(run.id, [interval("gpu1", 3600.0, 1.0), bad])
     assert count(ledger, EnergyRecord) == 0 and ledger.energy_totals(run.id) == []
@@ -370,7 +376,7 @@ def uneven_rows(hour_s: float) -> list[EnergyInterval]:
         energy, random_low, random_high = 100.0 + i % 7, 1.0 + i % 4, 5.0 + 2 * (i % 3)
         low, high = energy - (3.0 + i % 5) - random_low, energy + (2.0 + i % 3) + random_high
         rows.append(
-            EnergyInterval(
+            EnergyInterval.of(
                 "node0", "gpu0", Kind.GPU, Source.COUNTER, hour_s + 60 * i, hour_s + 60 * i + 60,
                 energy, low, high, random_low, random_high,
             )

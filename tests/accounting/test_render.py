@@ -10,7 +10,8 @@ import pytest
 from rich.console import Console
 
 from wattlog.accounting.fitted import FittedTable
-from wattlog.accounting.footprint import Energy, WaterConvention, footprint_for
+from wattlog.accounting.footprint import WaterConvention, footprint_for
+from wattlog.accounting.it_energy import Energy
 from wattlog.accounting.ranges import Range
 from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import (
@@ -30,6 +31,7 @@ from wattlog.accounting.render import (
 )
 from wattlog.accounting.sites import get_site
 from wattlog.errors import ConfigError
+from wattlog.records import EnergyFigure, Kind, Source
 
 
 def _run_row(**overrides: object) -> TableRow:
@@ -79,15 +81,16 @@ def test_columns_follow_table_19_then_source_and_band() -> None:
         "Emissions (tCO2eq)", "WUE (L/kWh)", "Water (kL)",
     ]  # fmt: skip
     assert headers[7:] == ["Energy source", "Energy band (MWh)"]
+    # a run's amounts in units of their size (0.00123 MWh, 0.0004-0.0006 t, 0.0019 kL)
     assert cells[0][1:] == [
-        "0.00123",
+        "1.23 kWh",
         "1.2",
         "0.332",
-        "0.000400 - 0.000600",
+        "400 - 600 g",
         "1.29",
-        "0.00190",
+        "1.90 L",
         "counter",
-        "0.00120 - 0.00126",
+        "1.20 - 1.26 kWh",
     ]
 
 
@@ -96,7 +99,7 @@ def test_gpu_and_cpu_dram_columns_only_when_both_measured() -> None:
     assert "GPU energy (MWh)" not in plain
     headers, cells = table_cells([_run_row(gpu_mwh=0.0009, host_mwh=0.00033), _run_row(model="other")])
     assert headers[-2:] == ["GPU energy (MWh)", "CPU+DRAM energy (MWh)"]
-    assert cells[0][-2:] == ["0.000900", "0.000330"]
+    assert cells[0][-2:] == ["900 Wh", "330 Wh"]  # 0.0009 and 0.00033 MWh
     assert cells[1][-2:] == ["-", "-"]
     assert any("GPUs alone" in n for n in footnotes([_run_row(gpu_mwh=1.0, host_mwh=0.5)]))
 
@@ -112,9 +115,9 @@ def test_footnotes_say_what_is_left_out_and_the_convention() -> None:
 
 
 def test_from_footprint_carries_labels_and_hourly_flag() -> None:
-    fp = footprint_for(
-        Energy(it_mwh=131.0, source="counter+sampled", gpu_mwh=100.0, host_mwh=31.0), get_site("jupiter")
-    )
+    gpu = EnergyFigure(Kind.GPU, Source.COUNTER, 100.0 * 3.6e9, 100.0 * 3.6e9, 100.0 * 3.6e9)
+    host = EnergyFigure(Kind.CPU, Source.SAMPLED, 31.0 * 3.6e9, 31.0 * 3.6e9, 31.0 * 3.6e9)
+    fp = footprint_for(Energy((gpu, host), gpu_j=100.0 * 3.6e9), get_site("jupiter"))
     row = TableRow.from_footprint("olmo-run", fp, notes=("role: final",))
     assert (row.energy_source, row.co2_t, row.convention) == (
         "counter+sampled",
@@ -165,7 +168,7 @@ def test_rich_table_and_show(capsys: pytest.CaptureFixture[str]) -> None:
     assert any("lower bounds" in n for n in table.notes)
     show(table, Console(width=250))
     out = capsys.readouterr().out
-    assert "0.000400 - 0.000600" in out and "lower bounds" in out
+    assert "400 - 600 g" in out and "lower bounds" in out
 
 
 def test_rich_table_keeps_model_and_numbers_whole_at_120_columns(
@@ -186,7 +189,9 @@ def test_render_dispatches_every_format(fmt: TableFormat) -> None:
     elif fmt is TableFormat.HF:
         raise AssertionError("hf is refused")
     else:
-        assert isinstance(out, str) and "0.00123" in out
+        # grids show a run's energy in its readable unit; CSV and JSON the number in MWh
+        shown = "0.00123" if fmt in (TableFormat.CSV, TableFormat.JSON) else "1.23 kWh"
+        assert isinstance(out, str) and shown in out
 
 
 def test_render_rejects_unknown_format_and_grid_renders_text() -> None:

@@ -7,7 +7,6 @@ from dataclasses import astuple
 import pytest
 
 from wattlog.accounting.ledger import EnergyTotal, Ledger, make_engine
-from wattlog.accounting.prometheus_energy import PromEnergy
 from wattlog.accounting.run_energy import energy_from_devices, ledger_energy
 from wattlog.accounting.units import j_to_mwh
 from wattlog.errors import ConfigError
@@ -19,9 +18,9 @@ MJ = 1e6
 def test_components_add_up_and_gpu_is_shown_apart() -> None:
     energy = energy_from_devices(
         [
-            PromEnergy.of("n0", "gpu0", "gpu", "counter", 100 * MJ, 95 * MJ, 105 * MJ),
-            PromEnergy.of("n0", "gpu1", "gpu", "counter", 200 * MJ, 190 * MJ, 210 * MJ),
-            PromEnergy.of("n0", "cpu", "cpu", "estimated", 50 * MJ, 30 * MJ, 70 * MJ),
+            EnergyTotal.of("n0", "gpu0", "gpu", "counter", 100 * MJ, 95 * MJ, 105 * MJ),
+            EnergyTotal.of("n0", "gpu1", "gpu", "counter", 200 * MJ, 190 * MJ, 210 * MJ),
+            EnergyTotal.of("n0", "cpu", "cpu", "estimated", 50 * MJ, 30 * MJ, 70 * MJ),
         ]
     )
     assert energy is not None
@@ -34,9 +33,9 @@ def test_components_add_up_and_gpu_is_shown_apart() -> None:
 def test_a_node_meter_replaces_its_hosts_components() -> None:
     energy = energy_from_devices(
         [
-            PromEnergy.of("n0", "meter", "node", "sampled", 500 * MJ, 490 * MJ, 510 * MJ),
-            PromEnergy.of("n0", "gpu0", "gpu", "counter", 300 * MJ, 290 * MJ, 310 * MJ),
-            PromEnergy.of("n1", "gpu0", "gpu", "counter", 300 * MJ, 290 * MJ, 310 * MJ),
+            EnergyTotal.of("n0", "meter", "node", "sampled", 500 * MJ, 490 * MJ, 510 * MJ),
+            EnergyTotal.of("n0", "gpu0", "gpu", "counter", 300 * MJ, 290 * MJ, 310 * MJ),
+            EnergyTotal.of("n1", "gpu0", "gpu", "counter", 300 * MJ, 290 * MJ, 310 * MJ),
         ]
     )
     assert energy is not None
@@ -46,7 +45,7 @@ def test_a_node_meter_replaces_its_hosts_components() -> None:
 
 
 def test_gpu_only_runs_have_no_split_and_nothing_is_none() -> None:
-    energy = energy_from_devices([PromEnergy.of("n0", "gpu0", "gpu", "simulated", 1.0, 1.0, 1.0)])
+    energy = energy_from_devices([EnergyTotal.of("n0", "gpu0", "gpu", "simulated", 1.0, 1.0, 1.0)])
     assert energy is not None and energy.gpu_mwh is None and energy.source == "simulated"
     assert energy_from_devices([]) is None
 
@@ -55,13 +54,15 @@ def test_ledger_energy_has_hours_that_add_up(tmp_path) -> None:
     ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"))
     run = ledger.start_run("r")
     rows = [
-        EnergyInterval(
+        EnergyInterval.of(
             "n0", "gpu0", Kind.GPU, Source.COUNTER, 3590.0 + 10 * i, 3600.0 + 10 * i, 1e5, 9e4, 1.1e5
         )
         for i in range(400)
     ]
     rows += [
-        EnergyInterval("n0", "m", Kind.NODE, Source.SAMPLED, 3590.0 + 10 * i, 3600.0 + 10 * i, 2e5, 2e5, 2e5)
+        EnergyInterval.of(
+            "n0", "m", Kind.NODE, Source.SAMPLED, 3590.0 + 10 * i, 3600.0 + 10 * i, 2e5, 2e5, 2e5
+        )
         for i in range(400)
     ]
     ledger.record_intervals(run.id, rows)
@@ -86,7 +87,7 @@ def test_ledger_totals_and_hours_are_figures_that_add_as_the_ledger_sums(tmp_pat
     run = ledger.start_run("r")
     start = [3000.0 + 600 * i for i in range(4)]  # one row in hour 0, three in hour 1
     rows = [
-        EnergyInterval("n0", "gpu0", Kind.GPU, Source.COUNTER, s, s + 600, 50.0, 40.0, 70.0, 3.0 + i, 1.0)
+        EnergyInterval.of("n0", "gpu0", Kind.GPU, Source.COUNTER, s, s + 600, 50.0, 40.0, 70.0, 3.0 + i, 1.0)
         for i, s in enumerate(start)
     ]
     ledger.record_intervals(run.id, rows)

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import event
 
 from wattlog.accounting.intensity import HourlySeries, IntensitySource
-from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
 from wattlog.clock import FakeClock
@@ -26,9 +26,9 @@ H0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 def one_node_run(tmp_path: Path) -> Ledger:
     """A run of one node over two hours (GPU and CPU), with a gap and a restart, so every read is needed."""
     ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'ledger.db'}"), clock=FakeClock(wall_offset_s=H0))
-    run = ledger.start_run("r", model="m", site="jupiter", host="node0")
+    run = ledger.start_run("r", RunSpec(model="m", site="jupiter", host="node0"))
     rows = [
-        EnergyInterval(
+        EnergyInterval.of(
             "node0", device, kind, Source.COUNTER, H0 + s, H0 + s + 600, 6e6, 5.7e6, 6.3e6, 1e5, 2e5
         )
         for s in range(0, 7200, 600)

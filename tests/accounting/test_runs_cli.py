@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from wattlog.accounting.ledger import Ledger, Role, make_engine
+from wattlog.accounting.ledger import Ledger, Role, RunSpec, make_engine
 from wattlog.accounting.ledger.models import SQLModel
 from wattlog.cli import app, main
 from wattlog.clock import FakeClock
@@ -22,13 +22,13 @@ def url(tmp_path: Path) -> str:
     """A final run with 7.2 kJ (2 Wh), a run started without a role, and one with no energy at all."""
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     ledger = Ledger(make_engine(url), clock=FakeClock(wall_offset_s=H0))
-    final = ledger.start_run("good", role="final", site="jupiter", stage="pretraining")
+    final = ledger.start_run("good", RunSpec(role="final", site="jupiter", stage="pretraining"))
     row = EnergyInterval("n0", "GPU-0", Kind.GPU, Source.COUNTER, H0, H0 + 10, 7200.0, 7000.0, 7400.0)
     ledger.record_intervals(final.id, [row])
     typo = ledger.start_run("typo")
     ledger.record_intervals(typo.id, [row], [Gap("n0", "GPU-0", H0 + 10, H0 + 20, "sensor_lost")])
     ledger.record_event(typo.id, "health_check")
-    ledger.start_run("empty", project="other")
+    ledger.start_run("empty", RunSpec(project="other"))
     ledger.engine.dispose()
     return url
 

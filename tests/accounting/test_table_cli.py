@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.cli import main
 from wattlog.clock import FakeClock
 from wattlog.records import EnergyInterval, Kind, Source
@@ -18,7 +18,7 @@ H0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 
 def hour_row(device: str, kind: Kind, source: Source, hour: int, mwh: float, band: float) -> EnergyInterval:
     start = H0 + 3600 * hour
-    return EnergyInterval(
+    return EnergyInterval.of(
         "node0",
         device,
         kind,
@@ -37,7 +37,9 @@ def ledger_url(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     clock = FakeClock(wall_offset_s=H0)
     ledger = Ledger(make_engine(url), clock=clock)
-    final = ledger.start_run("olmo-final", project="olmo", role="final", model="OLMo 2 7B", site="jupiter")
+    final = ledger.start_run(
+        "olmo-final", RunSpec(project="olmo", role="final", model="OLMo 2 7B", site="jupiter")
+    )
     ledger.record_intervals(
         final.id,
         [
@@ -50,12 +52,12 @@ def ledger_url(tmp_path: Path) -> str:
     clock.advance(7200)
     ledger.end_run(final.id)
     ablation = ledger.start_run(
-        "olmo-abl", project="olmo", role="ablation", model="OLMo 2 7B", site="jupiter"
+        "olmo-abl", RunSpec(project="olmo", role="ablation", model="OLMo 2 7B", site="jupiter")
     )
     ledger.record_intervals(ablation.id, [hour_row("GPU-1", Kind.GPU, Source.COUNTER, 0, 5.0, 0.05)])
-    failed = ledger.start_run("olmo-crash", project="olmo", role="failed", site="jupiter")
+    failed = ledger.start_run("olmo-crash", RunSpec(project="olmo", role="failed", site="jupiter"))
     ledger.record_intervals(failed.id, [hour_row("GPU-2", Kind.GPU, Source.COUNTER, 0, 3.0, 0.05)])
-    ledger.start_run("nowhere", project="x")
+    ledger.start_run("nowhere", RunSpec(project="x"))
     ledger.engine.dispose()
     return url
 

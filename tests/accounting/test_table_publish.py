@@ -11,7 +11,7 @@ import pytest
 
 from wattlog.accounting.devices import device_catalog
 from wattlog.accounting.example_project import EXAMPLE_RUNS, seed_example_project
-from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.cli import main
 from wattlog.records import EnergyInterval, Kind, Source
 from wattlog.telemetry.sensors.traces import TrainingTrace
@@ -128,8 +128,8 @@ def test_reference_adds_the_published_rows_before_the_ledgers_runs(
 def test_a_siteless_run_is_a_note_not_a_failure(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'l.db'}"
     ledger = Ledger(make_engine(url))
-    ledger.start_run("somewhere", site="jupiter", role="final")
-    ledger.start_run("nowhere", role="final")
+    ledger.start_run("somewhere", RunSpec(site="jupiter", role="final"))
+    ledger.start_run("nowhere", RunSpec(role="final"))
     ledger.engine.dispose()
     code, out, err = run_table(capsys, "--db", url, "--format", "markdown")
     assert code == 0 and err == ""
@@ -205,9 +205,10 @@ def test_overhead_applies_to_gpu_only_runs_and_is_labelled(
     url = f"sqlite:///{tmp_path / 'l.db'}"
     ledger = Ledger(make_engine(url))
     for name, kinds in (("gpus", [Kind.GPU]), ("node", [Kind.GPU, Kind.CPU])):
-        run = ledger.start_run(name, site="jupiter", role="final")
+        run = ledger.start_run(name, RunSpec(site="jupiter", role="final"))
         rows = [
-            EnergyInterval("h", k.value, k, Source.COUNTER, H0, H0 + 3600, 3.6e9, 3.6e9, 3.6e9) for k in kinds
+            EnergyInterval.of("h", k.value, k, Source.COUNTER, H0, H0 + 3600, 3.6e9, 3.6e9, 3.6e9)
+            for k in kinds
         ]
         ledger.record_intervals(run.id, rows)  # type: ignore[arg-type]
     ledger.engine.dispose()
@@ -215,7 +216,7 @@ def test_overhead_applies_to_gpu_only_runs_and_is_labelled(
     assert code == 0
     gpus, node = markdown_tables(out)[0]
     assert gpus["Total power (MWh)"] == "1.74" and gpus["Energy source"] == "counter+estimated"
-    assert (gpus["GPU energy (MWh)"], gpus["CPU+DRAM energy (MWh)"]) == ("1.00", "0.740")
+    assert (gpus["GPU energy (MWh)"], gpus["CPU+DRAM energy (MWh)"]) == ("1.00", "740 kWh")  # 0.740 MWh
     assert node["Total power (MWh)"] == "2.00" and node["Energy source"] == "counter"
     assert "x1.74 for the rest of the server, estimated (Olmo 3 follow-up (arXiv 2605.01158)" in out
     assert "overhead multiplier not applied: CPU/DRAM (or node) energy was measured" in out
@@ -232,9 +233,9 @@ def test_power_shows_percent_of_limit_dips_swing_and_ramp(
     )  # fmt: skip
     url = f"sqlite:///{tmp_path / 'l.db'}"
     ledger = Ledger(make_engine(url))
-    run = ledger.start_run("train", site="jupiter", device_model="H100")
+    run = ledger.start_run("train", RunSpec(site="jupiter", device_model="H100"))
     rows = [
-        EnergyInterval("h", f"GPU-{g}", Kind.GPU, Source.SIMULATED, H0 + t, H0 + t + 1, e, e, e)
+        EnergyInterval.of("h", f"GPU-{g}", Kind.GPU, Source.SIMULATED, H0 + t, H0 + t + 1, e, e, e)
         for t in range(300)
         for g in range(4)
         if (e := trace.energy_j(t, t + 1)) is not None
@@ -279,8 +280,8 @@ def test_an_unknown_device_model_has_no_figures_rather_than_another_devices(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'l.db'}"
     ledger = Ledger(make_engine(url))
-    run = ledger.start_run("tpu", project="p", site="jupiter", device_model="TPU v5p")
-    row = EnergyInterval("h", "chip-0", Kind.GPU, Source.COUNTER, H0, H0 + 3600, 3.6e8, 3.6e8, 3.6e8)
+    run = ledger.start_run("tpu", RunSpec(project="p", site="jupiter", device_model="TPU v5p"))
+    row = EnergyInterval.of("h", "chip-0", Kind.GPU, Source.COUNTER, H0, H0 + 3600, 3.6e8, 3.6e8, 3.6e8)
     ledger.record_intervals(run.id, [row])  # type: ignore[arg-type]
     ledger.engine.dispose()
     code, out, _ = run_table(capsys, "--project", "p", "--by", "phase", "--db", url, "--format", "markdown")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wattlog.accounting.ledger import Ledger, LedgerSink, make_engine
+from wattlog.accounting.ledger import Ledger, LedgerSink, RunSpec, make_engine
 from wattlog.accounting.render import TableRow
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
@@ -51,7 +51,7 @@ def _nvidia() -> Sensor:
 
 def _row_of(tmp_path: Path, sensors: list[Sensor]) -> tuple[Ledger, TableRow, dict[str, Vendor | None]]:
     ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'ledger.db'}"))
-    run = ledger.start_run("r", model="m", site="jupiter", host="node0")
+    run = ledger.start_run("r", RunSpec(model="m", site="jupiter", host="node0"))
     config = AgentConfig(port=0, flush_s=3600.0, host="node0", lock_dir=tmp_path / "locks")
     with Agent(config, sensors=sensors, sinks=[LedgerSink(ledger, run.id)]) as agent:
         deadline = time.monotonic() + 10

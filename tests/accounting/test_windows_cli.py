@@ -12,26 +12,15 @@ from wattlog.accounting.ledger import Ledger, LedgerSink, make_engine
 from wattlog.accounting.ledger.windows import windows
 from wattlog.cli import main
 from wattlog.errors import ConfigError
-from wattlog.records import Kind, Source, WindowEnergy
+from wattlog.records import EnergyFigure, EnergyInterval, Kind, Source
 from wattlog.telemetry.sinks import WindowSink
 
 T0 = 1_767_225_600.0
 
 
-def row(name: str, parent: str, device: str, start: float, end: float, energy_j: float) -> WindowEnergy:
-    return WindowEnergy(
-        "node0",
-        device,
-        Kind.GPU,
-        Source.COUNTER,
-        name,
-        parent,
-        start,
-        end,
-        energy_j,
-        0.9 * energy_j,
-        1.1 * energy_j,
-    )
+def row(name: str, parent: str, device: str, start: float, end: float, energy_j: float) -> EnergyInterval:
+    figure = EnergyFigure(Kind.GPU, Source.COUNTER, energy_j, 0.9 * energy_j, 1.1 * energy_j)
+    return EnergyInterval("node0", device, start, end, figure, name, parent)
 
 
 def test_windows_land_in_the_ledger_and_the_cli_lists_them(
@@ -49,7 +38,7 @@ def test_windows_land_in_the_ledger_and_the_cli_lists_them(
             row("eval", "epoch", "gpu0", T0 + 10, T0 + 20, 3_600.0),
         ]
     )
-    assert [w.name for w in windows(ledger, "r1")] == ["epoch", "epoch", "eval"]
+    assert [w.window for w in windows(ledger, "r1")] == ["epoch", "epoch", "eval"]
     assert main(["windows", "r1", "--db", url, "--format", "csv"]) == 0
     lines = [r for r in csv.reader(io.StringIO(capsys.readouterr().out)) if r and not r[0].startswith("#")]
     assert lines[0][:2] == ["Window", "Inside"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.clock import FakeClock
 from wattlog.records import EnergyInterval, Kind, Source
 
@@ -22,7 +22,7 @@ def seed_ledger(url: str) -> Ledger:
     """Create the ledger at `url` with the run; returns it."""
     clock = FakeClock(wall_offset_s=START_S)
     ledger = Ledger(make_engine(url), clock=clock)
-    ledger.start_run(RUN, model="OLMo mini", site="jupiter", host="node1")
+    ledger.start_run(RUN, RunSpec(model="OLMo mini", site="jupiter", host="node1"))
     ledger.record_event(
         RUN,
         "health_check",
@@ -33,7 +33,7 @@ def seed_ledger(url: str) -> Ledger:
     for hour in range(HOURS):
         start, end = START_S + hour * 3600, START_S + (hour + 1) * 3600
         rows = [
-            EnergyInterval(
+            EnergyInterval.of(
                 "node1",
                 f"GPU-{i:02d}",
                 Kind.GPU,
@@ -47,7 +47,7 @@ def seed_ledger(url: str) -> Ledger:
             for i in range(16)
         ]
         rows += [
-            EnergyInterval(
+            EnergyInterval.of(
                 "node1",
                 f"cpu-{i}",
                 Kind.CPU,

@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.dashboards.seed import RUN, START_S, seed_ledger
-from wattlog.accounting.ledger import Ledger
+from wattlog.accounting.ledger import Ledger, RunSpec
 from wattlog.accounting.render import format_figure, to_csv, to_latex, to_markdown
 from wattlog.dashboards.report import data
 from wattlog.dashboards.report.data import load_report
@@ -109,7 +109,7 @@ def test_breakdowns_and_events(ledger: Ledger) -> None:
 
 
 def test_the_run_can_be_picked_and_charts_are_drawn(ledger_url: str, ledger: Ledger) -> None:
-    ledger.start_run("second-run", site="augusta")
+    ledger.start_run("second-run", RunSpec(site="augusta"))
     app = run_app()
     assert app.selectbox[0].options == [RUN, "second-run"]
     assert app.selectbox[0].value == "second-run"  # the newest run first
@@ -127,7 +127,7 @@ def test_missing_ledger_is_one_error_not_a_traceback(tmp_path: Path, monkeypatch
 
 
 def test_the_url_names_the_run_both_ways(ledger_url: str, ledger: Ledger) -> None:
-    ledger.start_run("second-run", site="augusta")
+    ledger.start_run("second-run", RunSpec(site="augusta"))
     app = AppTest.from_file(APP, default_timeout=30)
     app.query_params["run"] = RUN
     app.run()

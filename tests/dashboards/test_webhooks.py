@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.dashboards.webhooks import (
     SIGNATURE_HEADER,
     AlertRecorder,
@@ -63,8 +63,8 @@ def alert(
 @pytest.fixture
 def ledger() -> Ledger:
     ledger = Ledger(make_engine("sqlite://"))
-    ledger.start_run("r1", site="jupiter")
-    ledger.start_run("r2", site="augusta")
+    ledger.start_run("r1", RunSpec(site="jupiter"))
+    ledger.start_run("r2", RunSpec(site="augusta"))
     return ledger
 
 

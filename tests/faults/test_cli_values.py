@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.cli import main
 from wattlog.records import EnergyInterval, Kind, Source
 
@@ -86,9 +86,9 @@ def test_webhook_port_out_of_range_is_one_line(port: int, capsys) -> None:
 def ledger_with_rows(path: Path) -> str:
     url = f"sqlite:///{path}"
     ledger = Ledger(make_engine(url))
-    run = ledger.start_run("r", site="jupiter")
+    run = ledger.start_run("r", RunSpec(site="jupiter"))
     rows = [
-        EnergyInterval(
+        EnergyInterval.of(
             "n", f"gpu{i % 4}", Kind.GPU, Source.COUNTER, 10.0 * i, 10.0 * (i + 1), 5e3, 4.9e3, 5.1e3
         )
         for i in range(400)

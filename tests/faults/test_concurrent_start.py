@@ -19,14 +19,15 @@ from tests.integration import postgres
 # Each process imports first, then waits for the go file, so all open the new ledger together.
 STARTER = """
 import sys, time, pathlib
-from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.records import EnergyInterval, Kind, Source
 url, name, go = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
 while not go.exists():
     time.sleep(0.005)
 ledger = Ledger(make_engine(url))
-run = ledger.start_run(name, project="shared")
-ledger.record_intervals(run.id, [EnergyInterval("n", "gpu0", Kind.GPU, Source.COUNTER, 0, 1, 5.0, 5.0, 5.0)])
+run = ledger.start_run(name, RunSpec(project="shared"))
+row = EnergyInterval.of("n", "gpu0", Kind.GPU, Source.COUNTER, 0, 1, 5.0, 5.0, 5.0)
+ledger.record_intervals(run.id, [row])
 print("started", name)
 """
 

@@ -99,7 +99,7 @@ def test_spool_on_a_full_disk_fails_loudly(tmp_path: Path, monkeypatch: pytest.M
     url = f"sqlite:///{tmp_path / 'l.db'}"
     spool = Spool(tmp_path / "spool", url, 1)
     sink = LedgerSink(Down(make_engine(url)), 1, spool)
-    row = EnergyInterval("n", "gpu0", Kind.GPU, Source.COUNTER, 0.0, 1.0, 5.0, 5.0, 5.0)
+    row = EnergyInterval.of("n", "gpu0", Kind.GPU, Source.COUNTER, 0.0, 1.0, 5.0, 5.0, 5.0)
     sink.write([row], [])  # spooled
     real_fsync = os.fsync
 
@@ -108,7 +108,7 @@ def test_spool_on_a_full_disk_fails_loudly(tmp_path: Path, monkeypatch: pytest.M
 
     monkeypatch.setattr(os, "fsync", full)
     with pytest.raises(LedgerError, match="cannot be written either"):
-        sink.write([EnergyInterval("n", "gpu0", Kind.GPU, Source.COUNTER, 1.0, 2.0, 5.0, 5.0, 5.0)], [])
+        sink.write([EnergyInterval.of("n", "gpu0", Kind.GPU, Source.COUNTER, 1.0, 2.0, 5.0, 5.0, 5.0)], [])
     monkeypatch.setattr(os, "fsync", real_fsync)
     assert spool.rows == 1 and len(spool.path.read_text().splitlines()) == 2  # header + the first row only
 

@@ -97,7 +97,9 @@ class DownLedger(Ledger):
 
 def row(start_s: float, energy_j: float = 10.0) -> EnergyInterval:
     end_s = start_s + 1
-    return EnergyInterval("n", "gpu0", Kind.GPU, Source.COUNTER, start_s, end_s, energy_j, energy_j, energy_j)
+    return EnergyInterval.of(
+        "n", "gpu0", Kind.GPU, Source.COUNTER, start_s, end_s, energy_j, energy_j, energy_j
+    )
 
 
 def test_rows_are_spooled_durably_and_replayed_exactly_once_at_the_next_flush(tmp_path) -> None:
@@ -144,7 +146,7 @@ from pathlib import Path
 from wattlog.accounting.ledger.spool import Spool
 from wattlog.records import EnergyInterval, Kind, Source
 spool = Spool(Path({str(tmp_path / "spool")!r}), {describe_url(url)!r}, {run_id})
-row = EnergyInterval("n", "gpu0", Kind.GPU, Source.COUNTER, {start_s}, {start_s + 1}, 7.0, 7.0, 7.0)
+row = EnergyInterval.of("n", "gpu0", Kind.GPU, Source.COUNTER, {start_s}, {start_s + 1}, 7.0, 7.0, 7.0)
 spool.append({run_id}, [row], [])
 import os; os._exit(9)  # killed: the spool stays behind
 """
@@ -194,7 +196,7 @@ class Down(Ledger):
 
 ledger = Down(make_engine("sqlite:///{tmp_path / "l.db"}"))
 sink = LedgerSink(ledger, 1, Spool(Path({str(tmp_path / "spool")!r}), "l.db", 1))
-sink.write([EnergyInterval("n", "gpu0", Kind.GPU, Source.COUNTER, 0.0, 1.0, 5.0, 5.0, 5.0)], [])
+sink.write([EnergyInterval.of("n", "gpu0", Kind.GPU, Source.COUNTER, 0.0, 1.0, 5.0, 5.0, 5.0)], [])
 sink.close()
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
@@ -203,7 +205,7 @@ sink.close()
 
 def test_replayed_rows_keep_the_sampling_error_parts_of_their_bands(tmp_path) -> None:
     rows = [
-        EnergyInterval(
+        EnergyInterval.of(
             "n", "gpu0", Kind.GPU, Source.COUNTER, 10.0 * i, 10.0 * i + 10, 100.0, 85.0, 115.0, 10.0, 10.0
         )
         for i in range(100)

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from tests.integration.conftest import Servers
 from tests.integration.servers import free_port, wattlog_process
-from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.dashboards import build
 from wattlog.errors import LedgerError
 from wattlog.telemetry.exporter import MetricsServer, serve
@@ -74,7 +74,7 @@ def collapsed_trainer(run: str) -> MetricsServer:
 @pytest.fixture
 def ledger_url(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    Ledger(make_engine(url)).start_run(RUN, site="jupiter")
+    Ledger(make_engine(url)).start_run(RUN, RunSpec(site="jupiter"))
     return url
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from tests.dashboards.seed import RUN, seed_ledger
 from tests.integration.servers import free_port, wattlog_process
-from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.render import format_figure
 from wattlog.dashboards.report.data import load_report
 
@@ -119,7 +119,9 @@ def test_a_picked_run_survives_a_reload_and_the_page_reads_at_800_px(
     need(CHROMIUM, CHROMIUM)
     from playwright.sync_api import sync_playwright
 
-    Ledger(make_engine(ledger_url, create=False)).start_run("later-run", site="augusta")  # the newest
+    Ledger(make_engine(ledger_url, create=False)).start_run(
+        "later-run", RunSpec(site="augusta")
+    )  # the newest
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:

@@ -10,7 +10,7 @@ import pytest
 
 from wattlog.accounting.footprint import CarbonPath, LiveCarbon
 from wattlog.accounting.intensity import HourSplitter
-from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.run_table import TableOptions, run_footprint
 from wattlog.accounting.sites import site_catalog
 from wattlog.integrations.session import figures_of
@@ -64,9 +64,9 @@ def _reading(total_j: float) -> DeviceEnergy:
 
 def test_table_co2_of_a_site_naming_an_hourly_series(sites_file: Path, tmp_path: Path) -> None:
     ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"))
-    run = ledger.start_run("r", site="texas")
+    run = ledger.start_run("r", RunSpec(site="texas"))
     rows = [
-        EnergyInterval("h", "GPU-0", Kind.GPU, Source.COUNTER, H0 + 3600 * i, H0 + 3600 * (i + 1), j, j, j)
+        EnergyInterval.of("h", "GPU-0", Kind.GPU, Source.COUNTER, H0 + 3600 * i, H0 + 3600 * (i + 1), j, j, j)
         for i, j in enumerate(HOURLY_J)
     ]
     ledger.record_intervals(run.id, rows)  # type: ignore[arg-type]

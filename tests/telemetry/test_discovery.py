@@ -8,7 +8,7 @@ import pytest
 from wattlog.clock import FakeClock
 from wattlog.records import Kind, Source
 from wattlog.telemetry.selection import GpuSelection, VisibleDevices, job_selection
-from wattlog.telemetry.sensors import discover
+from wattlog.telemetry.sensors import DiscoveryConfig, discover
 from wattlog.telemetry.sensors.base import Backend, ProbeOptions, Sensor
 from wattlog.telemetry.sensors.discovery import GPU_BACKENDS, Discovery
 from wattlog.telemetry.sensors.estimate import CPU_UUID, DRAM_UUID, EstimateConfig
@@ -30,7 +30,7 @@ def _uuids(found: Discovery) -> list[str]:
 
 
 def test_bare_machine_gets_the_labelled_estimate_and_one_line_per_missing_backend(tmp_path: Path) -> None:
-    found = discover(ALL, nvml=_nvml(driver_loaded=False), powercap_root=tmp_path / "none")
+    found = discover(DiscoveryConfig(ALL, nvml=_nvml(driver_loaded=False), powercap_root=tmp_path / "none"))
     assert _uuids(found) == [CPU_UUID, DRAM_UUID]
     assert all(device.source is Source.ESTIMATED for _, device in found.devices)
     assert [note.split(":")[0] for note in found.notes] == ["NVIDIA", "AMD", "Intel Gaudi", "RAPL"]
@@ -42,7 +42,7 @@ def test_bare_machine_gets_the_labelled_estimate_and_one_line_per_missing_backen
 
 def test_gpus_of_the_job_and_rapl_replace_the_estimate() -> None:
     selection = job_selection({"CUDA_VISIBLE_DEVICES": "0,2", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
-    found = discover(selection, nvml=_nvml(4), powercap_root=DATA / "intel")
+    found = discover(DiscoveryConfig(selection, nvml=_nvml(4), powercap_root=DATA / "intel"))
     gpus = [device for _, device in found.devices if device.kind is Kind.GPU]
     assert [gpu.uuid for gpu in gpus] == ["GPU-sim-0000", "GPU-sim-0002"]
     assert CPU_UUID not in _uuids(found) and DRAM_UUID not in _uuids(found)
@@ -54,12 +54,12 @@ def test_gpus_of_the_job_and_rapl_replace_the_estimate() -> None:
 
 def test_whole_node_measures_every_gpu() -> None:
     selection = job_selection({"CUDA_VISIBLE_DEVICES": "1"}, whole_node=True)
-    found = discover(selection, nvml=_nvml(3), powercap_root=DATA / "intel")
+    found = discover(DiscoveryConfig(selection, nvml=_nvml(3), powercap_root=DATA / "intel"))
     assert [d.uuid for _, d in found.devices if d.kind is Kind.GPU] == [f"GPU-sim-000{i}" for i in range(3)]
 
 
 def test_amd_rapl_measures_the_cpu_and_dram_is_estimated() -> None:
-    found = discover(ALL, nvml=_nvml(driver_loaded=False), powercap_root=DATA / "amd")
+    found = discover(DiscoveryConfig(ALL, nvml=_nvml(driver_loaded=False), powercap_root=DATA / "amd"))
     kinds = {device.kind: device.source for _, device in found.devices}
     assert kinds == {Kind.CPU: Source.COUNTER, Kind.DRAM: Source.ESTIMATED}
     assert any("no dram zone" in note for note in found.notes)
@@ -67,14 +67,23 @@ def test_amd_rapl_measures_the_cpu_and_dram_is_estimated() -> None:
 
 def test_disabled_estimate_leaves_cpu_unmeasured_and_says_so(tmp_path: Path) -> None:
     found = discover(
-        ALL, nvml=_nvml(driver_loaded=False), powercap_root=tmp_path, estimate=EstimateConfig(enabled=False)
+        DiscoveryConfig(
+            ALL,
+            nvml=_nvml(driver_loaded=False),
+            powercap_root=tmp_path,
+            estimate=EstimateConfig(enabled=False),
+        )
     )
     assert found.devices == ()
     assert any("estimate disabled: cpu/dram not measured" in note for note in found.notes)
 
 
 def test_job_without_gpus_says_so() -> None:
-    found = discover(job_selection({"CUDA_VISIBLE_DEVICES": ""}), nvml=_nvml(2), powercap_root=DATA / "intel")
+    found = discover(
+        DiscoveryConfig(
+            job_selection({"CUDA_VISIBLE_DEVICES": ""}), nvml=_nvml(2), powercap_root=DATA / "intel"
+        )
+    )
     assert not any(device.kind is Kind.GPU for _, device in found.devices)
     assert found.notes[0] == "NVIDIA: no GPU of this job (CUDA_VISIBLE_DEVICES=)"
     assert [note.split(":")[0] for note in found.notes] == ["NVIDIA", "AMD", "Intel Gaudi"]
@@ -82,10 +91,12 @@ def test_job_without_gpus_says_so() -> None:
 
 def test_extra_sensors_are_added_and_a_uuid_is_never_counted_twice(tmp_path: Path) -> None:
     found = discover(
-        ALL,
-        nvml=_nvml(2),
-        powercap_root=tmp_path,
-        extra=[SimulatedSensor(simulated_gpus(3))],  # GPU-sim-0000/1 are already NVML's
+        DiscoveryConfig(
+            ALL,
+            nvml=_nvml(2),
+            powercap_root=tmp_path,
+            extra=[SimulatedSensor(simulated_gpus(3))],  # GPU-sim-0000/1 are already NVML's
+        )
     )
     uuids = _uuids(found)
     assert sorted(u for u in uuids if u.startswith("GPU-")) == [
@@ -100,10 +111,12 @@ def test_extra_sensors_are_added_and_a_uuid_is_never_counted_twice(tmp_path: Pat
 @pytest.mark.parametrize("n", [0, 2])
 def test_simulated_only_machine(tmp_path: Path, n: int) -> None:
     found = discover(
-        ALL,
-        nvml=_nvml(driver_loaded=False),
-        powercap_root=tmp_path,
-        extra=[SimulatedSensor(simulated_gpus(n))],
+        DiscoveryConfig(
+            ALL,
+            nvml=_nvml(driver_loaded=False),
+            powercap_root=tmp_path,
+            extra=[SimulatedSensor(simulated_gpus(n))],
+        )
     )
     assert [d.source for _, d in found.devices].count(Source.SIMULATED) == n
 
@@ -139,14 +152,18 @@ def test_discovery_loops_over_the_registered_backends_each_with_its_own_visibili
     other = _OtherVendor(3)
     environ = {"CUDA_VISIBLE_DEVICES": "0", "HIP_VISIBLE_DEVICES": "1,2"}
     backends = [*(make() for make in GPU_BACKENDS), other]
-    found = discover(nvml=_nvml(2), powercap_root=tmp_path / "none", backends=backends, environ=environ)
+    found = discover(
+        DiscoveryConfig(nvml=_nvml(2), powercap_root=tmp_path / "none", backends=backends, environ=environ)
+    )
     assert _uuids(found)[:3] == ["GPU-sim-0000", "GPU-amd-0001", "GPU-amd-0002"]
     assert other.probed_with == ["HIP_VISIBLE_DEVICES=1,2"]
     assert found.selection.origin == "CUDA_VISIBLE_DEVICES=0"
 
 
 def test_a_backend_that_finds_nothing_leaves_a_note_named_by_its_vendor(tmp_path: Path) -> None:
-    found = discover(ALL, nvml=_nvml(1), powercap_root=DATA / "intel", backends=[_OtherVendor(0)])
+    found = discover(
+        DiscoveryConfig(ALL, nvml=_nvml(1), powercap_root=DATA / "intel", backends=[_OtherVendor(0)])
+    )
     assert found.notes == ("AMD: no amdsmi here",)
     assert all(device.kind is not Kind.GPU for _, device in found.devices)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from wattlog.records import EnergyInterval, Gap, Kind, Source
 from wattlog.telemetry.sinks import JsonlSink
 
-ROW = EnergyInterval("node1", "GPU-1", Kind.GPU, Source.COUNTER, 10.0, 20.0, 3000.0, 2800.0, 3300.0)
+ROW = EnergyInterval.of("node1", "GPU-1", Kind.GPU, Source.COUNTER, 10.0, 20.0, 3000.0, 2800.0, 3300.0)
 GAP = Gap("node1", "GPU-1", 12.0, 13.5, "lost: fell off the bus")
 
 

@@ -12,7 +12,7 @@ import pytest
 from bench.windows import run as window_errors
 from tests.telemetry.fakes import ConstantSensor
 from wattlog.clock import FakeClock
-from wattlog.records import EnergyInterval, Gap, Kind, Source, WindowEnergy
+from wattlog.records import EnergyInterval, Gap, Kind, Source
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.integrator import Integrator
 from wattlog.telemetry.sampler import Sampler
@@ -29,12 +29,12 @@ POWER_W = 200.0  # ConstantSensor's default
 
 class WindowListSink:
     def __init__(self) -> None:
-        self.windows: list[WindowEnergy] = []
+        self.windows: list[EnergyInterval] = []
 
     def write(self, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
         pass
 
-    def write_windows(self, windows: Sequence[WindowEnergy]) -> None:
+    def write_windows(self, windows: Sequence[EnergyInterval]) -> None:
         self.windows.extend(windows)
 
     def close(self) -> None:
@@ -69,7 +69,7 @@ def test_windows_nest_and_name_their_parent(fake_clock: FakeClock) -> None:
     spans.end(outer)
     until(10.0)
     rows = spans.take()
-    assert {(r.name, r.parent) for r in rows} == {("eval", "epoch"), ("epoch", "")}
+    assert {(r.window, r.parent) for r in rows} == {("eval", "epoch"), ("epoch", "")}
     assert len(rows) == 4  # one row per window and device
     assert inner.resolved and outer.resolved
     gpu = sensor.gpus[0]
@@ -105,7 +105,7 @@ def test_agent_windows_reach_the_sinks(tmp_path: Path) -> None:
         with agent.window("eval", sync=lambda: synced.append("sync")) as w:
             time.sleep(0.1)
     assert synced == ["sync", "sync"]  # the device is synced only when asked, at both edges
-    assert [r.name for r in sink.windows] == ["eval"]
+    assert [r.window for r in sink.windows] == ["eval"]
     assert w.energy_j == pytest.approx(POWER_W * (w.end_s - w.start_s), rel=0.05)  # type: ignore[operator]
     lines = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
     assert [row["name"] for row in lines if row["type"] == "window"] == ["eval"]

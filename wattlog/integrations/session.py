@@ -18,8 +18,9 @@ from typing import Any
 
 from rich.console import Console
 
-from wattlog.accounting.footprint import CarbonPath, LiveCarbon, energy_label, water_kl
+from wattlog.accounting.footprint import CarbonPath, LiveCarbon, water_kl
 from wattlog.accounting.intensity import HourSplitter
+from wattlog.accounting.it_energy import energy_label
 from wattlog.accounting.ranges import Quantity, bounds
 from wattlog.accounting.sites import Site, get_site
 from wattlog.accounting.units import j_to_kwh, j_to_mwh
