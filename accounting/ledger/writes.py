@@ -100,13 +100,33 @@ def new_intervals(session: Session, run_id: int, intervals: Sequence[EnergyInter
             )
         )
     }
+    folded = folded_spans(session, run_id, min(hours), max(hours))
     fresh = []
     for row in intervals:
         key = (row.host, row.device, str(row.source), row.start_s)
+        spans = folded.get(key[:3], ())
+        if any(lo <= row.start_s and row.end_s <= hi for lo, hi in spans):
+            continue  # folded by a compaction: replaying it again would count it twice
         if key not in held:
             held.add(key)
             fresh.append(row)
     return fresh
+
+
+def folded_spans(
+    session: Session, run_id: int, first_hour: int, last_hour: int
+) -> dict[tuple[str, str, str], list[tuple[float, float]]]:
+    """(start, end) of each hourly row of these hours by (host, device, source): what compaction folded."""
+    e = ENERGY.c
+    query = select(e.host, e.device, e.source, e.start_s, e.end_s).where(
+        (e.run_id == run_id)
+        & (e.resolution == Resolution.HOURLY.value)
+        & e.hour.between(first_hour, last_hour)
+    )
+    spans: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    for host, device, source, start_s, end_s in session.execute(query):
+        spans.setdefault((host, device, source), []).append((start_s, end_s))
+    return spans
 
 
 def new_gaps(session: Session, run_id: int, gaps: Sequence[Gap]) -> list[Gap]:
