@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from wattlog.accounting.ledger.spool import Spool, replay_folder
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.windows import record_windows
-from wattlog.errors import LedgerError
+from wattlog.errors import ConfigError, LedgerError
 from wattlog.records import EnergyInterval, Gap, WindowEnergy
 
 log = logging.getLogger(__name__)
@@ -125,14 +125,17 @@ class LedgerSink:
             done = replay_folder(self.ledger, self.spool.folder, self.spool.ledger, skip=self.spool.path)
             if done.files:
                 log.warning("replayed %d energy rows left in %d spool files", done.written, done.files)
+            for line in done.rejected:
+                log.error("%s", line)
 
     def _spool(self, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap], error: LedgerError) -> None:
         assert self.spool is not None
         try:
             self.spool.append(self.run, intervals, gaps)
-        except OSError as spool_error:
+        except (OSError, ConfigError) as spool_error:
+            why = spool_error.strerror if isinstance(spool_error, OSError) else str(spool_error)
             raise LedgerError(
-                f"{error}; and spool {self.spool.path} cannot be written either ({spool_error.strerror})"
+                f"{error}; and spool {self.spool.path} cannot be written either ({why})"
             ) from spool_error
         if not self._down:  # one line per outage, not one per flush
             self._down = True

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -31,7 +31,13 @@ from wattlog.accounting.ledger.models import Event, Phase, Project, Role, Run, S
 from wattlog.accounting.ledger.reader import RunReader, find_run
 from wattlog.accounting.ledger.runs import member, project_row, resume_run, run_labels
 from wattlog.accounting.ledger.views import EnergyTotal, EventInfo, GapInfo, RunInfo
-from wattlog.accounting.ledger.writes import check_flush, rebuild_rollup, store_flush, upsert_into
+from wattlog.accounting.ledger.writes import (
+    check_flush,
+    rebuild_rollup,
+    store_events_once,
+    store_flush,
+    upsert_into,
+)
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, LedgerError, RunNotFound
 from wattlog.records import EnergyInterval, Gap
@@ -290,6 +296,15 @@ class Ledger:
             session.add(event)
             session.flush()
             return EventInfo.of(event)
+
+    def record_events_once(self, run: int | str, events: Sequence[Mapping[str, Any]]) -> int:
+        """Store the spooled events (record_event's keywords) the run lacks, by kind, time and step.
+
+        Raises:
+            LedgerError: The run does not exist or the database fails (nothing written).
+        """
+        with self.transaction(f"record {len(events)} spooled events") as session:
+            return store_events_once(session, _id_of(find_run(session, run)), events)
 
     def events(self, run: int | str) -> list[EventInfo]:
         """A run's events in time order."""

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from sqlalchemy import Table, delete, func, insert, select
 from sqlalchemy.orm import Session
 
-from wattlog.accounting.ledger.models import GapRecord, Resolution, hour_of
+from wattlog.accounting.ledger.models import Event, GapRecord, Resolution, hour_of
 from wattlog.accounting.ledger.reader import ENERGY, ROLLUP
 from wattlog.errors import ConfigError, LedgerError
 from wattlog.records import BAND_TERMS, EnergyInterval, Gap, band_terms
@@ -146,6 +146,27 @@ def new_gaps(session: Session, run_id: int, gaps: Sequence[Gap]) -> list[Gap]:
             held.add(key)
             fresh.append(gap)
     return fresh
+
+
+def store_events_once(session: Session, run_id: int, events: Sequence[Mapping[str, Any]]) -> int:
+    """Insert the events (record_event's keywords) the run lacks (same kind, time, step); returns how many."""
+    if not events:
+        return 0
+    table = cast(Table, Event.__table__).c  # type: ignore[attr-defined]
+    times = [float(e["time_s"]) for e in events]
+    query = select(table.kind, table.time_s, table.step).where(
+        (table.run_id == run_id) & table.time_s.between(min(times), max(times))
+    )
+    held = {tuple(key) for key in session.execute(query)}
+    fresh = []
+    for event in events:
+        key = (event["kind"], float(event["time_s"]), event.get("step"))
+        if key not in held:
+            held.add(key)
+            fresh.append({"run_id": run_id, "category": "", "payload": {}, **event})
+    if fresh:
+        session.execute(insert(Event), fresh)
+    return len(fresh)
 
 
 def check_interval(row: EnergyInterval) -> None:
