@@ -18,8 +18,9 @@ from typing import Any
 from wattlog.accounting.job_speed import JobSpeed, job_speed
 from wattlog.accounting.ledger import EventInfo, Ledger, Status
 from wattlog.accounting.ledger.jobs import RankReport, created_by_job, record_node, report_rank_progress
+from wattlog.accounting.ledger.spool import Spool
 from wattlog.accounting.split import Use, split_row
-from wattlog.errors import LedgerError
+from wattlog.errors import LedgerError, WattlogError
 from wattlog.events import EventCategory, EventKind, Progress, json_safe
 from wattlog.telemetry.job import JobIdentity
 from wattlog.trainer.restarts import LostWork, lost_work
@@ -44,6 +45,8 @@ class RunRecorder:
         self._join_timeout_s = join_timeout_s
         self.run_id: int | None = None
         self.attempt = 0
+        self.spool: Spool | None = None
+        """Where events go while the ledger is down (the run's energy spool; None: they raise)."""
 
     def register(
         self,
@@ -134,7 +137,32 @@ class RunRecorder:
         if self.run_id is None:
             return
         safe = json_safe(payload or {})
-        self.ledger.record_event(self.run_id, kind, step=step, category=category, payload=safe, time_s=time_s)
+        event = {
+            "kind": str(kind),
+            "time_s": time_s,
+            "step": step,
+            "category": str(category),
+            "payload": safe,
+        }
+        if time_s is None:
+            event["time_s"] = self.ledger.wall_s()
+        try:
+            self.ledger.record_event(self.run_id, **event)
+        except LedgerError as error:
+            if self.spool is None:
+                raise
+            self._spool_event(event, error)
+
+    def _spool_event(self, event: dict[str, Any], error: LedgerError) -> None:
+        """The ledger is down: the event waits in the run's spool beside its energy rows."""
+        assert self.spool is not None and self.run_id is not None
+        try:
+            self.spool.append_event(self.run_id, event)
+        except (OSError, WattlogError) as spool_error:
+            raise LedgerError(f"{error}; and the spool cannot be written either: {spool_error}") from error
+        log.warning(
+            "ledger unavailable: event %s of run %s spooled to %s", event["kind"], self.run, self.spool.path
+        )
 
     def progress(self, step: int, time_s: float, progress: Progress) -> None:
         """Store how far training got (rank 0 only)."""

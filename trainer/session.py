@@ -248,6 +248,8 @@ class RunSession:
         )
         self.agent = self.recording.start().agent
         assert self.agent is not None
+        if self.recorder is not None:  # events spooled like the energy rows while the ledger is down
+            self.recorder.spool = self.recording.spool
         self._joined.start(self.agent.held_elsewhere)
 
     @property
