@@ -1,4 +1,9 @@
-"""Folders only their owner can write: the device locks and the spool trust what they find there.
+"""What stays the user's own: folders only they can write, and credentials never printed.
+
+Credentials: a URL's password (a Pushgateway's basic auth, a database's) is
+masked in every message (:func:`hide_password`).
+
+Folders: the device locks and the spool trust what they find there.
 
 A folder another user can write lets that user plant lock files (naming a
 metrics server whose figures a run would record) or spool lines (replayed
@@ -10,10 +15,22 @@ another user owns it.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
 from wattlog.errors import ConfigError
+
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:/@\s]*):[^@\s]*@")
+
+
+def hide_password(url: str) -> str:
+    """`url` with the password of its user:password@ part as ***, for messages and logs.
+
+    >>> hide_password("http://ops:s3cret@gw:9091/metrics")
+    'http://ops:***@gw:9091/metrics'
+    """
+    return _USERINFO.sub(r"\g<scheme>\g<user>:***@", url)
 
 
 def private_folder(path: Path) -> Path:

@@ -21,6 +21,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from wattlog.errors import LedgerError
+from wattlog.telemetry.private import hide_password
 
 ENV_VAR = "WATTLOG_DB"
 DEFAULT_URL = "sqlite:///wattlog.db"
@@ -42,8 +43,8 @@ def describe_url(url: str | None = None) -> str:
     resolved = resolve_url(url)
     try:
         parsed = make_url(resolved)
-    except ArgumentError:
-        return resolved
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
+        return hide_password(resolved)
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database or ""
         return str(Path(database).resolve()) if database and database != ":memory:" else "sqlite (in memory)"
@@ -69,8 +70,8 @@ def make_engine(url: str | None = None, *, migrate: bool = True, create: bool = 
     where = describe_url(resolved)
     try:
         parsed = make_url(resolved)
-    except ArgumentError as error:
-        raise LedgerError(f"ledger URL {resolved!r} is malformed: use e.g. sqlite:///wattlog.db") from error
+    except (ArgumentError, ValueError) as error:  # ValueError: a port that is not a number
+        raise LedgerError(f"ledger URL {where!r} is malformed: use e.g. sqlite:///wattlog.db") from error
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         engine = _sqlite_engine(parsed.database or "", create)
