@@ -32,15 +32,17 @@ from prometheus_client.registry import Collector
 
 from wattlog.accounting.footprint import energy_label
 from wattlog.accounting.ledger import Ledger, Status, make_engine
+from wattlog.accounting.ledger.engine import check_integrity, unconnected_engine
 from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
 from wattlog.clock import Clock, SystemClock
-from wattlog.errors import WattlogError
+from wattlog.errors import LedgerUnavailable, WattlogError
 from wattlog.events import EventKind, Stopped
 from wattlog.telemetry.agent import Agent
 from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.supervise import Ending, Outcome, StopRequested
 from wattlog.telemetry.types import DeviceEnergy
 from wattlog.trainer.join import JoinedAgents
+from wattlog.trainer.offline import close_offline, offline_start
 from wattlog.trainer.recorder import RunRecorder
 from wattlog.trainer.restarts import LostWork
 from wattlog.trainer.session_config import ENV_RESUME, ENV_RUN_ID, SessionConfig
@@ -163,6 +165,8 @@ class RunSession:
         self.lost_energy_j = 0.0
         self.start_step = 0
         self.status: Status | None = None
+        self.offline: LedgerUnavailable | None = None
+        """Why the ledger was unreachable at start (the run is then measured into the spool only)."""
         self._started = False
 
     @property
@@ -209,27 +213,23 @@ class RunSession:
             from wattlog.accounting.sites import get_site
 
             site = get_site(site).name
-        self.ledger = Ledger(make_engine(cfg.db))
+        offline: LedgerUnavailable | None = None
         try:
-            self.recorder = RunRecorder(self.ledger, cfg.run, cfg.rank, cfg.join_timeout_s)
-            self.start_step, self.lost = self.recorder.register(
-                project=cfg.project,
-                role=cfg.role,
-                model=cfg.model,
-                site=site,
-                config=cfg.config,
-                resume=cfg.resume,
-                resume_step=cfg.resume_step,
-                job_id=cfg.job.job_id if cfg.job is not None else None,
-                **cfg.labels,
-            )
-            if cfg.job is not None and cfg.local_rank == 0:  # one row per node: the job's nodes
-                self.recorder.record_node(cfg.job, measured=cfg.owns_agent)
-            if cfg.rank == 0 and (cfg.gpu_hours is not None or cfg.requests is not None):
-                self.ledger.set_run_figures(cfg.run, gpu_hours=cfg.gpu_hours, requests=cfg.requests)
-            if self.lost is not None:
-                self.lost_energy_j = self.recorder.record_lost_work(self.lost)
-            if cfg.owns_agent:
+            self.ledger = Ledger(make_engine(cfg.db))
+            check_integrity(self.ledger.engine)  # a damaged ledger: one line, before the command runs
+            self._register(site)
+        except LedgerUnavailable as error:
+            if not (cfg.rank == 0 and cfg.owns_agent):  # other ranks need the run's id from the ledger
+                self._abort()
+                raise
+            offline = error
+        except BaseException:
+            self._abort()
+            raise
+        try:
+            if offline is not None:
+                self._start_offline(offline, site)
+            elif cfg.owns_agent:
                 self._start_agent()
         except BaseException:
             self._abort()
@@ -237,11 +237,51 @@ class RunSession:
         self._started = True
         return self
 
+    def _register(self, site: str) -> None:
+        cfg = self.config
+        assert self.ledger is not None
+        self.recorder = RunRecorder(self.ledger, cfg.run, cfg.rank, cfg.join_timeout_s)
+        self.start_step, self.lost = self.recorder.register(
+            project=cfg.project,
+            role=cfg.role,
+            model=cfg.model,
+            site=site,
+            config=cfg.config,
+            resume=cfg.resume,
+            resume_step=cfg.resume_step,
+            job_id=cfg.job.job_id if cfg.job is not None else None,
+            **cfg.labels,
+        )
+        if cfg.job is not None and cfg.local_rank == 0:  # one row per node: the job's nodes
+            self.recorder.record_node(cfg.job, measured=cfg.owns_agent)
+        if cfg.rank == 0 and (cfg.gpu_hours is not None or cfg.requests is not None):
+            self.ledger.set_run_figures(cfg.run, gpu_hours=cfg.gpu_hours, requests=cfg.requests)
+        if self.lost is not None:
+            self.lost_energy_j = self.recorder.record_lost_work(self.lost)
+
+    def _start_offline(self, error: LedgerUnavailable, site: str) -> None:
+        """The ledger is unreachable at start: measure into the spool under the run's name, and say so."""
+        self.offline = error
+        self.ledger = Ledger(unconnected_engine(self.config.db), clock=self.clock)
+        self.recorder = None
+        self._start_agent()
+        spool = self.recording.spool if self.recording is not None else None
+        assert spool is not None
+        spool.append_start(self.run, offline_start(self.config, site, self.host, self.clock.wall()))
+        log.error(
+            "the ledger is unreachable at start (%s): run %s is measured into %s and stored when the ledger "
+            "is back (at the end of the run, or by `wattlog replay`)",
+            error,
+            self.run,
+            spool.path,
+        )
+
     def _start_agent(self) -> None:
-        assert self.ledger is not None and self.run_id is not None
+        assert self.ledger is not None
+        key = self.run_id if self.run_id is not None else self.run  # offline: the run by its name
         self.recording = Recording(
             RecordingConfig(self.config.agent_settings),
-            LedgerTarget(self.ledger, self.run_id, self.config.db),
+            LedgerTarget(self.ledger, key, self.config.db),
             sensors=self._sensors,
             collectors=self._collectors,
             environ=self._environ,
@@ -288,6 +328,12 @@ class RunSession:
         self.status = status
         if self.agent is not None:
             _safely("agent.close", self.agent.close)
+        spool = self.recording.spool if self.recording is not None else None
+        if self.offline is not None and spool is not None and self.ledger is not None:
+            payload = None
+            if stopped is not None and stopped.received is not None:
+                payload = Stopped(stopped.received.name, stopped.exit_code).to_json()
+            _safely("store the run's end", close_offline, spool, self.ledger, self.run, status, payload)
         if self._joined and self.ledger is not None and self.run_id is not None:
             _safely("record the node agent's energy", self._joined.record, self.ledger, self.run_id)
         if stopped is not None and stopped.received is not None and self.recorder is not None:

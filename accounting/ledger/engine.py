@@ -17,10 +17,10 @@ from pathlib import Path
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
-from wattlog.errors import LedgerError
+from wattlog.errors import LedgerError, LedgerUnavailable
 from wattlog.telemetry.private import hide_password
 
 ENV_VAR = "WATTLOG_DB"
@@ -100,8 +100,51 @@ def make_engine(url: str | None = None, *, migrate: bool = True, create: bool = 
         raise
     except SQLAlchemyError as error:
         engine.dispose()
-        raise LedgerError(_open_failure(where, error)) from error
+        failure = LedgerUnavailable if isinstance(error, OperationalError) else LedgerError
+        raise failure(_open_failure(where, error)) from error
     return engine
+
+
+def unconnected_engine(url: str | None = None) -> Engine:
+    """An engine for `url` that connects only when first used (a ledger unreachable now, perhaps later).
+
+    Its schema is not checked: writes to it may fail until the ledger is back and migrated.
+
+    Raises:
+        LedgerError: The URL is malformed or its driver is missing.
+    """
+    resolved = resolve_url(url)
+    try:
+        parsed = make_url(resolved)
+        if parsed.get_backend_name() == "sqlite":
+            return _sqlite_engine(parsed.database or "", create=False)
+        return create_engine(parsed, pool_pre_ping=True)
+    except (ArgumentError, ValueError, ModuleNotFoundError, SQLAlchemyError) as error:
+        raise LedgerError(f"cannot use ledger {describe_url(resolved)}: {_first_line(error)}") from error
+
+
+def check_integrity(engine: Engine) -> None:
+    """Refuse a damaged SQLite ledger (PRAGMA quick_check) before a run writes into it.
+
+    SQLite reads only the pages a statement touches, so a ledger damaged in the middle
+    opens, takes a run, and fails later; this reads every page once (milliseconds per MB).
+
+    Raises:
+        LedgerError: The check found damage, or could not run.
+    """
+    if engine.dialect.name != "sqlite":
+        return
+    where = describe_url(engine.url.render_as_string(hide_password=False))
+    try:
+        with engine.connect() as connection:
+            found = [str(row[0]) for row in connection.execute(text("PRAGMA quick_check(3)"))]
+    except SQLAlchemyError as error:
+        raise LedgerError(_open_failure(where, error)) from error
+    if found != ["ok"]:
+        damage = " ".join("; ".join(found).split())[:200]  # one line, whatever SQLite put in it
+        raise LedgerError(
+            f"ledger {where} is damaged ({damage}): restore it from a backup or pass another --db"
+        )
 
 
 def _migrate(engine: Engine, where: str) -> None:

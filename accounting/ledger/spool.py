@@ -169,6 +169,18 @@ class Spool:
         self._append_lines(json.dumps({"run": run, "type": "event", **event}) + "\n")
         self.events += 1
 
+    def append_start(self, run: str, fields: Mapping[str, Any]) -> None:
+        """Spool the start of a run the ledger could not register (Ledger.start_run's keywords).
+
+        Replay creates the run (with its true start) before storing its rows, events and end;
+        a run of that name already in the ledger takes them.
+
+        Raises:
+            OSError: The file cannot be written (nothing of the line is left in it).
+        """
+        self._append_lines(json.dumps({"run": run, "type": "start", **fields}) + "\n")
+        self.ends += 1  # a line to replay, like an end: the file is kept until it is stored
+
     def _append_lines(self, data: str) -> None:
         """Append whole lines and fsync them; on failure cut the file back so no torn line is left."""
         handle = self._open()
@@ -326,6 +338,8 @@ def _write(ledger: Ledger, batches: Mapping[str, Batch]) -> int:
     written = 0
     for run, batch in batches.items():
         key = run_key(run)
+        if batch.start is not None and isinstance(key, str) and ledger.find_run(key) is None:
+            ledger.start_run(key, **batch.start)
         for i in range(0, max(len(batch.intervals), 1), _CHUNK):
             gaps = batch.gaps if i == 0 else []
             written += ledger.record_intervals(key, batch.intervals[i : i + _CHUNK], gaps)

@@ -36,6 +36,8 @@ class Batch:
     events: list[dict[str, Any]] = field(default_factory=list)
     """Ledger.record_event keyword arguments (kind, time_s, step, category, payload)."""
     end: tuple[str, float] | None = None  # (status, end_s) of a run whose end the ledger missed
+    start: dict[str, Any] | None = None
+    """Ledger.start_run keywords of a run the ledger could not register (unreachable at its start)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +139,8 @@ def _add(batches: dict[str, Batch], item: dict[str, Any]) -> None:
         batch.gaps.append(_gap(item))
     elif kind == "event":
         batch.events.append(_event(item))
+    elif kind == "start":
+        batch.start = _start(item)
     elif kind == "end":
         status = _text(item, "status")
         if status not in set(Status):
@@ -181,6 +185,17 @@ def _gap(item: Mapping[str, Any]) -> Gap:
     return Gap(
         _text(item, "host"), _text(item, "device"), start_s, end_s, _text(item, "reason", 100_000)[:500]
     )
+
+
+_START_TEXTS = ("project", "role", "model", "site", "host", "phase", "stage", "scale_group", "device_model")
+
+
+def _start(item: Mapping[str, Any]) -> dict[str, Any]:
+    config = item.get("config", {})
+    if not isinstance(config, dict):
+        raise ConfigError("config must be a JSON object")
+    fields = {name: _text(item, name) for name in _START_TEXTS if name in item}
+    return {**fields, "config": config, "start_s": _number(item, "start_s")}
 
 
 def _event(item: Mapping[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, select
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -39,7 +39,7 @@ from wattlog.accounting.ledger.writes import (
     upsert_into,
 )
 from wattlog.clock import Clock, SystemClock
-from wattlog.errors import ConfigError, LedgerError, RunNotFound
+from wattlog.errors import ConfigError, LedgerError, LedgerUnavailable, RunNotFound
 from wattlog.records import EnergyInterval, Gap
 
 __all__ = ["Compaction", "EnergyTotal", "Ledger", "upsert_into"]
@@ -69,7 +69,8 @@ class Ledger:
         except SQLAlchemyError as error:
             original = getattr(error, "orig", None) or error
             message = (str(original).strip().splitlines() or [type(original).__name__])[0]
-            raise LedgerError(f"could not {what}, nothing was written: {message}") from error
+            failure = LedgerUnavailable if isinstance(error, OperationalError) else LedgerError
+            raise failure(f"could not {what}, nothing was written: {message}") from error
         finally:
             session.close()
 
@@ -101,6 +102,7 @@ class Ledger:
         stage: Stage | str = "",
         scale_group: str = "",
         device_model: str = "",
+        start_s: float | None = None,
     ) -> RunInfo:
         """Create a run, or with `resume` continue the run of that name (same id, a restart event).
 
@@ -116,7 +118,7 @@ class Ledger:
             raise ConfigError("a run needs a name: pass --name")
         role = member(Role, role, "role")
         labels = run_labels(phase, stage, scale_group, device_model)
-        now_s = self._clock.wall()
+        now_s = self._clock.wall() if start_s is None else start_s  # given: a start spooled earlier
         with self.transaction(f"start run {name!r}") as session:
             run = session.execute(select(Run).where(col(Run.name) == name)).scalars().first()
             if run is not None:
