@@ -54,6 +54,7 @@ DEFAULT_MAX_BYTES = 64 * 2**20
 _CHUNK = 5000  # rows per replay transaction
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 LOSS_REASON = "spool full (bound {bound} bytes): energy of this stretch lost, {rows} rows, {joules:.1f} J"
+WRITE_LOSS_REASON = "spool not writable ({why}): energy of this stretch lost, {rows} rows, {joules:.1f} J"
 
 
 def default_folder(environ: Mapping[str, str] | None = None) -> Path:
@@ -143,7 +144,7 @@ class Spool:
         data = "".join(line + "\n" for line in lines)
         self._open()
         if self._size + len(data.encode()) > self.max_bytes:
-            self._record_loss(run, intervals, gaps)
+            self.record_loss(run, intervals, gaps)
             return
         self._append_lines(data)
         self.rows += len(intervals)
@@ -249,8 +250,15 @@ class Spool:
         os.fsync(handle.fileno())
         self._size = handle.tell()
 
-    def _record_loss(self, run: int | str, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
-        if not self.lost_rows:
+    def record_loss(
+        self, run: int | str, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap], why: str = ""
+    ) -> None:
+        """Count rows that could not be spooled and keep their span as a gap per device.
+
+        The gaps are written with the next replay; `why` "" means the bound was reached
+        (logged here once), else the reason the file could not be written (the caller says so).
+        """
+        if not self.lost_rows and not why:
             log.error(
                 "spool %s reached its bound of %d bytes: energy rows past it are lost "
                 "(counted, and recorded as gaps when the ledger is back)",
@@ -271,7 +279,10 @@ class Spool:
             if old is not None:
                 start_s, end_s = min(start_s, old.start_s), max(end_s, old.end_s)
             rows, joules = self._lost_by_device.get(key, (0, 0.0))
-            reason = LOSS_REASON.format(bound=self.max_bytes, rows=rows, joules=joules)
+            if why:
+                reason = WRITE_LOSS_REASON.format(why=why, rows=rows, joules=joules)
+            else:
+                reason = LOSS_REASON.format(bound=self.max_bytes, rows=rows, joules=joules)
             self._lost[key] = Gap(host, device, start_s, end_s, reason)
 
 
