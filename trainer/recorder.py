@@ -88,7 +88,10 @@ class RunRecorder:
                 config=dict(config),
                 host=socket.gethostname(),
                 resume=resume,
-                **labels,  # phase, stage, scale_group, device_model (Ledger.start_run)
+                phase=labels.get("phase", ""),
+                stage=labels.get("stage", ""),
+                scale_group=labels.get("scale_group", ""),
+                device_model=labels.get("device_model", ""),
             )
         except LedgerError:
             if resume or not created_by_job(self.ledger, self.run, job_id):
@@ -137,7 +140,7 @@ class RunRecorder:
         if self.run_id is None:
             return
         safe = json_safe(payload or {})
-        event = {
+        event: dict[str, Any] = {
             "kind": str(kind),
             "time_s": time_s,
             "step": step,
