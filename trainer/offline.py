@@ -17,7 +17,6 @@ from typing import Any
 from wattlog.accounting.ledger import Ledger, Status
 from wattlog.accounting.ledger.spool import Spool
 from wattlog.errors import LedgerError
-from wattlog.events import EventKind
 from wattlog.trainer.session_config import SessionConfig
 
 log = logging.getLogger(__name__)
@@ -37,18 +36,13 @@ def offline_start(config: SessionConfig, site: str, host: str, start_s: float) -
     }
 
 
-def close_offline(
-    spool: Spool, ledger: Ledger, run: str, status: Status, stopped: dict[str, Any] | None
-) -> bool:
-    """Spool the run's `stopped` event and end, then try to store the whole spool once more.
+def close_offline(spool: Spool, ledger: Ledger, run: str, status: Status) -> bool:
+    """Spool the run's end, then try to store the whole spool once more (its `stopped` event is in it).
 
     Returns:
         Whether everything is in the ledger now (False: it stays in the spool for `wattlog replay`).
     """
-    now_s = ledger.wall_s()
-    if stopped is not None:
-        spool.append_event(run, {"kind": str(EventKind.STOPPED), "time_s": now_s, "payload": stopped})
-    spool.append_end(run, status.value, now_s)
+    spool.append_end(run, status.value, ledger.wall_s())
     try:
         spool.replay(ledger)
     except LedgerError as error:

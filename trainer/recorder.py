@@ -45,6 +45,8 @@ class RunRecorder:
         self._join_timeout_s = join_timeout_s
         self.run_id: int | None = None
         self.attempt = 0
+        self.offline = False
+        """True when the ledger was unreachable at start: events are spooled under the run's name."""
         self.spool: Spool | None = None
         """Where events go while the ledger is down (the run's energy spool; None: they raise)."""
 
@@ -137,7 +139,7 @@ class RunRecorder:
         time_s: float | None = None,
     ) -> None:
         """Store one event of the run (non-finite floats as text: PostgreSQL's JSON has no NaN)."""
-        if self.run_id is None:
+        if self.run_id is None and not self.offline:
             return
         safe = json_safe(payload or {})
         event: dict[str, Any] = {
@@ -150,6 +152,8 @@ class RunRecorder:
         if time_s is None:
             event["time_s"] = self.ledger.wall_s()
         try:
+            if self.run_id is None:  # offline: the ledger could not register the run
+                raise LedgerError("the run is not registered in the ledger yet")
             self.ledger.record_event(self.run_id, **event)
         except LedgerError as error:
             if self.spool is None:
@@ -158,9 +162,9 @@ class RunRecorder:
 
     def _spool_event(self, event: dict[str, Any], error: LedgerError) -> None:
         """The ledger is down: the event waits in the run's spool beside its energy rows."""
-        assert self.spool is not None and self.run_id is not None
+        assert self.spool is not None
         try:
-            self.spool.append_event(self.run_id, event)
+            self.spool.append_event(self.run_id if self.run_id is not None else self.run, event)
         except (OSError, WattlogError) as spool_error:
             raise LedgerError(f"{error}; and the spool cannot be written either: {spool_error}") from error
         log.warning(

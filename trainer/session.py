@@ -263,7 +263,8 @@ class RunSession:
         """The ledger is unreachable at start: measure into the spool under the run's name, and say so."""
         self.offline = error
         self.ledger = Ledger(unconnected_engine(self.config.db), clock=self.clock)
-        self.recorder = None
+        self.recorder = RunRecorder(self.ledger, self.run, self.config.rank, self.config.join_timeout_s)
+        self.recorder.offline = True  # its events go to the spool under the run's name
         self._start_agent()
         spool = self.recording.spool if self.recording is not None else None
         assert spool is not None
@@ -328,12 +329,6 @@ class RunSession:
         self.status = status
         if self.agent is not None:
             _safely("agent.close", self.agent.close)
-        spool = self.recording.spool if self.recording is not None else None
-        if self.offline is not None and spool is not None and self.ledger is not None:
-            payload = None
-            if stopped is not None and stopped.received is not None:
-                payload = Stopped(stopped.received.name, stopped.exit_code).to_json()
-            _safely("store the run's end", close_offline, spool, self.ledger, self.run, status, payload)
         if self._joined and self.ledger is not None and self.run_id is not None:
             _safely("record the node agent's energy", self._joined.record, self.ledger, self.run_id)
         if stopped is not None and stopped.received is not None and self.recorder is not None:
@@ -341,6 +336,9 @@ class RunSession:
             _safely("record the stop", self.recorder.event, EventKind.STOPPED, payload=payload)
         if self.recorder is not None:
             _safely("end_run", self._end_run, status)
+        spool = self.recording.spool if self.recording is not None else None
+        if self.offline is not None and spool is not None and self.ledger is not None:
+            _safely("store the run", close_offline, spool, self.ledger, self.run, status)
         recorded = self.recording.recorded_j if self.recording is not None else 0.0
         if self.agent is None:
             return SessionSummary(status, None, recorded, self.unwritten_rows)

@@ -23,6 +23,7 @@ import pytest
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.spool_lines import read_spool
 from wattlog.errors import LedgerUnavailable
+from wattlog.events import EventKind
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors.estimate import EstimateSensor
 from wattlog.trainer import session as session_module
@@ -68,6 +69,8 @@ def test_a_run_started_offline_is_stored_once_when_the_ledger_is_back(
     session = RunSession(SessionConfig("late", db=url, agent_config=agent), sensors=[EstimateSensor()])
     session.start()
     assert session.offline is not None and session.run_id is None
+    assert session.recorder is not None
+    session.recorder.event(EventKind.CHECKPOINT, step=3, payload={"path": "c.pt"})  # spooled by name
     monkeypatch.setattr(session_module, "make_engine", real)  # the ledger is back before the end
     summary = session.close(Status.FINISHED)
     assert summary.unwritten_rows == 0 and summary.measured_j is not None
@@ -76,6 +79,7 @@ def test_a_run_started_offline_is_stored_once_when_the_ledger_is_back(
     assert run.status == "finished" and run.end_s is not None and run.start_s < run.end_s
     stored = sum(t.energy_j for t in ledger.energy_totals(run.id))
     assert stored == pytest.approx(summary.measured_j, rel=1e-9)  # every joule, once
+    assert [(e.kind, e.step) for e in ledger.events(run.id)] == [("checkpoint", 3)]
 
 
 def test_a_damaged_ledger_is_refused_in_one_line(tmp_path: Path) -> None:
