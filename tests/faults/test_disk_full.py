@@ -138,3 +138,25 @@ def test_the_agent_says_when_its_file_sink_could_not_store_everything(tmp_path: 
     code = main(["agent", "--seconds", "0.3", "--port", "-1", "--jsonl", str(blocker / "rows.jsonl")])
     err = [line for line in capsys.readouterr().err.splitlines() if "incomplete" in line]
     assert code == 75 and len(err) == 1 and "energy rows could not be written" in err[0]
+
+
+def test_a_run_end_that_cannot_be_spooled_leaves_no_torn_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old append_end wrote its line and raised on fsync, leaving it in the file (a torn line)."""
+    spool = Spool(tmp_path / "spool", "sqlite:///l.db", 1)
+    spool.append(1, [EnergyInterval("n", "gpu0", Kind.GPU, Source.COUNTER, 0.0, 1.0, 5.0, 5.0, 5.0)], [])
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="No space left"):
+        spool.append_end(1, "finished", 2.0)
+    monkeypatch.undo()
+    lines = spool.path.read_text().splitlines()
+    assert len(lines) == 2 and '"type": "end"' not in spool.path.read_text()  # header + the row
+    spool.append_end(1, "finished", 2.0)  # space is back: the end lands whole, after the row
+    assert (
+        spool.path.read_text().endswith('"end_s": 2.0}\n') and len(spool.path.read_text().splitlines()) == 3
+    )
