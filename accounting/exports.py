@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from wattlog.accounting.grids import csv_text
 from wattlog.accounting.ranges import Quantity, Range, bounds
 from wattlog.accounting.render import FIGURE_COLUMNS, HEADERS, TableRow
 from wattlog.accounting.units import mwh_to_j
@@ -84,7 +85,7 @@ def rows_csv(rows: Sequence[TableRow]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)
     for r in rows:
-        line = [r.model, r.role, r.energy_source, r.energy_basis]
+        line = [csv_text(r.model), csv_text(r.role), r.energy_source, r.energy_basis]
         for column in FIGURE_COLUMNS:
             line += _ends(r.figure(column))
         line += _ends(r.energy_band_mwh)
@@ -93,7 +94,7 @@ def rows_csv(rows: Sequence[TableRow]) -> str:
         line += [*_ends(r.total_power_mwh, j), *_ends(r.energy_band_mwh, j)]
         line += [_ends(r.gpu_mwh, j)[0], _ends(r.host_mwh, j)[0]]
         texts = dict(r.extra)
-        line += [texts.get(h, "") for h in extra]
+        line += [csv_text(texts.get(h, "")) for h in extra]
         writer.writerow(line)
     return buffer.getvalue()
 
@@ -235,5 +236,5 @@ def grids_csv(grids: Sequence[object]) -> str:
         headers = list(getattr(g, "headers", []))
         for cells in getattr(g, "cells", []):
             for header, value in zip(headers[1:], cells[1:], strict=True):
-                writer.writerow([getattr(g, "title", ""), cells[0], header, value])
+                writer.writerow([getattr(g, "title", ""), csv_text(cells[0]), header, csv_text(value)])
     return buffer.getvalue()

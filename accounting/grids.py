@@ -21,6 +21,38 @@ MISSING = "-"
 """What a cell shows where the source gives no figure."""
 
 
+_CONTROL = {i: f"\\x{i:02x}" for i in (*range(32), 127)} | {9: "\\t", 10: "\\n", 13: "\\r"}
+_FORMULA_START = ("=", "+", "-", "@")
+
+
+def printable(text: str) -> str:
+    """`text` with control characters shown as escapes: a run name's newline never breaks a table row."""
+    return text.translate(_CONTROL)
+
+
+def csv_text(text: str) -> str:
+    """A text cell for CSV: printable, and never read as a formula by a spreadsheet.
+
+    A cell starting with = + - or @ is prefixed with ' (OWASP's CSV-injection advice);
+    numbers (-1.5) and the missing mark (-) are left as they are.
+
+    >>> csv_text("=1+1"), csv_text("@SUM(A1)"), csv_text("-"), csv_text("-1.5")
+    ("'=1+1", "'@SUM(A1)", '-', '-1.5')
+    """
+    text = printable(text)
+    if text.startswith(_FORMULA_START) and text != MISSING and not _is_number(text):
+        return "'" + text
+    return text
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 # Grid renderers: headers + cells + footnotes, shared by Table 19 and `wattlog sites`.
 
 

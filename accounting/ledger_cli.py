@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -25,7 +26,12 @@ def replay(
         typer.Option("--spool-dir", help="Spool folder (default $WATTLOG_SPOOL_DIR or ~/.local/state/...)."),
     ] = None,
 ) -> int:
-    """Store the energy rows spooled while the ledger was unavailable; each row lands once."""
+    """Store the energy rows and events spooled while the ledger was unavailable; each lands once.
+
+    A file's bad lines (a bad byte, a number stored as text, a negative or NaN row) are named
+    by file and line, kept in `<file>.rejected`, and make the command exit 1; its good lines
+    and every later file are still stored.
+    """
     folder = spool_dir or default_folder()
     where = describe_url(db)
     engine = make_engine(db)
@@ -46,9 +52,11 @@ def replay(
         notes.append(f"{done.torn} torn line(s) skipped")
     if notes:
         print("; ".join(notes))
+    for line in done.rejected:  # one line per file: its good lines are stored, its bad ones kept aside
+        print(f"wattlog: {line}", file=sys.stderr)
     if done.failed:
         raise LedgerError(f"{len(done.failed)} spool file(s) could not be replayed: {done.failed[0]}")
-    return 0
+    return 1 if done.rejected else 0
 
 
 def gaps(

@@ -59,12 +59,12 @@ class LedgerTarget:
 
     Attributes:
         ledger: The open ledger.
-        run_id: The run's id in it.
+        run_id: The run's id in it, or its name (a run the ledger could not register yet: replay creates it).
         url: The ledger URL as given (None: the default); names the spool's ledger, password hidden.
     """
 
     ledger: Ledger
-    run_id: int
+    run_id: int | str
     url: str | None = None
 
 

@@ -21,7 +21,7 @@ from wattlog.accounting.fitted import FittedTable
 from wattlog.accounting.footprint import Footprint, WaterConvention
 from wattlog.accounting.grids import MISSING as MISSING
 from wattlog.accounting.grids import TableFormat as TableFormat
-from wattlog.accounting.grids import html_grid, latex_grid, markdown_grid, rich_grid
+from wattlog.accounting.grids import html_grid, latex_grid, markdown_grid, printable, rich_grid
 from wattlog.accounting.grids import render_grid as render_grid
 from wattlog.accounting.it_energy import Energy
 from wattlog.accounting.ranges import Quantity, Range, bounds
@@ -256,7 +256,7 @@ def table_cells(rows: Sequence[TableRow]) -> tuple[list[str], list[list[str]]]:
         if r.hourly_intensity:
             by_key["carbon_intensity_kg_per_kwh"] += " (hourly mean)"
         by_key.update(
-            model=r.model,
+            model=printable(r.model),  # a run name's newline must not break the row
             energy_source=r.energy_source,
             energy_band_mwh=r.amount("total_power_mwh", r.energy_band_mwh),
             gpu_mwh=r.amount("total_power_mwh", r.gpu_mwh),

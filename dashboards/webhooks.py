@@ -16,7 +16,10 @@ fields such as notification_reason are accepted; Grafana sends version "1" with
   against its host: the run `host:<host>` (project wattlog-hosts, role debug, made on
   first use), with the run it named kept in the payload's labels. Only an alert with
   neither a known run nor a `host`/`instance` label makes the payload 422, since it
-  cannot be attributed; a batch is all or nothing.
+  cannot be attributed. An alert the ledger could never store (a NUL byte, a host
+  label over 195 characters) is rejected alone, with its reason in the answer's
+  `rejected`; the rest of its batch is recorded (a 5xx would make Alertmanager resend
+  the whole batch forever).
 - Nothing is recorded twice: each event carries an idempotency key made of the
   alert's fingerprint, startsAt and status, so Alertmanager's resends are skipped.
 """
@@ -31,12 +34,13 @@ import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
 from wattlog.accounting.ledger.models import Role
 from wattlog.accounting.ledger.runs import RunSpec
+from wattlog.dashboards.alert_checks import PayloadError as PayloadError
+from wattlog.dashboards.alert_checks import labels_of, time_s_of, unstorable
 from wattlog.errors import ConfigError, LedgerError
 from wattlog.events import EventCategory, EventKind
 from wattlog.serving import CLOSE_TIMEOUT_S, BoundedHTTPServer
@@ -51,14 +55,6 @@ SECRET_ENV = "WATTLOG_WEBHOOK_SECRET"
 SIGNATURE_HEADER = "X-Wattlog-Signature"
 MAX_BODY_BYTES = 1 << 20
 EVENT_KIND = EventKind.ALERT
-
-
-class PayloadError(ValueError):
-    """The request is refused; `status` is the HTTP status to answer (4xx)."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +77,21 @@ class Auth:
         return auth
 
     def check(self, headers: Mapping[str, str], body: bytes) -> None:
-        """Raise PayloadError(401) unless the bearer token or the body's HMAC signature is right."""
-        if self.token and hmac.compare_digest(headers.get("Authorization", ""), f"Bearer {self.token}"):
+        """Raise PayloadError(401) unless the bearer token or the body's HMAC signature is right.
+
+        Headers are compared as bytes: compare_digest refuses a str with non-ASCII characters,
+        and a client may send any byte (http.server decodes headers as Latin-1).
+        """
+        if self.token and _same(headers.get("Authorization", ""), f"Bearer {self.token}"):
             return
-        if self.secret and hmac.compare_digest(headers.get(SIGNATURE_HEADER, ""), sign(self.secret, body)):
+        if self.secret and _same(headers.get(SIGNATURE_HEADER, ""), sign(self.secret, body)):
             return
         raise PayloadError(401, "missing or wrong credentials")
+
+
+def _same(given: str, expected: str) -> bool:
+    """Constant-time comparison of a header with its expected value, whatever characters it holds."""
+    return hmac.compare_digest(given.encode("utf-8", "replace"), expected.encode("utf-8", "replace"))
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -106,28 +111,6 @@ class Alert:
     payload: dict[str, Any]
 
 
-def _time_s(text: Any, what: str) -> float:
-    """Unix seconds of an RFC 3339 time; Alertmanager sends nanoseconds, Python parses microseconds."""
-    if not isinstance(text, str):
-        raise PayloadError(400, f"{what} must be an RFC 3339 string")
-    head, dot, tail = text.partition(".")
-    if dot:  # keep 6 fractional digits, then the zone
-        digits = len(tail) - len(tail.lstrip("0123456789"))
-        text = f"{head}.{tail[: min(digits, 6)]}{tail[digits:]}"
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError as error:
-        raise PayloadError(400, f"{what} {text!r} is not an RFC 3339 time") from error
-
-
-def _labels(value: Any, what: str) -> dict[str, str]:
-    if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise PayloadError(400, f"{what} must be an object of strings")
-    return value
-
-
 def parse(body: bytes) -> list[Alert]:
     """The alerts of a webhook body, shape-checked (runs not yet resolved).
 
@@ -142,17 +125,17 @@ def parse(body: bytes) -> list[Alert]:
         raise PayloadError(400, "payload needs a non-empty `alerts` list")
     if data.get("status") not in ("firing", "resolved") or not isinstance(data.get("version"), str):
         raise PayloadError(400, "payload needs `version` and `status` (firing or resolved)")
-    common = _labels(data.get("commonLabels", {}), "commonLabels")
+    common = labels_of(data.get("commonLabels", {}), "commonLabels")
     alerts = []
     for i, raw in enumerate(data["alerts"]):
         if not isinstance(raw, dict) or raw.get("status") not in ("firing", "resolved"):
             raise PayloadError(400, f"alerts[{i}] needs a status (firing or resolved)")
-        labels = _labels(raw.get("labels"), f"alerts[{i}].labels")
-        annotations = _labels(raw.get("annotations", {}), f"alerts[{i}].annotations")
+        labels = labels_of(raw.get("labels"), f"alerts[{i}].labels")
+        annotations = labels_of(raw.get("annotations", {}), f"alerts[{i}].annotations")
         starts = raw.get("startsAt")
-        time_s = _time_s(starts, f"alerts[{i}].startsAt")
+        time_s = time_s_of(starts, f"alerts[{i}].startsAt")
         if raw["status"] == "resolved" and raw.get("endsAt"):
-            time_s = _time_s(raw["endsAt"], f"alerts[{i}].endsAt")
+            time_s = time_s_of(raw["endsAt"], f"alerts[{i}].endsAt")
         fingerprint = (
             raw.get("fingerprint")
             or hashlib.sha256(json.dumps(labels, sort_keys=True).encode()).hexdigest()[:16]
@@ -199,13 +182,30 @@ class AlertRecorder:
         self._ledger = ledger
         self._lock = threading.Lock()  # check-then-insert must not interleave between requests
 
-    def record(self, alerts: list[Alert]) -> tuple[int, int]:
-        """Store the alerts; returns (recorded, duplicates skipped).
+    def record(self, alerts: list[Alert]) -> tuple[int, int, list[dict[str, Any]]]:
+        """Store the alerts the ledger can hold; returns (recorded, duplicates, rejected).
+
+        An alert the ledger could never store (a NUL byte, a run or host name over its
+        column) is rejected alone, as {"index", "alertname", "reason"}: retrying would fail
+        the same way, so it must not hold back the valid alerts of its batch.
 
         Raises:
             PayloadError: 422 when an alert names neither a run of the ledger nor a host.
             LedgerError: The database failed.
         """
+        rejected = []
+        valid = []
+        for i, alert in enumerate(alerts):
+            reason = unstorable(alert.run, alert.name, HOST_RUN_PREFIX + host_of(alert), alert.payload)
+            if reason:
+                log.warning("webhook: alert %d (%r) rejected: %s", i, alert.name[:80], reason)
+                rejected.append({"index": i, "alertname": alert.name[:200], "reason": reason})
+            else:
+                valid.append(alert)
+        recorded, duplicates = self._record(valid)
+        return recorded, duplicates, rejected
+
+    def _record(self, alerts: list[Alert]) -> tuple[int, int]:
         with self._lock:
             seen: dict[str, set[str]] = {}
             targets: list[str] = []
@@ -307,7 +307,7 @@ class WebhookReceiver:
                 raise PayloadError(413, f"body of {length} bytes is over the {self._max}-byte limit")
             body = read(int(length))
             self._auth.check(headers, body)
-            recorded, duplicates = self._recorder.record(parse(body))
+            recorded, duplicates, rejected = self._recorder.record(parse(body))
         except PayloadError as error:
             log.warning("webhook refused (%d): %s", error.status, error)
             return error.status, {"error": str(error)}
@@ -315,7 +315,10 @@ class WebhookReceiver:
             log.error("webhook could not record: %s", error)
             return 503, {"error": str(error)}  # Alertmanager retries on 5xx: the ledger may come back
         log.info("webhook: %d alerts recorded, %d duplicates skipped", recorded, duplicates)
-        return 200, {"recorded": recorded, "duplicates": duplicates}
+        answer: dict[str, Any] = {"recorded": recorded, "duplicates": duplicates}
+        if rejected:  # 200 all the same: a resend would be rejected again, and the rest is stored
+            answer["rejected"] = rejected
+        return 200, answer
 
     def start(self) -> WebhookReceiver:
         """Bind and serve in a background thread."""

@@ -347,7 +347,8 @@ class Agent:
                 if holder is None:
                     mine.append(device)
                 else:
-                    self._held_elsewhere[device.uuid] = holder.metrics_url
+                    # an untrusted holder's figures are never read; the device stays out of this run
+                    self._held_elsewhere[device.uuid] = holder.metrics_url if holder.trusted else None
                     self._notes.append(holder.describe(device.uuid))
             if mine:
                 self._sensors.append(_OnlyDevices(sensor, mine))

@@ -17,7 +17,7 @@ LOCK_DIR_ENV = "WATTLOG_LOCK_DIR"
 
 
 def default_lock_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """$WATTLOG_LOCK_DIR, else <tmp>/wattlog-locks: the folder every agent of the node must share.
+    """$WATTLOG_LOCK_DIR, else <tmp>/wattlog-<uid>/wattlog-locks: the folder this user's agents share.
 
     Not <tmp>/wattlog: a folder named like the package in the current directory
     would shadow it for `python -m wattlog` run from <tmp>.
@@ -25,7 +25,8 @@ def default_lock_dir(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     if env.get(LOCK_DIR_ENV):
         return Path(env[LOCK_DIR_ENV])
-    return Path(tempfile.gettempdir()) / "wattlog-locks"
+    # one parent per user: the folder is private (0700), so users cannot share one
+    return Path(tempfile.gettempdir()) / f"wattlog-{os.getuid()}" / "wattlog-locks"
 
 
 @dataclass

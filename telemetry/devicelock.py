@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wattlog.errors import ConfigError
+from wattlog.telemetry.private import private_folder
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -40,10 +41,19 @@ class Holder:
 
     pid: int | None
     metrics_url: str | None
+    distrust: str = ""
+    """Why its figures must not be used ("" = a live process of this user holds it)."""
+
+    @property
+    def trusted(self) -> bool:
+        """Whether a run may read this holder's metrics as the device's energy."""
+        return not self.distrust
 
     def describe(self, uuid: str) -> str:
         """One line naming who measures `uuid`, e.g. for the agent's notes."""
         who = f"agent pid {self.pid}" if self.pid is not None else "another agent"
+        if self.distrust:
+            return f"{uuid} is locked by {who}, whose figures are not trusted ({self.distrust}): not measured"
         where = f" ({self.metrics_url})" if self.metrics_url else ""
         return f"{uuid} is measured by {who}{where}"
 
@@ -116,26 +126,49 @@ class DeviceLocks:
         self._held.clear()
 
     def _path(self, uuid: str) -> Path:
-        try:
-            self._dir.mkdir(parents=True, exist_ok=True)
-            if self._dir.stat().st_uid == os.getuid():
-                self._dir.chmod(0o1777)  # agents of other users on this node must lock here too
-        except OSError as error:
-            raise ConfigError(
-                f"cannot use device lock folder {self._dir}: {error}; set a writable lock_dir"
-            ) from error
-        # UUIDs may hold "/" or ":" (powercap zones); a digest keeps sanitised names distinct.
-        digest = hashlib.sha1(uuid.encode()).hexdigest()[:8]
-        return self._dir / f"{_UNSAFE.sub('_', uuid)}-{digest}.lock"
+        # Private to this user: a folder others can write lets them plant a lock that names
+        # their own metrics server, whose figures a run would then record as its energy.
+        private_folder(self._dir)
+        return self._dir / lock_name(uuid)
+
+
+def lock_name(uuid: str) -> str:
+    """The lock file's name of a device (UUIDs may hold "/" or ":"; a digest keeps sanitised names apart)."""
+    digest = hashlib.sha1(uuid.encode()).hexdigest()[:8]
+    return f"{_UNSAFE.sub('_', uuid)}-{digest}.lock"
 
 
 def _read_holder(fd: int) -> Holder:
+    """Who holds the lock, from what it wrote, checked: the file and the process must be this user's."""
     try:
         data = json.loads(os.pread(fd, 4096, 0) or b"{}")
     except (OSError, ValueError):
         data = {}
+    if not isinstance(data, dict):
+        data = {}
     pid = data.get("pid")
+    pid = pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
     url = data.get("metrics_url")
-    return Holder(
-        pid=pid if isinstance(pid, int) else None, metrics_url=url if isinstance(url, str) else None
-    )
+    url = url if isinstance(url, str) and _AGENT_URL.match(url) else None
+    return Holder(pid=pid, metrics_url=url, distrust=_distrust(fd, pid))
+
+
+_AGENT_URL = re.compile(r"^http://[^\s/@]{1,255}/[\x21-\x7e]{0,200}$")
+"""An agent's metrics URL: plain http to a host, no credentials (never file:, never a redirect target)."""
+
+
+def _distrust(fd: int, pid: int | None) -> str:
+    """Why a lock holder's figures must not be used; "" when this user's live process holds it."""
+    me = os.getuid()
+    owner = os.fstat(fd).st_uid
+    if owner != me:
+        return f"the lock file belongs to uid {owner}"
+    if pid is None:
+        return "no process id in the lock file"
+    try:
+        process_uid = os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return f"process {pid} does not exist"
+    if process_uid != me:
+        return f"process {pid} belongs to uid {process_uid}"
+    return ""

@@ -33,6 +33,7 @@ from prometheus_client.registry import Collector
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.metric_names import MetricName
 from wattlog.serving import BoundedWSGIServer, QuietWSGIHandler, family_of
+from wattlog.telemetry.private import hide_password
 from wattlog.telemetry.types import DeviceEnergy
 
 if TYPE_CHECKING:
@@ -363,8 +364,9 @@ def push(
             gateway_url, job=job, registry=registry, grouping_key=dict(grouping_key or {}), timeout=timeout_s
         )
     except OSError as error:
+        where, why = hide_password(gateway_url), hide_password(str(error))  # never print its credentials
         raise WattlogError(
-            f"cannot push metrics to {gateway_url}: {error}; check the Pushgateway runs and the URL (--push)"
+            f"cannot push metrics to {where}: {why}; check the Pushgateway runs and the URL (--push)"
         ) from error
 
 
@@ -385,4 +387,5 @@ def delete(
     try:
         delete_from_gateway(gateway_url, job=job, grouping_key=dict(grouping_key or {}), timeout=timeout_s)
     except OSError as error:
-        raise WattlogError(f"cannot delete group {job} from {gateway_url}: {error}") from error
+        where, why = hide_password(gateway_url), hide_password(str(error))
+        raise WattlogError(f"cannot delete group {job} from {where}: {why}") from error

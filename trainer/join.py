@@ -25,6 +25,7 @@ run, so it is an upper bound of the node's energy.
 from __future__ import annotations
 
 import logging
+import math
 import urllib.request
 from collections.abc import Iterable, Mapping
 
@@ -41,6 +42,7 @@ from wattlog.metric_names import MetricName
 from wattlog.records import EnergyFigure, EnergyInterval, Gap
 
 log = logging.getLogger(__name__)
+_MAX_BYTES = 16 * 2**20  # a node agent's page is kilobytes; more is not an agent's
 
 
 def read_counters(url: str, devices: Iterable[str], timeout_s: float = 5.0) -> dict[str, EnergyTotal]:
@@ -52,22 +54,30 @@ def read_counters(url: str, devices: Iterable[str], timeout_s: float = 5.0) -> d
     wanted = set(devices)
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as response:  # the node agent, on loopback
-            text = response.read().decode()
-    except OSError as error:
+            text = response.read(_MAX_BYTES).decode()
+    except (OSError, ValueError) as error:  # unreachable, or not text (UnicodeDecodeError)
         raise SensorError(f"cannot read the node agent's metrics at {url}: {error}") from error
     energy: dict[str, Mapping[str, str]] = {}
     joules: dict[str, float] = {}
     bands: dict[tuple[str, str], float] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            device = sample.labels.get("device", "")
-            if device not in wanted:
-                continue
-            if sample.name == MetricName.ENERGY_JOULES_TOTAL:
-                energy[device] = sample.labels
-                joules[device] = sample.value
-            elif sample.name == MetricName.ENERGY_UNCERTAINTY_JOULES:
-                bands[(device, sample.labels.get("bound", ""))] = sample.value
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                device = sample.labels.get("device", "")
+                if device not in wanted:
+                    continue
+                if sample.name == MetricName.ENERGY_JOULES_TOTAL:
+                    energy[device] = sample.labels
+                    joules[device] = sample.value
+                elif sample.name == MetricName.ENERGY_UNCERTAINTY_JOULES:
+                    bands[(device, sample.labels.get("bound", ""))] = sample.value
+    except (ValueError, TypeError, KeyError, IndexError) as error:  # another process's text: never trusted
+        raise SensorError(
+            f"the node agent at {url} serves text that is not Prometheus metrics: {error}"
+        ) from error
+    odd = [v for v in (*joules.values(), *bands.values()) if not (math.isfinite(v) and v >= 0)]
+    if odd:
+        raise SensorError(f"the node agent at {url} serves energy that is not a finite joule count: {odd[0]}")
     try:
         return {
             device: EnergyTotal.of(

@@ -17,8 +17,9 @@ from typing import Any
 from wattlog.accounting.job_speed import JobSpeed, job_speed
 from wattlog.accounting.ledger import EventInfo, Ledger, RunSpec, Status
 from wattlog.accounting.ledger.jobs import RankReport, created_by_job, record_node, report_rank_progress
+from wattlog.accounting.ledger.spool import Spool
 from wattlog.accounting.split import Use, split_row
-from wattlog.errors import LedgerError
+from wattlog.errors import LedgerError, WattlogError
 from wattlog.events import EventCategory, EventKind, Progress, json_safe
 from wattlog.telemetry.job import JobIdentity
 from wattlog.trainer.restarts import LostWork, lost_work
@@ -43,6 +44,10 @@ class RunRecorder:
         self._join_timeout_s = join_timeout_s
         self.run_id: int | None = None
         self.attempt = 0
+        self.offline = False
+        """True when the ledger was unreachable at start: events are spooled under the run's name."""
+        self.spool: Spool | None = None
+        """Where events go while the ledger is down (the run's energy spool; None: they raise)."""
 
     def register(
         self, spec: RunSpec, *, resume: bool, resume_step: int | None, job_id: str | None = None
@@ -116,10 +121,37 @@ class RunRecorder:
         time_s: float | None = None,
     ) -> None:
         """Store one event of the run (non-finite floats as text: PostgreSQL's JSON has no NaN)."""
-        if self.run_id is None:
+        if self.run_id is None and not self.offline:
             return
         safe = json_safe(payload or {})
-        self.ledger.record_event(self.run_id, kind, step=step, category=category, payload=safe, time_s=time_s)
+        event: dict[str, Any] = {
+            "kind": str(kind),
+            "time_s": time_s,
+            "step": step,
+            "category": str(category),
+            "payload": safe,
+        }
+        if time_s is None:
+            event["time_s"] = self.ledger.wall_s()
+        try:
+            if self.run_id is None:  # offline: the ledger could not register the run
+                raise LedgerError("the run is not registered in the ledger yet")
+            self.ledger.record_event(self.run_id, **event)
+        except LedgerError as error:
+            if self.spool is None:
+                raise
+            self._spool_event(event, error)
+
+    def _spool_event(self, event: dict[str, Any], error: LedgerError) -> None:
+        """The ledger is down: the event waits in the run's spool beside its energy rows."""
+        assert self.spool is not None
+        try:
+            self.spool.append_event(self.run_id if self.run_id is not None else self.run, event)
+        except (OSError, WattlogError) as spool_error:
+            raise LedgerError(f"{error}; and the spool cannot be written either: {spool_error}") from error
+        log.warning(
+            "ledger unavailable: event %s of run %s spooled to %s", event["kind"], self.run, self.spool.path
+        )
 
     def progress(self, step: int, time_s: float, progress: Progress) -> None:
         """Store how far training got (rank 0 only)."""

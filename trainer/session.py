@@ -33,9 +33,10 @@ from prometheus_client.registry import Collector
 
 from wattlog.accounting.it_energy import energy_label
 from wattlog.accounting.ledger import Ledger, RunSpec, Status, make_engine
+from wattlog.accounting.ledger.engine import check_integrity, unconnected_engine
 from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
 from wattlog.clock import Clock, SystemClock
-from wattlog.errors import WattlogError
+from wattlog.errors import LedgerUnavailable, WattlogError
 from wattlog.events import EventKind, Stopped
 from wattlog.records import EnergyFigure
 from wattlog.telemetry.agent import Agent
@@ -43,6 +44,7 @@ from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.supervise import Ending, Outcome, StopRequested
 from wattlog.telemetry.types import DeviceEnergy
 from wattlog.trainer.join import JoinedAgents
+from wattlog.trainer.offline import close_offline, offline_start
 from wattlog.trainer.recorder import RunRecorder
 from wattlog.trainer.restarts import LostWork
 from wattlog.trainer.session_config import ENV_RESUME, ENV_RUN_ID, SessionConfig
@@ -184,6 +186,8 @@ class RunSession:
         self.lost_energy_j = 0.0
         self.start_step = 0
         self.status: Status | None = None
+        self.offline: LedgerUnavailable | None = None
+        """Why the ledger was unreachable at start (the run is then measured into the spool only)."""
         self._started = False
 
     @property
@@ -237,27 +241,25 @@ class RunSession:
             from wattlog.accounting.sites import get_site
 
             site = get_site(site).name
-        with while_connecting or contextlib.nullcontext():
-            engine = make_engine(cfg.db)
-        self.ledger = Ledger(engine)
+        offline: LedgerUnavailable | None = None
         try:
-            self.recorder = RunRecorder(self.ledger, cfg.run, cfg.rank, cfg.join_timeout_s)
-            spec = RunSpec(
-                cfg.project, cfg.role, cfg.model, site, dict(cfg.config), socket.gethostname(), **cfg.labels
-            )
-            self.start_step, self.lost = self.recorder.register(
-                spec,
-                resume=cfg.resume,
-                resume_step=cfg.resume_step,
-                job_id=cfg.job.job_id if cfg.job is not None else None,
-            )
-            if cfg.job is not None and cfg.local_rank == 0:  # one row per node: the job's nodes
-                self.recorder.record_node(cfg.job, measured=cfg.owns_agent)
-            if cfg.rank == 0 and (cfg.gpu_hours is not None or cfg.requests is not None):
-                self.ledger.set_run_figures(cfg.run, gpu_hours=cfg.gpu_hours, requests=cfg.requests)
-            if self.lost is not None:
-                self.lost_energy_j = self.recorder.record_lost_work(self.lost)
-            if cfg.owns_agent:
+            with while_connecting or contextlib.nullcontext():
+                engine = make_engine(cfg.db)
+            self.ledger = Ledger(engine)
+            check_integrity(self.ledger.engine)  # a damaged ledger: one line, before the command runs
+            self._register(site)
+        except LedgerUnavailable as error:
+            if not (cfg.rank == 0 and cfg.owns_agent):  # other ranks need the run's id from the ledger
+                self._abort()
+                raise
+            offline = error
+        except BaseException:
+            self._abort()
+            raise
+        try:
+            if offline is not None:
+                self._start_offline(offline, site)
+            elif cfg.owns_agent:
                 self._start_agent()
         except BaseException:
             self._abort()
@@ -265,17 +267,58 @@ class RunSession:
         self._started = True
         return self
 
+    def _register(self, site: str) -> None:
+        cfg = self.config
+        assert self.ledger is not None
+        self.recorder = RunRecorder(self.ledger, cfg.run, cfg.rank, cfg.join_timeout_s)
+        spec = RunSpec(
+            cfg.project, cfg.role, cfg.model, site, dict(cfg.config), socket.gethostname(), **cfg.labels
+        )
+        self.start_step, self.lost = self.recorder.register(
+            spec,
+            resume=cfg.resume,
+            resume_step=cfg.resume_step,
+            job_id=cfg.job.job_id if cfg.job is not None else None,
+        )
+        if cfg.job is not None and cfg.local_rank == 0:  # one row per node: the job's nodes
+            self.recorder.record_node(cfg.job, measured=cfg.owns_agent)
+        if cfg.rank == 0 and (cfg.gpu_hours is not None or cfg.requests is not None):
+            self.ledger.set_run_figures(cfg.run, gpu_hours=cfg.gpu_hours, requests=cfg.requests)
+        if self.lost is not None:
+            self.lost_energy_j = self.recorder.record_lost_work(self.lost)
+
+    def _start_offline(self, error: LedgerUnavailable, site: str) -> None:
+        """The ledger is unreachable at start: measure into the spool under the run's name, and say so."""
+        self.offline = error
+        self.ledger = Ledger(unconnected_engine(self.config.db), clock=self.clock)
+        self.recorder = RunRecorder(self.ledger, self.run, self.config.rank, self.config.join_timeout_s)
+        self.recorder.offline = True  # its events go to the spool under the run's name
+        self._start_agent()
+        spool = self.recording.spool if self.recording is not None else None
+        assert spool is not None
+        spool.append_start(self.run, offline_start(self.config, site, self.host, self.clock.wall()))
+        log.error(
+            "the ledger is unreachable at start (%s): run %s is measured into %s and stored when the ledger "
+            "is back (at the end of the run, or by `wattlog replay`)",
+            error,
+            self.run,
+            spool.path,
+        )
+
     def _start_agent(self) -> None:
-        assert self.ledger is not None and self.run_id is not None
+        assert self.ledger is not None
+        key = self.run_id if self.run_id is not None else self.run  # offline: the run by its name
         self.recording = Recording(
             RecordingConfig(self.config.agent_settings),
-            LedgerTarget(self.ledger, self.run_id, self.config.db),
+            LedgerTarget(self.ledger, key, self.config.db),
             sensors=self._sensors,
             collectors=self._collectors,
             environ=self._environ,
         )
         self.agent = self.recording.start().agent
         assert self.agent is not None
+        if self.recorder is not None:  # events spooled like the energy rows while the ledger is down
+            self.recorder.spool = self.recording.spool
         self._joined.start(self.agent.held_elsewhere)
 
     @property
@@ -321,6 +364,9 @@ class RunSession:
             _safely("record the stop", self.recorder.event, EventKind.STOPPED, payload=payload)
         if self.recorder is not None:
             _safely("end_run", self._end_run, status)
+        spool = self.recording.spool if self.recording is not None else None
+        if self.offline is not None and spool is not None and self.ledger is not None:
+            _safely("store the run", close_offline, spool, self.ledger, self.run, status)
         recorded = self.recording.recorded_j if self.recording is not None else 0.0
         if self.agent is None:
             return SessionSummary(status, None, recorded, self.unwritten_rows)

@@ -46,6 +46,13 @@ class LedgerError(WattlogError):
     """The ledger cannot be opened, read or written; nothing was half-written."""
 
 
+class LedgerUnavailable(LedgerError):
+    """The ledger cannot be reached now (server down, connections used up, disk full): try again later.
+
+    Unlike a damaged ledger or a wrong URL, this passes: writers spool and go on.
+    """
+
+
 class RunNotFound(LedgerError, LookupError):
     """The ledger has no run of that name or id."""
 

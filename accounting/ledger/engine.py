@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from wattlog.accounting.ledger.location import (
@@ -29,7 +29,7 @@ from wattlog.accounting.ledger.location import (
     prepare_default,
     resolve_url,
 )
-from wattlog.errors import LedgerError
+from wattlog.errors import LedgerError, LedgerUnavailable
 
 __all__ = ["CONNECT_TIMEOUT_S", "ENV_VAR", "describe_url", "make_engine", "resolve_url", "upgrade"]
 
@@ -75,8 +75,8 @@ def make_engine(
     where = describe_url(resolved)
     try:
         parsed = make_url(resolved)
-    except ArgumentError as error:
-        raise LedgerError(f"ledger URL {resolved!r} is malformed: use e.g. sqlite:///wattlog.db") from error
+    except (ArgumentError, ValueError) as error:  # ValueError: a port that is not a number
+        raise LedgerError(f"ledger URL {where!r} is malformed: use e.g. sqlite:///wattlog.db") from error
     _name_legacy(url)
     backend = parsed.get_backend_name()
     if backend == "sqlite":
@@ -103,7 +103,8 @@ def make_engine(
         raise
     except SQLAlchemyError as error:
         engine.dispose()
-        raise LedgerError(_open_failure(where, error)) from error
+        failure = LedgerUnavailable if isinstance(error, OperationalError) else LedgerError
+        raise failure(_open_failure(where, error)) from error
     return engine
 
 
@@ -134,6 +135,48 @@ def _name_legacy(url: str | None) -> None:
     if notice is not None and notice not in _noticed:
         _noticed.add(notice)
         logger.warning("%s", notice)
+
+
+def unconnected_engine(url: str | None = None) -> Engine:
+    """An engine for `url` that connects only when first used (a ledger unreachable now, perhaps later).
+
+    Its schema is not checked: writes to it may fail until the ledger is back and migrated.
+
+    Raises:
+        LedgerError: The URL is malformed or its driver is missing.
+    """
+    resolved = resolve_url(url)
+    try:
+        parsed = make_url(resolved)
+        if parsed.get_backend_name() == "sqlite":
+            return _sqlite_engine(parsed.database or "", create=False)
+        return _network_engine(parsed, describe_url(resolved), CONNECT_TIMEOUT_S)
+    except (ArgumentError, ValueError, ModuleNotFoundError, SQLAlchemyError) as error:
+        raise LedgerError(f"cannot use ledger {describe_url(resolved)}: {_first_line(error)}") from error
+
+
+def check_integrity(engine: Engine) -> None:
+    """Refuse a damaged SQLite ledger (PRAGMA quick_check) before a run writes into it.
+
+    SQLite reads only the pages a statement touches, so a ledger damaged in the middle
+    opens, takes a run, and fails later; this reads every page once (milliseconds per MB).
+
+    Raises:
+        LedgerError: The check found damage, or could not run.
+    """
+    if engine.dialect.name != "sqlite":
+        return
+    where = describe_url(engine.url.render_as_string(hide_password=False))
+    try:
+        with engine.connect() as connection:
+            found = [str(row[0]) for row in connection.execute(text("PRAGMA quick_check(3)"))]
+    except SQLAlchemyError as error:
+        raise LedgerError(_open_failure(where, error)) from error
+    if found != ["ok"]:
+        damage = " ".join("; ".join(found).split())[:200]  # one line, whatever SQLite put in it
+        raise LedgerError(
+            f"ledger {where} is damaged ({damage}): restore it from a backup or pass another --db"
+        )
 
 
 def _migrate(engine: Engine, where: str) -> None:

@@ -23,6 +23,8 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from wattlog.telemetry.private import hide_password
+
 ENV_VAR = "WATTLOG_DB"
 FOLDER_NAME = "wattlog-ledger"
 FILE_NAME = "wattlog.db"
@@ -53,8 +55,8 @@ def describe_url(url: str | None = None) -> str:
     resolved = resolve_url(url)
     try:
         parsed = make_url(resolved)
-    except ArgumentError:
-        return resolved
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
+        return hide_password(resolved)
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database or ""
         return str(Path(database).resolve()) if database and database != ":memory:" else "sqlite (in memory)"

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from wattlog.accounting.ledger.spool import Spool, replay_folder
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.windows import record_windows
-from wattlog.errors import LedgerError
+from wattlog.errors import ConfigError, LedgerError
 from wattlog.records import EnergyInterval, Gap
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,7 @@ class LedgerSink:
         self._closed = False
         self._leftovers_done = spool is None
         self._down = False
+        self._spool_failing = False
 
     @property
     def unwritten_rows(self) -> int:
@@ -54,7 +55,7 @@ class LedgerSink:
 
         Raises:
             ConfigError: A row is invalid (the agent records it as a gap, never retries it).
-            LedgerError: The sink is closed, or the ledger and the spool both failed.
+            LedgerError: The sink is closed, or the ledger failed and there is no spool.
         """
         if self._closed:
             raise LedgerError("LedgerSink is closed: open a new one to keep writing")
@@ -125,15 +126,38 @@ class LedgerSink:
             done = replay_folder(self.ledger, self.spool.folder, self.spool.ledger, skip=self.spool.path)
             if done.files:
                 log.warning("replayed %d energy rows left in %d spool files", done.written, done.files)
+            for line in done.rejected:
+                log.error("%s", line)
 
     def _spool(self, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap], error: LedgerError) -> None:
+        """Spool rows the ledger refused; a spool that cannot be written either loses them, counted.
+
+        The loss is recorded as a gap per device (stored with the next replay) and said
+        in one line per outage, not one per flush; nothing is raised, so the agent does not
+        keep and retry rows that have nowhere to go.
+        """
         assert self.spool is not None
         try:
             self.spool.append(self.run, intervals, gaps)
-        except OSError as spool_error:
-            raise LedgerError(
-                f"{error}; and spool {self.spool.path} cannot be written either ({spool_error.strerror})"
-            ) from spool_error
+        except (OSError, ConfigError) as spool_error:
+            why = (
+                (spool_error.strerror or str(spool_error))
+                if isinstance(spool_error, OSError)
+                else str(spool_error)
+            )
+            self.spool.record_loss(self.run, intervals, gaps, why)
+            if not self._spool_failing:
+                self._spool_failing = True
+                log.error(
+                    "ledger unavailable (%s) and spool %s not writable (%s): energy rows of run %s are lost "
+                    "until one of them is back (counted, recorded as a gap)",
+                    error,
+                    self.spool.path,
+                    why,
+                    self.run,
+                )
+            return
+        self._spool_failing = False
         if not self._down:  # one line per outage, not one per flush
             self._down = True
             log.error(

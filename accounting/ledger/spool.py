@@ -29,13 +29,23 @@ import os
 import re
 import socket
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from wattlog.accounting.ledger.runs import RunSpec
+from wattlog.accounting.ledger.spool_lines import (
+    Batch,
+    describe_bad,
+    header_of,
+    keep_aside,
+    read_spool,
+    run_key,
+)
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.errors import ConfigError, LedgerError
 from wattlog.records import EnergyInterval, Gap
+from wattlog.telemetry.private import private_folder
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +55,7 @@ DEFAULT_MAX_BYTES = 64 * 2**20
 _CHUNK = 5000  # rows per replay transaction
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 LOSS_REASON = "spool full (bound {bound} bytes): energy of this stretch lost, {rows} rows, {joules:.1f} J"
+WRITE_LOSS_REASON = "spool not writable ({why}): energy of this stretch lost, {rows} rows, {joules:.1f} J"
 
 
 def default_folder(environ: Mapping[str, str] | None = None) -> Path:
@@ -59,13 +70,6 @@ def default_folder(environ: Mapping[str, str] | None = None) -> Path:
     return Path(state) / "wattlog-spool"
 
 
-@dataclass
-class _Batch:
-    intervals: list[EnergyInterval] = field(default_factory=list)
-    gaps: list[Gap] = field(default_factory=list)
-    end: tuple[str, float] | None = None  # (status, end_s) of a run whose end the ledger missed
-
-
 @dataclass(frozen=True, slots=True)
 class Replayed:
     """What one replay did.
@@ -76,8 +80,9 @@ class Replayed:
         written: Rows the ledger did not hold yet and now does (rows - written were already there).
         busy: Files skipped because a live process holds them.
         other_ledgers: Files left alone because they belong to another ledger.
-        torn: Unreadable lines skipped (a crash mid-write).
+        torn: Unreadable last lines skipped (a crash mid-write).
         failed: One line per file that could not be replayed (still on disk).
+        rejected: One line per file with bad lines (named by line; kept in `<file>.rejected`).
     """
 
     files: int = 0
@@ -87,6 +92,7 @@ class Replayed:
     other_ledgers: int = 0
     torn: int = 0
     failed: tuple[str, ...] = ()
+    rejected: tuple[str, ...] = ()
 
 
 class Spool:
@@ -115,6 +121,7 @@ class Spool:
         self.rows = 0
         self.joules = 0.0
         self.ends = 0
+        self.events = 0
         self.lost_rows = 0
         self.lost_j = 0.0
         self._lost: dict[tuple[str, str, str], Gap] = {}  # (run, host, device) -> merged span
@@ -136,10 +143,49 @@ class Spool:
         lines = [json.dumps({"run": run, "type": "interval", **r.as_dict()}) for r in intervals]
         lines += [json.dumps({"run": run, "type": "gap", **asdict(g)}) for g in gaps]
         data = "".join(line + "\n" for line in lines)
-        handle = self._open()
-        if self._size + len(data) > self.max_bytes:
-            self._record_loss(run, intervals, gaps)
+        self._open()
+        if self._size + len(data.encode()) > self.max_bytes:
+            self.record_loss(run, intervals, gaps)
             return
+        self._append_lines(data)
+        self.rows += len(intervals)
+        self.joules += sum(r.energy_j for r in intervals)
+
+    def append_end(self, run: int | str, status: str, end_s: float) -> None:
+        """Spool the end of a run the ledger could not record; replay ends the run with it.
+
+        Raises:
+            OSError: The file cannot be written (nothing of the line is left in it).
+        """
+        self._append_lines(json.dumps({"run": run, "type": "end", "status": status, "end_s": end_s}) + "\n")
+        self.ends += 1
+
+    def append_event(self, run: int | str, event: Mapping[str, Any]) -> None:
+        """Spool an event the ledger could not take (Ledger.record_event's keywords, with its time_s).
+
+        Replay stores it once: an event the run already holds (same kind, time and step) is skipped.
+
+        Raises:
+            OSError: The file cannot be written (nothing of the line is left in it).
+        """
+        self._append_lines(json.dumps({"run": run, "type": "event", **event}) + "\n")
+        self.events += 1
+
+    def append_start(self, run: str, fields: Mapping[str, Any]) -> None:
+        """Spool the start of a run the ledger could not register (Ledger.start_run's keywords).
+
+        Replay creates the run (with its true start) before storing its rows, events and end;
+        a run of that name already in the ledger takes them.
+
+        Raises:
+            OSError: The file cannot be written (nothing of the line is left in it).
+        """
+        self._append_lines(json.dumps({"run": run, "type": "start", **fields}) + "\n")
+        self.ends += 1  # a line to replay, like an end: the file is kept until it is stored
+
+    def _append_lines(self, data: str) -> None:
+        """Append whole lines and fsync them; on failure cut the file back so no torn line is left."""
+        handle = self._open()
         offset = self._size
         try:
             handle.write(data)
@@ -148,23 +194,9 @@ class Spool:
         except OSError:
             with contextlib.suppress(OSError):  # drop the torn tail so the file stays line-aligned
                 handle.truncate(offset)
+                handle.seek(offset)
             raise
-        self._size += len(data)
-        self.rows += len(intervals)
-        self.joules += sum(r.energy_j for r in intervals)
-
-    def append_end(self, run: int | str, status: str, end_s: float) -> None:
-        """Spool the end of a run the ledger could not record; replay ends the run with it.
-
-        Raises:
-            OSError: The file cannot be written.
-        """
-        handle = self._open()
-        handle.write(json.dumps({"run": run, "type": "end", "status": status, "end_s": end_s}) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
         self._size = handle.tell()
-        self.ends += 1
 
     def replay(self, ledger: Ledger) -> int:
         """Write what this spool holds (and the record of any loss) to the ledger; empty it on success.
@@ -176,16 +208,18 @@ class Spool:
             LedgerError: The ledger is still unavailable (the file is kept for the next try).
         """
         written = 0
-        if (self.rows or self.ends) and self._file is not None:
-            batches, _ = _read(self.path)
-            written = _write(ledger, batches)
+        if (self.rows or self.ends or self.events) and self._file is not None:
+            content = read_spool(self.path)
+            written = _write(ledger, content.batches)
+            if content.bad:  # a disk that returned garbage: keep the lines, say where, replay the rest
+                log.error("%s", describe_bad(self.path, content.bad, keep_aside(self.path, content.bad)))
             self._file.truncate(0)
             self._file.seek(0)
             self._write_header(self._file)
-            self.rows = self.ends = 0
+            self.rows = self.ends = self.events = 0
             self.joules = 0.0
         for (run, host, device), gap in list(self._lost.items()):
-            ledger.record_intervals(_run_key(run), [], [gap])
+            ledger.record_intervals(run_key(run), [], [gap])
             del self._lost[(run, host, device)]
         return written
 
@@ -193,7 +227,7 @@ class Spool:
         """Release the file; an empty one is removed, one with rows stays for `wattlog replay`."""
         if self._file is None:
             return
-        if not (self.rows or self.ends):
+        if not (self.rows or self.ends or self.events):
             with contextlib.suppress(OSError):
                 self.path.unlink()
         self._file.close()
@@ -201,8 +235,9 @@ class Spool:
 
     def _open(self) -> IO[str]:
         if self._file is None:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            handle = self.path.open("a+", encoding="utf-8")
+            private_folder(self.folder)
+            descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+            handle = os.fdopen(descriptor, "a+", encoding="utf-8")
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # our own pid: nobody else holds it
             if handle.seek(0, os.SEEK_END) == 0:
                 self._write_header(handle)
@@ -216,8 +251,15 @@ class Spool:
         os.fsync(handle.fileno())
         self._size = handle.tell()
 
-    def _record_loss(self, run: int | str, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
-        if not self.lost_rows:
+    def record_loss(
+        self, run: int | str, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap], why: str = ""
+    ) -> None:
+        """Count rows that could not be spooled and keep their span as a gap per device.
+
+        The gaps are written with the next replay; `why` "" means the bound was reached
+        (logged here once), else the reason the file could not be written (the caller says so).
+        """
+        if not self.lost_rows and not why:
             log.error(
                 "spool %s reached its bound of %d bytes: energy rows past it are lost "
                 "(counted, and recorded as gaps when the ledger is back)",
@@ -238,7 +280,10 @@ class Spool:
             if old is not None:
                 start_s, end_s = min(start_s, old.start_s), max(end_s, old.end_s)
             rows, joules = self._lost_by_device.get(key, (0, 0.0))
-            reason = LOSS_REASON.format(bound=self.max_bytes, rows=rows, joules=joules)
+            if why:
+                reason = WRITE_LOSS_REASON.format(why=why, rows=rows, joules=joules)
+            else:
+                reason = LOSS_REASON.format(bound=self.max_bytes, rows=rows, joules=joules)
             self._lost[key] = Gap(host, device, start_s, end_s, reason)
 
 
@@ -253,6 +298,7 @@ def replay_folder(ledger: Ledger, folder: Path, where: str, *, skip: Path | None
     """
     files = written = rows = busy = others = torn = 0
     failed: list[str] = []
+    rejected: list[str] = []
     paths = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
     for path in paths:
         if skip is not None and path == skip:
@@ -263,20 +309,22 @@ def replay_folder(ledger: Ledger, folder: Path, where: str, *, skip: Path | None
                 continue
             if not path.exists():  # replayed and removed by another process meanwhile
                 continue
-            if _header(path) != where:
+            if header_of(path) != where:
                 others += 1
                 continue
-            batches, bad = _read(path)
+            content = read_spool(path)
             try:
-                written += _write(ledger, batches)
+                written += _write(ledger, content.batches)
             except LedgerError as error:
                 failed.append(f"{path}: {error}")
                 continue
-            rows += sum(len(b.intervals) for b in batches.values())
-            torn += bad
+            if content.bad:
+                rejected.append(describe_bad(path, content.bad, keep_aside(path, content.bad)))
+            rows += content.rows
+            torn += content.torn
             files += 1
             path.unlink()
-    return Replayed(files, rows, written, busy, others, torn, tuple(failed))
+    return Replayed(files, rows, written, busy, others, torn, tuple(failed), tuple(rejected))
 
 
 @contextlib.contextmanager
@@ -298,52 +346,19 @@ def _locked(path: Path) -> Iterator[bool]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _header(path: Path) -> str | None:
-    with path.open(encoding="utf-8") as handle:
-        try:
-            first = json.loads(handle.readline())
-        except ValueError:
-            return None
-    return first.get("ledger") if isinstance(first, dict) and first.get("type") == "header" else None
-
-
-def _read(path: Path) -> tuple[dict[str, _Batch], int]:
-    """Rows of a spool file grouped by run (as written: an id or a name), and the torn lines skipped."""
-    batches: dict[str, _Batch] = {}
-    torn = 0
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            try:
-                item: dict[str, Any] = json.loads(line)
-                kind = item.pop("type")
-                if kind == "header":
-                    continue
-                run = json.dumps(item.pop("run"))
-                batch = batches.setdefault(run, _Batch())
-                if kind == "interval":
-                    batch.intervals.append(EnergyInterval.from_dict(item))
-                elif kind == "end":
-                    batch.end = (str(item["status"]), float(item["end_s"]))
-                else:
-                    batch.gaps.append(Gap(**item))
-            except (ValueError, KeyError, TypeError):
-                torn += 1
-    return batches, torn
-
-
-def _run_key(run: str) -> int | str:
-    """The run as the writer named it (spool keys are its JSON: 7 is an id, "7" a name)."""
-    value = json.loads(run)
-    return value if isinstance(value, int | str) else str(value)
-
-
-def _write(ledger: Ledger, batches: Mapping[str, _Batch]) -> int:
+def _write(ledger: Ledger, batches: Mapping[str, Batch]) -> int:
     written = 0
     for run, batch in batches.items():
-        key = _run_key(run)
+        key = run_key(run)
+        if batch.start is not None and isinstance(key, str) and ledger.find_run(key) is None:
+            fields = dict(batch.start)
+            start_s = float(fields.pop("start_s"))
+            ledger.start_run(key, RunSpec(**fields), start_s=start_s)
         for i in range(0, max(len(batch.intervals), 1), _CHUNK):
             gaps = batch.gaps if i == 0 else []
             written += ledger.record_intervals(key, batch.intervals[i : i + _CHUNK], gaps)
+        if batch.events:
+            ledger.record_events_once(key, batch.events)
         if batch.end is not None:
             ledger.end_run(key, batch.end[0], end_s=batch.end[1])
     return written

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, select
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -31,9 +31,15 @@ from wattlog.accounting.ledger.models import Event, Project, Role, Run, Status, 
 from wattlog.accounting.ledger.reader import RunReader, find_run
 from wattlog.accounting.ledger.runs import RunSpec, member, project_row, resume_run, run_labels
 from wattlog.accounting.ledger.views import EnergyTotal, EventInfo, GapInfo, RunInfo
-from wattlog.accounting.ledger.writes import check_flush, rebuild_rollup, store_flush, upsert_into
+from wattlog.accounting.ledger.writes import (
+    check_flush,
+    rebuild_rollup,
+    store_events_once,
+    store_flush,
+    upsert_into,
+)
 from wattlog.clock import Clock, SystemClock
-from wattlog.errors import ConfigError, LedgerError, RunNotFound
+from wattlog.errors import ConfigError, LedgerError, LedgerUnavailable, RunNotFound
 from wattlog.records import EnergyInterval, Gap
 
 __all__ = ["Compaction", "EnergyTotal", "Ledger", "upsert_into"]
@@ -63,7 +69,8 @@ class Ledger:
         except SQLAlchemyError as error:
             original = getattr(error, "orig", None) or error
             message = (str(original).strip().splitlines() or [type(original).__name__])[0]
-            raise LedgerError(f"could not {what}, nothing was written: {message}") from error
+            failure = LedgerUnavailable if isinstance(error, OperationalError) else LedgerError
+            raise failure(f"could not {what}, nothing was written: {message}") from error
         finally:
             session.close()
 
@@ -80,13 +87,16 @@ class Ledger:
 
     # runs ------------------------------------------------------------------
 
-    def start_run(self, name: str, spec: RunSpec | None = None, *, resume: bool = False) -> RunInfo:
+    def start_run(
+        self, name: str, spec: RunSpec | None = None, *, resume: bool = False, start_s: float | None = None
+    ) -> RunInfo:
         """Create a run, or with `resume` continue the run of that name (same id, a restart event).
 
         Args:
             name: The run's name, unique in the ledger.
             spec: What the run is (project, role, labels; default RunSpec()); a resumed run keeps its own.
             resume: Continue the run of that name instead of refusing it.
+            start_s: Its start, Unix seconds (default now; a start spooled while the ledger was down).
 
         Raises:
             ConfigError: Empty name or unknown role, phase or stage.
@@ -97,7 +107,7 @@ class Ledger:
         spec = spec or RunSpec()
         role = member(Role, spec.role, "role")
         labels = run_labels(spec.phase, spec.stage, spec.scale_group, spec.device_model)
-        now_s = self._clock.wall()
+        now_s = self._clock.wall() if start_s is None else start_s  # given: a start spooled earlier
         with self.transaction(f"start run {name!r}") as session:
             run = session.execute(select(Run).where(col(Run.name) == name)).scalars().first()
             if run is not None:
@@ -278,6 +288,15 @@ class Ledger:
             session.add(event)
             session.flush()
             return EventInfo.of(event)
+
+    def record_events_once(self, run: int | str, events: Sequence[Mapping[str, Any]]) -> int:
+        """Store the spooled events (record_event's keywords) the run lacks, by kind, time and step.
+
+        Raises:
+            LedgerError: The run does not exist or the database fails (nothing written).
+        """
+        with self.transaction(f"record {len(events)} spooled events") as session:
+            return store_events_once(session, _id_of(find_run(session, run)), events)
 
     def events(self, run: int | str) -> list[EventInfo]:
         """A run's events in time order."""

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from sqlalchemy import Table, delete, func, insert, select
 from sqlalchemy.orm import Session
 
-from wattlog.accounting.ledger.models import GapRecord, Resolution, hour_of
+from wattlog.accounting.ledger.models import Event, GapRecord, Resolution, hour_of
 from wattlog.accounting.ledger.reader import ENERGY, ROLLUP
 from wattlog.errors import ConfigError, LedgerError
 from wattlog.records import BAND_TERMS, EnergyInterval, Gap, band_terms
@@ -100,13 +100,33 @@ def new_intervals(session: Session, run_id: int, intervals: Sequence[EnergyInter
             )
         )
     }
+    folded = folded_spans(session, run_id, min(hours), max(hours))
     fresh = []
     for row in intervals:
         key = (row.host, row.device, str(row.source), row.start_s)
+        spans = folded.get(key[:3], ())
+        if any(lo <= row.start_s and row.end_s <= hi for lo, hi in spans):
+            continue  # folded by a compaction: replaying it again would count it twice
         if key not in held:
             held.add(key)
             fresh.append(row)
     return fresh
+
+
+def folded_spans(
+    session: Session, run_id: int, first_hour: int, last_hour: int
+) -> dict[tuple[str, str, str], list[tuple[float, float]]]:
+    """(start, end) of each hourly row of these hours by (host, device, source): what compaction folded."""
+    e = ENERGY.c
+    query = select(e.host, e.device, e.source, e.start_s, e.end_s).where(
+        (e.run_id == run_id)
+        & (e.resolution == Resolution.HOURLY.value)
+        & e.hour.between(first_hour, last_hour)
+    )
+    spans: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    for host, device, source, start_s, end_s in session.execute(query):
+        spans.setdefault((host, device, source), []).append((start_s, end_s))
+    return spans
 
 
 def new_gaps(session: Session, run_id: int, gaps: Sequence[Gap]) -> list[Gap]:
@@ -126,6 +146,27 @@ def new_gaps(session: Session, run_id: int, gaps: Sequence[Gap]) -> list[Gap]:
             held.add(key)
             fresh.append(gap)
     return fresh
+
+
+def store_events_once(session: Session, run_id: int, events: Sequence[Mapping[str, Any]]) -> int:
+    """Insert the events (record_event's keywords) the run lacks (same kind, time, step); returns how many."""
+    if not events:
+        return 0
+    table = cast(Table, Event.__table__).c  # type: ignore[attr-defined]
+    times = [float(e["time_s"]) for e in events]
+    query = select(table.kind, table.time_s, table.step).where(
+        (table.run_id == run_id) & table.time_s.between(min(times), max(times))
+    )
+    held = {tuple(key) for key in session.execute(query)}
+    fresh = []
+    for event in events:
+        key = (event["kind"], float(event["time_s"]), event.get("step"))
+        if key not in held:
+            held.add(key)
+            fresh.append({"run_id": run_id, "category": "", "payload": {}, **event})
+    if fresh:
+        session.execute(insert(Event), fresh)
+    return len(fresh)
 
 
 def check_interval(row: EnergyInterval) -> None:

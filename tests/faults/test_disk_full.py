@@ -89,16 +89,25 @@ def test_ledger_disk_full_to_the_end_says_incomplete_and_replay_restores_every_r
     assert run.status == "finished" and run.end_s is not None  # the end the full disk refused, replayed
 
 
-def test_spool_on_a_full_disk_fails_loudly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """ENOSPC simulated at the file layer: the spool keeps nothing half-written and the sink says so."""
+def test_spool_on_a_full_disk_fails_loudly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ENOSPC simulated at the file layer: nothing half-written, the loss counted, one line, a gap.
+
+    On the old code the sink raised at every flush (the agent logged a traceback each time: 712
+    stderr lines), kept the rows in memory and lost them at exit with no gap recorded.
+    """
 
     class Down(Ledger):
         def record_intervals(self, run, intervals, gaps=()):  # type: ignore[no-untyped-def]
             raise LedgerError("could not record rows, nothing was written: database or disk is full")
 
     url = f"sqlite:///{tmp_path / 'l.db'}"
-    spool = Spool(tmp_path / "spool", url, 1)
-    sink = LedgerSink(Down(make_engine(url)), 1, spool)
+    ledger = Ledger(make_engine(url))
+    run = ledger.start_run("r").id
+    assert run is not None
+    spool = Spool(tmp_path / "spool", url, run)
+    sink = LedgerSink(Down(ledger.engine), run, spool)
     row = EnergyInterval.of("n", "gpu0", Kind.GPU, Source.COUNTER, 0.0, 1.0, 5.0, 5.0, 5.0)
     sink.write([row], [])  # spooled
     real_fsync = os.fsync
@@ -107,10 +116,18 @@ def test_spool_on_a_full_disk_fails_loudly(tmp_path: Path, monkeypatch: pytest.M
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", full)
-    with pytest.raises(LedgerError, match="cannot be written either"):
-        sink.write([EnergyInterval.of("n", "gpu0", Kind.GPU, Source.COUNTER, 1.0, 2.0, 5.0, 5.0, 5.0)], [])
+    for i in range(1, 4):  # three flushes while the spool's disk is full
+        sink.write([EnergyInterval.of("n", "gpu0", Kind.GPU, Source.COUNTER, i, i + 1.0, 5.0, 5.0, 5.0)], [])
     monkeypatch.setattr(os, "fsync", real_fsync)
     assert spool.rows == 1 and len(spool.path.read_text().splitlines()) == 2  # header + the first row only
+    assert spool.lost_rows == 3 and sink.unwritten_rows == 4  # the run says incomplete, exits non-zero
+    said = [r for r in caplog.records if "not writable" in r.getMessage()]
+    assert len(said) == 1 and "No space left on device" in said[0].getMessage()  # one line, not one a flush
+    sink.ledger = ledger  # the ledger is back
+    sink.close()
+    [gap] = ledger.gaps(run)
+    assert (gap.start_s, gap.end_s) == (1.0, 4.0) and "spool not writable" in gap.reason
+    assert sum(t.energy_j for t in ledger.energy_totals(run)) == 5.0
 
 
 def test_the_agent_says_when_its_file_sink_could_not_store_everything(tmp_path: Path, capsys) -> None:
@@ -121,3 +138,25 @@ def test_the_agent_says_when_its_file_sink_could_not_store_everything(tmp_path: 
     code = main(["agent", "--seconds", "0.3", "--port", "-1", "--jsonl", str(blocker / "rows.jsonl")])
     err = [line for line in capsys.readouterr().err.splitlines() if "incomplete" in line]
     assert code == 75 and len(err) == 1 and "energy rows could not be written" in err[0]
+
+
+def test_a_run_end_that_cannot_be_spooled_leaves_no_torn_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old append_end wrote its line and raised on fsync, leaving it in the file (a torn line)."""
+    spool = Spool(tmp_path / "spool", "sqlite:///l.db", 1)
+    spool.append(1, [EnergyInterval("n", "gpu0", Kind.GPU, Source.COUNTER, 0.0, 1.0, 5.0, 5.0, 5.0)], [])
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="No space left"):
+        spool.append_end(1, "finished", 2.0)
+    monkeypatch.undo()
+    lines = spool.path.read_text().splitlines()
+    assert len(lines) == 2 and '"type": "end"' not in spool.path.read_text()  # header + the row
+    spool.append_end(1, "finished", 2.0)  # space is back: the end lands whole, after the row
+    assert (
+        spool.path.read_text().endswith('"end_s": 2.0}\n') and len(spool.path.read_text().splitlines()) == 3
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,11 +11,13 @@ from wattlog.telemetry.devicelock import DeviceLocks, Holder
 
 
 def test_second_locker_sees_the_holder(tmp_path: Path) -> None:
-    first, second = DeviceLocks(tmp_path, pid=111), DeviceLocks(tmp_path, pid=222)
+    # the holder's pid must be a live process of this user (a lock naming another is not trusted)
+    pid = os.getpid()
+    first, second = DeviceLocks(tmp_path, pid=pid), DeviceLocks(tmp_path, pid=222)
     assert first.acquire("GPU-1", "http://127.0.0.1:9464/metrics") is None
     holder = second.acquire("GPU-1")
-    assert holder == Holder(pid=111, metrics_url="http://127.0.0.1:9464/metrics")
-    assert holder.describe("GPU-1") == "GPU-1 is measured by agent pid 111 (http://127.0.0.1:9464/metrics)"
+    assert holder == Holder(pid=pid, metrics_url="http://127.0.0.1:9464/metrics")
+    assert holder.describe("GPU-1") == f"GPU-1 is measured by agent pid {pid} (http://127.0.0.1:9464/metrics)"
     assert second.acquire("GPU-2") is None  # other devices are independent
     assert first.acquire("GPU-1") is None  # re-acquiring what one holds is fine
     first.release_all()
