@@ -77,7 +77,10 @@ def serve(
     with WebhookReceiver(AlertRecorder(ledger), auth, host=host, port=port) as receiver:
         print(f"receiving alerts on {receiver.url}/alerts into {describe_url(db)} (Ctrl-C stops)", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
-            threading.Event().wait()
+            # waits in slices: Ctrl-C may reach a worker thread, and then a wait without a
+            # timeout never returns to run the main thread's handler
+            while not threading.Event().wait(0.5):
+                pass
 
 
 def send(
