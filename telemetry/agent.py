@@ -164,10 +164,11 @@ class Agent:
         """
         if self._running:
             raise WattlogError("the agent is already running; close() it before starting again")
+        self._stop_serving()  # a close(linger=False) not followed by linger()
         cfg = self.config
         try:
             if cfg.port is not None:
-                self._server = serve(self.registry, cfg.listen_host, cfg.port)
+                self._server = serve(self.registry, cfg.listen_host, cfg.port, written=self._state.written)
             candidates = self._discover()
             devices = self._devices = self._lock(candidates)
             self._integrator = Integrator(devices, host=cfg.host, clock=self._clock, period_s=cfg.period_s)
@@ -176,6 +177,7 @@ class Agent:
             self._sampler.edge()  # the first reading: energy counts from here
         except BaseException:
             self._shutdown()
+            self._stop_serving()
             raise
         self._collectors = [
             EnergyCollector(self.snapshot, cfg.host, cfg.run),
@@ -270,7 +272,7 @@ class Agent:
         kept = sum(len(rows) for rows, _ in self._pending)
         return kept + sum(int(getattr(sink, "unwritten_rows", 0)) for sink in self._sinks)
 
-    def close(self) -> None:
+    def close(self, *, linger: bool = True) -> None:
         """Stop sampling, take a final reading, flush the last interval, release the locks, stop serving.
 
         The final reading comes first, before anything else shuts down: every device's energy
@@ -279,8 +281,14 @@ class Agent:
         has read that mark with the final counters (at most `linger_s`): the last values Prometheus
         holds are what the sinks stored, and the target going down afterwards is no alert.
         Idempotent; snapshot() and stats() still answer afterwards (the final figures).
+
+        Args:
+            linger: False keeps serving the final counters until :meth:`linger` is called, so the
+                caller can close its run first (a preemption grace period is short).
         """
         if not self._running:
+            if linger:  # after close(linger=False): still serving until this
+                self.linger()
             return
         self._running = False
         assert self._sampler is not None and self._integrator is not None
@@ -295,9 +303,18 @@ class Agent:
                 sink.close()
             except Exception:
                 logger.exception("closing sink %s failed", type(sink).__name__)
+        self._shutdown()
+        if linger:
+            self.linger()
+
+    def linger(self) -> None:
+        """Serve the final counters until a scrape has read them (at most `linger_s`), then stop serving.
+
+        Idempotent; does nothing when not serving. Call after :meth:`close` with ``linger=False``.
+        """
         if self._server is not None and self.config.linger_s > 0:
             self._state.wait_scraped(self.config.linger_s)
-        self._shutdown()
+        self._stop_serving()
 
     def __enter__(self) -> Agent:
         return self.start()
@@ -382,9 +399,7 @@ class Agent:
             self.flush()
 
     def _shutdown(self) -> None:
-        for collector in self._collectors:
-            self.registry.unregister(collector)
-        self._collectors = []
+        """Close the sensors and release the device locks (the server still serves the final figures)."""
         for sensor in self._sensors:
             try:
                 sensor.close()
@@ -392,6 +407,11 @@ class Agent:
                 logger.exception("closing sensor %s failed", type(sensor).__name__)
         self._sensors = []
         self._locks.release_all()
+
+    def _stop_serving(self) -> None:
+        for collector in self._collectors:
+            self.registry.unregister(collector)
+        self._collectors = []
         if self._server is not None:
             self._server.close()
             self._server = None

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import make_server
 
 from prometheus_client import CollectorRegistry, delete_from_gateway, make_wsgi_app, push_to_gateway
@@ -229,8 +229,10 @@ class AgentStateCollector(Collector):
         # HELP wattlog_agent_finished 1 once the agent has ended normally (its target going down is expected).
         # TYPE wattlog_agent_finished gauge
 
-    It also notes when it is scraped, so that closing can wait for the next regular scrape to read
-    the finished mark (:meth:`wait_scraped`), and not wait at all when nobody scrapes regularly.
+    It also notes when a scrape's response has been written (:meth:`written`, called by the server
+    :func:`serve` starts), so that closing can wait for the next regular scrape to read the finished
+    mark (:meth:`wait_scraped`), and not wait at all when nobody scrapes regularly. Collecting alone
+    (a Pushgateway push, a scrape whose client went away) does not count: only a response written.
 
     Args:
         host: Value of the `host` label.
@@ -244,6 +246,7 @@ class AgentStateCollector(Collector):
         self._finished = threading.Event()
         self._seen_finished = threading.Event()
         self._scrapes: list[float] = []
+        self._collected = threading.local()  # per worker thread: this scrape collected the finished mark
 
     def finish(self) -> None:
         """Mark the normal end; the next scrape reports 1."""
@@ -262,9 +265,15 @@ class AgentStateCollector(Collector):
         interval_s = self._scrapes[-1] - self._scrapes[-2]
         return self._seen_finished.wait(min(timeout_s, 1.5 * interval_s + 0.5))
 
-    def collect(self) -> Iterator[Metric]:
-        """Yield the finished gauge (and note when a scrape saw it set)."""
+    def written(self) -> None:
+        """Note that a scrape's response was written in full (called from the serving thread)."""
         self._scrapes = [*self._scrapes[-1:], self._clock()]
+        if getattr(self._collected, "finished", False):
+            self._collected.finished = False
+            self._seen_finished.set()
+
+    def collect(self) -> Iterator[Metric]:
+        """Yield the finished gauge (and note, for :meth:`written`, that it was set)."""
         finished = self._finished.is_set()
         family = GaugeMetricFamily(
             MetricName.AGENT_FINISHED,
@@ -272,8 +281,7 @@ class AgentStateCollector(Collector):
             labels=AGENT_LABELS,
         )
         family.add_metric(self._labels, 1.0 if finished else 0.0)
-        if finished:
-            self._seen_finished.set()
+        self._collected.finished = finished
         yield family
 
 
@@ -305,13 +313,20 @@ class MetricsServer:
         return self.server.stop(self.thread)
 
 
-def serve(registry: CollectorRegistry, host: str = "127.0.0.1", port: int = 9464) -> MetricsServer:
+def serve(
+    registry: CollectorRegistry,
+    host: str = "127.0.0.1",
+    port: int = 9464,
+    written: Callable[[], None] | None = None,
+) -> MetricsServer:
     """Serve `registry` on http://host:port/metrics in a daemon thread.
 
     Args:
         registry: The agent's own registry.
         host: Address to bind; loopback by default, so nothing is exposed unless asked.
         port: TCP port; 0 picks a free one (read it back from `.port`).
+        written: Called in the serving thread once a response has been written in full
+            (:meth:`AgentStateCollector.written`); never for a response the client did not take.
 
     Returns:
         The running server (a listen backlog of 128, bounded worker threads).
@@ -323,7 +338,7 @@ def serve(registry: CollectorRegistry, host: str = "127.0.0.1", port: int = 9464
     server_class: type[BoundedWSGIServer] = type(
         "MetricsHTTPServer", (BoundedWSGIServer,), {"address_family": family_of(host)}
     )
-    app = make_wsgi_app(registry)
+    app = make_wsgi_app(registry) if written is None else _confirming(make_wsgi_app(registry), written)
     try:
         server = make_server(host, port, app, server_class, handler_class=QuietWSGIHandler)
     except OSError as error:
@@ -333,6 +348,23 @@ def serve(registry: CollectorRegistry, host: str = "127.0.0.1", port: int = 9464
     thread = threading.Thread(target=server.serve_forever, args=(0.1,), name="wattlog-metrics", daemon=True)
     thread.start()
     return MetricsServer(server=server, thread=thread, host=host)
+
+
+def _confirming(app: Any, written: Callable[[], None]) -> Any:
+    """`app` whose responses call `written` after their last byte was handed to the socket."""
+
+    def confirmed(environ: dict[str, Any], start_response: Any) -> Iterator[bytes]:
+        body = app(environ, start_response)
+
+        def chunks() -> Iterator[bytes]:
+            yield from body
+            # reached only when the server asks for more after writing every chunk: a write
+            # that failed (the client went away) raised inside the server instead
+            written()
+
+        return chunks()
+
+    return confirmed
 
 
 def push(

@@ -276,6 +276,9 @@ class RunSession:
     def close(self, status: Status, *, stopped: Outcome | None = None) -> SessionSummary:
         """Stop the agent (flushing its last interval), record joined agents, end the run; never raises.
 
+        The run is ended before the agent lingers for Prometheus's final scrape, so a preemption
+        grace period too short for both still leaves the run closed.
+
         Args:
             status: The run's final status.
             stopped: The outcome of a command stopped by a signal, recorded as a ``stopped`` event.
@@ -285,7 +288,7 @@ class RunSession:
         self._started = False
         self.status = status
         if self.agent is not None:
-            _safely("agent.close", self.agent.close)
+            _safely("agent.close", self.agent.close, linger=False)
         if self._joined and self.ledger is not None and self.run_id is not None:
             _safely("record the node agent's energy", self._joined.record, self.ledger, self.run_id)
         if stopped is not None and stopped.received is not None and self.recorder is not None:
@@ -293,6 +296,8 @@ class RunSession:
             _safely("record the stop", self.recorder.event, EventKind.STOPPED, payload=payload)
         if self.recorder is not None:
             _safely("end_run", self._end_run, status)
+        if self.agent is not None:
+            _safely("agent.linger", self.agent.linger)
         recorded = self.recording.recorded_j if self.recording is not None else 0.0
         if self.agent is None:
             return SessionSummary(status, None, recorded, self.unwritten_rows)
