@@ -45,6 +45,7 @@ from wattlog.telemetry.exporter import (
     serve,
 )
 from wattlog.telemetry.integrator import Integrator
+from wattlog.telemetry.locked_sensor import OnlyDevices
 from wattlog.telemetry.sampler import Sampler, SamplerStats
 from wattlog.telemetry.selection import job_selection
 from wattlog.telemetry.sensors.base import Sensor
@@ -57,29 +58,12 @@ from wattlog.telemetry.sinks import (
     bound_pending,
     write_or_reject,
 )
-from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, Reading
+from wattlog.telemetry.types import DeviceEnergy, DeviceInfo
 from wattlog.telemetry.windows import Window, Windows
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["LOCK_DIR_ENV", "Agent", "AgentConfig", "default_lock_dir"]
-
-
-class _OnlyDevices:
-    """A sensor restricted to the devices this agent locked."""
-
-    def __init__(self, sensor: Sensor, devices: list[DeviceInfo]) -> None:
-        self._sensor = sensor
-        self._devices = devices
-
-    def devices(self) -> list[DeviceInfo]:
-        return list(self._devices)
-
-    def read(self, device: DeviceInfo, t_s: float) -> Reading:
-        return self._sensor.read(device, t_s)
-
-    def close(self) -> None:
-        self._sensor.close()
 
 
 class Agent:
@@ -308,10 +292,7 @@ class Agent:
             self.linger()
 
     def linger(self) -> None:
-        """Serve the final counters until a scrape has read them (at most `linger_s`), then stop serving.
-
-        Idempotent; does nothing when not serving. Call after :meth:`close` with ``linger=False``.
-        """
+        """Serve the final counters until a scrape read them (at most `linger_s`), then stop (idempotent)."""
         if self._server is not None and self.config.linger_s > 0:
             self._state.wait_scraped(self.config.linger_s)
         self._stop_serving()
@@ -363,7 +344,7 @@ class Agent:
                     self._held_elsewhere[device.uuid] = holder.metrics_url
                     self._notes.append(holder.describe(device.uuid))
             if mine:
-                self._sensors.append(_OnlyDevices(sensor, mine))
+                self._sensors.append(OnlyDevices(sensor, mine))
                 measured.extend(mine)
             else:
                 sensor.close()
