@@ -211,7 +211,7 @@ class RunSession:
             site = get_site(site).name
         self.ledger = Ledger(make_engine(cfg.db))
         try:
-            self.recorder = RunRecorder(self.ledger, cfg.run, cfg.rank, cfg.join_timeout_s)
+            self.recorder = RunRecorder(self.ledger, cfg.run, cfg.rank, cfg.join_timeout_s, self.clock)
             self.start_step, self.lost = self.recorder.register(
                 project=cfg.project,
                 role=cfg.role,
@@ -263,7 +263,7 @@ class RunSession:
         except WattlogError:
             spool = self.recording.spool if self.recording is not None else None
             if spool is not None and self.config.rank == 0 and self.run_id is not None:
-                spool.append_end(self.run_id, status.value, self.clock.wall())
+                spool.append_end(self.run_id, status.value, self.recorder.end_s())
             raise
 
     def _abort(self) -> None:
