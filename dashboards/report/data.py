@@ -52,7 +52,8 @@ class RunReport:
         by_kind: Columns kind, source, energy_kwh.
         by_use: Columns use, energy_kwh, share.
         use_source: Source label of the energy split by use.
-        events: Columns time (UTC), kind, category, step, detail (step "" where none: never "None").
+        events: Columns time (UTC), kind, status, category, step, detail (step "" where none: never
+            "None"; status "firing" or "resolved" for an alert, "" otherwise).
         gaps: Columns start, end (UTC), host, device, reason, detail: stretches not measured.
     """
 
@@ -138,10 +139,19 @@ def _events_frame(events: list[EventInfo]) -> pd.DataFrame:
             or payload.get("alertname", "")
         )
         step = "" if e.step is None else str(e.step)
+        # an alert is stored once firing and once resolved: without its status the two read as a repeat
+        status = str(payload.get("status", "")) if e.kind == EventKind.ALERT else ""
         rows.append(
-            {"time": e.time_s, "kind": e.kind, "category": e.category, "step": step, "detail": detail or ""}
+            {
+                "time": e.time_s,
+                "kind": e.kind,
+                "status": status,
+                "category": e.category,
+                "step": step,
+                "detail": detail or "",
+            }
         )
-    frame = pd.DataFrame(rows, columns=["time", "kind", "category", "step", "detail"])
+    frame = pd.DataFrame(rows, columns=["time", "kind", "status", "category", "step", "detail"])
     frame["time"] = _utc(frame["time"])
     return frame
 
