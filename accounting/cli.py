@@ -10,6 +10,7 @@ import typer
 from wattlog.accounting.ledger_cli import register as register_ledger
 from wattlog.accounting.node_cli import register as register_node
 from wattlog.accounting.ranges import format_quantity
+from wattlog.accounting.reap_cli import register as register_reap
 from wattlog.accounting.render import TableFormat, render_grid, show
 from wattlog.accounting.sites import SITE_FIELDS, Site, site_catalog
 from wattlog.accounting.table_cli import register as register_table
@@ -34,6 +35,7 @@ def register(app: typer.Typer) -> None:
     register_node(app)
     register_ledger(app)
     register_windows(app)
+    register_reap(app)  # `wattlog reap`; at merge: on the `runs` sub-app (`wattlog runs reap`) when it exists
 
 
 def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RICH) -> None:

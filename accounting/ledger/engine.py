@@ -25,7 +25,7 @@ from wattlog.errors import LedgerError
 ENV_VAR = "WATTLOG_DB"
 DEFAULT_URL = "sqlite:///wattlog.db"
 MIGRATIONS = Path(__file__).with_name("migrations")
-HEAD_REVISION = "0007"
+HEAD_REVISION = "0008"
 """The newest migration (a test keeps it in step with migrations/versions); a ledger already
 there skips importing Alembic, which keeps read-only commands quick."""
 _MIGRATION_LOCK_KEY = 0x5741_54_4C  # "WATL": PostgreSQL advisory lock held while migrating

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from wattlog.accounting.gaps import GapSummary, run_gaps
+from wattlog.accounting.ledger.lease import reap_before_reading
 from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import TableRow, table_cells, to_csv, to_latex, to_markdown
 from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
@@ -193,6 +194,7 @@ def load_report(ledger: Ledger, run: str, options: TableOptions | None = None) -
         ConfigError: The run's site is unknown.
     """
     options = options or TableOptions(catalog=site_catalog())
+    reap_before_reading(ledger)  # a run whose agent died shows as lost, with its gap
     row = ledger.get_run(run)
     power, cumulative, by_kind = _energy_frames(ledger.energy_rows(row.id))
     split = energy_split(ledger, row.id)
