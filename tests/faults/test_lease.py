@@ -22,6 +22,7 @@ from tests.faults.test_preemption import wattlog
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.lease import LEASE_S, LOST_REASON, reap_lost_runs, renew_lease
 from wattlog.clock import SystemClock
+from wattlog.dashboards.notify import events_to_send
 from wattlog.dashboards.report.data import load_report
 from wattlog.events import EventKind
 
@@ -72,6 +73,7 @@ def test_a_killed_run_is_closed_as_lost_by_the_next_reader_with_a_gap_to_its_lea
     assert min(g.start_s for g in gaps) <= last_row_s < run.end_s  # from its last row to the lease's end
     assert [e.kind for e in later.events("k") if e.kind == EventKind.LOST] == [EventKind.LOST]
     assert "lost" in set(report.events["kind"])
+    assert [e["kind"] for e in events_to_send(later.events("k"), "k")] == [EventKind.LOST]  # `webhook send`
     print(
         f"\nkilled -9: closed as lost {run.end_s - last_row_s:.1f} s after its last row, {len(gaps)} gap(s)"
     )
