@@ -11,7 +11,9 @@ and ``Retry-After``, so every client gets an answer it can act on.
 Nobody can hold such a server hostage. An accepted connection waits off the workers, in one
 selector thread, until it sends its first bytes (at most ``idle_timeout_s``): idle clients hold
 no worker, so 16 of them do not block a scrape or a webhook post. A request being handled
-reads and writes under ``connection_timeout_s`` each. Closing drops the idle connections at
+reads and writes under ``connection_timeout_s`` each, and a client still sending or reading
+after ``request_timeout_s`` (one that drips a byte every few seconds) has its connection shut,
+so slow clients hold a worker for a bounded time. Closing drops the idle connections at
 once and never hangs on a handler that does not return: it waits a bounded time, then logs
 the threads still running by name and reports them (:meth:`~BoundedThreadingMixIn.stop`).
 
@@ -47,6 +49,8 @@ IDLE_TIMEOUT_S = 10.0
 """How long an accepted connection may wait for its first bytes before it is closed."""
 CONNECTION_TIMEOUT_S = 5.0
 """Each read and write of a request being handled: a stalled client frees its worker after this."""
+REQUEST_TIMEOUT_S = 30.0
+"""A whole request, from a worker taking it: past this its connection is shut (a dripping client)."""
 _BODY = b'{"error": "busy: retry in 1 s"}'
 _REFUSAL = (
     b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: application/json\r\n"
@@ -70,6 +74,7 @@ class BoundedThreadingMixIn:
         close_timeout_s: How long closing waits for the serving thread and the workers.
         idle_timeout_s: How long a connection may wait for its first bytes (off the workers).
         connection_timeout_s: Each socket read or write of a request being handled.
+        request_timeout_s: A whole request being handled; past it the connection is shut.
         refused: Connections answered 503 because the queue was full.
         stuck: Names of the threads still running when the last close gave up on them.
     """
@@ -80,6 +85,7 @@ class BoundedThreadingMixIn:
     close_timeout_s = CLOSE_TIMEOUT_S
     idle_timeout_s = IDLE_TIMEOUT_S
     connection_timeout_s = CONNECTION_TIMEOUT_S
+    request_timeout_s = REQUEST_TIMEOUT_S
     daemon_threads = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -88,6 +94,8 @@ class BoundedThreadingMixIn:
         self._threads: list[threading.Thread] = []
         self._closing = False
         self._room: _WaitingRoom | None = None
+        self._handling: dict[socket.socket, float] = {}  # connection -> when its worker must be done
+        self._handling_lock = threading.Lock()
         self.refused = 0
         self.stuck: tuple[str, ...] = ()
         super().__init__(*args, **kwargs)
@@ -112,7 +120,7 @@ class BoundedThreadingMixIn:
             ]
             for thread in self._threads:
                 thread.start()
-            self._room = _WaitingRoom(self._jobs.put, self._drop, self.idle_timeout_s)
+            self._room = _WaitingRoom(self._jobs.put, self._drop, self.idle_timeout_s, self._shut_overdue)
         self._room.add(request, client_address)
 
     def _drop(self, request: socket.socket) -> None:
@@ -123,16 +131,28 @@ class BoundedThreadingMixIn:
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
             request, client_address = job
+            with self._handling_lock:
+                self._handling[request] = time.monotonic() + self.request_timeout_s
             try:
                 request.settimeout(self.connection_timeout_s)
                 self.finish_request(request, client_address)  # type: ignore[attr-defined]
-            except TimeoutError:  # a client that stalled mid-request: dropped, no traceback
-                log.debug("connection from %s timed out", client_address)
+            except OSError as error:  # a client that stalled, went away or was shut as overdue: no traceback
+                log.debug("connection from %s dropped: %s", client_address, error)
             except Exception:
                 self.handle_error(request, client_address)  # type: ignore[attr-defined]
             finally:
+                with self._handling_lock:
+                    self._handling.pop(request, None)
                 self.shutdown_request(request)  # type: ignore[attr-defined]
                 self._slots.release()
+
+    def _shut_overdue(self, now_s: float) -> None:
+        """Shut the connections of requests past request_timeout_s: their next read or write fails."""
+        with self._handling_lock:
+            overdue = [request for request, deadline in self._handling.items() if deadline <= now_s]
+        for request in overdue:
+            with contextlib.suppress(OSError):
+                request.shutdown(socket.SHUT_RDWR)
 
     def server_close(self) -> None:
         """Close the listening socket, then give the workers close_timeout_s to finish what they hold."""
@@ -198,6 +218,7 @@ class _WaitingRoom:
         drop: Called with a connection that sent nothing for `idle_timeout_s`, or that was still
             waiting at close.
         idle_timeout_s: How long a connection may wait.
+        tick: Called with the monotonic time about once a second (the server's request deadlines).
     """
 
     def __init__(
@@ -205,7 +226,9 @@ class _WaitingRoom:
         ready: Callable[[tuple[socket.socket, Any]], None],
         drop: Callable[[socket.socket], None],
         idle_timeout_s: float,
+        tick: Callable[[float], None],
     ) -> None:
+        self._tick = tick
         self._ready = ready
         self._drop = drop
         self._idle_timeout_s = idle_timeout_s
@@ -244,6 +267,7 @@ class _WaitingRoom:
                 arrived, self._arrived = self._arrived, []
                 closing = self._closing
             now = time.monotonic()
+            self._tick(now)
             for request, client_address in arrived:
                 self._selector.register(
                     request, selectors.EVENT_READ, (client_address, now + self._idle_timeout_s)

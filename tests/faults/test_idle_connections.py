@@ -14,6 +14,8 @@ import http.client
 import json
 import signal
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,8 +53,8 @@ def metrics_server() -> Iterator[MetricsServer]:
         server.close()
 
 
-def scrape(port: int) -> int:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)  # hangs forever on the old code
+def scrape(port: int, timeout_s: float = 5.0) -> int:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)  # old code: no answer
     try:
         connection.request("GET", "/metrics")
         response = connection.getresponse()
@@ -65,6 +67,30 @@ def scrape(port: int) -> int:
 def test_16_idle_connections_do_not_block_a_scrape() -> None:
     with metrics_server() as server, idle_connections(server.port, WORKERS):
         assert [scrape(server.port) for _ in range(3)] == [200, 200, 200]
+
+
+def test_16_clients_dripping_their_requests_hold_the_workers_for_a_bounded_time() -> None:
+    stop = threading.Event()
+
+    def drip(connection: socket.socket) -> None:
+        for byte in b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 1000:  # 300 s at this pace
+            if stop.wait(0.3):
+                return
+            try:
+                connection.send(bytes([byte]))
+            except OSError:
+                return  # shut as overdue
+
+    with metrics_server() as server, idle_connections(server.port, WORKERS) as sockets:
+        server.server.request_timeout_s = 1.0
+        drippers = [threading.Thread(target=drip, args=(s,), daemon=True) for s in sockets]
+        for dripper in drippers:
+            dripper.start()
+        try:
+            time.sleep(0.8)  # every worker holds a dripping client (each byte well inside 5 s)
+            assert scrape(server.port, timeout_s=20.0) == 200  # old code: none until they finish
+        finally:
+            stop.set()
 
 
 def test_closing_with_an_idle_connection_open_leaves_no_thread_stuck() -> None:
