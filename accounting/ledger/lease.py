@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass
 from typing import cast
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -43,6 +43,9 @@ def lease_for(flush_s: float) -> float:
 def renew_lease(ledger: Ledger, run: int | str, lease_s: float) -> None:
     """Hold `run`'s lease until now + `lease_s` (never shortened; nothing once the run has ended).
 
+    A run reaped as lost while its agent was only cut off from the ledger (its rows spooled) is
+    running again: the reaper's gaps and `lost` event are withdrawn, since its rows will fill them.
+
     Raises:
         RunNotFound: No such run.
         LedgerError: The database fails.
@@ -50,8 +53,22 @@ def renew_lease(ledger: Ledger, run: int | str, lease_s: float) -> None:
     until_s = ledger.clock.wall() + lease_s
     with ledger.transaction(f"renew the lease of run {run!r}") as session:
         row = find_run(session, run)
+        if row.status == Status.LOST.value:
+            _revive(session, row)
         if row.status == Status.RUNNING.value and (row.lease_until_s is None or row.lease_until_s < until_s):
             row.lease_until_s = until_s
+
+
+def _revive(session: Session, row: Run) -> None:
+    """Undo a reap: the run's agent is alive after all."""
+    run_id = cast(int, row.id)
+    row.status = Status.RUNNING.value
+    row.end_s = None
+    session.execute(
+        delete(GapRecord).where(col(GapRecord.run_id) == run_id, col(GapRecord.reason) == LOST_REASON)
+    )
+    session.execute(delete(Event).where(col(Event.run_id) == run_id, col(Event.kind) == EventKind.LOST.value))
+    log.warning("run %r was closed as lost but its agent renewed its lease: running again", row.name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,3 +115,14 @@ def test_an_ended_or_resumed_run_is_not_reaped(tmp_path: Path) -> None:
     renew_lease(ledger, "again", 1.0)
     ledger.start_run("again", resume=True)  # a new attempt: the old lease is void until its agent renews
     assert reap_lost_runs(Ledger(ledger.engine, clock=LaterClock(10.0))) == []
+
+
+def test_an_agent_only_cut_off_from_the_ledger_revives_its_run_at_its_next_renewal(tmp_path: Path) -> None:
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"))
+    ledger.start_run("cut", site="jupiter")
+    renew_lease(ledger, "cut", 1.0)
+    assert len(reap_lost_runs(Ledger(ledger.engine, clock=LaterClock(10.0)))) == 1
+    renew_lease(ledger, "cut", 60.0)  # the ledger is back: its next flush renews
+    run = ledger.get_run("cut")
+    assert run.status == "running" and run.end_s is None
+    assert ledger.gaps("cut") == [] and [e for e in ledger.events("cut") if e.kind == EventKind.LOST] == []
