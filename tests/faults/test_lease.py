@@ -78,6 +78,10 @@ def test_a_killed_run_is_closed_as_lost_by_the_next_reader_with_a_gap_to_its_lea
         f"\nkilled -9: closed as lost {run.end_s - last_row_s:.1f} s after its last row, {len(gaps)} gap(s)"
     )
     assert reap_lost_runs(later) == []  # once
+    from wattlog.cli import app
+
+    table = CliRunner().invoke(app, ["table", "k", "--db", db, "--format", "markdown"])
+    assert table.exit_code == 0 and "run lost" in table.output, table.output
 
 
 def test_wattlog_reap_closes_it_and_two_readers_close_it_once(
