@@ -7,6 +7,11 @@ handlers it replaced, calls `close` (flush, end the run as preempted or killed),
 process would have done without it: call the handler the user installed, ignore the signal if it
 was ignored, raise KeyboardInterrupt for Python's default SIGINT handler, or re-deliver the signal
 with its default action (the process dies of it, exit status 128 + N).
+
+`close` runs in a thread of its own, waited for at most `timeout_s`: the signal interrupts the
+main thread anywhere, perhaps holding a lock that closing needs (the integrator's, a ledger
+transaction), and a handler that waited on it would hang the process past its grace period.
+Past the timeout the process ends anyway; the run's lease then lets a reader close it as lost.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from wattlog.telemetry.supervise import STOP_SIGNALS
 
 log = logging.getLogger(__name__)
 
+CLOSE_TIMEOUT_S = 20.0
+"""How long a stop signal waits for the run to close: inside a 30 s preemption grace period."""
+
 Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers | None
 
 
@@ -29,11 +37,13 @@ class CloseOnSignals:
     """Call `close(signum)` on the first SIGTERM or SIGINT, then chain to the handler it replaced.
 
     Args:
-        close: Ends the run for the signal received (never raises: its errors are logged).
+        close: Ends the run for the signal received (its errors are logged).
+        timeout_s: How long to wait for `close` before ending the process as it would have.
     """
 
-    def __init__(self, close: Callable[[signal.Signals], None]) -> None:
+    def __init__(self, close: Callable[[signal.Signals], None], timeout_s: float = CLOSE_TIMEOUT_S) -> None:
         self._close = close
+        self._timeout_s = timeout_s
         self._previous: dict[signal.Signals, Handler] = {}
 
     @property
@@ -60,12 +70,25 @@ class CloseOnSignals:
         received = signal.Signals(signum)
         previous = self._previous.get(received, signal.SIG_DFL)
         self.restore()
-        try:
-            self._close(received)
-        except Exception:  # ending the process as it would have matters more
-            log.exception("closing the run on %s failed", received.name)
+        closer = threading.Thread(
+            target=self._close_logged, args=(received,), name="wattlog-close", daemon=True
+        )
+        closer.start()
+        closer.join(self._timeout_s)
+        if closer.is_alive():
+            log.warning(
+                "closing the run on %s took over %.0f s (a lock held where it came?): ending without it",
+                received.name,
+                self._timeout_s,
+            )
         if callable(previous):
             previous(signum, frame)  # the user's handler, or Python's default SIGINT handler
         elif previous in (signal.SIG_DFL, None):
             signal.signal(received, signal.SIG_DFL)
             os.kill(os.getpid(), received)  # dies of it, as without us
+
+    def _close_logged(self, received: signal.Signals) -> None:
+        try:
+            self._close(received)
+        except Exception:  # ending the process as it would have matters more
+            log.exception("closing the run on %s failed", received.name)

@@ -8,10 +8,13 @@ killed by the signal, or through the handler the user installed.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ import pytest
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+from wattlog.trainer.stop_signals import CloseOnSignals
 from wattlog.trainer.tracker import Tracker
 
 SETUP = """
@@ -119,3 +123,20 @@ def test_the_tracker_restores_the_handlers_at_close(tmp_path: Path) -> None:
     with Tracker("restore", db=f"sqlite:///{tmp_path / 'l.db'}", sensors=sensors, agent_config=config):
         assert signal.getsignal(signal.SIGTERM) not in before
     assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+
+
+def test_a_close_that_cannot_finish_does_not_keep_the_process_from_ending() -> None:
+    """The signal may come while the main thread holds a lock closing needs: it waits a bounded time."""
+    release = threading.Event()
+    chained: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: chained.append(signum))
+    try:
+        CloseOnSignals(lambda signum: release.wait(30), timeout_s=0.2).install()
+        os.kill(os.getpid(), signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while not chained and time.monotonic() < deadline:
+            time.sleep(0.01)  # the handler runs in the main thread between these
+        assert chained == [signal.SIGTERM]  # the user's handler ran although close never returned
+    finally:
+        release.set()
+        signal.signal(signal.SIGTERM, previous)
