@@ -269,9 +269,12 @@ class _WaitingRoom:
             now = time.monotonic()
             self._tick(now)
             for request, client_address in arrived:
-                self._selector.register(
-                    request, selectors.EVENT_READ, (client_address, now + self._idle_timeout_s)
-                )
+                try:
+                    self._selector.register(
+                        request, selectors.EVENT_READ, (client_address, now + self._idle_timeout_s)
+                    )
+                except (OSError, ValueError):  # closed before it could wait: this thread must live on
+                    self._drop(request)
             for key, _ in events:
                 if key.data is None:
                     with contextlib.suppress(OSError):
