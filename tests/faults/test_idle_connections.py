@@ -133,6 +133,19 @@ def test_wattlog_agent_with_an_idle_scraper_connection_exits_on_sigterm(tmp_path
         assert "stuck" not in out and "still running" not in out, out
 
 
+def test_wattlog_run_with_idle_scraper_connections_closes_its_run_on_sigterm(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    with wattlog(["run", "--run", "idle", "--db", db, "--", "sleep", "60"], tmp_path) as process:
+        url = wait_for_line(process, r"metrics on http://").split("metrics on ")[1].strip()
+        port = int(url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+        with idle_connections(port, WORKERS):
+            process.send_signal(signal.SIGTERM)
+            out, _ = process.communicate(timeout=30)
+        assert process.returncode == 143, out
+        assert "still running" not in out, out  # no worker left in an idle connection's read
+    assert Ledger(make_engine(db)).get_run("idle").status == "preempted"  # old code: running
+
+
 def test_webhook_server_exits_on_ctrl_c_with_idle_connections_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
