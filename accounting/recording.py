@@ -111,9 +111,11 @@ class CountingSink:
 
     def write(self, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
         """Hand the rows to the ledger sink and count their joules once it took them."""
+        spooled = self.unwritten_rows
         self.sink.write(intervals, gaps)
         self._accepted_j += sum(row.energy_j for row in intervals)
-        self.renew()
+        if self.unwritten_rows <= spooled:  # spooled rows: the ledger is down, no second try this flush
+            self.renew()
 
     def write_windows(self, windows: Sequence[WindowEnergy]) -> None:
         """Store the windows closed since the last flush."""
