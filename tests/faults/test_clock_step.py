@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 
 from wattlog.accounting.ledger import Ledger, Status, make_engine
-from wattlog.clock import SystemClock
+from wattlog.clock import FakeClock, SystemClock
 from wattlog.events import EventKind
 from wattlog.telemetry.agent import AgentConfig
+from wattlog.telemetry.integrator import Integrator
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+from wattlog.telemetry.windows import Windows
 from wattlog.trainer.session import RunSession, SessionConfig
 
 RUN_S = 0.3
@@ -57,3 +59,24 @@ def test_no_step_no_event(tmp_path: Path) -> None:
     session.start()
     session.close(Status.FINISHED)
     assert [e for e in Ledger(make_engine(db)).events("c") if e.kind == EventKind.CLOCK_STEP] == []
+
+
+class SteppedClock(FakeClock):
+    """A fake clock whose wall clock can step (NTP correcting it) while monotonic time goes on."""
+
+    step_s = 0.0
+
+    def wall(self) -> float:
+        return super().wall() + self.step_s
+
+
+def test_a_window_across_a_wall_clock_step_keeps_its_length() -> None:
+    clock = SteppedClock()
+    sensor = SimulatedSensor(simulated_gpus(1))
+    integrator = Integrator(sensor.devices(), host="h", clock=clock)
+    windows = Windows(integrator, clock, "h")
+    window = windows.begin("eval")
+    clock.advance(2.0)
+    clock.step_s = 3600.0
+    windows.end(window)
+    assert window.end_s is not None and window.end_s - window.start_s == pytest.approx(2.0)  # old: 3,602 s
