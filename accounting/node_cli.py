@@ -52,6 +52,7 @@ from wattlog.options import (
 )
 from wattlog.telemetry.agent import AgentConfig, default_lock_dir
 from wattlog.telemetry.agent_cli import run_or_wait
+from wattlog.telemetry.agent_config import LINGER_S
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 from wattlog.telemetry.supervise import Supervisor, cannot_start
 
@@ -78,7 +79,7 @@ def node(
         float, typer.Option(help="Scale of the simulated GPUs' power (unequal nodes in benches).")
     ] = 1.0,
     lock_dir: LockDirOption = None,
-    linger_s: LingerOption = 30.0,
+    linger_s: LingerOption = LINGER_S,
 ) -> int:
     """Measure this node of a multi-node job into the shared ledger (one per node)."""
     if seconds is not None and seconds <= 0:
@@ -150,7 +151,7 @@ def agent(
     ] = None,
     lock_dir: LockDirOption = None,
     run: Annotated[str, typer.Option(help="The `run` label on every series (tells runs apart).")] = "",
-    linger_s: LingerOption = 30.0,
+    linger_s: LingerOption = LINGER_S,
 ) -> int:
     """Run the measuring agent (sidecar mode): sample, serve metrics, print what was measured."""
     if seconds is not None:

@@ -28,11 +28,12 @@ from types import TracebackType
 from prometheus_client.registry import Collector
 
 from wattlog.accounting.ledger.engine import describe_url
+from wattlog.accounting.ledger.lease import lease_for, renew_lease
 from wattlog.accounting.ledger.sink import LedgerSink
 from wattlog.accounting.ledger.spool import Spool, default_folder
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.clock import Clock
-from wattlog.errors import WattlogError
+from wattlog.errors import LedgerError, WattlogError
 from wattlog.records import EnergyInterval, Gap
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.sensors.base import Sensor
@@ -73,11 +74,23 @@ class CountingSink:
 
     A write that succeeds may have gone to the spool (ledger down): those joules,
     and the ones the spool's bound dropped, are not counted until a replay stores them.
+    Each write also renews the run's lease (`lease_s` from now; None: no lease), so a run
+    whose agent dies without ending it is closed as lost by the next reader.
     """
 
-    def __init__(self, sink: LedgerSink) -> None:
+    def __init__(self, sink: LedgerSink, lease_s: float | None = None) -> None:
         self.sink = sink
+        self._lease_s = lease_s
         self._accepted_j = 0.0
+
+    def renew(self) -> None:
+        """Renew the run's lease; a ledger that fails now is no error (the next flush renews it)."""
+        if self._lease_s is None:
+            return
+        try:
+            renew_lease(self.sink.ledger, self.sink.run, self._lease_s)
+        except LedgerError as error:
+            log.debug("lease of run %s not renewed: %s", self.sink.run, error)
 
     @property
     def spool(self) -> Spool | None:
@@ -98,8 +111,11 @@ class CountingSink:
 
     def write(self, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
         """Hand the rows to the ledger sink and count their joules once it took them."""
+        spooled = self.unwritten_rows
         self.sink.write(intervals, gaps)
         self._accepted_j += sum(row.energy_j for row in intervals)
+        if self.unwritten_rows <= spooled:  # spooled rows: the ledger is down, no second try this flush
+            self.renew()
 
     def write_windows(self, windows: Sequence[EnergyInterval]) -> None:
         """Store the windows closed since the last flush."""
@@ -154,7 +170,10 @@ class Recording:
             raise WattlogError("the recording is already started; close() it first")
         sinks: list[IntervalSink] = []
         if self.target is not None:
-            self.ledger_sink = CountingSink(LedgerSink(self.target.ledger, self.target.run_id, self._spool()))
+            lease_s = lease_for(self.config.agent.flush_s)
+            sink = LedgerSink(self.target.ledger, self.target.run_id, self._spool())
+            self.ledger_sink = CountingSink(sink, lease_s)
+            self.ledger_sink.renew()  # before the first flush: a run killed before it is reaped too
             sinks.append(self.ledger_sink)
         if self.config.jsonl is not None:
             sinks.append(JsonlSink(self.config.jsonl))

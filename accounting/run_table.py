@@ -296,7 +296,9 @@ def _run_notes(run: RunInfo, options: TableOptions) -> tuple[str, ...]:
         notes.append(
             f"energy from Prometheus at {options.prometheus_url}: increase() over the run's interval"
         )
-    if run.status != Status.FINISHED:
+    if run.status == Status.LOST:
+        notes.append("run lost: its agent stopped renewing its lease; energy to its last row, the rest a gap")
+    elif run.status != Status.FINISHED:
         notes.append(f"run status {run.status}: figures so far")
     if run.restarts:
         notes.append(f"restarted {run.restarts} time(s); energy of every attempt included")

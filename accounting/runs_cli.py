@@ -23,6 +23,7 @@ from wattlog.accounting.ledger.models import Role
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import RunInfo
 from wattlog.accounting.ranges import Quantity, Range
+from wattlog.accounting.reap_cli import register as register_reap
 from wattlog.accounting.render import TableFormat, render_grid, show
 from wattlog.accounting.run_energy import ledger_energy
 from wattlog.accounting.units import mwh_to_j, readable
@@ -152,7 +153,8 @@ def delete(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `wattlog runs` (list, relabel, rename, delete) to the root app."""
+    """Add `wattlog runs` (list, relabel, rename, delete, reap) to the root app."""
+    register_reap(runs_app)
     app.add_typer(runs_app)
 
 

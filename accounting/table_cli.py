@@ -20,6 +20,7 @@ from wattlog.accounting.exports import grids_csv, grids_json
 from wattlog.accounting.footprint import WaterConvention
 from wattlog.accounting.intensity.registry import formats_help, read_intensity
 from wattlog.accounting.ledger.engine import describe_url, make_engine, resolve_url
+from wattlog.accounting.ledger.lease import reap_before_reading
 from wattlog.accounting.ledger.models import Phase
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import RunInfo
@@ -201,6 +202,7 @@ def _ledger_table(selection: _Selection, db: str | None, options: TableOptions, 
     try:
         ledger = Ledger(engine)
         check_ledger(ledger, describe_url(db))  # never print figures read from impossible rows
+        reap_before_reading(ledger)  # a run whose agent died shows as lost, with its gap
         if selection.project and selection.by:
             _show_project(ledger, selection.project, selection.by, options, out.fmt, out.notes_file)
             return

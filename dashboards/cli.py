@@ -77,7 +77,10 @@ def serve(
     with WebhookReceiver(AlertRecorder(ledger), auth, host=host, port=port) as receiver:
         print(f"receiving alerts on {receiver.url}/alerts into {describe_url(db)} (Ctrl-C stops)", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
-            threading.Event().wait()
+            # waits in slices: Ctrl-C may reach a worker thread, and then a wait without a
+            # timeout never returns to run the main thread's handler
+            while not threading.Event().wait(0.5):
+                pass
 
 
 def send(
@@ -101,6 +104,7 @@ def send(
     import os
 
     from wattlog.accounting.ledger import Ledger, make_engine
+    from wattlog.accounting.ledger.lease import reap_before_reading
     from wattlog.dashboards.notify import Notifier, events_to_send
     from wattlog.errors import ConfigError
     from wattlog.numbers import check_number
@@ -116,6 +120,7 @@ def send(
         secret=os.environ.get("WATTLOG_NOTIFY_SECRET", ""),
     )
     ledger = Ledger(make_engine(db))
+    reap_before_reading(ledger)  # a run whose agent died is closed as lost: that is news too
     events = events_to_send(ledger.events(run), ledger.get_run(run).name)
     for event in events:
         notifier.send(event)

@@ -125,7 +125,7 @@ class Notifier:
 
 
 def events_to_send(events: list[Any], run: str, kinds: tuple[str, ...] = INSTABILITY_KINDS) -> list[dict]:
-    """The ledger events worth notifying: instabilities of `kinds` and health checks that failed.
+    """The ledger events worth notifying: instabilities of `kinds`, failed health checks and lost runs.
 
     Args:
         events: Ledger Event rows (kind, time_s, step, payload).
@@ -135,7 +135,7 @@ def events_to_send(events: list[Any], run: str, kinds: tuple[str, ...] = INSTABI
     out = []
     for e in events:
         failed_check = e.kind == EventKind.HEALTH_CHECK and e.payload.get("ok") is False
-        if e.kind in kinds or failed_check:
+        if e.kind in kinds or failed_check or e.kind == EventKind.LOST:  # lost: its agent died unseen
             message = e.payload.get("message") or e.payload.get("reason") or ""
             out.append(
                 {

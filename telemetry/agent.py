@@ -45,6 +45,7 @@ from wattlog.telemetry.exporter import (
     serve,
 )
 from wattlog.telemetry.integrator import Integrator
+from wattlog.telemetry.locked_sensor import OnlyDevices
 from wattlog.telemetry.sampler import Sampler, SamplerStats
 from wattlog.telemetry.selection import job_selection
 from wattlog.telemetry.sensors.base import Sensor
@@ -57,29 +58,12 @@ from wattlog.telemetry.sinks import (
     bound_pending,
     write_or_reject,
 )
-from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, Reading
+from wattlog.telemetry.types import DeviceEnergy, DeviceInfo
 from wattlog.telemetry.windows import Window, Windows
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["LOCK_DIR_ENV", "Agent", "AgentConfig", "default_lock_dir"]
-
-
-class _OnlyDevices:
-    """A sensor restricted to the devices this agent locked."""
-
-    def __init__(self, sensor: Sensor, devices: list[DeviceInfo]) -> None:
-        self._sensor = sensor
-        self._devices = devices
-
-    def devices(self) -> list[DeviceInfo]:
-        return list(self._devices)
-
-    def read(self, device: DeviceInfo, t_s: float) -> Reading:
-        return self._sensor.read(device, t_s)
-
-    def close(self) -> None:
-        self._sensor.close()
 
 
 class Agent:
@@ -164,10 +148,11 @@ class Agent:
         """
         if self._running:
             raise WattlogError("the agent is already running; close() it before starting again")
+        self._stop_serving()  # a close(linger=False) not followed by linger()
         cfg = self.config
         try:
             if cfg.port is not None:
-                self._server = serve(self.registry, cfg.listen_host, cfg.port)
+                self._server = serve(self.registry, cfg.listen_host, cfg.port, written=self._state.written)
             candidates = self._discover()
             devices = self._devices = self._lock(candidates)
             self._integrator = Integrator(devices, host=cfg.host, clock=self._clock, period_s=cfg.period_s)
@@ -176,6 +161,7 @@ class Agent:
             self._sampler.edge()  # the first reading: energy counts from here
         except BaseException:
             self._shutdown()
+            self._stop_serving()
             raise
         self._collectors = [
             EnergyCollector(self.snapshot, cfg.host, cfg.run),
@@ -270,7 +256,7 @@ class Agent:
         kept = sum(len(rows) for rows, _ in self._pending)
         return kept + sum(int(getattr(sink, "unwritten_rows", 0)) for sink in self._sinks)
 
-    def close(self) -> None:
+    def close(self, *, linger: bool = True) -> None:
         """Stop sampling, take a final reading, flush the last interval, release the locks, stop serving.
 
         The final reading comes first, before anything else shuts down: every device's energy
@@ -279,8 +265,14 @@ class Agent:
         has read that mark with the final counters (at most `linger_s`): the last values Prometheus
         holds are what the sinks stored, and the target going down afterwards is no alert.
         Idempotent; snapshot() and stats() still answer afterwards (the final figures).
+
+        Args:
+            linger: False keeps serving the final counters until :meth:`linger` is called, so the
+                caller can close its run first (a preemption grace period is short).
         """
         if not self._running:
+            if linger:  # after close(linger=False): still serving until this
+                self.linger()
             return
         self._running = False
         assert self._sampler is not None and self._integrator is not None
@@ -295,9 +287,15 @@ class Agent:
                 sink.close()
             except Exception:
                 logger.exception("closing sink %s failed", type(sink).__name__)
+        self._shutdown()
+        if linger:
+            self.linger()
+
+    def linger(self) -> None:
+        """Serve the final counters until a scrape read them (at most `linger_s`), then stop (idempotent)."""
         if self._server is not None and self.config.linger_s > 0:
             self._state.wait_scraped(self.config.linger_s)
-        self._shutdown()
+        self._stop_serving()
 
     def __enter__(self) -> Agent:
         return self.start()
@@ -351,7 +349,7 @@ class Agent:
                     self._held_elsewhere[device.uuid] = holder.metrics_url if holder.trusted else None
                     self._notes.append(holder.describe(device.uuid))
             if mine:
-                self._sensors.append(_OnlyDevices(sensor, mine))
+                self._sensors.append(OnlyDevices(sensor, mine))
                 measured.extend(mine)
             else:
                 sensor.close()
@@ -387,9 +385,7 @@ class Agent:
             self.flush()
 
     def _shutdown(self) -> None:
-        for collector in self._collectors:
-            self.registry.unregister(collector)
-        self._collectors = []
+        """Close the sensors and release the device locks (the server still serves the final figures)."""
         for sensor in self._sensors:
             try:
                 sensor.close()
@@ -397,6 +393,11 @@ class Agent:
                 logger.exception("closing sensor %s failed", type(sensor).__name__)
         self._sensors = []
         self._locks.release_all()
+
+    def _stop_serving(self) -> None:
+        for collector in self._collectors:
+            self.registry.unregister(collector)
+        self._collectors = []
         if self._server is not None:
             self._server.close()
             self._server = None

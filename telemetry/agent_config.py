@@ -29,6 +29,11 @@ def default_lock_dir(environ: Mapping[str, str] | None = None) -> Path:
     return Path(tempfile.gettempdir()) / f"wattlog-{os.getuid()}" / "wattlog-locks"
 
 
+LINGER_S = 8.0
+"""Default final-scrape linger: inside a preemption grace period (Kubernetes 30 s, SLURM's
+KillWait 30 s) with room for the last flush; a scrape interval of 5 s or less is caught."""
+
+
 @dataclass
 class AgentConfig:
     """How a node agent samples, flushes and publishes.
@@ -62,10 +67,10 @@ class AgentConfig:
     run: str = ""
     """The `run` label on every series ("" for a plain agent measuring no run): runs are told apart by it,
     never by the scrape target's port."""
-    linger_s: float = 30.0
+    linger_s: float = LINGER_S
     """At close, keep serving until the next regular scrape has read `wattlog_agent_finished 1`
     (so Prometheus knows the end was normal), at most this long; no wait when nothing scrapes
-    regularly; 0 closes at once."""
+    regularly; 0 closes at once. The run is closed before this wait."""
     stop_timeout_s: float = 30.0
     """At close, how long to wait for the flush thread (a sink write in progress) before warning
     that it is stuck; close then still waits for that write to hand over the last interval."""

@@ -1,4 +1,4 @@
-"""The Prometheus exporter: collectors over the agent's snapshots, an HTTP server, Pushgateway.
+"""The Prometheus exporter: collectors over the agent's snapshots, the server (metrics_server), Pushgateway.
 
 Scrapes never touch hardware (STYLE #12): each collector calls a snapshot
 function the agent hands it and yields fresh metric families from what it
@@ -22,17 +22,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from wsgiref.simple_server import make_server
 
-from prometheus_client import CollectorRegistry, delete_from_gateway, make_wsgi_app, push_to_gateway
+from prometheus_client import CollectorRegistry, delete_from_gateway, push_to_gateway
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from wattlog.errors import ConfigError, WattlogError
+from wattlog.errors import WattlogError
 from wattlog.metric_names import MetricName
-from wattlog.serving import BoundedWSGIServer, QuietWSGIHandler, family_of
+from wattlog.telemetry.metrics_server import MetricsServer as MetricsServer
+from wattlog.telemetry.metrics_server import serve as serve
 from wattlog.telemetry.private import hide_password
 from wattlog.telemetry.types import DeviceEnergy
 
@@ -230,8 +229,10 @@ class AgentStateCollector(Collector):
         # HELP wattlog_agent_finished 1 once the agent has ended normally (its target going down is expected).
         # TYPE wattlog_agent_finished gauge
 
-    It also notes when it is scraped, so that closing can wait for the next regular scrape to read
-    the finished mark (:meth:`wait_scraped`), and not wait at all when nobody scrapes regularly.
+    It also notes when a scrape's response has been written (:meth:`written`, called by the server
+    :func:`serve` starts), so that closing can wait for the next regular scrape to read the finished
+    mark (:meth:`wait_scraped`), and not wait at all when nobody scrapes regularly. Collecting alone
+    (a Pushgateway push, a scrape whose client went away) does not count: only a response written.
 
     Args:
         host: Value of the `host` label.
@@ -245,6 +246,7 @@ class AgentStateCollector(Collector):
         self._finished = threading.Event()
         self._seen_finished = threading.Event()
         self._scrapes: list[float] = []
+        self._collected = threading.local()  # per worker thread: this scrape collected the finished mark
 
     def finish(self) -> None:
         """Mark the normal end; the next scrape reports 1."""
@@ -263,9 +265,15 @@ class AgentStateCollector(Collector):
         interval_s = self._scrapes[-1] - self._scrapes[-2]
         return self._seen_finished.wait(min(timeout_s, 1.5 * interval_s + 0.5))
 
-    def collect(self) -> Iterator[Metric]:
-        """Yield the finished gauge (and note when a scrape saw it set)."""
+    def written(self) -> None:
+        """Note that a scrape's response was written in full (called from the serving thread)."""
         self._scrapes = [*self._scrapes[-1:], self._clock()]
+        if getattr(self._collected, "finished", False):
+            self._collected.finished = False
+            self._seen_finished.set()
+
+    def collect(self) -> Iterator[Metric]:
+        """Yield the finished gauge (and note, for :meth:`written`, that it was set)."""
         finished = self._finished.is_set()
         family = GaugeMetricFamily(
             MetricName.AGENT_FINISHED,
@@ -273,67 +281,8 @@ class AgentStateCollector(Collector):
             labels=AGENT_LABELS,
         )
         family.add_metric(self._labels, 1.0 if finished else 0.0)
-        if finished:
-            self._seen_finished.set()
+        self._collected.finished = finished
         yield family
-
-
-@dataclass
-class MetricsServer:
-    """A running /metrics HTTP server; `close()` stops it and frees the port."""
-
-    server: BoundedWSGIServer
-    thread: threading.Thread
-    host: str
-
-    @property
-    def port(self) -> int:
-        """The bound port (the picked one when 0 was asked for)."""
-        return int(self.server.server_address[1])
-
-    @property
-    def url(self) -> str:
-        """Address of the metrics endpoint, e.g. http://127.0.0.1:9464/metrics."""
-        return f"http://{self.host}:{self.port}/metrics"
-
-    def close(self) -> tuple[str, ...]:
-        """Stop serving, close the socket and verify the threads stopped.
-
-        Returns:
-            Names of threads still running after the server's close timeout (each logged as a
-            warning: a scrape handler stuck on a slow client); empty when all stopped.
-        """
-        return self.server.stop(self.thread)
-
-
-def serve(registry: CollectorRegistry, host: str = "127.0.0.1", port: int = 9464) -> MetricsServer:
-    """Serve `registry` on http://host:port/metrics in a daemon thread.
-
-    Args:
-        registry: The agent's own registry.
-        host: Address to bind; loopback by default, so nothing is exposed unless asked.
-        port: TCP port; 0 picks a free one (read it back from `.port`).
-
-    Returns:
-        The running server (a listen backlog of 128, bounded worker threads).
-
-    Raises:
-        ConfigError: The port is taken or the address cannot be bound.
-    """
-    # a backlog of 128 and bounded workers: a burst of scrapes is queued or answered 503, never reset
-    server_class: type[BoundedWSGIServer] = type(
-        "MetricsHTTPServer", (BoundedWSGIServer,), {"address_family": family_of(host)}
-    )
-    app = make_wsgi_app(registry)
-    try:
-        server = make_server(host, port, app, server_class, handler_class=QuietWSGIHandler)
-    except OSError as error:
-        raise ConfigError(
-            f"cannot serve metrics on {host}:{port}: {error}; pick another port (--port, 0 = any free one)"
-        ) from error
-    thread = threading.Thread(target=server.serve_forever, args=(0.1,), name="wattlog-metrics", daemon=True)
-    thread.start()
-    return MetricsServer(server=server, thread=thread, host=host)
 
 
 def push(

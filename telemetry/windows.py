@@ -96,6 +96,8 @@ class Windows:
         self._opened: list[Window] = []
         self._closed: list[Window] = []
         self._open = threading.local()  # each thread nests its own windows
+        # fixed at start, as the integrator's: a wall-clock step moves neither edge against the rows
+        self._wall_offset_s = clock.wall() - clock.monotonic()
 
     def begin(self, name: str, sync: Callable[[], object] | None = None) -> Window:
         """Open a window now (after `sync()`, when given: e.g. torch.cuda.synchronize)."""
@@ -193,4 +195,4 @@ class Windows:
         return stack
 
     def _wall(self, monotonic_s: float) -> float:
-        return monotonic_s + self._clock.wall() - self._clock.monotonic()
+        return monotonic_s + self._wall_offset_s

@@ -114,6 +114,7 @@ def _demo(config: DemoConfig, console: Console, supervisor: Supervisor) -> int:
         flops_per_token=model_config.flops_per_token(),
         watch=model.final_layer,
         health_check=True,
+        handle_signals=False,  # the supervisor stops training at a step boundary instead
         sensors=list(found.sensors),
         agent_config=AgentConfig(port=config.port, flush_s=flush_s),
         config={"model": config.model, "params": model.num_params(), "batch_size": config.batch_size},

@@ -19,12 +19,16 @@ from wattlog.accounting.ledger import EventInfo, Ledger, RunSpec, Status
 from wattlog.accounting.ledger.jobs import RankReport, created_by_job, record_node, report_rank_progress
 from wattlog.accounting.ledger.spool import Spool
 from wattlog.accounting.split import Use, split_row
+from wattlog.clock import Clock, SystemClock
 from wattlog.errors import LedgerError, WattlogError
 from wattlog.events import EventCategory, EventKind, Progress, json_safe
 from wattlog.telemetry.job import JobIdentity
 from wattlog.trainer.restarts import LostWork, lost_work
 
 log = logging.getLogger(__name__)
+
+CLOCK_STEP_S = 2.0
+"""A wall clock this far from the monotonic one at the end has stepped (NTP slews far less)."""
 
 
 class RunRecorder:
@@ -35,10 +39,20 @@ class RunRecorder:
         run: Run name.
         rank: Global rank of this process.
         join_timeout_s: How long a non-zero rank waits for rank 0 to register the run.
+        clock: Time source: the run's end is its start on the wall clock plus monotonic time.
     """
 
-    def __init__(self, ledger: Ledger, run: str, rank: int = 0, join_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        run: str,
+        rank: int = 0,
+        join_timeout_s: float = 60.0,
+        clock: Clock | None = None,
+    ) -> None:
         self.ledger = ledger
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._anchor = (self._clock.wall(), self._clock.monotonic())
         self.run = run
         self.rank = rank
         self._join_timeout_s = join_timeout_s
@@ -69,6 +83,7 @@ class RunRecorder:
         Raises:
             LedgerError: The run exists without resume, or rank 0 never registered it.
         """
+        self._anchor = (self._clock.wall(), self._clock.monotonic())
         if self.rank != 0:
             self.run_id = self._wait_for_run()
             return resume_step or 0, None
@@ -178,10 +193,20 @@ class RunRecorder:
         """The whole job's tokens per second, per joule and MFU so far (None before any rank reported)."""
         return job_speed(self.ledger, self.run_id) if self.run_id is not None else None
 
+    def end_s(self) -> float:
+        """Now, as the wall clock read at registration plus the monotonic time since: never before it."""
+        wall_s, monotonic_s = self._anchor
+        return wall_s + max(0.0, self._clock.monotonic() - monotonic_s)
+
     def end(self, status: Status) -> None:
-        """Mark the run ended (rank 0 only)."""
+        """Mark the run ended (rank 0 only), at :meth:`end_s`; a wall-clock step is recorded as an event."""
         if self.rank == 0 and self.run_id is not None:
-            self.ledger.end_run(self.run_id, status)
+            end_s = self.end_s()
+            wall_s = self._clock.wall()
+            if abs(wall_s - end_s) >= CLOCK_STEP_S:  # a step moves neither the end nor the duration
+                payload = {"step_s": round(wall_s - end_s, 3), "wall_s": wall_s, "end_s": end_s}
+                self.event(EventKind.CLOCK_STEP, payload=payload, time_s=end_s)
+            self.ledger.end_run(self.run_id, status, end_s=end_s)
 
 
 def _resume_from(previous: Sequence[EventInfo], resume_step: int | None, lost: LostWork | None) -> int:

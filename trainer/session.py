@@ -23,31 +23,28 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import signal
 import socket
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client.registry import Collector
 
-from wattlog.accounting.it_energy import energy_label
 from wattlog.accounting.ledger import Ledger, RunSpec, Status, make_engine
 from wattlog.accounting.ledger.engine import check_integrity, unconnected_engine
 from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import LedgerUnavailable, WattlogError
 from wattlog.events import EventKind, Stopped
-from wattlog.records import EnergyFigure
 from wattlog.telemetry.agent import Agent
 from wattlog.telemetry.sensors.base import Sensor
-from wattlog.telemetry.supervise import Ending, Outcome, StopRequested
+from wattlog.telemetry.supervise import Outcome
 from wattlog.telemetry.types import DeviceEnergy
 from wattlog.trainer.join import JoinedAgents
 from wattlog.trainer.offline import close_offline, offline_start
 from wattlog.trainer.recorder import RunRecorder
 from wattlog.trainer.restarts import LostWork
 from wattlog.trainer.session_config import ENV_RESUME, ENV_RUN_ID, SessionConfig
+from wattlog.trainer.session_summary import SessionSummary, status_for_error, status_for_outcome
 
 log = logging.getLogger(__name__)
 
@@ -60,96 +57,6 @@ __all__ = [
     "status_for_error",
     "status_for_outcome",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class SessionSummary:
-    """How a session ended and whether its energy is all in the ledger.
-
-    Attributes:
-        status: The run's final status.
-        measured: The figure of each device this session's agent measured, cumulative
-            (None without an agent; empty for a rank that joined another agent's node).
-        recorded_j: Joules of those in the ledger (rows still in the spool or lost not counted).
-        unwritten_rows: Energy rows not in the ledger: kept for retry, spooled (`wattlog replay`) or lost.
-    """
-
-    status: Status
-    measured: tuple[EnergyFigure, ...] | None
-    recorded_j: float
-    unwritten_rows: int = 0
-
-    @property
-    def measured_j(self) -> float | None:
-        """Joules this session's agent integrated, all devices summed (None without an agent)."""
-        return None if self.measured is None else sum(f.energy_j for f in self.measured)
-
-    @property
-    def low_j(self) -> float:
-        """Lower end of the measured energy's band, joules (the devices' bands added linearly)."""
-        return sum(f.low_j for f in self.measured or ())
-
-    @property
-    def high_j(self) -> float:
-        """Upper end of the measured energy's band, joules."""
-        return sum(f.high_j for f in self.measured or ())
-
-    @property
-    def source(self) -> str:
-        """The measured energy's source label ("counter", "estimated+simulated"; "" with no device)."""
-        return energy_label(f.source for f in self.measured) if self.measured else ""
-
-    @property
-    def complete(self) -> bool:
-        """Whether every joule measured reached the ledger (to rounding) and no row waits in the spool."""
-        if self.measured_j is None:
-            return self.unwritten_rows == 0
-        same = abs(self.measured_j - self.recorded_j) <= 1e-9 * max(1.0, abs(self.measured_j))
-        return same and self.unwritten_rows == 0
-
-    def line(self) -> str:
-        """One line for the user: the energy measured and how much of it is in the ledger."""
-        if self.measured_j is None:
-            return self.recorded_part()
-        band = f"band {self.low_j:.3f}-{self.high_j:.3f} J"
-        return f"{self.recorded_part()}; source {self.source or 'none'}, {band}"
-
-    def recorded_part(self) -> str:
-        """The energy measured and how much of it is in the ledger (the first part of :meth:`line`)."""
-        if self.measured_j is None:
-            return "no agent in this process: the node's agent records the energy"
-        if self.complete:
-            verdict = "all recorded"
-        elif self.unwritten_rows:
-            verdict = (
-                f"INCOMPLETE: {self.unwritten_rows} energy rows are not in the ledger, "
-                "spooled for `wattlog replay` or lost"
-            )
-        else:
-            verdict = "INCOMPLETE: the rest is not in the ledger"
-        return f"measured {self.measured_j:.3f} J, {self.recorded_j:.3f} J recorded in the ledger ({verdict})"
-
-
-def status_for_error(error: BaseException | None) -> Status:
-    """The status of a run whose body ended with `error` (None: it finished)."""
-    if error is None:
-        return Status.FINISHED
-    if isinstance(error, StopRequested):
-        return Status.PREEMPTED if error.signum is signal.SIGTERM else Status.KILLED
-    if isinstance(error, KeyboardInterrupt):
-        return Status.KILLED
-    return Status.FAILED
-
-
-def status_for_outcome(outcome: Outcome) -> Status:
-    """The status of a run whose command ended with `outcome`."""
-    if outcome.ending is Ending.STOPPED:
-        return Status.PREEMPTED if outcome.preempted else Status.KILLED
-    if outcome.ending is Ending.SIGNALLED:
-        return Status.KILLED
-    if outcome.ending is Ending.FINISHED:
-        return Status.FINISHED
-    return Status.FAILED
 
 
 class RunSession:
@@ -270,7 +177,7 @@ class RunSession:
     def _register(self, site: str) -> None:
         cfg = self.config
         assert self.ledger is not None
-        self.recorder = RunRecorder(self.ledger, cfg.run, cfg.rank, cfg.join_timeout_s)
+        self.recorder = RunRecorder(self.ledger, cfg.run, cfg.rank, cfg.join_timeout_s, self.clock)
         spec = RunSpec(
             cfg.project, cfg.role, cfg.model, site, dict(cfg.config), socket.gethostname(), **cfg.labels
         )
@@ -291,7 +198,9 @@ class RunSession:
         """The ledger is unreachable at start: measure into the spool under the run's name, and say so."""
         self.offline = error
         self.ledger = Ledger(unconnected_engine(self.config.db), clock=self.clock)
-        self.recorder = RunRecorder(self.ledger, self.run, self.config.rank, self.config.join_timeout_s)
+        self.recorder = RunRecorder(
+            self.ledger, self.run, self.config.rank, self.config.join_timeout_s, self.clock
+        )
         self.recorder.offline = True  # its events go to the spool under the run's name
         self._start_agent()
         spool = self.recording.spool if self.recording is not None else None
@@ -334,7 +243,7 @@ class RunSession:
         except WattlogError:
             spool = self.recording.spool if self.recording is not None else None
             if spool is not None and self.config.rank == 0 and self.run_id is not None:
-                spool.append_end(self.run_id, status.value, self.clock.wall())
+                spool.append_end(self.run_id, status.value, self.recorder.end_s())
             raise
 
     def _abort(self) -> None:
@@ -347,6 +256,9 @@ class RunSession:
     def close(self, status: Status, *, stopped: Outcome | None = None) -> SessionSummary:
         """Stop the agent (flushing its last interval), record joined agents, end the run; never raises.
 
+        The run is ended before the agent lingers for Prometheus's final scrape, so a preemption
+        grace period too short for both still leaves the run closed.
+
         Args:
             status: The run's final status.
             stopped: The outcome of a command stopped by a signal, recorded as a ``stopped`` event.
@@ -356,7 +268,7 @@ class RunSession:
         self._started = False
         self.status = status
         if self.agent is not None:
-            _safely("agent.close", self.agent.close)
+            _safely("agent.close", self.agent.close, linger=False)
         if self._joined and self.ledger is not None and self.run_id is not None:
             _safely("record the node agent's energy", self._joined.record, self.ledger, self.run_id)
         if stopped is not None and stopped.received is not None and self.recorder is not None:
@@ -367,6 +279,8 @@ class RunSession:
         spool = self.recording.spool if self.recording is not None else None
         if self.offline is not None and spool is not None and self.ledger is not None:
             _safely("store the run", close_offline, spool, self.ledger, self.run, status)
+        if self.agent is not None:
+            _safely("agent.linger", self.agent.linger)
         recorded = self.recording.recorded_j if self.recording is not None else 0.0
         if self.agent is None:
             return SessionSummary(status, None, recorded, self.unwritten_rows)

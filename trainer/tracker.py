@@ -36,6 +36,7 @@ from wattlog.errors import ConfigError, WattlogError
 from wattlog.events import EventCategory, EventKind
 from wattlog.telemetry.agent import Agent
 from wattlog.telemetry.sensors.base import Sensor
+from wattlog.telemetry.supervise import StopRequested
 from wattlog.telemetry.types import DeviceEnergy
 from wattlog.trainer.bookkeeper import Bookkeeper
 from wattlog.trainer.callback import Callback, CallbackContext
@@ -55,6 +56,7 @@ from wattlog.trainer.session import (
     status_for_error,
 )
 from wattlog.trainer.step_values import StepValues
+from wattlog.trainer.stop_signals import CloseOnSignals
 from wattlog.trainer.tracker_config import TrackerConfig
 
 log = logging.getLogger(__name__)
@@ -180,6 +182,7 @@ class Tracker:
             config.log_every, self._callbacks, self._books, self._bookkeeping, self._values, self.clock
         )
         self._started = False
+        self._signals = CloseOnSignals(lambda signum: self.close(StopRequested(signum)))
         self.health: Any = None
         self.status: Status | None = None
         self.summary: SessionSummary | None = None
@@ -261,6 +264,8 @@ class Tracker:
             raise
         self._bookkeeping.start()
         self._started = True
+        if self.settings.handle_signals:
+            self._signals.install()
         context = self._context()
         for callback in self._callbacks:
             self._safely(f"{type(callback).__name__}.pre_train", callback.pre_train, context)
@@ -279,6 +284,7 @@ class Tracker:
             error: What ended the training body, if it raised: the run is then failed, killed
                 (KeyboardInterrupt) or preempted (a SIGTERM's StopRequested).
         """
+        self._signals.restore()
         if not self._started:
             return
         self._started = False

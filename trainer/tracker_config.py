@@ -38,6 +38,9 @@ class TrackerConfig:
     """Seconds between progress events in the ledger."""
     stop_timeout_s: float = 30.0
     """How long close() waits for the bookkeeping thread to finish its queue and stop, seconds."""
+    handle_signals: bool = True
+    """In the main thread, SIGTERM/SIGINT flush and close the run (preempted/killed) before the
+    handler that was installed runs (or the process ends as it would have); restored at close."""
 
     def __post_init__(self) -> None:
         """Validate the settings."""

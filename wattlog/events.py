@@ -43,6 +43,10 @@ class EventKind(StrEnum):
     """A step reported a token count that is no count (NaN, infinite or negative): skipped, counted."""
     EXCEPTION = "exception"
     """Training raised (a framework callback's on_exception; payload: type, message, rank)."""
+    LOST = "lost"
+    """The run's agent stopped renewing its lease: closed as lost (payload: lease_until_s, last_row_s)."""
+    CLOCK_STEP = "clock_step"
+    """The wall clock stepped during the run (payload: step_s, wall_s, end_s); durations kept monotonic."""
 
 
 INSTABILITIES = frozenset(

@@ -8,8 +8,14 @@ more, hands connections to a fixed pool of workers, queues a bounded number
 beyond them, and answers the rest at once with ``503 Service Unavailable``
 and ``Retry-After``, so every client gets an answer it can act on.
 
-Closing never hangs on a handler that does not return: it waits a bounded time,
-then logs the threads still running by name and reports them (:meth:`~BoundedThreadingMixIn.stop`).
+Nobody can hold such a server hostage. An accepted connection waits off the workers, in one
+selector thread, until it sends its first bytes (at most ``idle_timeout_s``): idle clients hold
+no worker, so 16 of them do not block a scrape or a webhook post. A request being handled
+reads and writes under ``connection_timeout_s`` each, and a client still sending or reading
+after ``request_timeout_s`` (one that drips a byte every few seconds) has its connection shut,
+so slow clients hold a worker for a bounded time. Closing drops the idle connections at
+once and never hangs on a handler that does not return: it waits a bounded time, then logs
+the threads still running by name and reports them (:meth:`~BoundedThreadingMixIn.stop`).
 
 Standard library only: telemetry (the metrics endpoint) and dashboards (the
 webhook receiver) both use it.
@@ -20,10 +26,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
+import selectors
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from http.server import HTTPServer
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
@@ -38,6 +45,12 @@ WAITING = 512
 """Accepted connections queued for a worker; past it, each is answered 503 at once."""
 CLOSE_TIMEOUT_S = 5.0
 """How long closing waits for the serving thread and for the requests being handled."""
+IDLE_TIMEOUT_S = 10.0
+"""How long an accepted connection may wait for its first bytes before it is closed."""
+CONNECTION_TIMEOUT_S = 5.0
+"""Each read and write of a request being handled: a stalled client frees its worker after this."""
+REQUEST_TIMEOUT_S = 30.0
+"""A whole request, from a worker taking it: past this its connection is shut (a dripping client)."""
 _BODY = b'{"error": "busy: retry in 1 s"}'
 _REFUSAL = (
     b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: application/json\r\n"
@@ -59,6 +72,9 @@ class BoundedThreadingMixIn:
         workers: Size of the worker pool.
         waiting: Accepted connections that may wait for a worker.
         close_timeout_s: How long closing waits for the serving thread and the workers.
+        idle_timeout_s: How long a connection may wait for its first bytes (off the workers).
+        connection_timeout_s: Each socket read or write of a request being handled.
+        request_timeout_s: A whole request being handled; past it the connection is shut.
         refused: Connections answered 503 because the queue was full.
         stuck: Names of the threads still running when the last close gave up on them.
     """
@@ -67,6 +83,9 @@ class BoundedThreadingMixIn:
     workers = WORKERS
     waiting = WAITING
     close_timeout_s = CLOSE_TIMEOUT_S
+    idle_timeout_s = IDLE_TIMEOUT_S
+    connection_timeout_s = CONNECTION_TIMEOUT_S
+    request_timeout_s = REQUEST_TIMEOUT_S
     daemon_threads = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -74,6 +93,9 @@ class BoundedThreadingMixIn:
         self._jobs: queue.SimpleQueue[tuple[socket.socket, Any] | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._closing = False
+        self._room: _WaitingRoom | None = None
+        self._handling: dict[socket.socket, float] = {}  # connection -> when its worker must be done
+        self._handling_lock = threading.Lock()
         self.refused = 0
         self.stuck: tuple[str, ...] = ()
         super().__init__(*args, **kwargs)
@@ -91,30 +113,53 @@ class BoundedThreadingMixIn:
             self._slots.release()
             self.shutdown_request(request)  # type: ignore[attr-defined]
             return
-        if not self._threads:  # started on the first request: constructing a server starts no thread
+        if self._room is None:  # started on the first request: constructing a server starts no thread
             self._threads = [
                 threading.Thread(target=self._work, name=f"wattlog-http_{n}", daemon=True)
                 for n in range(self.workers)
             ]
             for thread in self._threads:
                 thread.start()
-        self._jobs.put((request, client_address))
+            self._room = _WaitingRoom(self._jobs.put, self._drop, self.idle_timeout_s, self._shut_overdue)
+        self._room.add(request, client_address)
+
+    def _drop(self, request: socket.socket) -> None:
+        """Close a connection that never reached a worker, and free its slot."""
+        self.shutdown_request(request)  # type: ignore[attr-defined]
+        self._slots.release()
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
             request, client_address = job
+            with self._handling_lock:
+                self._handling[request] = time.monotonic() + self.request_timeout_s
             try:
+                request.settimeout(self.connection_timeout_s)
                 self.finish_request(request, client_address)  # type: ignore[attr-defined]
+            except OSError as error:  # a client that stalled, went away or was shut as overdue: no traceback
+                log.debug("connection from %s dropped: %s", client_address, error)
             except Exception:
                 self.handle_error(request, client_address)  # type: ignore[attr-defined]
             finally:
+                with self._handling_lock:
+                    self._handling.pop(request, None)
                 self.shutdown_request(request)  # type: ignore[attr-defined]
                 self._slots.release()
+
+    def _shut_overdue(self, now_s: float) -> None:
+        """Shut the connections of requests past request_timeout_s: their next read or write fails."""
+        with self._handling_lock:
+            overdue = [request for request, deadline in self._handling.items() if deadline <= now_s]
+        for request in overdue:
+            with contextlib.suppress(OSError):
+                request.shutdown(socket.SHUT_RDWR)
 
     def server_close(self) -> None:
         """Close the listening socket, then give the workers close_timeout_s to finish what they hold."""
         super().server_close()  # type: ignore[misc]
         self._closing = True
+        if self._room is not None:
+            self._room.close(self.close_timeout_s)  # idle connections are dropped, not waited for
         for _ in self._threads:
             self._jobs.put(None)  # behind the queued connections: each is still answered
         self.stuck = join_threads(self._threads, self.close_timeout_s, f"{type(self).__name__} worker")
@@ -162,6 +207,88 @@ def join_threads(threads: Sequence[threading.Thread], timeout_s: float, what: st
             timeout_s,
         )
     return alive
+
+
+class _WaitingRoom:
+    """Accepted connections wait here, in one selector thread, until they send their first bytes.
+
+    Args:
+        ready: Called with (connection, address) once it has bytes to read (or was closed by
+            the client): the connection goes to a worker.
+        drop: Called with a connection that sent nothing for `idle_timeout_s`, or that was still
+            waiting at close.
+        idle_timeout_s: How long a connection may wait.
+        tick: Called with the monotonic time about once a second (the server's request deadlines).
+    """
+
+    def __init__(
+        self,
+        ready: Callable[[tuple[socket.socket, Any]], None],
+        drop: Callable[[socket.socket], None],
+        idle_timeout_s: float,
+        tick: Callable[[float], None],
+    ) -> None:
+        self._tick = tick
+        self._ready = ready
+        self._drop = drop
+        self._idle_timeout_s = idle_timeout_s
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._arrived: list[tuple[socket.socket, Any]] = []
+        self._lock = threading.Lock()
+        self._closing = False
+        self._thread = threading.Thread(target=self._loop, name="wattlog-http-wait", daemon=True)
+        self._thread.start()
+
+    def add(self, request: socket.socket, client_address: Any) -> None:
+        """Let `request` wait for its first bytes (thread-safe)."""
+        with self._lock:
+            self._arrived.append((request, client_address))
+        self._wake()
+
+    def close(self, timeout_s: float) -> None:
+        """Drop every waiting connection and stop the thread (within `timeout_s`)."""
+        with self._lock:
+            self._closing = True
+        self._wake()
+        join_threads([self._thread], timeout_s, "http waiting")
+
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"\0")
+
+    def _loop(self) -> None:
+        closing = False
+        while not closing:
+            events = self._selector.select(timeout=min(1.0, self._idle_timeout_s))
+            with self._lock:
+                arrived, self._arrived = self._arrived, []
+                closing = self._closing
+            now = time.monotonic()
+            self._tick(now)
+            for request, client_address in arrived:
+                try:
+                    self._selector.register(
+                        request, selectors.EVENT_READ, (client_address, now + self._idle_timeout_s)
+                    )
+                except (OSError, ValueError):  # closed before it could wait: this thread must live on
+                    self._drop(request)
+            for key, _ in events:
+                if key.data is None:
+                    with contextlib.suppress(OSError):
+                        self._wake_r.recv(4096)
+                elif not closing:
+                    self._selector.unregister(key.fileobj)
+                    self._ready((key.fileobj, key.data[0]))  # type: ignore[arg-type]
+            for key in list(self._selector.get_map().values()):
+                if key.data is not None and (closing or key.data[1] <= now):
+                    self._selector.unregister(key.fileobj)
+                    self._drop(key.fileobj)  # type: ignore[arg-type]
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
 
 
 def _refuse(request: socket.socket) -> None:

@@ -61,6 +61,8 @@ class Status(StrEnum):
     KILLED = "killed"
     PREEMPTED = "preempted"
     """Stopped by SIGTERM (what SLURM and Kubernetes send on preemption); a resume continues it."""
+    LOST = "lost"
+    """Its agent stopped renewing the run's lease (killed -9, node gone): closed by a reader or a reap."""
 
 
 class Resolution(StrEnum):
@@ -115,6 +117,8 @@ class Run(RunBase, table=True):
     status: str = Field(default=Status.RUNNING.value, max_length=20)
     restarts: int = 0
     config: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    lease_until_s: float | None = None
+    """Until when the run's agent promised to write (renewed at each flush); None: no lease, never reaped."""
 
 
 class EnergyRecord(SQLModel, table=True):

@@ -23,6 +23,7 @@ def resume_run(session: Session, run: Run, now_s: float) -> None:
     """Set a found run running again, one more restart, with its restart event."""
     run.status = Status.RUNNING.value
     run.end_s = None
+    run.lease_until_s = None  # the last attempt's lease: the new attempt's agent renews its own
     run.restarts += 1
     session.add(
         Event(

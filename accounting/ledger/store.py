@@ -59,6 +59,11 @@ class Ledger:
         self.engine = engine
         self._clock = clock or SystemClock()
 
+    @property
+    def clock(self) -> Clock:
+        """The wall-clock source of run start/end and event times (leases use it too)."""
+        return self._clock
+
     @contextmanager
     def transaction(self, what: str) -> Iterator[Session]:
         """One session, committed on success, rolled back (nothing written) on any failure."""

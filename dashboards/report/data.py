@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from wattlog.accounting.gaps import GapSummary, run_gaps
+from wattlog.accounting.ledger.lease import reap_before_reading
 from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import TableRow, table_cells, to_csv, to_latex, to_markdown
 from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
@@ -46,7 +47,8 @@ class RunReport:
         by_kind: Columns kind, source, energy_kwh.
         by_use: Columns use, energy_kwh, share.
         use_source: Source label of the energy split by use.
-        events: Columns time (UTC), kind, category, step, detail (step "" where none: never "None").
+        events: Columns time (UTC), kind, status, category, step, detail (step "" where none: never
+            "None"; status "firing" or "resolved" for an alert, "" otherwise).
         gaps: Columns start, end (UTC), host, device, reason, detail: stretches not measured.
     """
 
@@ -132,10 +134,19 @@ def _events_frame(events: list[EventInfo]) -> pd.DataFrame:
             or payload.get("alertname", "")
         )
         step = "" if e.step is None else str(e.step)
+        # an alert is stored once firing and once resolved: without its status the two read as a repeat
+        status = str(payload.get("status", "")) if e.kind == EventKind.ALERT else ""
         rows.append(
-            {"time": e.time_s, "kind": e.kind, "category": e.category, "step": step, "detail": detail or ""}
+            {
+                "time": e.time_s,
+                "kind": e.kind,
+                "status": status,
+                "category": e.category,
+                "step": step,
+                "detail": detail or "",
+            }
         )
-    frame = pd.DataFrame(rows, columns=["time", "kind", "category", "step", "detail"])
+    frame = pd.DataFrame(rows, columns=["time", "kind", "status", "category", "step", "detail"])
     frame["time"] = _utc(frame["time"])
     return frame
 
@@ -177,6 +188,7 @@ def load_report(ledger: Ledger, run: str, options: TableOptions | None = None) -
         ConfigError: The run's site is unknown.
     """
     options = options or TableOptions(catalog=site_catalog())
+    reap_before_reading(ledger)  # a run whose agent died shows as lost, with its gap
     row = ledger.get_run(run)
     power, cumulative, by_kind = _energy_frames(ledger.energy_rows(row.id))
     split = energy_split(ledger, row.id)

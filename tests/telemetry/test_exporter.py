@@ -233,10 +233,12 @@ def test_agent_finished_is_zero_until_finish_and_a_scrape_sees_it() -> None:
     reg.register(state)
     labels = {"host": "node1", "run": "r1"}
     assert reg.get_sample_value("wattlog_agent_finished", labels) == 0
+    state.written()  # the server's call once the response is written
     state.finish()
     assert not state.wait_scraped(5.0)  # one scrape seen: nothing scrapes regularly, no wait
     now[0] = 5.0
     assert reg.get_sample_value("wattlog_agent_finished", labels) == 1
+    state.written()
     assert state.wait_scraped(0.0)
 
 
@@ -246,6 +248,7 @@ def test_closing_waits_about_one_scrape_interval_at_most() -> None:
     for t in (0.0, 0.01):  # scraped every 10 ms, never after the finish
         now[0] = t
         list(state.collect())
+        state.written()
     state.finish()
     started = time.monotonic()
     assert not state.wait_scraped(30.0)

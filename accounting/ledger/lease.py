@@ -1,0 +1,189 @@
+"""Run leases: an agent renews its run's lease with each flush; a run whose lease ran out is `lost`.
+
+A run killed with -9 (or whose node vanished) can end nothing: without a lease it stayed
+`running` forever in the ledger, the table and the report, and the energy after its last flush
+was missing with no gap. Each flush of the run's agent pushes ``lease_until_s`` forward (by
+:func:`lease_for` its flush interval). The next reader (the table, the report) or
+`wattlog runs reap` calls :func:`reap_lost_runs`, which closes every running run whose lease has
+expired as ``lost``, at the lease's end, with a gap per device from its last row to that end
+(reason "agent down: ...", so the tables count it as the agent being down) and a ``lost`` event.
+Runs without a lease (written before revision 0008, or with no agent) are never reaped.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import cast
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import Session
+from sqlmodel import col
+
+from wattlog.accounting.ledger.models import EnergyRecord, Event, GapRecord, Run, Status
+from wattlog.accounting.ledger.reader import find_run
+from wattlog.accounting.ledger.store import Ledger
+from wattlog.errors import LedgerError
+from wattlog.events import EventCategory, EventKind
+
+log = logging.getLogger(__name__)
+
+LEASE_S = 60.0
+"""The shortest lease: a run is lost no sooner than a minute after its agent's last flush."""
+LEASE_FLUSHES = 3
+"""A lease covers this many flush intervals, so one slow or failed flush does not lose the run."""
+LOST_REASON = "agent down: the run's lease expired with no flush (killed, or its node lost)"
+
+
+def lease_for(flush_s: float) -> float:
+    """Seconds each renewal holds for an agent flushing every `flush_s`: three flushes, at least LEASE_S."""
+    return max(LEASE_S, LEASE_FLUSHES * flush_s)
+
+
+def renew_lease(ledger: Ledger, run: int | str, lease_s: float) -> None:
+    """Hold `run`'s lease until now + `lease_s` (never shortened; nothing once the run has ended).
+
+    A run reaped as lost while its agent was only cut off from the ledger (its rows spooled) is
+    running again: the reaper's gaps and `lost` event are withdrawn, since its rows will fill them.
+
+    Raises:
+        RunNotFound: No such run.
+        LedgerError: The database fails.
+    """
+    until_s = ledger.clock.wall() + lease_s
+    with ledger.transaction(f"renew the lease of run {run!r}") as session:
+        row = find_run(session, run)
+        if row.status == Status.LOST.value:
+            _revive(session, row)
+        if row.status == Status.RUNNING.value and (row.lease_until_s is None or row.lease_until_s < until_s):
+            row.lease_until_s = until_s
+
+
+def _revive(session: Session, row: Run) -> None:
+    """Undo a reap: the run's agent is alive after all."""
+    run_id = cast(int, row.id)
+    row.status = Status.RUNNING.value
+    row.end_s = None
+    session.execute(
+        delete(GapRecord).where(col(GapRecord.run_id) == run_id, col(GapRecord.reason) == LOST_REASON)
+    )
+    session.execute(delete(Event).where(col(Event.run_id) == run_id, col(Event.kind) == EventKind.LOST.value))
+    log.warning("run %r was closed as lost but its agent renewed its lease: running again", row.name)
+
+
+@dataclass(frozen=True, slots=True)
+class LostRun:
+    """A run closed as lost.
+
+    Attributes:
+        name: The run.
+        lease_until_s: When its lease ended: the run's end, and the end of its gaps (Unix seconds).
+        last_row_s: The end of its last energy row (None: it had none).
+        gaps: Gap rows recorded (one per device, from its last row to the lease's end).
+    """
+
+    name: str
+    lease_until_s: float
+    last_row_s: float | None
+    gaps: int
+
+
+def reap_lost_runs(ledger: Ledger) -> list[LostRun]:
+    """Close every running run whose lease has expired as ``lost``; safe when several readers reap at once.
+
+    Returns:
+        The runs closed now (empty when none).
+
+    Raises:
+        LedgerError: The database fails.
+    """
+    now_s = ledger.clock.wall()
+    with ledger.transaction("find runs whose lease expired") as session:
+        due = session.execute(
+            select(col(Run.id)).where(
+                col(Run.status) == Status.RUNNING.value,
+                col(Run.lease_until_s).is_not(None),
+                col(Run.lease_until_s) < now_s,
+            )
+        ).all()
+    lost = []
+    for (run_id,) in due:
+        with ledger.transaction(f"close run {run_id} as lost") as session:
+            closed = _close_lost(session, cast(int, run_id), now_s)
+        if closed is not None:
+            lost.append(closed)
+    return lost
+
+
+def _close_lost(session: Session, run_id: int, now_s: float) -> LostRun | None:
+    """Close one run as lost, unless another reader (or a late flush) got there first."""
+    run = session.get(Run, run_id)
+    if run is None or run.lease_until_s is None:
+        return None
+    lease_s = run.lease_until_s
+    # the conditional update is the claim: of two readers reaping at once, one changes the row
+    claimed = session.execute(
+        update(Run)
+        .where(col(Run.id) == run_id, col(Run.status) == Status.RUNNING.value, col(Run.lease_until_s) < now_s)
+        .values(status=Status.LOST.value, end_s=lease_s)
+    )
+    if claimed.rowcount != 1:  # type: ignore[attr-defined]
+        return None
+    last_rows = session.execute(
+        select(col(EnergyRecord.host), col(EnergyRecord.device), func.max(col(EnergyRecord.end_s)))
+        .where(col(EnergyRecord.run_id) == run_id)
+        .group_by(col(EnergyRecord.host), col(EnergyRecord.device))
+    ).all()
+    gaps = [
+        GapRecord(run_id=run_id, host=host, device=device, start_s=end_s, end_s=lease_s, reason=LOST_REASON)
+        for host, device, end_s in last_rows
+        if end_s < lease_s
+    ]
+    if not last_rows:  # nothing was ever flushed: the whole run is the gap
+        gaps.append(
+            GapRecord(
+                run_id=run_id,
+                host=run.host,
+                device="",
+                start_s=run.start_s,
+                end_s=lease_s,
+                reason=LOST_REASON,
+            )
+        )
+    session.add_all(gaps)
+    last_row_s = max((end_s for _, _, end_s in last_rows), default=None)
+    session.add(
+        Event(
+            run_id=run_id,
+            time_s=lease_s,
+            kind=EventKind.LOST,
+            category=EventCategory.DOWNTIME,
+            payload={"lease_until_s": lease_s, "last_row_s": last_row_s, "gaps": len(gaps)},
+        )
+    )
+    return LostRun(run.name, lease_s, last_row_s, len(gaps))
+
+
+def reap_before_reading(ledger: Ledger) -> list[LostRun]:
+    """What a reader calls first: :func:`reap_lost_runs`, each closed run one warning; a ledger that
+    cannot be written (read-only) is one warning too, and the reader goes on with what is stored."""
+    try:
+        lost = reap_lost_runs(ledger)
+    except LedgerError as error:
+        log.warning("runs whose agent stopped renewing their lease stay running: %s", error)
+        return []
+    for run in lost:
+        log.warning("%s", describe_lost(run))
+    return lost
+
+
+def describe_lost(run: LostRun) -> str:
+    """One line naming a lost run, when its lease ended and the gap recorded."""
+    since = (
+        "no row stored"
+        if run.last_row_s is None
+        else f"{run.lease_until_s - run.last_row_s:.1f} s after its last row"
+    )
+    return (
+        f"run {run.name!r} closed as lost: its agent stopped renewing its lease ({since}; recorded as a gap)"
+    )

@@ -1,0 +1,33 @@
+"""`wattlog runs reap`: close the runs whose agent stopped renewing their lease.
+
+A run killed with -9, or whose node vanished, cannot end itself: its lease runs out a few flushes
+later (see wattlog.accounting.ledger.lease) and this command closes it as `lost`, with a gap from
+its last row to the lease's end. The table and the report do the same before they read; this is
+for a cron job or an operator. Exits 0 whether or not a run was closed; 2 if the ledger fails.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from wattlog.accounting.ledger.engine import describe_url, make_engine
+from wattlog.accounting.ledger.lease import describe_lost, reap_lost_runs
+from wattlog.accounting.ledger.store import Ledger
+from wattlog.options import DbOption
+
+
+def reap(db: DbOption = None) -> None:
+    """Close every running run whose agent stopped renewing its lease as `lost` (its gap recorded)."""
+    engine = make_engine(db, create=False)
+    try:
+        lost = reap_lost_runs(Ledger(engine))
+    finally:
+        engine.dispose()
+    for run in lost:
+        print(describe_lost(run))
+    print(f"ledger {describe_url(db)}: {len(lost)} run(s) closed as lost")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `reap` to `app` (the `runs` sub-app: `wattlog runs reap`)."""
+    app.command("reap")(reap)
