@@ -26,7 +26,7 @@ from wattlog.accounting.ranges import bounds, format_quantity
 from wattlog.accounting.render import TableFormat, render_grid, show
 from wattlog.accounting.sites import Site, get_site, site_catalog
 from wattlog.errors import ConfigError
-from wattlog.options import DbOption, SitesFileOption
+from wattlog.options import DbOption, FormatOption, SitesFileOption
 
 _SiteOption = Annotated[str, typer.Option("--site", help="The site whose provider and zone to use.")]
 _TimeOption = Annotated[str | None, typer.Option(help="ISO 8601 (UTC when no zone) or Unix seconds.")]
@@ -34,7 +34,6 @@ _UrlOption = Annotated[
     str | None,
     typer.Option("--provider-url", help="Another address for the provider's API (a proxy, a replay)."),
 ]
-_FormatOption = Annotated[TableFormat, typer.Option("--format", help="Output format.")]
 _PROVIDERS_HELP = "; ".join(f"{name}: {what}" for name, (what, _) in PROVIDERS.items())
 
 
@@ -111,7 +110,7 @@ def hours(
     run: Annotated[str | None, typer.Option("--run", help="The hours of this run (name or id).")] = None,
     db: DbOption = None,
     sites_file: SitesFileOption = None,
-    fmt: _FormatOption = TableFormat.RICH,
+    fmt: FormatOption = TableFormat.RICH,
 ) -> None:
     """Each hour's intensity and where it comes from, as tables use it (from the ledger, offline)."""
     chosen = _provider_site(site, sites_file)
@@ -160,7 +159,7 @@ def forecast(
     ] = None,
     sites_file: SitesFileOption = None,
     provider_url: _UrlOption = None,
-    fmt: _FormatOption = TableFormat.RICH,
+    fmt: FormatOption = TableFormat.RICH,
 ) -> None:
     """The provider's forecast for the site and the cleanest start for a job of N hours."""
     chosen = _provider_site(site, sites_file)

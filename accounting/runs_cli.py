@@ -28,7 +28,7 @@ from wattlog.accounting.render import TableFormat, render_grid, show
 from wattlog.accounting.run_energy import ledger_energy
 from wattlog.accounting.units import mwh_to_j, readable
 from wattlog.errors import ConfigError
-from wattlog.options import DbOption
+from wattlog.options import DbOption, FormatOption
 
 runs_app = typer.Typer(
     name="runs",
@@ -39,7 +39,6 @@ runs_app = typer.Typer(
 _RunArgument = Annotated[str, typer.Argument(help="Run name or id.")]
 _ProjectOption = Annotated[str | None, typer.Option("--project", help="Only this project's runs.")]
 _RoleFilter = Annotated[str | None, typer.Option("--role", help="Only runs of this role.")]
-_FormatOption = Annotated[TableFormat, typer.Option("--format", help="rich, markdown, latex, csv or html.")]
 HEADERS = ["Run", "Status", "Role", "Stage", "Energy", "Site", "Start (UTC)"]
 
 
@@ -59,7 +58,7 @@ def runs(
     db: DbOption = None,
     project: _ProjectOption = None,
     role: _RoleFilter = None,
-    fmt: _FormatOption = TableFormat.RICH,
+    fmt: FormatOption = TableFormat.RICH,
 ) -> None:
     """List the ledger's runs (without a subcommand): status, role, stage, energy, site, start."""
     if ctx.invoked_subcommand is None:
@@ -76,7 +75,7 @@ def list_runs(
     db: DbOption = None,
     project: _ProjectOption = None,
     role: _RoleFilter = None,
-    fmt: _FormatOption = TableFormat.RICH,
+    fmt: FormatOption = TableFormat.RICH,
 ) -> None:
     """List the ledger's runs, oldest first: status, role, stage, energy, site, start."""
     with open_ledger(db) as ledger:

@@ -24,7 +24,7 @@ from wattlog.accounting.run_energy import ledger_energy
 from wattlog.accounting.scope2 import Allocation, Matching
 from wattlog.accounting.sites import get_site, site_catalog
 from wattlog.errors import ConfigError
-from wattlog.options import DbOption, SitesFileOption
+from wattlog.options import DbOption, FormatOption, SitesFileOption
 
 _HEADERS = [
     "Run",
@@ -43,7 +43,7 @@ def scope2(
     market_file: Annotated[Path, typer.Option("--market-file", help="TOML with [sites.NAME.market] tables.")],
     db: DbOption = None,
     sites_file: SitesFileOption = None,
-    fmt: Annotated[TableFormat, typer.Option("--format", help="Output format.")] = TableFormat.RICH,
+    fmt: FormatOption = TableFormat.RICH,
 ) -> None:
     """Location-based and market-based CO2 of runs (GHG Protocol Scope 2 dual reporting)."""
     chosen = get_site(site, site_catalog(sites_file))

@@ -308,17 +308,12 @@ class Agent:
     def _discover(self) -> list[tuple[Sensor, list[DeviceInfo]]]:
         """Each sensor with the devices it offers (discovery lists each UUID once)."""
         if self._given_sensors is None:
-            # each vendor backend reads its own visibility (CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ...)
-            # from `environ`; only --whole-node overrides them all
-            found = discover(
-                DiscoveryConfig(
-                    job_selection(whole_node=True) if self.config.whole_node else None,
-                    environ=self._environ if self._environ is not None else os.environ,
-                    extra=self._extra_sensors,
-                    clock=self._clock,
-                    slow_period_s=self.config.slow_period_s,
-                )
-            )
+            # each vendor reads its own visibility (CUDA_, HIP_VISIBLE_DEVICES...); --whole-node overrides all
+            chosen = job_selection(whole_node=True) if self.config.whole_node else None
+            environ = self._environ if self._environ is not None else os.environ
+            config = DiscoveryConfig(chosen, environ=environ, extra=self._extra_sensors, clock=self._clock)
+            config.slow_period_s = self.config.slow_period_s
+            found = discover(config)
             self._notes.extend(found.notes)
             return [(s, [d for owner, d in found.devices if owner is s]) for s in found.sensors]
         groups = []

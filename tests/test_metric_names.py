@@ -18,6 +18,7 @@ NAME = re.compile(r"\bwattlog_[a-z0-9_]+")
 NOT_METRICS = {
     "wattlog_clock": "an attribute of the pynvml-compatible shim (telemetry/sensors/fake_pynvml.py)",
     "wattlog_webhook_token": "the Docker secret's file name (compose.yml, alertmanager.yml)",
+    "wattlog_simulated": "the amdsmi and pyhlml stand-ins' marker (fake_amdsmi.py, fake_pyhlml.py)",
 }
 SHIPPED = ("dashboards/prometheus/*.yml", "dashboards/grafana/*.json", "dashboards/grafana/provisioning/**/*")
 

@@ -35,7 +35,7 @@ COMMANDS = (
     ),
     ("node", "Measure this node of a multi-node job into the shared ledger (one per node)."),
     ("agent", "Run the measuring agent (sidecar mode): sample, serve metrics, print what was measured."),
-    ("replay", "Store the energy rows spooled while the ledger was unavailable; each row lands once."),
+    ("replay", "Store the energy rows and events spooled while the ledger was unavailable; each lands once."),
     ("gaps", "List a run's gaps: when, which device, how long and why (nothing inside them is filled in)."),
     (
         "windows",

@@ -23,7 +23,7 @@ def url(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     ledger = Ledger(make_engine(url), clock=FakeClock(wall_offset_s=H0))
     final = ledger.start_run("good", RunSpec(role="final", site="jupiter", stage="pretraining"))
-    row = EnergyInterval("n0", "GPU-0", Kind.GPU, Source.COUNTER, H0, H0 + 10, 7200.0, 7000.0, 7400.0)
+    row = EnergyInterval.of("n0", "GPU-0", Kind.GPU, Source.COUNTER, H0, H0 + 10, 7200.0, 7000.0, 7400.0)
     ledger.record_intervals(final.id, [row])
     typo = ledger.start_run("typo")
     ledger.record_intervals(typo.id, [row], [Gap("n0", "GPU-0", H0 + 10, H0 + 20, "sensor_lost")])

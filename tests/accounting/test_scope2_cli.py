@@ -27,7 +27,7 @@ def test_two_runs_share_the_instruments(tmp_path: Path, capsys: pytest.CaptureFi
     for name in ("r1", "r2"):
         run = ledger.start_run(name)
         hours = [
-            EnergyInterval(
+            EnergyInterval.of(
                 "n0", "gpu0", Kind.GPU, Source.COUNTER, T0 + i * H, T0 + (i + 1) * H, 3.6e9, 3.5e9, 3.7e9
             )
             for i in range(3)

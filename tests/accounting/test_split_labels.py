@@ -20,7 +20,7 @@ def _ledger(tmp_path, steps: bool) -> Ledger:  # type: ignore[no-untyped-def]
     run = ledger.start_run("busy")
     # A CPU kept fully busy for 10 s: 100 W estimated, every row alike.
     rows = [
-        EnergyInterval(
+        EnergyInterval.of(
             "h", "estimate:cpu", Kind.CPU, Source.ESTIMATED, H0 + t, H0 + t + 1, 100.0, 60.0, 140.0
         )
         for t in range(10)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.dashboards.report.data import load_report
 from wattlog.dashboards.webhooks import AlertRecorder, parse
 
@@ -28,7 +28,7 @@ def body(status: str) -> bytes:
 
 def test_the_reports_events_say_which_alert_fired_and_which_resolved(tmp_path: Path) -> None:
     ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"))
-    ledger.start_run("a", site="jupiter")
+    ledger.start_run("a", RunSpec(site="jupiter"))
     recorder = AlertRecorder(ledger)
     for status in ("firing", "resolved"):
         recorder.record(parse(body(status)))

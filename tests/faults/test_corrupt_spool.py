@@ -24,7 +24,7 @@ from wattlog.records import EnergyInterval, Kind, Source
 
 
 def row(i: int, joules: float = 10.0) -> EnergyInterval:
-    return EnergyInterval(
+    return EnergyInterval.of(
         "n", "gpu0", Kind.GPU, Source.COUNTER, 10.0 * i, 10.0 * i + 10, joules, joules, joules
     )
 

@@ -145,7 +145,7 @@ def test_a_run_end_that_cannot_be_spooled_leaves_no_torn_line(
 ) -> None:
     """The old append_end wrote its line and raised on fsync, leaving it in the file (a torn line)."""
     spool = Spool(tmp_path / "spool", "sqlite:///l.db", 1)
-    spool.append(1, [EnergyInterval("n", "gpu0", Kind.GPU, Source.COUNTER, 0.0, 1.0, 5.0, 5.0, 5.0)], [])
+    spool.append(1, [EnergyInterval.of("n", "gpu0", Kind.GPU, Source.COUNTER, 0.0, 1.0, 5.0, 5.0, 5.0)], [])
 
     def full(fd: int) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.faults.test_preemption import wattlog
-from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.ledger.lease import LEASE_S, LOST_REASON, reap_lost_runs, renew_lease
 from wattlog.clock import SystemClock
 from wattlog.dashboards.notify import events_to_send
@@ -89,7 +89,7 @@ def test_wattlog_reap_closes_it_and_two_readers_close_it_once(
 ) -> None:
     db = f"sqlite:///{tmp_path / 'l.db'}"
     ledger = Ledger(make_engine(db))
-    ledger.start_run("a", site="jupiter")
+    ledger.start_run("a", RunSpec(site="jupiter"))
     renew_lease(ledger, "a", 1.0)
     later = Ledger(make_engine(db), clock=LaterClock(10.0))
     results: list[int] = []
@@ -100,7 +100,7 @@ def test_wattlog_reap_closes_it_and_two_readers_close_it_once(
         reader.join(30)
     assert sorted(results) == [0, 1] and ledger.get_run("a").status == "lost"
     assert len(ledger.gaps("a")) == 1  # no row was ever flushed: the whole run is the gap
-    ledger.start_run("b", site="jupiter")
+    ledger.start_run("b", RunSpec(site="jupiter"))
     renew_lease(ledger, "b", 1.0)
     monkeypatch.setattr(SystemClock, "wall", staticmethod(lambda: time.time() + 10.0))
     from wattlog.cli import app
@@ -112,10 +112,10 @@ def test_wattlog_reap_closes_it_and_two_readers_close_it_once(
 
 def test_an_ended_or_resumed_run_is_not_reaped(tmp_path: Path) -> None:
     ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"))
-    ledger.start_run("done", site="jupiter")
+    ledger.start_run("done", RunSpec(site="jupiter"))
     renew_lease(ledger, "done", 1.0)
     ledger.end_run("done")
-    ledger.start_run("again", site="jupiter")
+    ledger.start_run("again", RunSpec(site="jupiter"))
     renew_lease(ledger, "again", 1.0)
     ledger.start_run("again", resume=True)  # a new attempt: the old lease is void until its agent renews
     assert reap_lost_runs(Ledger(ledger.engine, clock=LaterClock(10.0))) == []
@@ -123,7 +123,7 @@ def test_an_ended_or_resumed_run_is_not_reaped(tmp_path: Path) -> None:
 
 def test_an_agent_only_cut_off_from_the_ledger_revives_its_run_at_its_next_renewal(tmp_path: Path) -> None:
     ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"))
-    ledger.start_run("cut", site="jupiter")
+    ledger.start_run("cut", RunSpec(site="jupiter"))
     renew_lease(ledger, "cut", 1.0)
     assert len(reap_lost_runs(Ledger(ledger.engine, clock=LaterClock(10.0)))) == 1
     renew_lease(ledger, "cut", 60.0)  # the ledger is back: its next flush renews

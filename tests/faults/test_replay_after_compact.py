@@ -25,7 +25,9 @@ HOUR_S = 3600.0 * 490_000
 
 def row(i: int, joules: float = 100.0, device: str = "gpu0") -> EnergyInterval:
     start = HOUR_S + 60.0 * i
-    return EnergyInterval("n", device, Kind.GPU, Source.COUNTER, start, start + 60.0, joules, joules, joules)
+    return EnergyInterval.of(
+        "n", device, Kind.GPU, Source.COUNTER, start, start + 60.0, joules, joules, joules
+    )
 
 
 def total_j(ledger: Ledger, run: int) -> float:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.cli import main
 from wattlog.errors import WattlogError
 from wattlog.records import EnergyInterval, Kind, Source
@@ -54,8 +54,8 @@ def test_a_malformed_database_url_is_one_line_without_its_password() -> None:
 def test_run_names_are_escaped_in_tables_and_csv(tmp_path: Path, capsys, name: str) -> None:
     url = f"sqlite:///{tmp_path / 'l.db'}"
     ledger = Ledger(make_engine(url))
-    run = ledger.start_run(name, site="jupiter")
-    row = EnergyInterval("n", "gpu0", Kind.GPU, Source.COUNTER, 3600.0, 7200.0, 3.6e9, 3.6e9, 3.6e9)
+    run = ledger.start_run(name, RunSpec(site="jupiter"))
+    row = EnergyInterval.of("n", "gpu0", Kind.GPU, Source.COUNTER, 3600.0, 7200.0, 3.6e9, 3.6e9, 3.6e9)
     ledger.record_intervals(run.id, [row])
     ledger.engine.dispose()
     assert main(["table", name, "--db", url, "--format", "csv"]) == 0

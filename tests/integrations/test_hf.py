@@ -168,7 +168,7 @@ def test_passed_in_callbacks_the_reporters_get_the_footprint_as_with_attach(
     assert len(lines) <= 5 and lines[0].startswith("Energy: ") and "simulated" in lines[0]
     assert "OLMo 2 7B" not in out.getvalue() and "wattlog table hf-passed" in lines[-1]
     rows = windows(Ledger(make_engine(tracker_kwargs["db"])), "hf-passed")  # one per GPU; dropped before
-    assert [r.name for r in rows] == ["eval", "eval"] and all(r.energy_j > 0 for r in rows)
+    assert [r.window for r in rows] == ["eval", "eval"] and all(r.energy_j > 0 for r in rows)
 
 
 def test_passed_in_callbacks_an_exception_ending_train_is_recorded(

@@ -93,7 +93,7 @@ def test_the_loggers_receive_the_footprint_and_the_run_ends_with_the_table(
     [hparams] = (tmp_path / "logs").rglob("hparams.yaml")  # the source, beside the stable keys
     assert "wattlog/energy_source: simulated" in hparams.read_text()
     rows = windows(ledger, "pl-run")  # one per simulated GPU; never reached the ledger before
-    assert [r.name for r in rows] == ["eval", "eval"] and all(r.energy_j > 0 for r in rows)
+    assert [r.window for r in rows] == ["eval", "eval"] and all(r.energy_j > 0 for r in rows)
 
 
 def test_an_exception_is_recorded_flushed_and_ends_the_run_failed(

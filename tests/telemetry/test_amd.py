@@ -16,7 +16,7 @@ from wattlog.telemetry.integrator import Integrator
 from wattlog.telemetry.sensors.amd import AmdBackend
 from wattlog.telemetry.sensors.amdsmi_sensor import AmdSmiSensor
 from wattlog.telemetry.sensors.base import ProbeOptions, Sensor
-from wattlog.telemetry.sensors.discovery import discover
+from wattlog.telemetry.sensors.discovery import DiscoveryConfig, discover
 from wattlog.telemetry.sensors.fake_amdsmi import AmdFaults, FakeAmdSmi
 from wattlog.telemetry.sensors.fake_pynvml import FakeNvml
 from wattlog.telemetry.sensors.nvidia import NvidiaBackend
@@ -170,7 +170,7 @@ def test_a_mixed_node_is_discovered_once_per_device_each_with_its_vendors_visibi
     backends = [NvidiaBackend(), AmdBackend(fake(fake_clock), check_s=0)]
     environ = {"CUDA_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "0"}
     nvml = FakeNvml(nvidia_gpus, fake_clock)
-    found = discover(nvml=nvml, backends=backends, environ=environ, clock=fake_clock)
+    found = discover(DiscoveryConfig(nvml=nvml, backends=backends, environ=environ, clock=fake_clock))
     gpus = [(d.uuid, d.vendor) for _, d in found.devices if d.vendor is not None]
     assert gpus == [("GPU-nv-1", Vendor.NVIDIA), ("GPU-amd-0000", Vendor.AMD)]
     found.close()
@@ -180,10 +180,12 @@ def test_wattlog_sensors_names_each_devices_vendor_profile_scope_and_counter(
     fake_clock: FakeClock, tmp_path: Path
 ) -> None:
     found = discover(
-        backends=[AmdBackend(fake(fake_clock, n=1, vm_guest=True), check_s=0)],
-        environ={},
-        powercap_root=tmp_path,
-        clock=fake_clock,
+        DiscoveryConfig(
+            backends=[AmdBackend(fake(fake_clock, n=1, vm_guest=True), check_s=0)],
+            environ={},
+            powercap_root=tmp_path,
+            clock=fake_clock,
+        ),
     )
     console = Console(file=io.StringIO(), width=400, highlight=False)
     print_discovery(found, console)
@@ -207,7 +209,7 @@ def test_the_amd_bench_check_runs_on_the_stand_in_and_says_one_line_without_rocm
 
 
 def test_the_missing_extra_is_named_verbatim_in_wattlog_sensors(tmp_path: Path) -> None:
-    found = discover(backends=[AmdBackend()], environ={}, powercap_root=tmp_path)
+    found = discover(DiscoveryConfig(backends=[AmdBackend()], environ={}, powercap_root=tmp_path))
     console = Console(file=io.StringIO(), width=400, highlight=False)
     print_discovery(found, console)
     assert "pip install wattlog[amd]" in console.file.getvalue()  # type: ignore[attr-defined]
@@ -216,11 +218,13 @@ def test_the_missing_extra_is_named_verbatim_in_wattlog_sensors(tmp_path: Path) 
 
 def test_an_amd_nodes_selection_line_is_hips_not_cudas(fake_clock: FakeClock, tmp_path: Path) -> None:
     found = discover(
-        backends=[NvidiaBackend(), AmdBackend(fake(fake_clock), check_s=0)],
-        nvml=FakeNvml([], fake_clock),
-        environ={"HIP_VISIBLE_DEVICES": "1"},
-        powercap_root=tmp_path,
-        clock=fake_clock,
+        DiscoveryConfig(
+            backends=[NvidiaBackend(), AmdBackend(fake(fake_clock), check_s=0)],
+            nvml=FakeNvml([], fake_clock),
+            environ={"HIP_VISIBLE_DEVICES": "1"},
+            powercap_root=tmp_path,
+            clock=fake_clock,
+        ),
     )
     assert found.selection.origin == "HIP_VISIBLE_DEVICES=1"
     found.close()

@@ -9,7 +9,7 @@ import pytest
 from wattlog.clock import FakeClock
 from wattlog.errors import SensorUnavailable
 from wattlog.records import Kind, Source
-from wattlog.telemetry.sensors.discovery import discover
+from wattlog.telemetry.sensors.discovery import DiscoveryConfig, discover
 from wattlog.telemetry.sensors.fake_pynvml import FakeNvml
 from wattlog.telemetry.sensors.hwmon_power import HwmonPowerSensor
 from wattlog.telemetry.sensors.nvidia import NvidiaBackend
@@ -59,7 +59,12 @@ def test_a_machine_without_power_meters_has_none(tmp_path: Path) -> None:
 
 def test_discovery_measures_grace_cpus_rather_than_estimating_them(tmp_path: Path) -> None:
     found = discover(
-        backends=[], powercap_root=tmp_path / "no-rapl", hwmon_root=grace_tree(tmp_path / "hwmon"), environ={}
+        DiscoveryConfig(
+            backends=[],
+            powercap_root=tmp_path / "no-rapl",
+            hwmon_root=grace_tree(tmp_path / "hwmon"),
+            environ={},
+        )
     )
     kinds = {device.kind: device.source for _, device in found.devices}
     assert kinds == {Kind.CPU: Source.SAMPLED, Kind.DRAM: Source.ESTIMATED}
@@ -73,11 +78,13 @@ def test_a_superchip_modules_counter_already_holds_its_grace_cpu_so_it_is_not_ad
 ) -> None:
     gpus = [SimulatedGpu("GPU-gh-0", "NVIDIA GH200 480GB", ConstantTrace(600.0))]
     found = discover(
-        nvml=FakeNvml(gpus, FakeClock()),
-        backends=[NvidiaBackend()],
-        powercap_root=tmp_path / "no-rapl",
-        hwmon_root=grace_tree(tmp_path / "hwmon") if meters else tmp_path / "none",
-        environ={},
+        DiscoveryConfig(
+            nvml=FakeNvml(gpus, FakeClock()),
+            backends=[NvidiaBackend()],
+            powercap_root=tmp_path / "no-rapl",
+            hwmon_root=grace_tree(tmp_path / "hwmon") if meters else tmp_path / "none",
+            environ={},
+        ),
     )
     [gpu] = [d for _, d in found.devices if d.kind is Kind.GPU]
     assert gpu.profile is not None and gpu.profile.scope == "module"

@@ -176,7 +176,7 @@ def test_a_window_of_a_tracker_run_reaches_the_ledger(db_url: str, sim: dict[str
         with t.agent.window("eval") as w:
             time.sleep(0.15)
     rows = windows(Ledger(make_engine(db_url)), "win")  # one per simulated GPU
-    assert [r.name for r in rows] == ["eval", "eval"]
+    assert [r.window for r in rows] == ["eval", "eval"]
     assert sum(r.energy_j for r in rows) == pytest.approx(w.energy_j)
 
 
