@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+
 import pytest
 
 from wattlog.clock import FakeClock
@@ -23,3 +26,19 @@ def private_lock_and_spool_dirs(
     monkeypatch.setenv("WATTLOG_SPOOL_DIR", str(folder / "spool"))
     # The user's default ledger lives under $XDG_DATA_HOME: never the real home's.
     monkeypatch.setenv("XDG_DATA_HOME", str(folder / "data"))
+
+
+@pytest.fixture(autouse=True)
+def signal_handlers_restored() -> Iterator[None]:
+    """Put SIGTERM/SIGINT's handlers back after each test, and fail the test that left one behind.
+
+    A Tracker or supervisor installs handlers in the main thread; a test that forgets to close one
+    would otherwise hand its handler to every later test (seen once in a full run: the supervisor's
+    "the caller's handler is back" check then read a stranger's handler).
+    """
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+    yield
+    leaked = [signum.name for signum, handler in before.items() if signal.getsignal(signum) is not handler]
+    for signum, handler in before.items():
+        signal.signal(signum, handler)
+    assert not leaked, f"the test left its own handler for {', '.join(leaked)} installed"

@@ -58,6 +58,8 @@ from wattlog.integrations.hf import WattlogCallback
 callback = WattlogCallback("sig", **kw)
 args = SimpleNamespace(process_index=0, local_process_index=0, logging_steps=1)
 state = SimpleNamespace(global_step=0, num_input_tokens_seen=0, log_history=[])
+trainer = SimpleNamespace(callback_handler=SimpleNamespace(callbacks=[]), train=lambda: None)
+callback.attach(trainer)  # as a script does before trainer.train(); the hooks below are its calls
 callback.on_train_begin(args, state, None)
 for step in range(1, 6):
     state.global_step = step
