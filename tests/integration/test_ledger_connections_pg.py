@@ -65,3 +65,36 @@ def test_an_agent_holds_no_connection_between_transactions(limited: tuple[str, s
     other.start_run("fleet", resume=True)
     ledger.engine.dispose()
     other.engine.dispose()
+
+
+def test_more_node_agents_than_connection_slots_all_join_and_write(
+    limited: tuple[str, str], tmp_path
+) -> None:
+    from sqlalchemy.pool import NullPool
+
+    from wattlog.accounting.ledger.jobs import job_nodes
+    from wattlog.accounting.node import NodeAgent, NodeOptions
+    from wattlog.telemetry.agent import AgentConfig
+    from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+
+    _, agent_url = limited  # one slot for the role; before, the second agent held none and exited
+    nodes = []
+    for index in range(4):
+        environ = {"SLURM_JOB_ID": "7", "SLURM_NNODES": "4", "SLURM_NODEID": str(index)}
+        config = AgentConfig(
+            port=None, period_s=0.01, flush_s=0.05, host=f"n{index}", lock_dir=tmp_path / f"l{index}"
+        )
+        node = NodeAgent(
+            NodeOptions(run="job", db=agent_url, agent=config), environ, [SimulatedSensor(simulated_gpus(1))]
+        )
+        nodes.append(node.start())
+    try:
+        assert all(isinstance(node.ledger.engine.pool, NullPool) for node in nodes if node.ledger)
+    finally:
+        for node in nodes:
+            node.close()
+    ledger = Ledger(make_engine(agent_url, connections=Connections(hold=False)))
+    assert len(job_nodes(ledger, "job").joined) == 4
+    hosts = {total.host for total in ledger.energy_totals("job")}
+    assert len(hosts) == 4
+    ledger.engine.dispose()
