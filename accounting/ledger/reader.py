@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, func, select
+from sqlalchemy import Table, case, func, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -116,6 +116,32 @@ class RunReader:
         )
         seconds, devices = self._session.execute(query).one()
         return float(seconds or 0.0), int(devices or 0)
+
+    def device_power(self) -> dict[str, tuple[float, float]]:
+        """Joules and device-seconds per device name, summed by the database (not row by row here)."""
+        e = ENERGY.c
+        seconds = case((e.end_s > e.start_s, e.end_s - e.start_s), else_=0.0)
+        query = (
+            select(e.device, func.sum(e.energy_j), func.sum(seconds))
+            .where(e.run_id == self.run_id)
+            .group_by(e.device)
+        )
+        return {device: (float(j), float(s)) for device, j, s in self._session.execute(query)}
+
+    def span(self) -> tuple[float, float] | None:
+        """The first start and last end of the run's energy rows (None: no rows)."""
+        e = ENERGY.c
+        first, last = self._session.execute(
+            select(func.min(e.start_s), func.max(e.end_s)).where(e.run_id == self.run_id)
+        ).one()
+        return None if first is None else (float(first), float(last))
+
+    def last_end_before(self, t_s: float) -> float | None:
+        """The latest end of an energy row at or before `t_s` (None: no row ends by then)."""
+        e = ENERGY.c
+        query = select(func.max(e.end_s)).where((e.run_id == self.run_id) & (e.end_s <= t_s))
+        last = self._session.execute(query).scalar()
+        return None if last is None else float(last)
 
     def events(self) -> list[EventInfo]:
         """Events in time order."""
