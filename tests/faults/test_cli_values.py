@@ -162,3 +162,14 @@ def test_table_checks_the_runs_it_shows_not_every_run(tmp_path, capsys) -> None:
     assert main(["table", "other", "--db", url]) == 2
     line = one_error_line(capsys)
     assert "impossible rows" in line and "9000.0 J" in line
+
+
+def test_wattlog_check_reads_the_whole_ledger(tmp_path, capsys) -> None:
+    path = tmp_path / "whole.db"
+    url = ledger_with_rows(path)
+    assert main(["check", "--db", url]) == 0
+    assert "no damage" in capsys.readouterr().out
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE energy_record SET energy_j = 9e3 WHERE id = 7")
+    assert main(["check", "--db", url]) == 2
+    assert "impossible rows" in one_error_line(capsys)
