@@ -68,8 +68,7 @@ def make_engine(
         create: Create a missing SQLite file; read-only commands pass False so a typo writes nothing.
         connect_timeout_s: Seconds a network ledger may take to connect (PostgreSQL's
             ``connect_timeout``, at least 2 s there; a ``connect_timeout`` in the URL wins).
-        connections: How many connections a network ledger gets and how refusals are retried
-            (None: as $WATTLOG_DB_POOL says, else a bounded pool held between transactions).
+        connections: A network ledger's pool and retries (None: $WATTLOG_DB_POOL, else 1 + 2 held).
 
     Returns:
         A SQLAlchemy engine (SQLite with foreign keys on, WAL and a busy timeout).
@@ -90,9 +89,7 @@ def make_engine(
             prepare_default(url)
         engine = _sqlite_engine(parsed.database or "", create)
     else:
-        engine = _network_engine(
-            parsed, where, connect_timeout_s, connections or Connections.from_env(os.environ)
-        )
+        engine = _network_engine(parsed, where, connect_timeout_s, connections)
     sqlite_file = (parsed.database or "") if backend == "sqlite" else None
     try:
         # SQLite: the first opens of a new file (switching it to WAL, reading its schema) answer
@@ -115,8 +112,11 @@ def make_engine(
     return engine
 
 
-def _network_engine(parsed: URL, where: str, connect_timeout_s: float, connections: Connections) -> Engine:
+def _network_engine(
+    parsed: URL, where: str, connect_timeout_s: float, connections: Connections | None
+) -> Engine:
     """An engine for a database server (PostgreSQL): its connect timeout, a bounded pool, retries."""
+    connections = connections or Connections.from_env(os.environ)
     pool: dict[str, Any] = (
         {"pool_size": connections.pool_size, "max_overflow": connections.max_overflow}
         if connections.hold
