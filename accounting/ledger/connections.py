@@ -51,9 +51,9 @@ T = TypeVar("T")
 class Connections:
     """How many connections a process holds to a network ledger, and how refusals are retried."""
 
-    pool_size: int = 1
+    pool_size: int = 2
     """Connections kept open between transactions (with ``hold``)."""
-    max_overflow: int = 2
+    max_overflow: int = 3
     """Extra connections opened while more threads than ``pool_size`` write at once."""
     hold: bool = True
     """Keep connections open between transactions; False opens one per transaction (agents, pgbouncer)."""

@@ -68,7 +68,7 @@ def make_engine(
         create: Create a missing SQLite file; read-only commands pass False so a typo writes nothing.
         connect_timeout_s: Seconds a network ledger may take to connect (PostgreSQL's
             ``connect_timeout``, at least 2 s there; a ``connect_timeout`` in the URL wins).
-        connections: A network ledger's pool and retries (None: $WATTLOG_DB_POOL, else 1 + 2 held).
+        connections: A network ledger's pool and retries (None: $WATTLOG_DB_POOL, else 2 + 3 held).
 
     Returns:
         A SQLAlchemy engine (SQLite with foreign keys on, WAL and a busy timeout).

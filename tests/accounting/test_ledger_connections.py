@@ -77,11 +77,14 @@ def test_the_servers_refusals_are_recognised(message: str) -> None:
     assert is_refusal(OSError(message))
 
 
-def test_a_held_pool_is_bounded_and_an_agents_holds_nothing() -> None:
+def test_a_held_pool_is_bounded_and_an_agents_holds_nothing(monkeypatch) -> None:
+    monkeypatch.delenv("WATTLOG_DB_POOL", raising=False)
     url = make_url("postgresql+psycopg://agent@127.0.0.1:1/ledger")
     held = _network_engine(url, "test", 5.0, Connections(pool_size=1, max_overflow=2))
     assert isinstance(held.pool, QueuePool)
     assert (held.pool.size(), held.pool._max_overflow) == (1, 2)
+    default = _network_engine(url, "test", 5.0, None)  # SQLAlchemy's own default was 5 + 10
+    assert (default.pool.size(), default.pool._max_overflow) == (2, 3)  # type: ignore[attr-defined]
     per_transaction = _network_engine(url, "test", 5.0, Connections(hold=False))
     assert isinstance(per_transaction.pool, NullPool)
 
