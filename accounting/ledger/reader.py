@@ -164,4 +164,5 @@ class RunReader:
             node_count=max((r.node_count for r in rows), default=1),
             joined=tuple(r.host for r in rows),
             measuring=tuple(r.host for r in rows if r.measured),
+            indexes=tuple(r.node_index for r in rows),
         )

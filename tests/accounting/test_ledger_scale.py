@@ -91,3 +91,18 @@ def test_upgrading_a_0007_ledger_in_place_adds_the_index_and_keeps_every_row(led
 
 def index_names(engine) -> set[str]:  # type: ignore[no-untyped-def]
     return {index["name"] for index in inspect(engine).get_indexes("energy_record")}
+
+
+def test_nodes_that_never_reached_the_ledger_are_named_in_the_table_note() -> None:
+    from wattlog.accounting.ledger.views import JobNodes
+
+    present = [i for i in range(24) if i not in (4, 9, 10, 11, 15, 20, 23)]  # 7 refused at start
+    hosts = tuple(f"node{i:02d}" for i in present)
+    nodes = JobNodes(node_count=24, joined=hosts, measuring=hosts, indexes=tuple(present))
+    assert nodes.describe(hosts) == (
+        "17 of 24 nodes measured; 7 node(s) never reached the ledger "
+        "(node 5, 10, 11, 12, 16 and 2 more of 24)"
+    )
+    everyone = tuple(range(24))
+    full = JobNodes(24, tuple(f"n{i}" for i in everyone), tuple(f"n{i}" for i in everyone), everyone)
+    assert full.describe(full.joined) == "24 of 24 nodes measured"
