@@ -133,7 +133,8 @@ def gaps_of(read: RunReader) -> GapSummary:
     if not any(g.reason is GapReason.DOWNTIME for g in gaps):
         gaps += _downtime(restarts, read)
     gaps.sort(key=lambda g: (g.start_s, g.device))
-    return GapSummary(tuple(gaps), _widen_j(gaps, read.device_power(), read.span()))
+    devices = [g.device for g in gaps if g.reason not in IN_BAND and g.reason is not GapReason.DOWNTIME]
+    return GapSummary(tuple(gaps), _widen_j(gaps, read.total_j(), read.device_power(devices), read.span()))
 
 
 def with_gaps(row: TableRow, summary: GapSummary) -> TableRow:
@@ -156,9 +157,11 @@ def _downtime(restarts: Sequence[float], read: RunReader) -> list[RunGap]:
 
 
 def _widen_j(
-    gaps: Sequence[RunGap], power: Mapping[str, tuple[float, float]], span: tuple[float, float] | None
+    gaps: Sequence[RunGap],
+    total_j: float,
+    power: Mapping[str, tuple[float, float]],
+    span: tuple[float, float] | None,
 ) -> float:
-    total_j = sum(j for j, _ in power.values())
     span_s = span[1] - span[0] if span is not None else 0.0
     run_w = total_j / span_s if span_s > 0 else 0.0
     widen = 0.0

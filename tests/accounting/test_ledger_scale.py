@@ -106,3 +106,21 @@ def test_nodes_that_never_reached_the_ledger_are_named_in_the_table_note() -> No
     everyone = tuple(range(24))
     full = JobNodes(24, tuple(f"n{i}" for i in everyone), tuple(f"n{i}" for i in everyone), everyone)
     assert full.describe(full.joined) == "24 of 24 nodes measured"
+
+
+@pytest.mark.parametrize("silence_s", [20.0, 5 * 3600.0])
+def test_downtime_before_a_restart_is_found_after_a_short_or_a_long_silence(
+    ledger_url: str, silence_s: float
+) -> None:
+    from wattlog.accounting.gaps import GapReason, run_gaps
+
+    ledger = Ledger(make_engine(ledger_url))
+    ledger.start_run("fleet")
+    ledger.record_intervals("fleet", flush("node0", 0) + flush("node0", 1))  # rows end at T0 + 20 s
+    ledger.record_event("fleet", "restart", time_s=T0 + 20.0 + silence_s)
+    ledger.record_intervals("fleet", flush("node0", int((20.0 + silence_s) / 10)))
+    summary = run_gaps(ledger, "fleet")
+    assert summary.by_reason()[GapReason.DOWNTIME] == (1, silence_s)
+    span_s = 20.0 + silence_s + 10.0
+    assert summary.widen_j == pytest.approx(600.0 / span_s * silence_s)
+    ledger.engine.dispose()
