@@ -1,4 +1,4 @@
-"""`wattlog replay` (store what spools kept while the ledger was down) and `wattlog gaps RUN`."""
+"""`wattlog replay` (store what spools kept while the ledger was down), `wattlog gaps`, `wattlog check`."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from wattlog.accounting.gaps import run_gaps
 from wattlog.accounting.ledger.engine import describe_url, make_engine
 from wattlog.accounting.ledger.spool import default_folder, replay_folder
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.verify import check_ledger
 from wattlog.errors import LedgerError
 from wattlog.options import DbOption
 
@@ -82,7 +83,19 @@ def gaps(
     console.print(table)
 
 
+def check(db: DbOption = None) -> None:
+    """Check the whole ledger: the file (SQLite) and every run's rows and totals; exit 2 if damaged."""
+    where = describe_url(db)
+    engine = make_engine(db, create=False)
+    try:
+        check_ledger(Ledger(engine), where)  # `wattlog table` checks only the runs it shows
+    finally:
+        engine.dispose()
+    print(f"ledger {where}: no damage and no impossible rows found")
+
+
 def register(app: typer.Typer) -> None:
-    """Add `wattlog replay` and `wattlog gaps` to the root app."""
+    """Add `wattlog replay`, `wattlog gaps` and `wattlog check` to the root app."""
     app.command("replay")(replay)
     app.command("gaps")(gaps)
+    app.command("check")(check)

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
+from wattlog.accounting.ledger.connections import Connections
 from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.jobs import join_run
 from wattlog.accounting.ledger.store import Ledger
@@ -98,7 +99,9 @@ class NodeAgent:
             WattlogError: The agent cannot start.
         """
         o = self.options
-        self.ledger = Ledger(make_engine(o.db))
+        # an agent writes a few milliseconds every flush: holding a connection between flushes
+        # would make node 98 of a job fail on PostgreSQL's default 100 slots
+        self.ledger = Ledger(make_engine(o.db, connections=Connections.from_env(self._environ, hold=False)))
         run = join_run(
             self.ledger,
             o.run,

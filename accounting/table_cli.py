@@ -201,9 +201,9 @@ def _ledger_table(selection: _Selection, db: str | None, options: TableOptions, 
     engine = make_engine(db, create=False)
     try:
         ledger = Ledger(engine)
-        check_ledger(ledger, describe_url(db))  # never print figures read from impossible rows
         reap_before_reading(ledger)  # a run whose agent died shows as lost, with its gap
         if selection.project and selection.by:
+            _check_runs(ledger, ledger.runs(selection.project), describe_url(db))
             _show_project(ledger, selection.project, selection.by, options, out.fmt, out.notes_file)
             return
         chosen, run_rows, tail = _chosen_rows(ledger, selection, options, describe_url(db))
@@ -222,12 +222,15 @@ def _chosen_rows(
     """
     tail = [f"Ledger: {where}."]
     if selection.project:
-        rows = project_rows(ledger, selection.project, options)
-        return ledger.runs(selection.project), rows, tail
+        chosen = ledger.runs(selection.project)
+        _check_runs(ledger, chosen, where)
+        return chosen, project_rows(ledger, selection.project, options), tail
     if selection.runs:
         chosen = [ledger.get_run(r) for r in selection.runs]
+        _check_runs(ledger, chosen, where)
     else:
         every = ledger.runs()
+        _check_runs(ledger, every, where)  # before naming what the ledger holds
         chosen = [run for run in every if run_phase(run) == Phase.FINAL]
         others = len(every) - len(chosen)
         if others and not chosen and not selection.reference:
@@ -245,6 +248,11 @@ def _chosen_rows(
         raise ConfigError(f"the ledger {where} holds no runs yet")
     rows = [run_row(ledger, run, options) for run in chosen]  # the runs last: on screen at the end
     return chosen, rows, tail
+
+
+def _check_runs(ledger: Ledger, runs: list[RunInfo], where: str) -> None:
+    """Never compute figures from impossible rows: the shown runs' rows are checked (not every run's)."""
+    check_ledger(ledger, where, [run.id for run in runs if run.id is not None])
 
 
 def _show_runs(

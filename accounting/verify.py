@@ -9,6 +9,7 @@ before they start. The rollup must match its rows.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Table, func, or_, select, text
@@ -21,8 +22,12 @@ from wattlog.errors import LedgerError
 _SHOWN = 3  # example rows named in the message
 
 
-def impossible_rows(ledger: Ledger, where: str) -> list[str]:
+def impossible_rows(ledger: Ledger, where: str, runs: Sequence[int] | None = None) -> list[str]:
     """One line per kind of impossible content found (empty when the ledger is sound).
+
+    With `runs`, only those runs' rows are checked and SQLite's whole-file check is skipped:
+    a table reads what it shows, and scanning a month of every run cost it seconds (issue 27).
+    A damaged page under the rows read still fails the read itself.
 
     Raises:
         LedgerError: The database file itself is damaged (one line naming it and what to do).
@@ -30,7 +35,7 @@ def impossible_rows(ledger: Ledger, where: str) -> list[str]:
     problems: list[str] = []
     try:
         with ledger.engine.connect() as connection:
-            if connection.dialect.name == "sqlite":
+            if connection.dialect.name == "sqlite" and runs is None:
                 result = [row[0] for row in connection.execute(text("PRAGMA quick_check(1)"))]
                 if result != ["ok"]:
                     first = (str(result[0]).strip().splitlines() or ["?"])[0]
@@ -42,20 +47,20 @@ def impossible_rows(ledger: Ledger, where: str) -> list[str]:
                 (EnergyRecord.__table__, "energy rows"),  # type: ignore[attr-defined]
                 (EnergyRollup.__table__, "energy totals"),  # type: ignore[attr-defined]
             ):
-                problems += _bad_energy(connection, table, what)
+                problems += _bad_energy(connection, table, what, runs)
     except SQLAlchemyError as error:
         first = (str(getattr(error, "orig", error)).strip().splitlines() or ["?"])[0]
         raise LedgerError(f"ledger {where} cannot be read ({first}): restore it from a backup") from error
     return problems
 
 
-def check_ledger(ledger: Ledger, where: str) -> None:
-    """Raise if the ledger holds impossible content.
+def check_ledger(ledger: Ledger, where: str, runs: Sequence[int] | None = None) -> None:
+    """Raise if the ledger (with `runs`: those runs' rows) holds impossible content.
 
     Raises:
         LedgerError: One line naming the ledger, what is wrong and what to do.
     """
-    problems = impossible_rows(ledger, where)
+    problems = impossible_rows(ledger, where, runs)
     if problems:
         raise LedgerError(
             f"ledger {where} holds impossible rows: {'; '.join(problems)}; fix or delete them "
@@ -63,7 +68,7 @@ def check_ledger(ledger: Ledger, where: str) -> None:
         )
 
 
-def _bad_energy(connection, table: Table, what: str) -> list[str]:  # type: ignore[no-untyped-def]
+def _bad_energy(connection, table: Table, what: str, runs: Sequence[int] | None) -> list[str]:  # type: ignore[no-untyped-def]
     c = table.c
     bad = or_(
         c.energy_j.is_(None),
@@ -79,6 +84,8 @@ def _bad_energy(connection, table: Table, what: str) -> list[str]:  # type: igno
         *([c.end_s < c.start_s] if "start_s" in c else []),
         *(_bad_random_parts(c) if "random_low_j" in c else []),
     )
+    if runs is not None:
+        bad = c.run_id.in_(list(runs)) & bad
     count = connection.execute(select(func.count()).select_from(table).where(bad)).scalar_one()
     if not count:
         return []

@@ -38,6 +38,10 @@ COMMANDS = (
     ("replay", "Store the energy rows and events spooled while the ledger was unavailable; each lands once."),
     ("gaps", "List a run's gaps: when, which device, how long and why (nothing inside them is filled in)."),
     (
+        "check",
+        "Check the whole ledger: the file (SQLite) and every run's rows and totals; exit 2 if damaged.",
+    ),
+    (
         "windows",
         "List a run's measurement windows: energy of each (all its devices summed), band and sources.",
     ),

@@ -2,6 +2,7 @@
 
 - models: the SQLModel tables (Project, Run, EnergyRecord, GapRecord, Event, SiteRecord, IntensityPoint).
 - engine: make_engine(url) opens and migrates (Alembic) the database.
+- connections: Connections, how many connections a process holds to PostgreSQL; refusals retried.
 - location: where the ledger is (one per user, $WATTLOG_DB to override) and how to name it.
 - runs: RunSpec, what a new run is (`Ledger.start_run(name, RunSpec(...))`).
 - store: Ledger, the facade: one transaction a call; `Ledger.reading(run)` for many reads in one.
@@ -15,6 +16,7 @@
 from __future__ import annotations
 
 from wattlog.accounting.ledger.compaction import Compaction
+from wattlog.accounting.ledger.connections import Connections
 from wattlog.accounting.ledger.engine import ENV_VAR, describe_url, make_engine, resolve_url
 from wattlog.accounting.ledger.location import default_url, ledger_line
 from wattlog.accounting.ledger.models import Phase, Resolution, Role, Stage, Status
@@ -32,6 +34,7 @@ from wattlog.accounting.ledger.views import (
 __all__ = [
     "ENV_VAR",
     "Compaction",
+    "Connections",
     "EnergyTotal",
     "Ledger",
     "LedgerSink",

@@ -13,15 +13,18 @@ import contextlib
 import fcntl
 import logging
 import math
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.pool import NullPool, StaticPool
 
+from wattlog.accounting.ledger.connections import Connections, with_retries
 from wattlog.accounting.ledger.location import (
     ENV_VAR,
     describe_url,
@@ -41,7 +44,7 @@ CONNECT_TIMEOUT_S = 5.0
 _CONNECT_TIMEOUT_ARG = {"psycopg": "connect_timeout", "psycopg2": "connect_timeout", "pg8000": "timeout"}
 _noticed: set[str] = set()  # legacy ledgers already named by this process
 MIGRATIONS = Path(__file__).with_name("migrations")
-HEAD_REVISION = "0008"
+HEAD_REVISION = "0009"
 """The newest migration (a test keeps it in step with migrations/versions); a ledger already
 there skips importing Alembic, which keeps read-only commands quick."""
 _MIGRATION_LOCK_KEY = 0x5741_54_4C  # "WATL": PostgreSQL advisory lock held while migrating
@@ -54,6 +57,7 @@ def make_engine(
     migrate: bool = True,
     create: bool = True,
     connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    connections: Connections | None = None,
 ) -> Engine:
     """Open the ledger at `url` and bring its schema to the newest migration.
 
@@ -64,6 +68,7 @@ def make_engine(
         create: Create a missing SQLite file; read-only commands pass False so a typo writes nothing.
         connect_timeout_s: Seconds a network ledger may take to connect (PostgreSQL's
             ``connect_timeout``, at least 2 s there; a ``connect_timeout`` in the URL wins).
+        connections: A network ledger's pool and retries (None: $WATTLOG_DB_POOL, else 2 + 3 held).
 
     Returns:
         A SQLAlchemy engine (SQLite with foreign keys on, WAL and a busy timeout).
@@ -84,7 +89,7 @@ def make_engine(
             prepare_default(url)
         engine = _sqlite_engine(parsed.database or "", create)
     else:
-        engine = _network_engine(parsed, where, connect_timeout_s)
+        engine = _network_engine(parsed, where, connect_timeout_s, connections)
     sqlite_file = (parsed.database or "") if backend == "sqlite" else None
     try:
         # SQLite: the first opens of a new file (switching it to WAL, reading its schema) answer
@@ -108,17 +113,34 @@ def make_engine(
     return engine
 
 
-def _network_engine(parsed: URL, where: str, connect_timeout_s: float) -> Engine:
-    """An engine for a database server (PostgreSQL), with its connect timeout."""
+def _network_engine(
+    parsed: URL, where: str, connect_timeout_s: float, connections: Connections | None
+) -> Engine:
+    """An engine for a database server (PostgreSQL): its connect timeout, a bounded pool, retries."""
+    connections = connections or Connections.from_env(os.environ)
+    pool: dict[str, Any] = (
+        {"pool_size": connections.pool_size, "max_overflow": connections.max_overflow}
+        if connections.hold
+        else {"poolclass": NullPool}
+    )
+    connect_args = {
+        **_timeout_args(parsed, connect_timeout_s),
+        **connections.driver_args(parsed.get_driver_name()),
+    }
     try:
-        return create_engine(
-            parsed, pool_pre_ping=True, connect_args=_timeout_args(parsed, connect_timeout_s)
-        )
+        engine = create_engine(parsed, pool_pre_ping=connections.hold, connect_args=connect_args, **pool)
     except ModuleNotFoundError as error:
         backend = parsed.get_backend_name()
         raise LedgerError(f"no driver for {backend} ({error.name}): pip install 'wattlog[pg]'") from error
     except (ArgumentError, SQLAlchemyError) as error:
         raise LedgerError(f"cannot use ledger {where}: {_first_line(error)}") from error
+
+    @event.listens_for(engine, "do_connect")
+    def _connect(dialect, _record, cargs, cparams):  # type: ignore[no-untyped-def]
+        # a server that is full or starting up is asked again, with backoff, for up to retry_s
+        return with_retries(lambda: dialect.connect(*cargs, **cparams), connections)
+
+    return engine
 
 
 def _timeout_args(parsed: URL, timeout_s: float) -> dict[str, object]:
@@ -150,7 +172,7 @@ def unconnected_engine(url: str | None = None) -> Engine:
         parsed = make_url(resolved)
         if parsed.get_backend_name() == "sqlite":
             return _sqlite_engine(parsed.database or "", create=False)
-        return _network_engine(parsed, describe_url(resolved), CONNECT_TIMEOUT_S)
+        return _network_engine(parsed, describe_url(resolved), CONNECT_TIMEOUT_S, None)
     except (ArgumentError, ValueError, ModuleNotFoundError, SQLAlchemyError) as error:
         raise LedgerError(f"cannot use ledger {describe_url(resolved)}: {_first_line(error)}") from error
 

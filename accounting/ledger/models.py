@@ -128,6 +128,9 @@ class EnergyRecord(SQLModel, table=True):
     __table_args__ = (
         Index("ix_energy_run_hour", "run_id", "hour"),
         Index("ix_energy_resolution_hour", "resolution", "hour"),
+        # a flush's duplicate check reads its own host's raw keys of the hour, never the whole fleet's
+        # (resolution before hour: with it after, SQLite plans on ix_energy_resolution_hour instead)
+        Index("ix_energy_run_host_resolution_hour", "run_id", "host", "resolution", "hour"),
     )
 
     id: int | None = Field(default=None, primary_key=True)

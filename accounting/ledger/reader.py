@@ -14,11 +14,19 @@ import math
 from collections.abc import Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, func, select
+from sqlalchemy import Table, case, func, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
-from wattlog.accounting.ledger.models import EnergyRecord, EnergyRollup, Event, GapRecord, JobNode, Run
+from wattlog.accounting.ledger.models import (
+    EnergyRecord,
+    EnergyRollup,
+    Event,
+    GapRecord,
+    JobNode,
+    Run,
+    hour_of,
+)
 from wattlog.accounting.ledger.views import EnergyTotal, EventInfo, GapInfo, JobNodes, RunInfo, interval_of
 from wattlog.errors import RunNotFound
 from wattlog.records import BAND_TERMS, EnergyFigure, EnergyInterval, Kind, Source, summed_band
@@ -117,6 +125,60 @@ class RunReader:
         seconds, devices = self._session.execute(query).one()
         return float(seconds or 0.0), int(devices or 0)
 
+    def device_power(self, devices: Sequence[str]) -> dict[str, tuple[float, float]]:
+        """Joules and device-seconds of each of `devices` (by name), summed by the database."""
+        if not devices:
+            return {}
+        e = ENERGY.c
+        seconds = case((e.end_s > e.start_s, e.end_s - e.start_s), else_=0.0)
+        query = (
+            select(e.device, func.sum(e.energy_j), func.sum(seconds))
+            .where((e.run_id == self.run_id) & e.device.in_(sorted(set(devices))))
+            .group_by(e.device)
+        )
+        return {device: (float(j), float(s)) for device, j, s in self._session.execute(query)}
+
+    def total_j(self) -> float:
+        """The run's IT energy, every device summed, from the rollup."""
+        r = ROLLUP.c
+        return float(
+            self._session.execute(select(func.sum(r.energy_j)).where(r.run_id == self.run_id)).scalar() or 0.0
+        )
+
+    def span(self) -> tuple[float, float] | None:
+        """The first start and last end of the run's energy rows (None: no rows).
+
+        Read from the first and last hours only (index ix_energy_run_hour): a row lasts at most an
+        hour, so no row of an earlier hour ends after the rows of the last two.
+        """
+        e = ENERGY.c
+        first_hour, last_hour = self._session.execute(
+            select(func.min(e.hour), func.max(e.hour)).where(e.run_id == self.run_id)
+        ).one()
+        if first_hour is None:
+            return None
+        first = self._session.execute(
+            select(func.min(e.start_s)).where((e.run_id == self.run_id) & (e.hour == first_hour))
+        ).scalar_one()
+        last = self._session.execute(
+            select(func.max(e.end_s)).where((e.run_id == self.run_id) & (e.hour >= last_hour - 2))
+        ).scalar_one()
+        return float(first), float(last)
+
+    def last_end_before(self, t_s: float) -> float | None:
+        """The latest end of an energy row at or before `t_s` (None: no row ends by then).
+
+        The hours just before `t_s` are read first (index ix_energy_run_hour); only a run silent
+        for longer is searched further back.
+        """
+        e = ENERGY.c
+        ends = select(func.max(e.end_s)).where((e.run_id == self.run_id) & (e.end_s <= t_s))
+        hour = hour_of(t_s)
+        last = self._session.execute(ends.where(e.hour.between(hour - 2, hour))).scalar()
+        if last is None:
+            last = self._session.execute(ends.where(e.hour < hour - 2)).scalar()
+        return None if last is None else float(last)
+
     def events(self) -> list[EventInfo]:
         """Events in time order."""
         query = select(Event).where(col(Event.run_id) == self.run_id)
@@ -138,4 +200,5 @@ class RunReader:
             node_count=max((r.node_count for r in rows), default=1),
             joined=tuple(r.host for r in rows),
             measuring=tuple(r.host for r in rows if r.measured),
+            indexes=tuple(r.node_index for r in rows),
         )

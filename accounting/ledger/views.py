@@ -273,11 +273,13 @@ class JobNodes:
         node_count: Nodes in the job (the largest count any node reported; 1 if none joined).
         joined: Hosts that joined the run, by node index.
         measuring: Hosts that joined to measure energy (not sampled out).
+        indexes: The joined hosts' node indexes (0-based), in the same order.
     """
 
     node_count: int
     joined: tuple[str, ...]
     measuring: tuple[str, ...]
+    indexes: tuple[int, ...] = ()
 
     def describe(self, measured_hosts: Sequence[str]) -> str:
         """The table note, e.g. "4 of 16 nodes measured", naming measuring nodes that stored no energy."""
@@ -286,6 +288,12 @@ class JobNodes:
         if silent:
             shown = ", ".join(silent[:5]) + (f" and {len(silent) - 5} more" if len(silent) > 5 else "")
             text += f"; no energy from {shown}"
+        absent = sorted(set(range(self.node_count)) - set(self.indexes)) if self.indexes else []
+        if absent:  # a node that never joined (say, refused by a full server) is named, not averaged in
+            shown = ", ".join(str(i + 1) for i in absent[:5]) + (
+                f" and {len(absent) - 5} more" if len(absent) > 5 else ""
+            )
+            text += f"; {len(absent)} node(s) never reached the ledger (node {shown} of {self.node_count})"
         return text
 
 

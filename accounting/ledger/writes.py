@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, delete, func, insert, select
+from sqlalchemy import Select, Table, delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from wattlog.accounting.ledger.models import Event, GapRecord, Resolution, hour_of
@@ -88,18 +88,8 @@ def new_intervals(session: Session, run_id: int, intervals: Sequence[EnergyInter
     """The rows of `intervals` the run does not hold yet (by interval key), each once."""
     if not intervals:
         return []
-    e = ENERGY.c
+    held = held_keys(session, run_id, intervals)
     hours = {hour_of(row.start_s) for row in intervals}
-    held = {
-        tuple(key)
-        for key in session.execute(
-            select(e.host, e.device, e.source, e.start_s).where(
-                (e.run_id == run_id)
-                & (e.resolution == Resolution.RAW.value)
-                & e.hour.between(min(hours), max(hours))
-            )
-        )
-    }
     folded = folded_spans(session, run_id, min(hours), max(hours))
     fresh = []
     for row in intervals:
@@ -127,6 +117,28 @@ def folded_spans(
     for host, device, source, start_s, end_s in session.execute(query):
         spans.setdefault((host, device, source), []).append((start_s, end_s))
     return spans
+
+
+def held_keys(session: Session, run_id: int, intervals: Sequence[EnergyInterval]) -> set[tuple[Any, ...]]:
+    """The keys (host, device, source, start) the run holds in the hours and hosts of `intervals`.
+
+    Only the flushing hosts' rows are read (index ix_energy_run_host_resolution_hour): reading the whole
+    hour of every host cost a flush 6.8 s and the agent 798 MiB at 1,000 nodes (issue 27).
+    """
+    hours = {hour_of(row.start_s) for row in intervals}
+    query = held_keys_query(run_id, {row.host for row in intervals}, min(hours), max(hours))
+    return {tuple(key) for key in session.execute(query)}
+
+
+def held_keys_query(run_id: int, hosts: Iterable[str], first_hour: int, last_hour: int) -> Select[Any]:
+    """The select of the raw-row keys of `hosts` in hours first..last of the run (see held_keys)."""
+    e = ENERGY.c
+    return select(e.host, e.device, e.source, e.start_s).where(
+        (e.run_id == run_id)
+        & e.host.in_(sorted(hosts))
+        & e.hour.between(first_hour, last_hour)
+        & (e.resolution == Resolution.RAW.value)
+    )
 
 
 def new_gaps(session: Session, run_id: int, gaps: Sequence[Gap]) -> list[Gap]:

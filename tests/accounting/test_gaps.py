@@ -63,6 +63,18 @@ def test_run_gaps_counts_seconds_reasons_and_downtime_between_attempts(url: str)
     assert summary.widen_j == pytest.approx(100.0 * 2 + 3000.0 / 40 * 20)
 
 
+def test_run_gaps_with_a_restart_never_loads_the_runs_rows_one_by_one(url: str, monkeypatch) -> None:
+    from wattlog.accounting.ledger.reader import RunReader
+
+    def refuse(*_args, **_kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("every energy row read into Python: 27 s for a month of a fleet")
+
+    monkeypatch.setattr(RunReader, "energy_rows", refuse)
+    summary = run_gaps(Ledger(make_engine(url)), "gappy")  # the database sums them instead
+    assert summary.by_reason()[GapReason.DOWNTIME] == (1, 20.0)
+    assert summary.widen_j == pytest.approx(100.0 * 2 + 3000.0 / 40 * 20)
+
+
 def test_the_table_row_names_its_gaps_and_widens_its_band(url: str) -> None:
     ledger = Ledger(make_engine(url))
     table_row = run_row(ledger, ledger.get_run("gappy"), TableOptions(catalog=site_catalog()))

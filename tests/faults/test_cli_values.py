@@ -144,3 +144,32 @@ def test_table_refuses_an_energy_outside_its_band(tmp_path, capsys) -> None:
     assert main(["table", "--db", url]) == 2
     line = one_error_line(capsys)
     assert "impossible rows" in line and "outside its band" in line and "9000.0 J" in line
+
+
+def test_table_checks_the_runs_it_shows_not_every_run(tmp_path, capsys) -> None:
+    path = tmp_path / "two.db"
+    url = ledger_with_rows(path)
+    ledger = Ledger(make_engine(url))
+    ledger.start_run("other", RunSpec(site="jupiter"))
+    ledger.record_intervals(
+        "other", [EnergyInterval.of("m", "gpu0", Kind.GPU, Source.COUNTER, 0.0, 10.0, 5e3, 4.9e3, 5.1e3)]
+    )
+    ledger.engine.dispose()
+    with sqlite3.connect(path) as connection:  # run "other" gets an impossible row
+        connection.execute("UPDATE energy_record SET energy_j = 9e3 WHERE host = 'm'")
+    assert main(["table", "r", "--db", url]) == 0  # before: refused for another run's row
+    capsys.readouterr()
+    assert main(["table", "other", "--db", url]) == 2
+    line = one_error_line(capsys)
+    assert "impossible rows" in line and "9000.0 J" in line
+
+
+def test_wattlog_check_reads_the_whole_ledger(tmp_path, capsys) -> None:
+    path = tmp_path / "whole.db"
+    url = ledger_with_rows(path)
+    assert main(["check", "--db", url]) == 0
+    assert "no damage" in capsys.readouterr().out
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE energy_record SET energy_j = 9e3 WHERE id = 7")
+    assert main(["check", "--db", url]) == 2
+    assert "impossible rows" in one_error_line(capsys)

@@ -1,0 +1,21 @@
+"""tests/accounting/test_ledger_scale.py rerun on a real PostgreSQL 15 (the migration in place, the read)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.accounting.test_ledger_scale import (  # noqa: F401  (rerun with the fixture below)
+    test_a_flush_reads_only_its_own_hosts_keys_of_the_hour,
+    test_dedup_still_holds_per_host_after_the_narrower_read,
+    test_downtime_before_a_restart_is_found_after_a_short_or_a_long_silence,
+    test_upgrading_a_0007_ledger_in_place_adds_the_index_and_keeps_every_row,
+)
+from tests.integration.test_postgres_ledger import postgres_server  # noqa: F401  (session fixture)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def ledger_url(request: pytest.FixtureRequest) -> str:
+    """A fresh PostgreSQL database per test."""
+    return str(request.getfixturevalue("postgres_server").create_database())
