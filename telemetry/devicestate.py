@@ -71,6 +71,8 @@ class CounterState:
     resets: int = 0
     wraps: int = 0
     bridged_s: float = 0.0  # stretches without reads that the counter's difference spans
+    # a counter without the driver's times: the read times between its changes (its update period)
+    period: PublicationPeriod = field(default_factory=lambda: PublicationPeriod(_INTERVALS_KEPT, 5))
     updates: deque[tuple[float, float, float]] = field(default_factory=lambda: deque(maxlen=_UPDATES_KEPT))
 
 
@@ -184,8 +186,9 @@ class DeviceState:
 
     def max_read_spacing_s(self, max_gap_s: float) -> float:
         """Longest stretch between reads that is not a gap: `max_gap_s`, or 2.5 publications of a
-        driver-timed device (a sampler may read it once per publication, not every tick)."""
-        median_s = self.power.period.median_s
+        driver-timed device, or 2.5 observed updates of an untimed counter (a sampler may read it
+        once per publication or update, not every tick)."""
+        median_s = self.power.period.median_s or self.counter.period.period_s  # 5 updates seen
         return max_gap_s if median_s is None else max(max_gap_s, _GAP_PUBLICATIONS * median_s)
 
     def cv(self) -> float:
