@@ -37,16 +37,12 @@ from wattlog.errors import ConfigError, DeviceLost, NotSupported, SensorError, S
 from wattlog.records import Kind, Source
 from wattlog.telemetry.sensors.base import COUNTER_STOPPED
 from wattlog.telemetry.sensors.nvml_fields import (
-    ENERGY_COUNTER,
-    ENERGY_FIELD,
     FI_DEV_POWER_INSTANT,
     FI_DEV_TOTAL_ENERGY_CONSUMPTION,
     FIELDS_UNREADABLE,
     MIG_NOTE,
     NO_DRIVER,
     PACE_MARGIN_S,
-    POWER_AVERAGE,
-    POWER_INSTANT,
     PROFILES,
     STAMP_MAX_AGE_S,
     STAMP_MAX_AHEAD_S,
@@ -182,14 +178,7 @@ class NvmlSensor:
                 continue
             state = self._probe(handle)
             self._state[uuid] = state
-            notes = [
-                POWER_INSTANT if state.instant_field else POWER_AVERAGE,
-                (ENERGY_COUNTER + (ENERGY_FIELD if state.energy_field else ""))
-                if state.has_counter
-                else "no energy counter",
-                *([MIG_NOTE.format(n=len(migs))] if migs is not None else []),
-                *([state.fallback_note] if state.fallback_note else []),
-            ]
+            notes = [*state.notes(), *([MIG_NOTE.format(n=len(migs))] if migs is not None else [])]
             source = Source.COUNTER if state.has_counter else Source.SAMPLED
             profile = load_table(PROFILES).for_board(name)
             if simulated:

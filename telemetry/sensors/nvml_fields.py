@@ -112,6 +112,15 @@ class GpuState:
         default_factory=lambda: PublicationPeriod(_INTERVALS_KEPT, _INTERVALS_NEEDED)
     )
 
+    def notes(self) -> list[str]:
+        """What this GPU is read with, in words: power, energy, and why the fields are not used, if so."""
+        energy = ENERGY_COUNTER + (ENERGY_FIELD if self.energy_field else "")
+        return [
+            POWER_INSTANT if self.instant_field else POWER_AVERAGE,
+            energy if self.has_counter else "no energy counter",
+            *([self.fallback_note] if self.fallback_note else []),
+        ]
+
     def paced_by_counter(self, energy_mj: float, t_s: float) -> float | None:
         """When to read again a counter without the driver's times: one update period after it changed.
 
