@@ -172,7 +172,7 @@ def _irregular(seconds: float, model: Callable[[int], SensorModel]) -> list[Case
     out = []
     for j, (name, trace) in enumerate(traces):
         for i in (j % 2, 2 + j % 2):  # model(0|1): a true-power counter; model(2|3): observed windows
-            out.append(Case(f"{name}", trace, model(i), ordinary=True, irregular=True))
+            out.append(Case(name, trace, model(i), irregular=True))
     return out
 
 
@@ -349,9 +349,9 @@ def _targets(results: list[Result]) -> None:
         held_irregular = sum(r.low_j <= r.true_j <= r.high_j for r in irregular)
         widest_true = max(true_counter, key=_half)
         print(
-            f"  irregular loads: band contains the truth on {held_irregular}/{len(irregular)}; with a "
-            f"true-power counter, half-width worst {_half(widest_true):.1%} ({widest_true.case.name}; "
-            "target <= 9 %)"
+            f"  irregular loads: band contains the truth on {held_irregular}/{len(irregular)}, locks flagged "
+            f"{sum(r.lock for r in irregular)} (target 0); with a true-power counter, half-width worst "
+            f"{_half(widest_true):.1%} ({widest_true.case.name}; target <= 9 %)"
         )
     print(
         f"  locks flagged: {sum(r.lock for r in locks)}/{len(locks)} "
