@@ -209,6 +209,7 @@ def measure(case: Case, seconds: float) -> Result:
             avg_15s_j += avg_w * min(SLOW_S, seconds - t)  # held until the next read (or stop)
         last_avg_w = avg_w
     end_s = n * PERIOD_S
+    integ.finish(end_s)  # as the agent's close: the stretch since the last update, from the latest power
     rows += integ.take_intervals()[0]  # the last flush, at stop
     revisions += integ.take_revisions()
     snap = integ.snapshot()[0]

@@ -95,6 +95,10 @@ class Steps:
             else:
                 d.counter.updates.clear()  # a reset or a wrap: no edge is resolved across it
         d.counter.last_counter_mj, d.counter.last_counter_t = energy_mj, counter_t
+        period_s, power_t = d.power.period.median_s, d.power.last_power_t
+        if period_s and power_t is not None:  # how far the counter's grid sits from the publications'
+            offset_s = (counter_t - power_t) % period_s
+            d.both.grid_offset_s = max(d.both.grid_offset_s or 0.0, min(offset_s, period_s - offset_s))
         if power_w is not None:
             d.counter.updates.append((counter_t, d.counter.counter_j, power_w))
 

@@ -66,10 +66,12 @@ class LockCheck:
     pub_n: int
     period_s: float | None
     seen: Repetition | None
+    spans: tuple[int, float, float] = (0, 0.0, float("inf"))  # DeviceState.span_evidence
 
     @classmethod
     def of(cls, d: DeviceState) -> LockCheck:
-        """The copy, taken while the caller holds the lock."""
+        """The copy, taken while the caller holds the lock (the span since the last one compared first)."""
+        d.compare_span(MIN_COMPARE_S)
         return cls(
             tuple(d.pubs.recent),
             d.compare(),
@@ -77,6 +79,7 @@ class LockCheck:
             d.pubs.pub_n,
             d.publication_period_s(),
             d.check.repetition,
+            d.span_evidence(MIN_COMPARE_S),
         )
 
     def analyse(self, band: BandModel, profile: SensorProfile) -> Finding:
@@ -114,6 +117,11 @@ class LockCheck:
             if rel is not None:
                 # a window locked at one phase shows the load's level there, not its period
                 found = found or PhaseLock(None, abs(rel), f"sampled {rel:+.0%} vs counter", abs(rel))
+        spans, rms, edge_rel = self.spans
+        # spans that part from the samples beyond what the grids' offset could cause: true power
+        disagrees = disagrees or (
+            spans * MIN_COMPARE_S >= _TRUST_COMPARE_S and rms > max(3 * edge_rel, band.counter_span_rel)
+        )
         return Finding(self.pub_n, compared[1] if compared else 0.0, repetition, found, disagrees)
 
 
