@@ -34,7 +34,7 @@ from wattlog.accounting.ledger.spool import Spool, default_folder
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.clock import Clock
 from wattlog.errors import LedgerError, WattlogError
-from wattlog.records import EnergyInterval, Gap
+from wattlog.records import BandRevision, EnergyInterval, Gap
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.sinks import IntervalSink, JsonlSink
@@ -120,6 +120,10 @@ class CountingSink:
     def write_windows(self, windows: Sequence[EnergyInterval]) -> None:
         """Store the windows closed since the last flush."""
         self.sink.write_windows(windows)
+
+    def write_revisions(self, revisions: Sequence[BandRevision]) -> None:
+        """Store band revisions of rows the ledger holds (without this the table's band would stay wide)."""
+        self.sink.write_revisions(revisions)
 
     def close(self) -> None:
         """Replay what is spooled (a last try) and release the spool."""

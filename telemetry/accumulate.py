@@ -43,6 +43,12 @@ class Steps:
         counter_t = t if reading.energy_t_s is None else reading.energy_t_s
         power_t = t if reading.power_t_s is None else reading.power_t_s
         new_counter = energy_mj is not None and d.info.has_counter and counter_t != d.counter.last_counter_t
+        if new_counter and reading.energy_t_s is None and d.counter.last_counter_t is not None:
+            # without the driver's times only a changed value is an update: every read kept as one
+            # would fill the updates that resolve window edges with copies (256 reads: 6.4 s)
+            new_counter = energy_mj != d.counter.last_counter_mj
+            if new_counter:
+                d.counter.period.add(counter_t - d.counter.last_counter_t)
         new_power = power_w is not None and power_t != d.power.last_power_t
         spaced = d.last_t is not None and t - d.last_t > d.max_read_spacing_s(self.max_gap_s)
         if spaced and d.uses_counter:
@@ -89,6 +95,10 @@ class Steps:
             else:
                 d.counter.updates.clear()  # a reset or a wrap: no edge is resolved across it
         d.counter.last_counter_mj, d.counter.last_counter_t = energy_mj, counter_t
+        period_s, power_t = d.power.period.median_s, d.power.last_power_t
+        if period_s and power_t is not None:  # how far the counter's grid sits from the publications'
+            offset_s = (counter_t - power_t) % period_s
+            d.both.grid_offset_s = max(d.both.grid_offset_s or 0.0, min(offset_s, period_s - offset_s))
         if power_w is not None:
             d.counter.updates.append((counter_t, d.counter.counter_j, power_w))
 
@@ -104,7 +114,7 @@ class Steps:
             dt = power_t - last_t
             if driver_timed:  # publications come every ~100 ms (the estimate: 1 s) whatever our period
                 d.power.period.add(dt)
-            max_gap_s = d.max_read_spacing_s(self.max_gap_s) if driver_timed else self.max_gap_s
+            max_gap_s = d.max_read_spacing_s(self.max_gap_s)  # paced reads: by publication or update
             if dt > max_gap_s:
                 if not d.uses_counter:  # a counter bridges the stretch; power alone does not
                     reason = d.health.failure_reason or f"no readings for {dt:.3f} s (> {max_gap_s:.3f} s)"

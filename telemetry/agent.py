@@ -33,7 +33,7 @@ from prometheus_client.registry import Collector
 
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import WattlogError
-from wattlog.records import EnergyInterval, Gap, Source
+from wattlog.records import BandRevision, EnergyInterval, Gap, Source
 from wattlog.telemetry.agent_config import LOCK_DIR_ENV, AgentConfig, default_lock_dir
 from wattlog.telemetry.devicelock import DeviceLocks
 from wattlog.telemetry.exporter import (
@@ -52,10 +52,12 @@ from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.sensors.discovery import DiscoveryConfig, discover
 from wattlog.telemetry.sinks import (
     IntervalSink,
+    RevisionSink,
     SinkCollector,
     SinkStats,
     WindowSink,
     bound_pending,
+    hand_over,
     write_or_reject,
 )
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo
@@ -97,6 +99,7 @@ class Agent:
         self._sinks = list(sinks)
         self._pending: list[tuple[list[EnergyInterval], list[Gap]]] = [([], []) for _ in self._sinks]
         self._pending_windows: list[list[EnergyInterval]] = [[] for _ in self._sinks]
+        self._pending_revisions: list[list[BandRevision]] = [[] for _ in self._sinks]
         self._clock = clock if clock is not None else SystemClock()
         self.registry = registry if registry is not None else CollectorRegistry()
         self._environ = environ
@@ -220,9 +223,12 @@ class Agent:
                 return
             intervals, gaps = self._integrator.take_intervals()
             windows = self._windows.take(final=not self._running) if self._windows is not None else []
+            revisions = self._integrator.take_revisions()  # earlier rows' band, after what was learned
             for i, sink in enumerate(self._sinks):
                 if windows and isinstance(sink, WindowSink):
                     self._pending_windows[i].extend(windows)
+                if revisions and isinstance(sink, RevisionSink):
+                    self._pending_revisions[i].extend(revisions)
                 pending_rows, pending_gaps = self._pending[i]
                 pending_rows.extend(intervals)
                 pending_gaps.extend(gaps)
@@ -238,7 +244,15 @@ class Agent:
                     self.sink_stats.dropped_rows += bound_pending(pending_rows) + bound_pending(pending_gaps)
                 else:
                     self._pending[i] = ([], [])
-                self._write_windows(i, sink)
+                window_writer = sink.write_windows if isinstance(sink, WindowSink) else None
+                self._pending_windows[i] = hand_over(self._pending_windows[i], window_writer, "window rows")
+                # a revision follows its rows: written once the sink holds every row it was handed
+                revise = (
+                    sink.write_revisions
+                    if isinstance(sink, RevisionSink) and not self._pending[i][0]
+                    else None
+                )
+                self._pending_revisions[i] = hand_over(self._pending_revisions[i], revise, "band revisions")
             if self.config.pushgateway_url is not None:
                 try:
                     push(
@@ -349,21 +363,6 @@ class Agent:
             else:
                 sensor.close()
         return measured
-
-    def _write_windows(self, i: int, sink: IntervalSink) -> None:
-        """Hand sink `i` its pending windows; kept for the next flush if it fails."""
-        pending = self._pending_windows[i]
-        if not pending or not isinstance(sink, WindowSink):
-            return
-        try:
-            sink.write_windows(pending)
-        except Exception:  # a broken sink must not stop measuring: retried next flush
-            logger.exception(
-                "sink %s failed on %d window rows; kept for the next flush", type(sink).__name__, len(pending)
-            )
-            bound_pending(pending)
-        else:
-            self._pending_windows[i] = []
 
     def _join_flush_thread(self) -> None:
         """Wait for the flush thread to stop; one still in a sink write after the timeout is named."""

@@ -71,6 +71,8 @@ class CounterState:
     resets: int = 0
     wraps: int = 0
     bridged_s: float = 0.0  # stretches without reads that the counter's difference spans
+    # a counter without the driver's times: the read times between its changes (its update period)
+    period: PublicationPeriod = field(default_factory=lambda: PublicationPeriod(_INTERVALS_KEPT, 5))
     updates: deque[tuple[float, float, float]] = field(default_factory=lambda: deque(maxlen=_UPDATES_KEPT))
 
 
@@ -95,6 +97,12 @@ class Agreement:
     both_trapezoid_j: float = 0.0
     both_counter_s: float = 0.0
     both_sampled_s: float = 0.0
+    # the widest offset seen between the counter's updates and the publications (driver times)
+    grid_offset_s: float | None = None  # None: not seen (no driver times): any offset is possible
+    # the sums above when the last span of at least MIN_SPAN_S was compared
+    mark: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+    spans: int = 0  # spans compared
+    spans_sq: float = 0.0  # sum of their squared relative disagreements
 
 
 @dataclass(slots=True)
@@ -184,8 +192,9 @@ class DeviceState:
 
     def max_read_spacing_s(self, max_gap_s: float) -> float:
         """Longest stretch between reads that is not a gap: `max_gap_s`, or 2.5 publications of a
-        driver-timed device (a sampler may read it once per publication, not every tick)."""
-        median_s = self.power.period.median_s
+        driver-timed device, or 2.5 observed updates of an untimed counter (a sampler may read it
+        once per publication or update, not every tick)."""
+        median_s = self.power.period.median_s or self.counter.period.period_s  # 5 updates seen
         return max_gap_s if median_s is None else max(max_gap_s, _GAP_PUBLICATIONS * median_s)
 
     def cv(self) -> float:
@@ -205,6 +214,38 @@ class DeviceState:
         counter_w = both.both_counter_j / both.both_counter_s
         sampled_w = both.both_trapezoid_j / both.both_sampled_s
         return sampled_w / counter_w - 1, min(both.both_counter_s, both.both_sampled_s)
+
+    def compare_span(self, min_span_s: float) -> None:
+        """Compare counter and samples over the span since the last mark, once it is `min_span_s` long.
+
+        An observed-window counter equals the samples over every span (to the edges, where the
+        two grids are offset); a true-power counter parts from them by the sampling error of
+        each span, so the spread of these disagreements is evidence of which it is.
+        """
+        b = self.both
+        c0, t0, cs0, ts0 = b.mark
+        dc, dt, dcs, dts = (
+            b.both_counter_j - c0,
+            b.both_trapezoid_j - t0,
+            b.both_counter_s - cs0,
+            b.both_sampled_s - ts0,
+        )
+        if min(dcs, dts) < min_span_s or dc <= 0 or not self.uses_counter:
+            return
+        b.mark = (b.both_counter_j, b.both_trapezoid_j, b.both_counter_s, b.both_sampled_s)
+        rel = (dt / dts) / (dc / dcs) - 1
+        b.spans += 1
+        b.spans_sq += rel * rel
+
+    def span_evidence(self, min_span_s: float) -> tuple[int, float, float]:
+        """(spans compared, RMS of their disagreements, what grid offsets alone could cause per span)."""
+        b = self.both
+        if not b.spans or b.both_counter_s <= 0 or b.both_counter_j <= 0 or b.grid_offset_s is None:
+            return 0, 0.0, math.inf
+        mean_w = b.both_counter_j / b.both_counter_s
+        # each edge of a span may misplace up to P_max x the offset between the two grids
+        edge_rel = 2 * self.power.p_max_seen_w * b.grid_offset_s / (mean_w * min_span_s)
+        return b.spans, math.sqrt(b.spans_sq / b.spans), edge_rel
 
     def both_s(self) -> float:
         """Seconds over which counter and samples have been compared."""

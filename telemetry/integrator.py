@@ -35,10 +35,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from wattlog.clock import Clock, SystemClock
-from wattlog.records import EnergyFigure, EnergyInterval, Gap
+from wattlog.records import BandRevision, EnergyFigure, EnergyInterval, Gap
 from wattlog.telemetry.accumulate import Steps
 from wattlog.telemetry.devicestate import DeviceState, EdgeMark, Failure, Totals
 from wattlog.telemetry.lockcheck import LockCheck, due, notes
+from wattlog.telemetry.revisions import Revisions, evidence_of
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, Reading, SensorProfile
 from wattlog.telemetry.uncertainty import BandInputs, BandModel
 
@@ -83,6 +84,7 @@ class Integrator:
         self._wall_offset_s = self._clock.wall() - self._clock.monotonic()
         self._last_take_s = self._clock.monotonic()
         self._steps = Steps(host, self._wall_offset_s, self._max_gap_s)
+        self._revisions = Revisions(host)
         # Readings and failures wait here and are integrated in order, in one batch, before any
         # figure is read (every public method drains first) or once _PENDING_MAX are held. The
         # sampler wakes ~10 times a second and every cache is cold after its sleep: integrating
@@ -169,6 +171,9 @@ class Integrator:
                 cur = self._totals(d, now)
                 prev, d.taken = d.taken, cur
                 delta = self._inputs(d, cur, prev)
+                evidence = evidence_of(delta)
+                whole = self._inputs(d, prev, Totals())  # the rows taken so far follow the evidence
+                self._revisions.revise(d.info.uuid, whole, self._band.band_parts(d.info, whole))
                 band = self._band.band_parts(d.info, delta)
                 figure = EnergyFigure(
                     d.info.kind, d.info.source, delta.energy_j,
@@ -176,12 +181,18 @@ class Integrator:
                 )  # fmt: skip
                 wall = (start + self._wall_offset_s, now + self._wall_offset_s)
                 intervals.append(EnergyInterval(self._host, d.info.uuid, *wall, figure))
+                self._revisions.written(intervals[-1], evidence)
                 if d.health.lost_at is not None and now > d.health.lost_at:
                     self._steps.closed.append(
                         self._steps.gap(d, max(d.health.lost_at, start), now, f"lost: {d.health.lost_reason}")
                     )
             gaps, self._steps.closed = self._steps.closed, []
             return intervals, gaps
+
+    def take_revisions(self) -> list[BandRevision]:
+        """The revisions of earlier rows' band that `take_intervals` recorded since the last call."""
+        with self._lock:
+            return self._revisions.take()
 
     def mark(self, t_s: float) -> dict[str, EdgeMark]:
         """Each live device's energy at `t_s` (monotonic), for a window edge.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wattlog.records import Source
 from wattlog.telemetry.devicestate import DeviceState
 from wattlog.telemetry.types import SensorProfile
 from wattlog.telemetry.uncertainty import (
@@ -65,10 +66,12 @@ class LockCheck:
     pub_n: int
     period_s: float | None
     seen: Repetition | None
+    spans: tuple[int, float, float] = (0, 0.0, float("inf"))  # DeviceState.span_evidence
 
     @classmethod
     def of(cls, d: DeviceState) -> LockCheck:
-        """The copy, taken while the caller holds the lock."""
+        """The copy, taken while the caller holds the lock (the span since the last one compared first)."""
+        d.compare_span(MIN_COMPARE_S)
         return cls(
             tuple(d.pubs.recent),
             d.compare(),
@@ -76,6 +79,7 @@ class LockCheck:
             d.pubs.pub_n,
             d.publication_period_s(),
             d.check.repetition,
+            d.span_evidence(MIN_COMPARE_S),
         )
 
     def analyse(self, band: BandModel, profile: SensorProfile) -> Finding:
@@ -97,8 +101,8 @@ class LockCheck:
             found = PhaseLock(
                 repetition.load_period_s,
                 repetition.score,
-                f"published power repeats at {repetition.phases} phases of the load, "
-                f"readings may be off by up to {repetition.alias_rel:.0%}",
+                f"published power repeats at {repetition.phases} phases of the load",
+                repetition.alias_rel,
             )
         disagrees = False
         compared = self.compared
@@ -111,9 +115,27 @@ class LockCheck:
             disagrees = compared[1] >= _TRUST_COMPARE_S and abs(compared[0]) > band.counter_evidence_rel
             rel = counter_disagreement(1.0, 1.0 + compared[0], expected)
             if rel is not None:
-                # a locked window sees one phase: the load's period is then the publication period
-                found = found or PhaseLock(period_s, abs(rel), f"sampled {rel:+.0%} vs counter")
+                # a window locked at one phase shows the load's level there, not its period
+                found = found or PhaseLock(None, abs(rel), f"sampled {rel:+.0%} vs counter", abs(rel))
+        spans, rms, edge_rel = self.spans
+        # spans that part from the samples beyond what the grids' offset could cause: true power
+        disagrees = disagrees or (
+            spans * MIN_COMPARE_S >= _TRUST_COMPARE_S and rms > max(3 * edge_rel, band.counter_span_rel)
+        )
         return Finding(self.pub_n, compared[1] if compared else 0.0, repetition, found, disagrees)
+
+
+def _period_note(d: DeviceState, period_s: float) -> str:
+    """How often the device's power changes, on whose times: the driver's, or the estimate's own."""
+    if d.info.source is Source.ESTIMATED:  # no sensor, no driver: the estimate is remade on its own times
+        return (
+            f"estimate remade every {period_s * 1e3:.0f} ms (the estimate's own times); "
+            f"{d.power.repeats} of {d.samples} reads repeated an estimate"
+        )
+    return (
+        f"power published every {period_s * 1e3:.0f} ms (the driver's timestamps); "
+        f"{d.power.repeats} of {d.samples} reads repeated a publication"
+    )
 
 
 def notes(d: DeviceState, profile: SensorProfile) -> tuple[str, ...]:
@@ -130,10 +152,7 @@ def notes(d: DeviceState, profile: SensorProfile) -> tuple[str, ...]:
         out.append(f"counter vs sampled power over {span_s:.0f} s: sampled {rel:+.2%}")
     period_s = d.publication_period_s()
     if period_s is not None:
-        out.append(
-            f"power published every {period_s * 1e3:.0f} ms (the driver's timestamps); "
-            f"{d.power.repeats} of {d.samples} reads repeated a publication"
-        )
+        out.append(_period_note(d, period_s))
     counter = d.counter
     if counter.resets:
         out.append(f"counter went backwards {counter.resets}x (reset): counted from the new value, never < 0")

@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Protocol, runtime_checkable
+from typing import IO, Protocol, TypeVar, runtime_checkable
 
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
 from wattlog.metric_names import MetricName
-from wattlog.records import EnergyInterval, Gap
+from wattlog.records import BandRevision, EnergyInterval, Gap
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +46,15 @@ class WindowSink(Protocol):
 
     def write_windows(self, windows: Sequence[EnergyInterval]) -> None:
         """Store the rows of the windows closed since the last flush (one per window and device)."""
+        ...
+
+
+@runtime_checkable
+class RevisionSink(Protocol):
+    """A sink that also stores revisions of the band of rows it holds (wattlog.records.BandRevision)."""
+
+    def write_revisions(self, revisions: Sequence[BandRevision]) -> None:
+        """Store the revisions the agent recorded since the last flush (after their rows)."""
         ...
 
 
@@ -102,6 +111,27 @@ def bound_pending(rows: list) -> int:  # type: ignore[type-arg]
     del rows[:dropped]
     logger.error("a sink kept failing: dropped its %d oldest rows", dropped)
     return dropped
+
+
+_Kept = TypeVar("_Kept")
+
+
+def hand_over(
+    pending: list[_Kept], write: Callable[[Sequence[_Kept]], None] | None, what: str
+) -> list[_Kept]:
+    """Hand a sink's kept `pending` items to `write` (None: not now); what is still kept afterwards.
+
+    A write that raises keeps them all for the next flush: a broken sink must not stop measuring.
+    """
+    if not pending or write is None:
+        return pending
+    try:
+        write(pending)
+    except Exception:  # retried next flush
+        logger.exception("sink failed on %d %s; kept for the next flush", len(pending), what)
+        bound_pending(pending)
+        return pending
+    return []
 
 
 @dataclass

@@ -225,13 +225,42 @@ def band_terms(row: EnergyInterval) -> tuple[float, float, float, float, float, 
     )
 
 
-def band_of_sum(rows: Iterable[EnergyInterval]) -> tuple[float, float]:
-    """The band (low_j, high_j) of the sum of `rows`' energy, as the ledger gives it (`summed_band`)."""
+def band_of_sum(
+    rows: Iterable[EnergyInterval], revisions: Iterable[BandRevision] = ()
+) -> tuple[float, float]:
+    """The band (low_j, high_j) of the sum of `rows`' energy, as the ledger gives it (`summed_band`),
+    with the `revisions` of their band added."""
     sums = [0.0] * len(BAND_TERMS)
-    for row in rows:
-        for i, term in enumerate(band_terms(row)):
+    for terms in [*(band_terms(row) for row in rows), *(r.terms for r in revisions)]:
+        for i, term in enumerate(terms):
             sums[i] += term
     return summed_band(*sums)
+
+
+@dataclass(frozen=True, slots=True)
+class BandRevision:
+    """A change to the band of rows already written, from evidence the agent learned since.
+
+    The rows stay as they were stored; the revision is recorded beside them, with its
+    reason, and sums of the rows add it (`band_of_sum`, the ledger's totals). Its terms
+    are what it adds to each of BAND_TERMS, for the device's rows in [start_s, end_s]:
+    after it, those rows sum to the band the agent now gives that span.
+
+    Attributes:
+        host: The host of the revised rows.
+        device: Their device.
+        start_s: Start of the revised span (Unix seconds): the device's first row.
+        end_s: Its end: the end of the last row written before the evidence came.
+        reason: What was learned, in words, with the numbers behind it.
+        terms: What it adds to each of BAND_TERMS, joules (squares: joules squared).
+    """
+
+    host: str
+    device: str
+    start_s: float
+    end_s: float
+    reason: str
+    terms: tuple[float, float, float, float, float, float]
 
 
 @dataclass(frozen=True, slots=True)

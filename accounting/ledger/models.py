@@ -179,6 +179,32 @@ class EnergyRollup(SQLModel, table=True):
     random_high_sq: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
 
 
+class BandRevisionRecord(SQLModel, table=True):
+    """A revision of the band of a device's rows in [start_s, end_s], from evidence learned after them.
+
+    The rows are never rewritten: the revision is stored beside them with its reason, and
+    added to the device's rollup (so totals give the band the agent gave). Its columns are
+    what it adds to each of wattlog.records.BAND_TERMS.
+    """
+
+    __tablename__ = "band_revision"
+    __table_args__ = (Index("ix_band_revision_run", "run_id", "host", "device"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="run.id")
+    host: str = Field(max_length=200)
+    device: str = Field(max_length=200)
+    start_s: float
+    end_s: float
+    reason: str = Field(default="", max_length=500)
+    low_j: float
+    high_j: float
+    random_low_j: float
+    random_high_j: float
+    random_low_sq: float
+    random_high_sq: float
+
+
 class GapRecord(SQLModel, table=True):
     """A stretch in which a device was not measured; never filled in."""
 

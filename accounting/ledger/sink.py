@@ -11,7 +11,7 @@ from wattlog.accounting.ledger.spool import Spool, replay_folder
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.windows import record_windows
 from wattlog.errors import ConfigError, LedgerError
-from wattlog.records import EnergyInterval, Gap
+from wattlog.records import BandRevision, EnergyInterval, Gap
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +85,12 @@ class LedgerSink:
             f"{self.rows_written} rows in {len(times)} flushes, "
             f"latency p50 {ms(0.5)} ms p99 {ms(0.99)} ms max {times[-1] * 1000:.1f} ms"
         )
+
+    def write_revisions(self, revisions: Sequence[BandRevision]) -> None:
+        """Store revisions of the band of rows already written (a telemetry.sinks.RevisionSink)."""
+        if self._closed:
+            raise LedgerError("LedgerSink is closed: open a new one to keep writing")
+        self.ledger.record_revisions(self.run, revisions)
 
     def write_windows(self, windows: Sequence[EnergyInterval]) -> None:
         """Store the windows closed since the last flush (a :class:`wattlog.telemetry.sinks.WindowSink`)."""

@@ -29,6 +29,7 @@ from sqlmodel import col
 from wattlog.accounting.ledger.compaction import Compaction, fold_hours
 from wattlog.accounting.ledger.models import Event, Project, Role, Run, Status, hour_of
 from wattlog.accounting.ledger.reader import RunReader, find_run
+from wattlog.accounting.ledger.revisions import revisions_of, store_revisions
 from wattlog.accounting.ledger.runs import RunSpec, member, project_row, resume_run, run_labels
 from wattlog.accounting.ledger.views import EnergyTotal, EventInfo, GapInfo, RunInfo
 from wattlog.accounting.ledger.writes import (
@@ -40,7 +41,7 @@ from wattlog.accounting.ledger.writes import (
 )
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, LedgerError, LedgerUnavailable, RunNotFound
-from wattlog.records import EnergyInterval, Gap
+from wattlog.records import BandRevision, EnergyInterval, Gap
 
 __all__ = ["Compaction", "EnergyTotal", "Ledger", "upsert_into"]
 
@@ -267,6 +268,22 @@ class Ledger:
         check_flush(intervals, gaps)
         with self.transaction(f"record {len(intervals)} energy rows") as session:
             return store_flush(session, _id_of(find_run(session, run)), intervals, gaps)
+
+    def record_revisions(self, run: int | str, revisions: Sequence[BandRevision]) -> int:
+        """Store revisions of the band of rows already written (each once), and add them to the totals.
+
+        The rows stay as stored; totals then give the band the agent gave (ledger.revisions).
+
+        Raises:
+            LedgerError: The run does not exist or the database fails (nothing written).
+        """
+        with self.transaction(f"record {len(revisions)} band revisions") as session:
+            return store_revisions(session, _id_of(find_run(session, run)), revisions)
+
+    def band_revisions(self, run: int | str) -> list[BandRevision]:
+        """A run's band revisions, with their reasons, in the order they were stored."""
+        with self.transaction("read band revisions") as session:
+            return revisions_of(session, _id_of(find_run(session, run)))
 
     def record_event(
         self,

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from wattlog.accounting.ledger.models import Event, GapRecord, Resolution, hour_of
 from wattlog.accounting.ledger.reader import ENERGY, ROLLUP
+from wattlog.accounting.ledger.revisions import add_revisions_to_rollup
 from wattlog.errors import ConfigError, LedgerError
 from wattlog.records import BAND_TERMS, EnergyInterval, Gap, band_terms
 
@@ -81,6 +82,7 @@ def rebuild_rollup(session: Session, run_id: int | None) -> int:
     rows = [dict(zip(columns, row, strict=True)) for row in session.execute(query)]
     if rows:
         session.execute(insert(ROLLUP), rows)
+    add_revisions_to_rollup(session, run_id)  # the band revisions stored beside the rows
     return len(rows)
 
 

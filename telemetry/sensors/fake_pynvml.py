@@ -63,6 +63,8 @@ class FakeNvml(ModuleType):
             without the NVIDIA driver.
         unsupported: Names of functions that raise NOT_SUPPORTED on every device
             (e.g. {"nvmlDeviceGetTemperature"}).
+        field_timestamps: False stamps every field value 0, as drivers and bindings without
+            field timestamps do (wattlog then reads on its own read times).
 
     Attributes:
         init_calls: How many times nvmlInit/nvmlInitWithFlags succeeded.
@@ -81,6 +83,7 @@ class FakeNvml(ModuleType):
         supports_energy: bool = True,
         driver_loaded: bool = True,
         unsupported: Collection[str] = (),
+        field_timestamps: bool = True,
     ) -> None:
         super().__init__("pynvml", "pynvml-compatible fake over wattlog's simulated GPUs")
         self._gpus = list(gpus)
@@ -89,6 +92,7 @@ class FakeNvml(ModuleType):
         self._supports_energy = supports_energy
         self._driver_loaded = driver_loaded
         self._unsupported = frozenset(unsupported)
+        self._field_timestamps = field_timestamps
         self._refcount = 0
         self.init_calls = 0
         self.shutdown_calls = 0
@@ -260,7 +264,7 @@ class FakeNvml(ModuleType):
                 value.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
                 continue
             value.nvmlReturn = pynvml.NVML_SUCCESS
-            value.timestamp = round((wall_offset_s + published_s) * 1e6)
+            value.timestamp = round((wall_offset_s + published_s) * 1e6) if self._field_timestamps else 0
         return values
 
     def nvmlDeviceGetEnforcedPowerLimit(self, handle: _Handle) -> int:

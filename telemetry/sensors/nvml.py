@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -38,15 +37,12 @@ from wattlog.errors import ConfigError, DeviceLost, NotSupported, SensorError, S
 from wattlog.records import Kind, Source
 from wattlog.telemetry.sensors.base import COUNTER_STOPPED
 from wattlog.telemetry.sensors.nvml_fields import (
-    ENERGY_COUNTER,
-    ENERGY_FIELD,
     FI_DEV_POWER_INSTANT,
     FI_DEV_TOTAL_ENERGY_CONSUMPTION,
+    FIELDS_UNREADABLE,
     MIG_NOTE,
     NO_DRIVER,
     PACE_MARGIN_S,
-    POWER_AVERAGE,
-    POWER_INSTANT,
     PROFILES,
     STAMP_MAX_AGE_S,
     STAMP_MAX_AHEAD_S,
@@ -182,13 +178,7 @@ class NvmlSensor:
                 continue
             state = self._probe(handle)
             self._state[uuid] = state
-            notes = [
-                POWER_INSTANT if state.instant_field else POWER_AVERAGE,
-                (ENERGY_COUNTER + (ENERGY_FIELD if state.energy_field else ""))
-                if state.has_counter
-                else "no energy counter",
-                *([MIG_NOTE.format(n=len(migs))] if migs is not None else []),
-            ]
+            notes = [*state.notes(), *([MIG_NOTE.format(n=len(migs))] if migs is not None else [])]
             source = Source.COUNTER if state.has_counter else Source.SAMPLED
             profile = load_table(PROFILES).for_board(name)
             if simulated:
@@ -214,11 +204,15 @@ class NvmlSensor:
     def _probe(self, handle: Any) -> GpuState:
         """Which of the two fields answer, and whether a counter exists by either road."""
         wanted = [FI_DEV_POWER_INSTANT, FI_DEV_TOTAL_ENERGY_CONSUMPTION]
+        unreadable = ""
         try:
             values = self._nvml.nvmlDeviceGetFieldValues(handle, wanted)
             answered = [field_id for field_id, code, _, _ in unpack(values) if code == SUCCESS]
-        except (self._nvml.NVMLError, AttributeError, struct.error):  # old bindings lack the function
-            answered = []  # (or lay the array out otherwise than nvml.h): the plain calls then
+        except self._nvml.NVMLError:
+            answered = []  # the driver refuses the fields: the plain calls then
+        except Exception as e:  # noqa: BLE001 - any binding quirk (an old one lacking the function, an
+            # array laid out otherwise than nvml.h, a Python sequence) must fall back, never stop the agent
+            answered, unreadable = [], FIELDS_UNREADABLE.format(error=type(e).__name__)
         fields = [f for f in wanted if f in answered]
         energy_field = FI_DEV_TOTAL_ENERGY_CONSUMPTION in fields
         return GpuState(
@@ -227,6 +221,7 @@ class NvmlSensor:
             instant_field=FI_DEV_POWER_INSTANT in fields,
             energy_field=energy_field,
             fields=fields,
+            fallback_note=unreadable,
         )
 
     def _probe_counter(self, handle: Any) -> bool:
@@ -276,6 +271,8 @@ class NvmlSensor:
         # either field, so the sampler may wait until then (slow metrics come with the read after due).
         field_timed = state.instant_field and (state.energy_field or not state.has_counter)
         next_read_s = state.next_read_s if field_timed else None
+        if self._paced and energy_mj is not None and (energy_t is None or not field_timed):
+            next_read_s = state.paced_by_counter(energy_mj, t_s)  # no driver times: the counter paces
         if t_s < state.slow_due_s:
             return Reading(
                 uuid, t_s, energy_mj, power_w, energy_t_s=energy_t, power_t_s=power_t, next_read_s=next_read_s

@@ -64,6 +64,10 @@ POWER_INSTANT = "power: NVML_FI_DEV_POWER_INSTANT"
 POWER_AVERAGE = "power: nvmlDeviceGetPowerUsage (1 s average on Ampere+)"
 ENERGY_COUNTER = "energy: nvmlDeviceGetTotalEnergyConsumption"
 ENERGY_FIELD = " (field 83, read with power in one call)"
+FIELDS_UNREADABLE = (
+    "nvmlDeviceGetFieldValues unreadable in this binding ({error}): plain calls, paced by the counter's "
+    "observed updates"
+)
 
 
 def translate(e: Exception, device: str, metric: str) -> SensorError:
@@ -101,6 +105,37 @@ class GpuState:
     next_read_s: float | None = None  # no new publication before then (None: read every tick)
     unsupported: set[str] = field(default_factory=set)
     lost: str = ""  # the reason, once lost
+    fallback_note: str = ""  # why the fields are not used, when the probe could not read them
+    # a counter read without the driver's times: its last changed value, when seen, its update period
+    change: tuple[float, float] | None = None
+    updates: PublicationPeriod = field(
+        default_factory=lambda: PublicationPeriod(_INTERVALS_KEPT, _INTERVALS_NEEDED)
+    )
+
+    def notes(self) -> list[str]:
+        """What this GPU is read with, in words: power, energy, and why the fields are not used, if so."""
+        energy = ENERGY_COUNTER + (ENERGY_FIELD if self.energy_field else "")
+        return [
+            POWER_INSTANT if self.instant_field else POWER_AVERAGE,
+            energy if self.has_counter else "no energy counter",
+            *([self.fallback_note] if self.fallback_note else []),
+        ]
+
+    def paced_by_counter(self, energy_mj: float, t_s: float) -> float | None:
+        """When to read again a counter without the driver's times: one update period after it changed.
+
+        A read that finds the value changed saw the update since the previous read, so the
+        next one is due a period later (a hair before: the tick at the period reads it);
+        one that finds it unchanged is read again on the next tick (None), so a late
+        update is never skipped and the pace follows the counter, whatever the tick.
+        """
+        if self.change is not None and energy_mj == self.change[0]:
+            return None
+        if self.change is not None:
+            self.updates.add(t_s - self.change[1])
+        self.change = (energy_mj, t_s)
+        period_s = self.updates.period_s
+        return None if period_s is None else t_s + period_s - PACE_MARGIN_S
 
 
 def unpack(values: Any) -> Iterator[tuple[int, int, int, float]]:

@@ -16,7 +16,7 @@ from pytest_httpserver import HTTPServer
 
 from tests.telemetry.fakes import ConstantSensor
 from wattlog.errors import ConfigError, SensorUnavailable, WattlogError
-from wattlog.records import EnergyInterval, Gap, Source
+from wattlog.records import BandRevision, EnergyInterval, Gap, Source
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 from wattlog.telemetry.sensors.traces import ConstantTrace
@@ -276,3 +276,33 @@ def test_the_agent_lets_each_vendor_backend_read_its_own_visibility(
     monkeypatch.setattr(discovery, "GPU_BACKENDS", (lambda: AmdBackend(smi, check_s=0),))
     with Agent(config(tmp_path, port=None), environ={"HIP_VISIBLE_DEVICES": "1"}) as agent:
         assert [d.uuid for d in agent.devices if d.vendor is Vendor.AMD] == ["GPU-amd-1"]
+
+
+class RevisionListSink(ListSink):
+    def __init__(self, failures: int = 0) -> None:
+        super().__init__(failures)
+        self.order: list[str] = []
+        self.revisions: list[BandRevision] = []
+
+    def write(self, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
+        super().write(intervals, gaps)
+        self.order.append("rows")
+
+    def write_revisions(self, revisions: Sequence[BandRevision]) -> None:
+        self.order.append("revisions")
+        self.revisions += revisions
+
+
+def test_band_revisions_reach_a_sink_that_stores_them_after_their_rows(tmp_path: Path) -> None:
+    sink = RevisionListSink(failures=1)
+    revision = BandRevision(
+        "node1", "gpu", 0.0, 10.0, "band revised: phase lock ruled out", (1, 0, 0, 0, 0, 0)
+    )
+    with Agent(config(tmp_path), sensors=[simulated(1)], sinks=[sink]) as agent:
+        wait_for_samples(agent)
+        taken = iter([[revision]])
+        agent._integrator.take_revisions = lambda: next(taken, [])  # type: ignore[union-attr, method-assign]
+        agent.flush()  # the rows fail: the revision waits for them
+        assert sink.order == []
+        agent.flush()
+        assert sink.order == ["rows", "revisions"] and sink.revisions == [revision]

@@ -302,3 +302,37 @@ def test_a_counter_that_stops_answering_mid_run_marks_the_gpu_lost_not_a_silent_
     fake_clock.advance(0.5)
     with pytest.raises(DeviceLost, match="counter stopped answering"):
         s.read(a, 1.0)
+
+
+@pytest.mark.parametrize("shape", ["sequence", "short"])
+def test_a_binding_whose_field_array_has_another_shape_falls_back_to_plain_calls_and_says_so(
+    fake_clock: FakeClock, shape: str
+) -> None:
+    class OtherShape(FakeNvml):
+        def nvmlDeviceGetFieldValues(self, handle, fieldIds):  # type: ignore[no-untyped-def]  # noqa: N802, N803
+            values = super().nvmlDeviceGetFieldValues(handle, fieldIds)
+            # a Python list made unpack raise TypeError inside discovery, which stopped the agent
+            return list(values) if shape == "sequence" else bytes(values)[:-3]
+
+    s = NvmlSensor(OtherShape(gpus(), fake_clock))
+    a = s.devices()[0]
+    assert a.note.count("nvmlDeviceGetFieldValues unreadable") == 1
+    assert "nvmlDeviceGetPowerUsage" in a.note
+    fake_clock.advance(0.025)
+    reading = s.read(a, fake_clock.monotonic())
+    assert reading.power_w is not None and reading.energy_mj is not None
+
+
+def test_without_field_timestamps_reads_are_paced_by_the_counters_observed_updates(
+    fake_clock: FakeClock,
+) -> None:
+    fake = FakeNvml(gpus(), fake_clock, field_timestamps=False)
+    s = NvmlSensor(fake)
+    a = s.devices()[0]
+    due = []
+    for _ in range(80):  # 2 s at 25 ms: the counter updates every 100 ms
+        fake_clock.advance(0.025)
+        due.append(s.read(a, fake_clock.monotonic()).next_read_s)
+    assert due[:3] == [None, None, None]  # before the update period is learned: every tick
+    paced = [d for d in due[40:] if d is not None]
+    assert paced and all(d > fake_clock.monotonic() - 1.0 for d in paced)
