@@ -21,6 +21,7 @@ from wattlog.accounting.it_energy import Energy, energy_label
 from wattlog.accounting.ledger.models import Role, Status
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import EnergyTotal, JobNodes, RunInfo
+from wattlog.accounting.node_boundary import node_boundary
 from wattlog.accounting.prometheus_energy import energy_from_prometheus
 from wattlog.accounting.ranges import Quantity, Range
 from wattlog.accounting.render import TableRow
@@ -205,6 +206,8 @@ def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
         notes = (*notes, options.overhead.label)
     elif options.overhead is not None:
         notes = (*notes, "overhead multiplier not applied: CPU/DRAM (or node) energy was measured")
+    if (boundary := node_boundary(read.totals)) is not None:  # the meter counts; its parts beside it
+        notes = (*notes, boundary.note())
     if isinstance(found, Footprint):
         row = TableRow.from_footprint(label, found, notes=notes)
     else:
