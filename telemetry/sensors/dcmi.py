@@ -102,7 +102,9 @@ class DcmiNodeSensor:
             raise SensorError(f"{device.uuid} is not this DCMI sensor's node")
         power_w, period_s = self._reading()
         next_s = t_s + period_s if period_s else None
-        return Reading(device.uuid, t_s, power_w=power_w, next_read_s=next_s)
+        # each answer is the BMC's latest publication, stamped when read: the integrator then holds it
+        # over the stretch before (an average of that period) and spaces gaps by the BMC's own period
+        return Reading(device.uuid, t_s, power_w=power_w, power_t_s=t_s, next_read_s=next_s)
 
     def close(self) -> None:
         """Nothing to release (each reading is one ipmitool run)."""

@@ -172,6 +172,7 @@ class RedfishNodeSensor:
             t_s,
             energy_mj=None if energy is None else energy * _KWH_MJ,
             power_w=power_w,
+            power_t_s=t_s,  # a publication stamped when read: gaps are spaced by the BMC's own interval
             next_read_s=None if meter.interval_s is None else t_s + meter.interval_s,
         )
 

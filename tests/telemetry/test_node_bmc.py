@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from wattlog.clock import FakeClock
 from wattlog.errors import ConfigError, SensorError, SensorUnavailable
 from wattlog.records import Kind, Source
+from wattlog.telemetry.integrator import Integrator
 from wattlog.telemetry.sensors.bmc import BmcConfig, check_config, iso_duration_s, node_profile
 from wattlog.telemetry.sensors.dcmi import DcmiNodeSensor
 from wattlog.telemetry.sensors.discovery import DiscoveryConfig, discover
@@ -141,3 +143,17 @@ def _host_only(tmp_path: Path, environ: dict[str, str]) -> DiscoveryConfig:
         hwmon_root=tmp_path / "none",
         estimate=EstimateConfig(enabled=False),
     )
+
+
+def test_the_node_power_integrates_with_its_own_band(ipmitool: Path, fake_clock: FakeClock) -> None:
+    sensor = DcmiNodeSensor(BmcConfig(dcmi="local", ipmitool=str(ipmitool)))
+    [node] = sensor.devices()
+    integrator = Integrator([node], host="h", clock=fake_clock)
+    for t_s in (0.0, 5.0, 10.0, 15.0):  # at the BMC's own 5 s period
+        integrator.add(sensor.read(node, t_s))
+    [energy] = integrator.snapshot()
+    assert energy.energy_j == pytest.approx(1390.0 * 15)
+    # node.toml's +-10 % gain (a reading 10 % high: truth is reading / 1.1), no sampling error (averaged)
+    assert energy.low_j == pytest.approx(1390.0 * 15 / 1.1)
+    assert energy.high_j == pytest.approx(1390.0 * 15 / 0.9)
+    assert energy.gap_count == 0  # reads 5 s apart, at the BMC's period, are no gaps
