@@ -27,6 +27,7 @@ from wattlog.accounting.ranges import Quantity, Range
 from wattlog.accounting.render import TableRow
 from wattlog.accounting.run_energy import read_energy
 from wattlog.accounting.sites import Site, get_site
+from wattlog.accounting.validity import ValidityLimits, run_validity
 from wattlog.errors import ConfigError
 from wattlog.records import EnergyFigure, Kind, Source
 
@@ -44,6 +45,9 @@ class TableOptions:
         now_s: Wall clock, for the end of runs still running (Prometheus only).
         overhead: Multiply GPU energy by this for the rest of the server, on runs that measured
             only GPUs (measured CPU/DRAM energy is preferred where it exists).
+        validity: Gate each run with these limits and mark an invalid one "NOT VALID: ..." in its
+            notes (None: no gate, unless `strict`).
+        strict: Refuse a run the gate finds invalid (ConfigError naming its reasons).
     """
 
     catalog: Mapping[str, Site]
@@ -53,6 +57,8 @@ class TableOptions:
     prometheus_url: str | None = None
     now_s: Callable[[], float] = field(default=time.time)
     overhead: Overhead | None = None
+    validity: ValidityLimits | None = None
+    strict: bool = False
 
 
 SITELESS_NOTE = (
@@ -193,6 +199,7 @@ def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
     else:  # energy never depends on a site: the row shows it, CO2 and water say what to pass
         read = read_run(ledger, run, options, hourly=False)
         found = energy_of(read, run, options)
+    gate = _gate(run, read, options)
     if found is None:
         empty = ("no energy recorded",) if has_site(run, options) else (SITELESS_NOTE,)
         return TableRow(label, None, None, None, None, None, None, "none", notes=empty)
@@ -208,6 +215,7 @@ def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
         notes = (*notes, "overhead multiplier not applied: CPU/DRAM (or node) energy was measured")
     if (boundary := node_boundary(read.totals)) is not None:  # the meter counts; its parts beside it
         notes = (*notes, boundary.note())
+    notes = (*notes, *gate)
     if isinstance(found, Footprint):
         row = TableRow.from_footprint(label, found, notes=notes)
     else:
@@ -291,6 +299,21 @@ def _prometheus_rows(run: RunInfo, options: TableOptions, nodes: JobNodes) -> li
     else:
         matchers = {"host": run.host} if run.host else None
     return energy_from_prometheus(options.prometheus_url, run.start_s, end_s, matchers=matchers)
+
+
+def _gate(run: RunInfo, read: RunRead, options: TableOptions) -> tuple[str, ...]:
+    """The validity gate's note for the row (none when the gate is off).
+
+    Raises:
+        ConfigError: `strict` and the run is not valid.
+    """
+    if options.validity is None and not options.strict:
+        return ()
+    assert read.gaps is not None  # read_run reads them unless told not to
+    verdict = run_validity(run, read.totals, read.gaps, options.validity)
+    if options.strict and not verdict.valid:
+        raise ConfigError(f"run {run.name!r} refused (strict): {verdict.note()}")
+    return (verdict.note(),)
 
 
 def _run_notes(run: RunInfo, options: TableOptions) -> tuple[str, ...]:
