@@ -108,6 +108,15 @@ _OverheadSourceOption = Annotated[
 _PowerOption = Annotated[
     bool, typer.Option("--power", help="Also show power fluctuation: % of limit, dips, swing, ramp.")
 ]
+_StrictOption = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Gate every run (finished, no device lost, gaps under 1 %, nothing simulated): each row says "
+        "'measurement valid', and a run that is not is refused, with its reasons.",
+    ),
+]
+_DCGM_NEEDS = "--dcgm needs --prometheus URL, --start, --end and --site (see `wattlog sites`)"
 
 
 def table(
@@ -134,6 +143,7 @@ def table(
     overhead: _OverheadOption = None,
     overhead_source: _OverheadSourceOption = None,
     power: _PowerOption = False,
+    strict: _StrictOption = False,
 ) -> None:
     """Print a Table-19-style footprint of runs: energy, PUE, carbon intensity, tCO2eq, WUE, water."""
     if runs and project:
@@ -144,9 +154,7 @@ def table(
     hourly = read_intensity(intensity, intensity_format, authority=authority) if intensity else None
     if dcgm:
         if not prometheus or not start or not end or not site:
-            raise ConfigError(
-                "--dcgm needs --prometheus URL, --start, --end and --site (see `wattlog sites`)"
-            )
+            raise ConfigError(_DCGM_NEEDS)
         row = dcgm_row(
             prometheus,
             start,
@@ -168,6 +176,7 @@ def table(
         convention=water,
         prometheus_url=prometheus,
         overhead=_overhead(overhead, overhead_source),
+        strict=strict,
     )
     _ledger_table(_Selection(runs or [], project, by, reference, power), db, options, out)
 

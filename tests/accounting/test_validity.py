@@ -8,6 +8,7 @@ from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
 from wattlog.accounting.validity import ValidityLimits
+from wattlog.cli import main
 from wattlog.clock import FakeClock
 from wattlog.errors import ConfigError
 from wattlog.records import EnergyInterval, Gap, Kind, Source
@@ -77,3 +78,19 @@ def test_the_gap_limit_is_a_setting_and_the_gate_is_off_unless_asked(ledger: Led
     assert not [n for n in plain.notes if "VALID" in n]
     with pytest.raises(ConfigError, match="max_gap_fraction"):
         ValidityLimits(max_gap_fraction=1.5)
+
+
+def test_wattlog_table_strict_prints_a_valid_run_and_refuses_an_invalid_one(tmp_path, capsys) -> None:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    ledger = Ledger(make_engine(url), clock=FakeClock(wall_offset_s=T0))
+    for name, source in (("clean", Source.COUNTER), ("simulated", Source.SIMULATED)):
+        run = ledger.start_run(name, RunSpec(site="jupiter"))
+        ledger.record_intervals(run.id, [_row("gpu0", source)])
+        ledger.end_run(run.id, end_s=T0 + 1000)
+    ledger.engine.dispose()
+    assert main(["table", "clean", "--db", url, "--strict"]) == 0
+    assert "measurement valid" in " ".join(capsys.readouterr().out.split())
+    assert main(["table", "simulated", "--db", url]) == 0  # without --strict: shown as before
+    assert main(["table", "simulated", "--db", url, "--strict"]) != 0
+    refused = " ".join(capsys.readouterr().err.split())
+    assert "refused (strict): NOT VALID: 1 simulated device(s): not a measurement" in refused
