@@ -6,8 +6,10 @@ import pytest
 
 from wattlog.accounting.ledger import EnergyTotal, Ledger, RunSpec, make_engine
 from wattlog.accounting.node_boundary import node_boundary
+from wattlog.accounting.run_energy import energy_from_devices
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.units import j_to_mwh
 from wattlog.records import EnergyInterval, Kind, Source
 
 MJ = 1e6
@@ -67,3 +69,15 @@ def test_the_table_row_shows_the_node_boundary_beside_the_device_sum(tmp_path) -
         "GPU+CPU+DRAM there: 1.20 kWh" in note
         and "difference (fans, PSU losses, disks, NICs): 200 Wh" in note
     )
+
+
+def test_beside_a_node_meter_the_cpu_dram_column_is_cpu_and_dram_never_the_meter_less_the_gpus() -> None:
+    meter = EnergyTotal.of("n0", "dcmi:local", "node", "sampled", 500 * MJ, 450 * MJ, 550 * MJ)
+    gpu = EnergyTotal.of("n0", "gpu0", "gpu", "counter", 300 * MJ, 290 * MJ, 310 * MJ)
+    cpu = EnergyTotal.of("n0", "cpu", "cpu", "estimated", 50 * MJ, 40 * MJ, 60 * MJ)
+    energy = energy_from_devices([meter, gpu, cpu])
+    assert energy is not None and energy.it_mwh == pytest.approx(j_to_mwh(500 * MJ))
+    assert (energy.gpu_mwh, energy.host_mwh) == pytest.approx((j_to_mwh(300 * MJ), j_to_mwh(50 * MJ)))
+    gpus_only = energy_from_devices([meter, gpu])  # no CPU or DRAM measured: missing, not 200 MJ
+    assert gpus_only is not None and gpus_only.gpu_mwh == pytest.approx(j_to_mwh(300 * MJ))
+    assert gpus_only.host_mwh is None
