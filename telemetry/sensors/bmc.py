@@ -78,14 +78,13 @@ def node_profile(
     """
     profile = load_table(NODE_PROFILES).for_board(family)
     sources = dict(profile.sources)
-    changes: dict[str, object] = {}
     if accuracy_pct is not None and accuracy_pct > 0:
-        changes.update(gain_low=-accuracy_pct / 100, gain_high=accuracy_pct / 100)
+        profile = replace(profile, gain_low=-accuracy_pct / 100, gain_high=accuracy_pct / 100)
         sources["gain_low"] = sources["gain_high"] = "the BMC's own Accuracy property (DMTF Sensor schema)"
     if period_s is not None and period_s > 0:
-        changes["publication_period_s"] = period_s
+        profile = replace(profile, publication_period_s=period_s)
         sources["publication_period_s"] = "the BMC's own update period (SensingInterval, DCMI period)"
-    return replace(profile, **changes, sources=tuple(sorted(sources.items()))) if changes else profile
+    return replace(profile, sources=tuple(sorted(sources.items())))
 
 
 def iso_duration_s(text: str | None) -> float | None:
