@@ -5,7 +5,7 @@ CSV, JSON and model-card exports) and `wattlog compact` (fold old rows into hour
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +14,7 @@ from rich.console import Group
 from rich.text import Text
 from sqlalchemy.engine import make_url
 
+from wattlog.accounting.calibrate_cli import stored_calibrations
 from wattlog.accounting.dcgm_energy import dcgm_row
 from wattlog.accounting.devices import Overhead
 from wattlog.accounting.exports import grids_csv, grids_json
@@ -207,6 +208,7 @@ def _ledger_table(selection: _Selection, db: str | None, options: TableOptions, 
         _emit(rows, out, [*footnotes(rows), f"No ledger at {describe_url(db)}: published rows only."])
         return
     engine = make_engine(db, create=False)
+    options = replace(options, calibrations={**stored_calibrations(), **options.calibrations})
     try:
         ledger = Ledger(engine)
         check_ledger(ledger, describe_url(db))  # never print figures read from impossible rows

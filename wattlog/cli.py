@@ -42,6 +42,7 @@ COMMANDS = (
         "List a run's measurement windows: energy of each (all its devices summed), band and sources.",
     ),
     ("scope2", "Location-based and market-based CO2 of runs (GHG Protocol Scope 2 dual reporting)."),
+    ("calibrate", "Store a site's overhead multiplier (node / GPU energy, with its band) measured by RUN."),
     (
         "demo",
         "Train a small GPT for about a minute under the tracker and print its footprint beside Table 19.",

@@ -14,6 +14,7 @@ from wattlog.accounting.devices import Overhead
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
+from wattlog.cli import main
 from wattlog.clock import FakeClock
 from wattlog.errors import ConfigError
 from wattlog.records import EnergyInterval, Kind, Source
@@ -90,3 +91,32 @@ def test_the_table_uses_the_site_multiplier_instead_of_the_constant(ledger: Ledg
 def test_what_cannot_be_a_multiplier_is_refused(ledger: Ledger, run: str, error: str) -> None:
     with pytest.raises(ConfigError, match=error):
         calibrate(ledger, run)
+
+
+def test_wattlog_calibrate_stores_it_and_wattlog_table_uses_it(tmp_path, monkeypatch, capsys) -> None:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    ledger = Ledger(make_engine(url), clock=FakeClock(wall_offset_s=T0))
+    for name, intervals in (
+        (
+            "under-load",
+            [
+                _iv("dcmi:local", Kind.NODE, Source.SAMPLED, 5.04e6, 0.1),
+                _iv("gpu0", Kind.GPU, Source.COUNTER, 3.6e6, 0.05),
+            ],
+        ),
+        ("gpus-only", [_iv("gpu0", Kind.GPU, Source.COUNTER, 3.6e6, 0.05)]),
+    ):
+        run = ledger.start_run(name, RunSpec(site="jupiter"))
+        ledger.record_intervals(run.id, intervals)
+        ledger.end_run(run.id, end_s=T0 + 3600)
+    ledger.engine.dispose()
+    monkeypatch.setenv("WATTLOG_CALIBRATIONS", str(tmp_path / "cal.toml"))
+    assert main(["calibrate", "under-load", "--db", url]) == 0
+    assert "site jupiter: x1.400 [x1.200 - x1.621] server/GPU energy" in capsys.readouterr().out
+    assert main(["table", "gpus-only", "--db", url, "--overhead", "1.74"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert (
+        "GPU energy x1.4 [x1.20 - x1.62] for the rest of the server, estimated (measured at jupiter"
+        in printed
+    )
+    assert "x1.74" not in printed
