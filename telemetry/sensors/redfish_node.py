@@ -140,7 +140,8 @@ class RedfishNodeSensor:
     def _sensor_meter(self, power_uri: str, energy_uri: str | None, via: str) -> _Meter:
         sensor = self._get(power_uri)
         accuracy = sensor.get("Accuracy")
-        energy = f" and energy Sensor {energy_uri}" if energy_uri else ""
+        # a kWh reading with 3 decimals steps by 3.6 kJ: fine over hours, coarse over seconds (said, no band)
+        energy = f" and energy Sensor {energy_uri} (kWh: steps of its last digit)" if energy_uri else ""
         what = f"Sensor {power_uri}{energy} (via {via})"
         return _Meter(
             power_uri,
