@@ -14,6 +14,7 @@ from wattlog.accounting.audit import MANIFEST, build_bundle, verify_bundle
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.run_table import TableOptions
 from wattlog.accounting.sites import site_catalog
+from wattlog.cli import main
 from wattlog.clock import FakeClock
 from wattlog.records import EnergyInterval, Gap, Kind, Source
 
@@ -103,3 +104,20 @@ def test_an_impossible_number_is_refused_by_the_replay(bundle: Path) -> None:
     _rewrite(bundle, "rows.json", lambda b: b.replace(b"3600000.0", b"4600000.0", 1), fix_manifest=True)
     [problem] = verify_bundle(bundle).problems
     assert problem.startswith("the bundle cannot be replayed: energy of dcmi:local must satisfy")
+
+
+def test_wattlog_audit_builds_verifies_and_refuses_a_tampered_bundle(tmp_path: Path, capsys) -> None:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    ledger = Ledger(make_engine(url), clock=FakeClock(wall_offset_s=T0))
+    run = ledger.start_run("r", RunSpec(site="jupiter"))
+    ledger.record_intervals(run.id, [_row("gpu0", Kind.GPU, 0, 3600, 2.52e6)])
+    ledger.end_run(run.id, end_s=T0 + 3600)
+    ledger.engine.dispose()
+    out = tmp_path / "r.tar.gz"
+    assert main(["audit", "r", "-o", str(out), "--db", url]) == 0
+    assert main(["audit", "verify", str(out)]) == 0
+    assert "total_power_mwh: 700 Wh (printed 700 Wh)" in capsys.readouterr().out
+    _rewrite(out, "table.json", lambda b: b.replace(b"700 Wh", b"650 Wh"), fix_manifest=False)
+    assert main(["audit", "verify", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "REFUSED" in captured.out and "FAILED table.json: SHA-256 differs" in captured.err
