@@ -87,7 +87,7 @@ def build_bundle(ledger: Ledger, run: int | str, options: TableOptions, out: Pat
             "end_s": info.end_s,
             "restarts": info.restarts,
         },  # fmt: skip
-        "rows.json": [row.as_dict() for row in ledger.energy_rows(info.id)],
+        "rows.json": _columns([row.as_dict() for row in ledger.energy_rows(info.id)]),
         "gaps.json": [[g.host, g.device, g.start_s, g.end_s, g.reason] for g in ledger.gaps(info.id)],
         "events.json": [
             {
@@ -103,7 +103,10 @@ def build_bundle(ledger: Ledger, run: int | str, options: TableOptions, out: Pat
         "table.json": printed_cells(run_row(ledger, info, options)),
         "versions.json": {"wattlog": __version__, "python": platform.python_version()},
     }
-    blobs = {name: json.dumps(body, indent=1, sort_keys=True).encode() for name, body in files.items()}
+    # compact: the rows are most of a bundle (a 1,024-GPU month's must stay under 1 GB, bench.audit_size)
+    blobs = {
+        name: json.dumps(body, separators=(",", ":"), sort_keys=True).encode() for name, body in files.items()
+    }
     blobs[MANIFEST] = json.dumps(
         {n: hashlib.sha256(b).hexdigest() for n, b in blobs.items()}, indent=1
     ).encode()
@@ -113,6 +116,12 @@ def build_bundle(ledger: Ledger, run: int | str, options: TableOptions, out: Pat
             member.size = len(blob)
             tar.addfile(member, io.BytesIO(blob))
     return out
+
+
+def _columns(items: list[dict[str, object]]) -> dict[str, object]:
+    """Rows as one header and value lists (a row with window names: `name`, `parent` filled, else "")."""
+    columns = sorted({key for item in items for key in item})
+    return {"columns": columns, "rows": [[item.get(key, "") for key in columns] for item in items]}
 
 
 def verify_bundle(path: Path) -> AuditResult:
@@ -165,7 +174,8 @@ def _replay(blobs: Mapping[str, bytes]) -> TableRow:
     clock = FakeClock(start_s=0.0, wall_offset_s=float(run["start_s"]))
     ledger = Ledger(make_engine("sqlite://"), clock=clock)
     info = ledger.start_run(run["name"], RunSpec(**run["spec"]))
-    rows = [EnergyInterval.from_dict(item) for item in json.loads(blobs["rows.json"])]
+    table = json.loads(blobs["rows.json"])
+    rows = [EnergyInterval.from_dict(dict(zip(table["columns"], row, strict=True))) for row in table["rows"]]
     gaps = [Gap(h, d, float(s), float(e), str(r)) for h, d, s, e, r in json.loads(blobs["gaps.json"])]
     ledger.record_intervals(info.id, rows, gaps)
     for event in json.loads(blobs["events.json"]):
