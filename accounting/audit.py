@@ -21,10 +21,10 @@ import platform
 import tarfile
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from wattlog import __version__
 from wattlog.accounting.footprint import WaterConvention
 from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.runs import RunSpec
@@ -101,7 +101,7 @@ def build_bundle(ledger: Ledger, run: int | str, options: TableOptions, out: Pat
         ],  # fmt: skip
         "site.json": {"name": site, "convention": str(options.convention.value)},
         "table.json": printed_cells(run_row(ledger, info, options)),
-        "versions.json": {"wattlog": __version__, "python": platform.python_version()},
+        "versions.json": {"wattlog": _version(), "python": platform.python_version()},
     }
     # compact: the rows are most of a bundle (a 1,024-GPU month's must stay under 1 GB, bench.audit_size)
     blobs = {
@@ -116,6 +116,14 @@ def build_bundle(ledger: Ledger, run: int | str, options: TableOptions, out: Pat
             member.size = len(blob)
             tar.addfile(member, io.BytesIO(blob))
     return out
+
+
+def _version() -> str:
+    """wattlog's installed version (the package root is above this layer: read from the metadata)."""
+    try:
+        return metadata.version("wattlog")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def _columns(items: list[dict[str, object]]) -> dict[str, object]:
