@@ -6,6 +6,8 @@ from collections.abc import Iterable
 
 import typer
 
+from wattlog.accounting.audit_cli import register as register_audit
+from wattlog.accounting.calibrate_cli import register as register_calibrate
 from wattlog.accounting.intensity_cli import register as register_intensity
 from wattlog.accounting.ledger_cli import register as register_ledger
 from wattlog.accounting.node_cli import register as register_node
@@ -37,6 +39,8 @@ def register(app: typer.Typer) -> None:
     register_intensity(app)
     register_scope2(app)
     register_runs(app)
+    register_calibrate(app)
+    register_audit(app)
 
 
 def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RICH) -> None:

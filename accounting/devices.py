@@ -139,16 +139,21 @@ class Overhead:
     Attributes:
         factor: Server energy / GPU energy (>= 1), e.g. 1.74.
         source: Where the factor comes from (shown beside every figure it changed).
+        band: (lowest, highest) factor a measured multiplier allows (None: a constant, no band).
     """
 
     factor: float
     source: str = "Olmo 3 follow-up (arXiv 2605.01158): GPU power x 1.74 for the rest of the server"
+    band: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.factor) and self.factor >= 1.0):
             raise ConfigError(f"--overhead must be a number >= 1 (server / GPU energy), got {self.factor}")
+        if self.band is not None and not self.band[0] <= self.factor <= self.band[1]:
+            raise ConfigError(f"overhead band {self.band} does not hold its factor {self.factor}")
 
     @property
     def label(self) -> str:
         """E.g. "x1.74 for the rest of the server (Olmo 3 follow-up ...)"."""
-        return f"GPU energy x{self.factor:g} for the rest of the server, estimated ({self.source})"
+        band = "" if self.band is None else f" [x{self.band[0]:.2f} - x{self.band[1]:.2f}]"
+        return f"GPU energy x{self.factor:g}{band} for the rest of the server, estimated ({self.source})"

@@ -49,12 +49,18 @@ class Energy:
         gpu_j: Energy of the GPUs alone, where measured apart from the rest of the node.
         label: The source label where it says more than the figures' sources (who read a
             counter, "extrapolated+simulated"); "" = the figures' sources joined with "+".
+        host_j: CPU+DRAM energy where the IT energy holds more than GPUs, CPU and DRAM (a node
+            meter's fans and PSU losses); None: the IT energy less the GPUs'.
+        host_measured: False where no CPU or DRAM was measured apart though the GPUs were (a node
+            meter beside GPUs only): the CPU+DRAM figure is missing, not the meter less the GPUs.
     """
 
     figures: tuple[EnergyFigure, ...]
     by_hour_j: Mapping[int, float] | None = None
     gpu_j: float | None = None
     label: str = ""
+    host_j: float | None = None
+    host_measured: bool = True
 
     def __post_init__(self) -> None:
         check_at_least(self.it_j, 0.0, "IT energy", "energy cannot be negative")
@@ -96,4 +102,6 @@ class Energy:
     @property
     def host_mwh(self) -> float | None:
         """The rest of the node's energy (CPU, DRAM), MWh, where the GPUs' was measured apart."""
-        return None if self.gpu_j is None else j_to_mwh(self.it_j - self.gpu_j)
+        if self.gpu_j is None or not self.host_measured:
+            return None
+        return j_to_mwh(self.it_j - self.gpu_j if self.host_j is None else self.host_j)

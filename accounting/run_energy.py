@@ -40,7 +40,11 @@ def energy_from_devices(
     label = energy_label(r.source for r in counted)  # names who read a counter, where not wattlog
     figures = tuple(r.figure for r in counted)
     plain = label == energy_label(f.source for f in figures)
-    return Energy(figures, by_hour_j, gpu_j if apart else None, "" if plain else label)
+    # on a metered host the meter less the GPUs is not CPU+DRAM (fans, PSU losses): those are summed as read
+    parts = [r.energy_j for r in rows if r.kind in (Kind.CPU, Kind.DRAM)]
+    host_j = sum(parts) if metered else None
+    gpu = gpu_j if apart else None
+    return Energy(figures, by_hour_j, gpu, "" if plain else label, host_j, not metered or bool(parts))
 
 
 def ledger_energy(ledger: Ledger, run: int | str, *, by_hour: bool = True) -> Energy | None:

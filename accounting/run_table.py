@@ -21,11 +21,13 @@ from wattlog.accounting.it_energy import Energy, energy_label
 from wattlog.accounting.ledger.models import Role, Status
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import EnergyTotal, JobNodes, RunInfo
+from wattlog.accounting.node_boundary import node_boundary
 from wattlog.accounting.prometheus_energy import energy_from_prometheus
 from wattlog.accounting.ranges import Quantity, Range
 from wattlog.accounting.render import TableRow
 from wattlog.accounting.run_energy import read_energy
 from wattlog.accounting.sites import Site, get_site
+from wattlog.accounting.validity import ValidityLimits, run_validity
 from wattlog.errors import ConfigError
 from wattlog.records import EnergyFigure, Kind, Source
 
@@ -43,6 +45,11 @@ class TableOptions:
         now_s: Wall clock, for the end of runs still running (Prometheus only).
         overhead: Multiply GPU energy by this for the rest of the server, on runs that measured
             only GPUs (measured CPU/DRAM energy is preferred where it exists).
+        calibrations: Site -> its measured multiplier (accounting.calibration), used instead of
+            `overhead` for that site's runs that measured only GPUs (the constant stays the fallback).
+        validity: Gate each run with these limits and mark an invalid one "NOT VALID: ..." in its
+            notes (None: no gate, unless `strict`).
+        strict: Refuse a run the gate finds invalid (ConfigError naming its reasons).
     """
 
     catalog: Mapping[str, Site]
@@ -52,6 +59,9 @@ class TableOptions:
     prometheus_url: str | None = None
     now_s: Callable[[], float] = field(default=time.time)
     overhead: Overhead | None = None
+    calibrations: Mapping[str, Overhead] = field(default_factory=dict)
+    validity: ValidityLimits | None = None
+    strict: bool = False
 
 
 SITELESS_NOTE = (
@@ -148,31 +158,41 @@ def energy_of(read: RunRead, run: RunInfo, options: TableOptions) -> Energy | No
             energy = job_energy(read.totals, nodes.node_count, energy.by_hour_j)
     if energy is None:
         return None
-    if _gpu_only(read.totals, options):
-        assert options.overhead is not None
-        energy = with_overhead(energy, options.overhead.factor)
+    overhead = overhead_for(run, options)
+    if overhead is not None and _gpu_only(read.totals, options, overhead):
+        energy = with_overhead(energy, overhead.factor, overhead.band)
     return energy
 
 
 def gpu_only_overhead(ledger: Ledger, run: RunInfo, options: TableOptions) -> bool:
     """Whether the overhead multiplier applies: one was given and the run measured GPUs and nothing else."""
-    if options.overhead is None or options.prometheus_url:
+    overhead = overhead_for(run, options)
+    if overhead is None or options.prometheus_url:
         return False
-    return _gpu_only(ledger.energy_totals(run.id), options)
+    return _gpu_only(ledger.energy_totals(run.id), options, overhead)
 
 
-def _gpu_only(totals: Sequence[EnergyTotal], options: TableOptions) -> bool:
-    if options.overhead is None or options.prometheus_url:
+def overhead_for(run: RunInfo, options: TableOptions) -> Overhead | None:
+    """The multiplier for `run`: its site's measured one where calibrated, else the given constant."""
+    return options.calibrations.get(options.site or run.site or "", options.overhead)
+
+
+def _gpu_only(totals: Sequence[EnergyTotal], options: TableOptions, overhead: Overhead | None) -> bool:
+    if overhead is None or options.prometheus_url:
         return False
     return {total.kind for total in totals} == {Kind.GPU}
 
 
-def with_overhead(energy: Energy, factor: float) -> Energy:
-    """GPU-only energy scaled to the whole server; the added part is labelled estimated and shown apart."""
+def with_overhead(energy: Energy, factor: float, band: tuple[float, float] | None = None) -> Energy:
+    """GPU-only energy scaled to the whole server; the added part is labelled estimated and shown apart.
+
+    A measured multiplier's `band` (lowest, highest factor) widens the added part's band.
+    """
     low, high = sum(f.low_j for f in energy.figures), sum(f.high_j for f in energy.figures)
     extra = factor - 1.0
+    low_extra, high_extra = (extra, extra) if band is None else (band[0] - 1.0, band[1] - 1.0)
     # the rest of the server, estimated from the GPUs' energy (Kind.NODE: no component measured it)
-    rest = EnergyFigure(Kind.NODE, Source.ESTIMATED, energy.it_j * extra, low * extra, high * extra)
+    rest = EnergyFigure(Kind.NODE, Source.ESTIMATED, energy.it_j * extra, low * low_extra, high * high_extra)
     hours = energy.by_hour_j
     return Energy(
         (*energy.figures, rest),
@@ -192,6 +212,7 @@ def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
     else:  # energy never depends on a site: the row shows it, CO2 and water say what to pass
         read = read_run(ledger, run, options, hourly=False)
         found = energy_of(read, run, options)
+    gate = _gate(run, read, options)
     if found is None:
         empty = ("no energy recorded",) if has_site(run, options) else (SITELESS_NOTE,)
         return TableRow(label, None, None, None, None, None, None, "none", notes=empty)
@@ -200,11 +221,14 @@ def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
     nodes = read.nodes
     if nodes.node_count > 1 or len(nodes.joined) > 1:
         notes = (nodes.describe(sorted({t.host for t in read.totals})), *notes)
-    if _gpu_only(read.totals, options):
-        assert options.overhead is not None
-        notes = (*notes, options.overhead.label)
-    elif options.overhead is not None:
+    overhead = overhead_for(run, options)
+    if overhead is not None and _gpu_only(read.totals, options, overhead):
+        notes = (*notes, overhead.label)
+    elif overhead is not None:
         notes = (*notes, "overhead multiplier not applied: CPU/DRAM (or node) energy was measured")
+    if (boundary := node_boundary(read.totals)) is not None:  # the meter counts; its parts beside it
+        notes = (*notes, boundary.note())
+    notes = (*notes, *gate)
     if isinstance(found, Footprint):
         row = TableRow.from_footprint(label, found, notes=notes)
     else:
@@ -288,6 +312,21 @@ def _prometheus_rows(run: RunInfo, options: TableOptions, nodes: JobNodes) -> li
     else:
         matchers = {"host": run.host} if run.host else None
     return energy_from_prometheus(options.prometheus_url, run.start_s, end_s, matchers=matchers)
+
+
+def _gate(run: RunInfo, read: RunRead, options: TableOptions) -> tuple[str, ...]:
+    """The validity gate's note for the row (none when the gate is off).
+
+    Raises:
+        ConfigError: `strict` and the run is not valid.
+    """
+    if options.validity is None and not options.strict:
+        return ()
+    assert read.gaps is not None  # read_run reads them unless told not to
+    verdict = run_validity(run, read.totals, read.gaps, options.validity)
+    if options.strict and not verdict.valid:
+        raise ConfigError(f"run {run.name!r} refused (strict): {verdict.note()}")
+    return (verdict.note(),)
 
 
 def _run_notes(run: RunInfo, options: TableOptions) -> tuple[str, ...]:

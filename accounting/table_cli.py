@@ -5,7 +5,7 @@ CSV, JSON and model-card exports) and `wattlog compact` (fold old rows into hour
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +14,7 @@ from rich.console import Group
 from rich.text import Text
 from sqlalchemy.engine import make_url
 
+from wattlog.accounting.calibrate_cli import stored_calibrations
 from wattlog.accounting.dcgm_energy import dcgm_row
 from wattlog.accounting.devices import Overhead
 from wattlog.accounting.exports import grids_csv, grids_json
@@ -109,6 +110,15 @@ _OverheadSourceOption = Annotated[
 _PowerOption = Annotated[
     bool, typer.Option("--power", help="Also show power fluctuation: % of limit, dips, swing, ramp.")
 ]
+_StrictOption = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Gate every run (finished, no device lost, gaps under 1 %, nothing simulated): each row says "
+        "'measurement valid', and a run that is not is refused, with its reasons.",
+    ),
+]
+_DCGM_NEEDS = "--dcgm needs --prometheus URL, --start, --end and --site (see `wattlog sites`)"
 
 
 def table(
@@ -135,6 +145,7 @@ def table(
     overhead: _OverheadOption = None,
     overhead_source: _OverheadSourceOption = None,
     power: _PowerOption = False,
+    strict: _StrictOption = False,
 ) -> None:
     """Print a Table-19-style footprint of runs: energy, PUE, carbon intensity, tCO2eq, WUE, water."""
     if runs and project:
@@ -145,9 +156,7 @@ def table(
     hourly = read_intensity(intensity, intensity_format, authority=authority) if intensity else None
     if dcgm:
         if not prometheus or not start or not end or not site:
-            raise ConfigError(
-                "--dcgm needs --prometheus URL, --start, --end and --site (see `wattlog sites`)"
-            )
+            raise ConfigError(_DCGM_NEEDS)
         row = dcgm_row(
             prometheus,
             start,
@@ -169,6 +178,7 @@ def table(
         convention=water,
         prometheus_url=prometheus,
         overhead=_overhead(overhead, overhead_source),
+        strict=strict,
     )
     _ledger_table(_Selection(runs or [], project, by, reference, power), db, options, out)
 
@@ -199,6 +209,7 @@ def _ledger_table(selection: _Selection, db: str | None, options: TableOptions, 
         _emit(rows, out, [*footnotes(rows), f"No ledger at {describe_url(db)}: published rows only."])
         return
     engine = make_engine(db, create=False)
+    options = replace(options, calibrations={**stored_calibrations(), **options.calibrations})
     try:
         ledger = Ledger(engine)
         reap_before_reading(ledger)  # a run whose agent died shows as lost, with its gap

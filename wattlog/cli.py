@@ -46,6 +46,11 @@ COMMANDS = (
         "List a run's measurement windows: energy of each (all its devices summed), band and sources.",
     ),
     ("scope2", "Location-based and market-based CO2 of runs (GHG Protocol Scope 2 dual reporting)."),
+    ("calibrate", "Store a site's overhead multiplier (node / GPU energy, with its band) measured by RUN."),
+    (
+        "audit",
+        "Build a run's audit bundle (rows, gaps, events, printed row, SHA-256 manifest), or verify one.",
+    ),
     (
         "demo",
         "Train a small GPT for about a minute under the tracker and print its footprint beside Table 19.",

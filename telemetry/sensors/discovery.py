@@ -3,8 +3,9 @@
 Accelerators come from the vendor backends in GPU_BACKENDS (NVIDIA, AMD, Gaudi), each
 probed with the job's selection by its own visibility rules; the host backends
 (RAPL powercap, then the CPU/DRAM estimate for what RAPL does not measure)
-follow. A function, not a global: the caller (the agent, `wattlog sensors`)
-composes what it returns. Every backend that is not used leaves one line
+follow, then the node's BMC (Redfish or IPMI DCMI: the node boundary, whose meter
+counts the node, its parts shown apart). A function, not a global: the caller (the
+agent, `wattlog sensors`) composes what it returns. Every backend that is not used leaves one line
 saying why, so "no NVIDIA driver" is a note on screen, never a traceback.
 """
 
@@ -22,11 +23,14 @@ from wattlog.records import Kind
 from wattlog.telemetry.selection import GpuSelection
 from wattlog.telemetry.sensors.amd import AmdBackend
 from wattlog.telemetry.sensors.base import Backend, ProbeOptions, Sensor
+from wattlog.telemetry.sensors.bmc import BmcConfig, check_config
+from wattlog.telemetry.sensors.dcmi import DcmiNodeSensor
 from wattlog.telemetry.sensors.estimate import EstimateConfig, EstimateSensor
 from wattlog.telemetry.sensors.gaudi import GaudiBackend
 from wattlog.telemetry.sensors.hwmon_power import HwmonPowerSensor
 from wattlog.telemetry.sensors.nvidia import NvidiaBackend
 from wattlog.telemetry.sensors.powercap import PowercapSensor
+from wattlog.telemetry.sensors.redfish_node import RedfishNodeSensor
 from wattlog.telemetry.types import DeviceInfo
 
 _HOST_KINDS = (Kind.CPU, Kind.DRAM)
@@ -83,6 +87,9 @@ class DiscoveryConfig:
     """The environment visibility is read from (default: this process's)."""
     hwmon_root: Path = Path("/sys/class/hwmon")
     """The hwmon tree Grace's ACPI power meters are read from (CPUs without RAPL)."""
+    bmc: BmcConfig | None = None
+    """The node's BMC, the node boundary (default: read from `environ`, see telemetry.sensors.bmc;
+    nothing set there: no BMC is probed)."""
 
 
 def discover(config: DiscoveryConfig | None = None) -> Discovery:
@@ -103,6 +110,8 @@ def discover(config: DiscoveryConfig | None = None) -> Discovery:
         for backend in (c.backends if c.backends is not None else [make() for make in GPU_BACKENDS])
     ]
     _probe_host(found, (c.powercap_root, c.hwmon_root), c.estimate or EstimateConfig(), slow_period_s)
+    environ = os.environ if c.environ is None else c.environ
+    _probe_node(found, check_config(c.bmc or BmcConfig.from_environ(environ)))
     for sensor in c.extra:
         found.probe(type(sensor).__name__, sensor)
     # the selection line is that of the first vendor whose devices are measured (an AMD node's says HIP's)
@@ -126,6 +135,14 @@ def _probe_vendor(
         found.notes.append(f"{label}: {result}")
         return chosen, False
     return chosen, bool(found.probe(label, result))
+
+
+def _probe_node(found: _Found, bmc: BmcConfig) -> None:
+    """The node boundary from the BMC: Redfish where a URL is set, else DCMI where asked for."""
+    if bmc.redfish_url and found.probe("Redfish", RedfishNodeSensor(bmc)):
+        return
+    if bmc.dcmi:
+        found.probe("DCMI", DcmiNodeSensor(bmc))
 
 
 def _probe_host(

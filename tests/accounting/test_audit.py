@@ -1,0 +1,123 @@
+"""The audit bundle: built, verified from the bundle alone, then tampered with and refused."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from wattlog.accounting.audit import MANIFEST, build_bundle, verify_bundle
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
+from wattlog.accounting.run_table import TableOptions
+from wattlog.accounting.sites import site_catalog
+from wattlog.cli import main
+from wattlog.clock import FakeClock
+from wattlog.records import EnergyInterval, Gap, Kind, Source
+
+T0 = 1_800_000_000.0
+
+
+def _row(device: str, kind: Kind, start: float, end: float, joules: float) -> EnergyInterval:
+    return EnergyInterval.of(
+        "n0", device, kind, Source.COUNTER, T0 + start, T0 + end, joules, joules * 0.95, joules * 1.05
+    )
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    clock = FakeClock(start_s=0.0, wall_offset_s=T0)
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"), clock=clock)
+    run = ledger.start_run("audited", RunSpec(site="jupiter", model="OLMo-tiny", role="final"))
+    ledger.record_intervals(
+        run.id,
+        [_row("gpu0", Kind.GPU, 0, 3600, 2.52e6), _row("dcmi:local", Kind.NODE, 0, 3600, 3.6e6)],
+        [Gap("n0", "gpu0", T0 + 100, T0 + 102, "no readings for 2 s")],
+    )
+    clock.advance(4000)
+    ledger.start_run("audited", resume=True)  # a restart: its downtime is part of the row's notes
+    ledger.record_intervals(run.id, [_row("gpu0", Kind.GPU, 4000, 4600, 4.2e5)])
+    ledger.end_run(run.id, end_s=T0 + 4600)
+    return build_bundle(ledger, "audited", TableOptions(catalog=site_catalog()), tmp_path / "run.tar.gz")
+
+
+def _rewrite(path: Path, name: str, change, *, fix_manifest: bool) -> None:  # noqa: ANN001 - bytes -> bytes
+    with tarfile.open(path, "r:gz") as tar:
+        blobs = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+    blobs[name] = change(blobs[name])
+    if fix_manifest:  # a forger who also rewrites the hashes: the recomputation still catches it
+        manifest = {n: hashlib.sha256(b).hexdigest() for n, b in blobs.items() if n != MANIFEST}
+        blobs[MANIFEST] = json.dumps(manifest).encode()
+    with tarfile.open(path, "w:gz") as tar:
+        for n, blob in blobs.items():
+            member = tarfile.TarInfo(n)
+            member.size = len(blob)
+            tar.addfile(member, io.BytesIO(blob))
+
+
+def test_a_bundle_recomputes_its_row_to_the_printed_digit(bundle: Path) -> None:
+    result = verify_bundle(bundle)
+    assert result.ok, result.problems
+    assert result.recomputed == result.printed
+    assert (
+        result.printed["total_power_mwh"] == "1.00 kWh"
+    )  # n0's node meter: its GPU rows beside it, not added
+    assert (
+        "node boundary (IPMI DCMI BMC" in result.printed["notes"]
+        and "restarted 1 time(s)" in result.printed["notes"]
+    )
+    with tarfile.open(bundle) as tar:
+        names = set(tar.getnames())
+    assert names == {
+        "manifest.json",
+        "run.json",
+        "rows.json",
+        "gaps.json",
+        "events.json",
+        "site.json",
+        "table.json",
+        "versions.json",
+    }
+
+
+def test_one_changed_number_is_refused_by_the_manifest(bundle: Path) -> None:
+    _rewrite(bundle, "rows.json", lambda b: b.replace(b"2520000.0", b"2520001.0", 1), fix_manifest=False)
+    result = verify_bundle(bundle)
+    assert not result.ok
+    assert result.problems == (
+        "rows.json: SHA-256 differs from the manifest (changed after the bundle was built)",
+    )
+
+
+def test_a_changed_number_with_a_rewritten_manifest_is_refused_by_the_recomputation(bundle: Path) -> None:
+    _rewrite(bundle, "rows.json", lambda b: b.replace(b"3600000.0", b"3700000.0", 1), fix_manifest=True)
+    result = verify_bundle(bundle)
+    assert not result.ok
+    printed = "total_power_mwh: printed '1.00 kWh', recomputed '1.03 kWh'"
+    assert any(p.startswith(printed) for p in result.problems), result.problems
+
+
+def test_an_impossible_number_is_refused_by_the_replay(bundle: Path) -> None:
+    _rewrite(bundle, "rows.json", lambda b: b.replace(b"3600000.0", b"4600000.0", 1), fix_manifest=True)
+    [problem] = verify_bundle(bundle).problems
+    assert problem.startswith("the bundle cannot be replayed: energy of dcmi:local must satisfy")
+
+
+def test_wattlog_audit_builds_verifies_and_refuses_a_tampered_bundle(tmp_path: Path, capsys) -> None:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    ledger = Ledger(make_engine(url), clock=FakeClock(wall_offset_s=T0))
+    run = ledger.start_run("r", RunSpec(site="jupiter"))
+    ledger.record_intervals(run.id, [_row("gpu0", Kind.GPU, 0, 3600, 2.52e6)])
+    ledger.end_run(run.id, end_s=T0 + 3600)
+    ledger.engine.dispose()
+    out = tmp_path / "r.tar.gz"
+    assert main(["audit", "r", "-o", str(out), "--db", url]) == 0
+    assert main(["audit", "verify", str(out)]) == 0
+    assert "total_power_mwh: 700 Wh (printed 700 Wh)" in capsys.readouterr().out
+    _rewrite(out, "table.json", lambda b: b.replace(b"700 Wh", b"650 Wh"), fix_manifest=False)
+    assert main(["audit", "verify", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "REFUSED" in captured.out and "FAILED table.json: SHA-256 differs" in captured.err

@@ -1,0 +1,96 @@
+"""The validity gate: a run fit to publish, or NOT VALID with each reason; strict refuses it."""
+
+from __future__ import annotations
+
+import pytest
+
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
+from wattlog.accounting.run_table import TableOptions, run_row
+from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.validity import ValidityLimits
+from wattlog.cli import main
+from wattlog.clock import FakeClock
+from wattlog.errors import ConfigError
+from wattlog.records import EnergyInterval, Gap, Kind, Source
+
+T0 = 1_800_000_000.0
+
+
+def _row(device: str, source: Source = Source.COUNTER, end: float = 1000.0) -> EnergyInterval:
+    return EnergyInterval.of("n", device, Kind.GPU, source, T0, T0 + end, 7e5, 6.9e5, 7.1e5)
+
+
+@pytest.fixture
+def ledger(tmp_path) -> Ledger:
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"), clock=FakeClock(wall_offset_s=T0))
+    runs = {
+        "clean": ([_row("gpu0"), _row("gpu1")], []),
+        "simulated": ([_row("gpu0", Source.SIMULATED)], []),
+        "lost": (
+            [_row("gpu0"), _row("gpu1", end=600.0)],
+            [Gap("n", "gpu1", T0 + 600, T0 + 1000, "lost: gone")],
+        ),
+        "gappy": ([_row("gpu0")], [Gap("n", "gpu0", T0 + 100, T0 + 130, "no readings for 30 s")]),
+        "running": ([_row("gpu0")], []),
+    }
+    for name, (rows, gaps) in runs.items():
+        run = ledger.start_run(name, RunSpec(site="jupiter"))
+        ledger.record_intervals(run.id, rows, gaps)
+        if name != "running":
+            ledger.end_run(run.id, end_s=T0 + 1000)
+    return ledger
+
+
+GATE = TableOptions(catalog=site_catalog(), validity=ValidityLimits())
+
+
+def _verdict(ledger: Ledger, name: str) -> str:
+    [note] = [n for n in run_row(ledger, ledger.get_run(name), GATE).notes if "VALID" in n or "valid" in n]
+    return note
+
+
+def test_a_clean_finished_run_is_valid_and_strict_shows_it(ledger: Ledger) -> None:
+    assert _verdict(ledger, "clean") == "measurement valid"
+    strict = TableOptions(catalog=site_catalog(), strict=True)
+    assert run_row(ledger, ledger.get_run("clean"), strict).total_power_mwh is not None
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("simulated", "1 simulated device(s): not a measurement"),
+        ("lost", "device(s) lost during the run: gpu1"),
+        ("gappy", "gaps 30.0 device-s = 3.0% of the run's device-seconds (limit 1.0%)"),
+        ("running", "run running, not finished"),
+    ],
+)
+def test_each_reason_marks_the_run_and_strict_refuses_it(ledger: Ledger, name: str, reason: str) -> None:
+    note = _verdict(ledger, name)
+    assert note.startswith("NOT VALID: ") and reason in note
+    with pytest.raises(ConfigError, match=f"run '{name}' refused \\(strict\\): NOT VALID"):
+        run_row(ledger, ledger.get_run(name), TableOptions(catalog=site_catalog(), strict=True))
+
+
+def test_the_gap_limit_is_a_setting_and_the_gate_is_off_unless_asked(ledger: Ledger) -> None:
+    loose = TableOptions(catalog=site_catalog(), validity=ValidityLimits(max_gap_fraction=0.05))
+    assert "measurement valid" in run_row(ledger, ledger.get_run("gappy"), loose).notes
+    plain = run_row(ledger, ledger.get_run("simulated"), TableOptions(catalog=site_catalog()))
+    assert not [n for n in plain.notes if "VALID" in n]
+    with pytest.raises(ConfigError, match="max_gap_fraction"):
+        ValidityLimits(max_gap_fraction=1.5)
+
+
+def test_wattlog_table_strict_prints_a_valid_run_and_refuses_an_invalid_one(tmp_path, capsys) -> None:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    ledger = Ledger(make_engine(url), clock=FakeClock(wall_offset_s=T0))
+    for name, source in (("clean", Source.COUNTER), ("simulated", Source.SIMULATED)):
+        run = ledger.start_run(name, RunSpec(site="jupiter"))
+        ledger.record_intervals(run.id, [_row("gpu0", source)])
+        ledger.end_run(run.id, end_s=T0 + 1000)
+    ledger.engine.dispose()
+    assert main(["table", "clean", "--db", url, "--strict"]) == 0
+    assert "measurement valid" in " ".join(capsys.readouterr().out.split())
+    assert main(["table", "simulated", "--db", url]) == 0  # without --strict: shown as before
+    assert main(["table", "simulated", "--db", url, "--strict"]) != 0
+    refused = " ".join(capsys.readouterr().err.split())
+    assert "refused (strict): NOT VALID: 1 simulated device(s): not a measurement" in refused
