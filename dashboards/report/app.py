@@ -18,8 +18,8 @@ import streamlit as st
 
 from wattlog.accounting.ledger import Ledger, RunInfo, describe_url, make_engine, resolve_url
 from wattlog.accounting.power_report import POWER_HEADERS, POWER_NOTES, power_cells, run_power
-from wattlog.accounting.render import footnotes, format_figure
-from wattlog.dashboards.report.data import RunReport, load_report
+from wattlog.accounting.render import footnotes, format_figure, readable_amount
+from wattlog.dashboards.report.data import RunReport, load_report, utc_text
 from wattlog.errors import WattlogError
 
 CHART_HEIGHT_PX = 280
@@ -43,33 +43,38 @@ def open_ledger(url: str) -> Ledger:
 
 
 def headline(report: RunReport) -> None:
-    """Energy, CO2 and water of the run, each with the energy's source."""
+    """Energy, CO2 and water of the run in units of their size, with the energy's band and source.
+
+    "28.5 Wh", not "0.0000285 MWh": the paper's units stay in Table 19 and in each figure's help.
+    """
     fp = report.footprint
     if fp is None:
         st.info("This run recorded no energy yet.")
         return
     energy, co2, water = st.columns(3)
     energy.metric(
-        "Energy (MWh)",
-        format_figure("total_power_mwh", fp.it_energy_mwh),
-        help=f"IT energy as measured; facility energy = x PUE {format_figure('pue', fp.pue)}",
+        "Energy (IT)",
+        readable_amount("total_power_mwh", fp.it_energy_mwh),
+        help=f"{format_figure('total_power_mwh', fp.it_energy_mwh)} MWh as in Table 19, measured at the "
+        f"devices; facility energy = x PUE {format_figure('pue', fp.pue)}",
     )
+    energy.caption(f"band {readable_amount('total_power_mwh', fp.energy_band_mwh)}")
     co2.metric(
-        "Emissions (tCO2eq)",
-        format_figure("co2_t", fp.co2_t),
-        help=f"MWh x PUE x {format_figure('carbon_intensity_kg_per_kwh', fp.intensity_kg_per_kwh)} "
-        f"kg/kWh ({fp.intensity_label})",
+        "Emissions (CO2eq)",
+        readable_amount("co2_t", fp.co2_t),
+        help=f"{format_figure('co2_t', fp.co2_t)} tCO2eq as in Table 19 = energy x PUE x "
+        f"{format_figure('carbon_intensity_kg_per_kwh', fp.intensity_kg_per_kwh)} kg/kWh",
     )
+    co2.caption(f"intensity: {fp.intensity_label}")
     water.metric(
-        "Water (kL)",
-        format_figure("water_kl", fp.water_kl),
-        help=f"MWh x PUE x WUE {format_figure('wue_l_per_kwh', fp.wue_l_per_kwh)} L/kWh",
+        "Water",
+        readable_amount("water_kl", fp.water_kl),
+        help=f"{format_figure('water_kl', fp.water_kl)} kL as in Table 19 = energy x PUE x WUE "
+        f"{format_figure('wue_l_per_kwh', fp.wue_l_per_kwh)} L/kWh",
     )
+    water.caption(f"WUE {format_figure('wue_l_per_kwh', fp.wue_l_per_kwh)} L/kWh")
     parts = [f"`{s}` ({SOURCE_NOTES.get(s, s)})" for s in fp.energy_source.split("+")]
-    st.markdown(
-        f"**Energy source:** {', '.join(parts)} · band {format_figure('total_power_mwh', fp.energy_band_mwh)}"
-        f" MWh · site `{fp.site}`"
-    )
+    st.markdown(f"**Energy source:** {', '.join(parts)} · site `{fp.site}`")
     if {"simulated", "estimated"} & set(fp.energy_source.split("+")):
         st.warning(
             "This energy was not measured by a hardware sensor: read it as "
@@ -81,7 +86,7 @@ def table19(report: RunReport) -> None:
     """The run's row beside the reference rows, with downloads."""
     st.subheader("Table 19: this run beside the OLMo 2 paper's rows")
     # A static table wraps its cells: every column stays on screen at 800 px (a data grid hid 5 of 9).
-    table = report.table()
+    table = report.shown_table()
     st.table(table.set_index(table.columns[0]))
     notes = footnotes(report.rows)
     with st.expander(f"Notes on these figures ({len(notes)})"):
@@ -238,10 +243,10 @@ def main() -> None:
         st.stop()
     r = report.run
     st.title(f"Carbon report: {r.name}")
-    end = pd.to_datetime(r.end_s, unit="s", utc=True) if r.end_s else "still running"
+    end = utc_text(r.end_s) if r.end_s else "still running"
     st.caption(
         f"model {r.model or '-'} · site {r.site or '-'} · {r.status} · "
-        f"{pd.to_datetime(r.start_s, unit='s', utc=True)} to {end} · restarts {r.restarts}"
+        f"{utc_text(r.start_s)} to {end} · restarts {r.restarts}"
     )
     headline(report)
     table19(report)

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from wattlog.records import EnergyInterval
 
 GAP_COLUMNS = ["start", "end", "host", "device", "reason", "detail"]
+UTC_FORMAT = "%Y-%m-%d %H:%M:%S UTC"
+"""Every time a person reads on the page: to the second, 24-hour clock, in UTC and labelled so."""
+_MARKDOWN_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#+-|~$"})
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,13 @@ class RunReport:
         headers, cells = table_cells(self.rows)
         return pd.DataFrame(cells, columns=headers)
 
+    def shown_table(self) -> pd.DataFrame:
+        """Table 19 as `st.table` draws it: cells escaped, since it reads them as Markdown.
+
+        Unescaped, a missing figure "-" renders as a list bullet and "$" starts a formula.
+        """
+        return self.table().map(markdown_text)
+
     def downloads(self) -> dict[str, tuple[str, str]]:
         """File name -> (text, MIME type) for CSV, Markdown and LaTeX."""
         stem = f"wattlog-{self.run.name}"
@@ -74,6 +84,20 @@ class RunReport:
             f"{stem}.md": (to_markdown(self.rows), "text/markdown"),
             f"{stem}.tex": (to_latex(self.rows), "application/x-tex"),
         }
+
+
+def markdown_text(text: str) -> str:
+    r"""`text` escaped so Markdown shows it as written: "-" stays "-" (not a bullet).
+
+    >>> markdown_text("-"), markdown_text("1,450 - 4,823"), markdown_text("OLMo 2 7B")
+    ('\\-', '1,450 \\- 4,823', 'OLMo 2 7B')
+    """
+    return text.translate(_MARKDOWN_SPECIAL)
+
+
+def utc_text(seconds: float) -> str:
+    """A time the page shows: "2026-09-21 12:26:40 UTC"."""
+    return pd.Timestamp(seconds, unit="s", tz="UTC").strftime(UTC_FORMAT)
 
 
 def _utc(seconds: pd.Series) -> pd.Series:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -11,10 +12,10 @@ from streamlit.testing.v1 import AppTest
 
 from tests.dashboards.seed import RUN, START_S, seed_ledger
 from wattlog.accounting.ledger import Ledger, RunSpec
-from wattlog.accounting.render import format_figure, to_csv, to_latex, to_markdown
+from wattlog.accounting.render import readable_amount, to_csv, to_latex, to_markdown
 from wattlog.dashboards.report import data
 from wattlog.dashboards.report.data import load_report
-from wattlog.records import Gap
+from wattlog.records import EnergyInterval, Gap, Kind, Source
 
 APP = str(Path(data.__file__).parent / "app.py")
 
@@ -59,14 +60,49 @@ def test_headline_shows_the_ledgers_figures_and_the_source(ledger_url: str, ledg
     assert expected is not None
     metrics = {m.label: m.value for m in app.metric}
     assert metrics == {
-        "Energy (MWh)": format_figure("total_power_mwh", expected.it_energy_mwh),
-        "Emissions (tCO2eq)": format_figure("co2_t", expected.co2_t),
-        "Water (kL)": format_figure("water_kl", expected.water_kl),
+        "Energy (IT)": readable_amount("total_power_mwh", expected.it_energy_mwh),
+        "Emissions (CO2eq)": readable_amount("co2_t", expected.co2_t),
+        "Water": readable_amount("water_kl", expected.water_kl),
     }
-    assert metrics["Energy (MWh)"] == "0.528"  # 16 x ~650 W + 2 x 300 W for 48 h
+    assert metrics["Energy (IT)"] == "528 kWh"  # 16 x ~650 W + 2 x 300 W for 48 h, in the unit of its size
+    helps = [m.help for m in app.metric]
+    assert "0.528 MWh as in Table 19" in helps[0]  # the paper's unit one hover away
+    captions = " ".join(c.value for c in app.caption)
+    band = readable_amount("total_power_mwh", expected.energy_band_mwh)
+    assert f"band {band}" in captions and band.endswith(" kWh") and expected.intensity_label in captions
     text = " ".join(m.value for m in app.markdown)
     assert "Energy source:" in text and "`simulated`" in text and "never a measurement" in text
     assert any("not measured by a hardware sensor" in w.value for w in app.warning)
+
+
+def test_a_small_run_reads_in_wh_and_grams_not_millionths(ledger_url: str, ledger: Ledger) -> None:
+    ledger.start_run("tiny", RunSpec(site="jupiter", host="node1"))
+    gpu = EnergyInterval.of(
+        "node1", "GPU-0", Kind.GPU, Source.SIMULATED, START_S, START_S + 60, 102_600.0, 1e5, 1.1e5
+    )
+    ledger.record_intervals("tiny", [gpu])
+    app = AppTest.from_file(APP, default_timeout=30)
+    app.query_params["run"] = "tiny"
+    app.run()
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Energy (IT)"] == "28.5 Wh"
+    assert metrics["Emissions (CO2eq)"].endswith(" g") and "0.0000" not in metrics["Emissions (CO2eq)"]
+    assert metrics["Water"].endswith(" L")
+
+
+def test_times_are_to_the_second_in_utc_and_labelled(ledger_url: str) -> None:
+    app = run_app()
+    caption = next(c.value for c in app.caption if c.value.startswith("model "))
+    start = datetime.fromtimestamp(START_S, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    assert f"{start} UTC to " in caption and "+00:00" not in caption
+
+
+def test_missing_figures_show_as_a_dash_not_a_bullet(ledger: Ledger) -> None:
+    report = load_report(ledger, RUN)
+    plain, shown = report.table(), report.shown_table()
+    assert (plain == "-").any().any()  # the paper leaves some figures out
+    assert set(shown.to_numpy()[(plain == "-").to_numpy()]) == {"\\-"}
+    assert "OLMo 2 7B" in set(shown.iloc[:, 0])  # plain text stays as it is
 
 
 def test_table19_has_the_run_beside_the_reference_rows(ledger_url: str) -> None:

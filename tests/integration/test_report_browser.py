@@ -19,7 +19,7 @@ import pytest
 from tests.dashboards.seed import RUN, seed_ledger
 from tests.integration.servers import free_port, wattlog_process
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
-from wattlog.accounting.render import format_figure
+from wattlog.accounting.render import readable_amount
 from wattlog.dashboards.report.data import load_report
 
 pytestmark = pytest.mark.integration
@@ -84,9 +84,9 @@ def test_report_page_shows_the_ledgers_headline_numbers(
     footprint = load_report(Ledger(make_engine(ledger_url, create=False)), RUN).footprint
     assert footprint is not None
     expected = {
-        "Energy (MWh)": format_figure("total_power_mwh", footprint.it_energy_mwh),
-        "Emissions (tCO2eq)": format_figure("co2_t", footprint.co2_t),
-        "Water (kL)": format_figure("water_kl", footprint.water_kl),
+        "Energy (IT)": readable_amount("total_power_mwh", footprint.it_energy_mwh),
+        "Emissions (CO2eq)": readable_amount("co2_t", footprint.co2_t),
+        "Water": readable_amount("water_kl", footprint.water_kl),
     }
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
