@@ -19,10 +19,12 @@ import streamlit as st
 from wattlog.accounting.ledger import Ledger, RunInfo, describe_url, make_engine, resolve_url
 from wattlog.accounting.power_report import POWER_HEADERS, POWER_NOTES, power_cells, run_power
 from wattlog.accounting.render import footnotes, format_figure, readable_amount
-from wattlog.dashboards.report.data import RunReport, load_report, utc_text
+from wattlog.dashboards.report.data import UTC_FORMAT, RunReport, load_report, utc_text
 from wattlog.errors import WattlogError
 
 CHART_HEIGHT_PX = 280
+BAR_HEIGHT_PX = 30
+AXIS_HEIGHT_PX = 70  # the x axis and its title: "fit" takes them out of the height
 EVENT_COLOUR = "#c0392b"
 GAP_COLOUR = "#f39c12"
 # Device kinds in blues and greens: never the events' red nor the gaps' orange.
@@ -96,24 +98,65 @@ def table19(report: RunReport) -> None:
         column.download_button(f"Download {name.rsplit('.', 1)[1].upper()}", text, file_name=name, mime=mime)
 
 
+def _measured_span(report: RunReport) -> tuple[pd.Timestamp, pd.Timestamp]:
+    """From the run's start to its last energy row (UTC)."""
+    start = pd.Timestamp(report.run.start_s, unit="s", tz="UTC")
+    return min(start, report.power["time"].min()), report.power["time"].max()
+
+
+def _time_axis(report: RunReport) -> tuple[alt.X, alt.Scale]:
+    """The x of every time chart and its scale: UTC on a 24-hour clock (Vega-Lite draws local, 12-hour).
+
+    The domain is the measured span, so a late alert cannot squeeze the run into part of the chart.
+    """
+    first, last = _measured_span(report)
+    within_day = (last - first) <= pd.Timedelta(days=1)
+    scale = alt.Scale(type="utc", domain=[first.isoformat(), last.isoformat()])
+    axis = alt.Axis(format="%H:%M:%S" if within_day else "%m-%d %H:%M", labelAngle=0)
+    return alt.X("time:T", title="time (UTC)", scale=scale, axis=axis), scale
+
+
+def _event_marks(report: RunReport, x: alt.X) -> alt.LayerChart:
+    """The run's events as dashed rules, each labelled with its kind (a bare red line says nothing)."""
+    events = report.events.assign(when=_utc_strings(report.events["time"]))
+    rules = (
+        alt.Chart(events)
+        .mark_rule(color=EVENT_COLOUR, strokeDash=[4, 3], clip=True)
+        .encode(x=x, tooltip=["when:N", "kind:N", "detail:N"])
+    )
+    # Events at one instant (a restart and its lost work) share one label, not two on top of each other.
+    named = events.groupby("time", as_index=False).agg(kind=("kind", ", ".join))
+    labels = (
+        alt.Chart(named)
+        .mark_text(color=EVENT_COLOUR, angle=270, align="right", baseline="bottom", dy=-2, clip=True)
+        .encode(x=x, y=alt.value(4), text="kind:N")
+    )
+    return rules + labels
+
+
+def _utc_strings(times: pd.Series) -> pd.Series:
+    return times.dt.strftime(UTC_FORMAT)
+
+
 def timeline(report: RunReport) -> None:
-    """Power and cumulative energy over time, the run's events as vertical rules."""
+    """Power and cumulative energy over time, the run's events as labelled vertical rules."""
     st.subheader("Power and energy over time")
     if report.power.empty:
         st.info("No energy rows recorded.")
         return
-    rules = (
-        alt.Chart(report.events)
-        .mark_rule(color=EVENT_COLOUR, strokeDash=[4, 3])
-        .encode(x="time:T", tooltip=["time:T", "kind:N", "detail:N"])
-    )
+    x, scale = _time_axis(report)
+    events = _event_marks(report, x)
     gaps = (
-        alt.Chart(report.gaps)
-        .mark_rect(color=GAP_COLOUR, opacity=0.35)
+        alt.Chart(
+            report.gaps.assign(
+                start_utc=_utc_strings(report.gaps["start"]), end_utc=_utc_strings(report.gaps["end"])
+            )
+        )
+        .mark_rect(color=GAP_COLOUR, opacity=0.35, clip=True)
         .encode(
-            x="start:T",
+            x=alt.X("start:T", scale=scale),
             x2="end:T",
-            tooltip=["start:T", "end:T", "host:N", "device:N", "reason:N", "detail:N"],
+            tooltip=["start_utc:N", "end_utc:N", "host:N", "device:N", "reason:N", "detail:N"],
         )
     )
     kinds = sorted(set(report.power["kind"]))
@@ -122,7 +165,7 @@ def timeline(report: RunReport) -> None:
         alt.Chart(report.power)
         .mark_line(point=True)
         .encode(
-            x=alt.X("time:T", title="time (UTC)"),
+            x=x,
             y=alt.Y("power_w:Q", title="power (W)"),
             color=alt.Color("kind:N", scale=palette, legend=alt.Legend(orient="bottom")),
         )
@@ -130,49 +173,46 @@ def timeline(report: RunReport) -> None:
     cumulative = (
         alt.Chart(report.cumulative)
         .mark_area(opacity=0.5, color=KIND_COLOURS["gpu"])
-        .encode(x=alt.X("time:T", title="time (UTC)"), y=alt.Y("energy_kwh:Q", title="IT energy (kWh)"))
+        .encode(x=x, y=alt.Y("energy_kwh:Q", title="IT energy (kWh)"))
     )
+    outside = int((~report.events["time"].between(*_measured_span(report))).sum())
     st.caption(
-        "Red dashed lines: events (restarts, spikes, alerts). Orange bands: gaps, when a device was "
-        f"not measured ({len(report.gaps)} recorded; never filled in)."
+        "Red dashed lines: events, named at the top (restarts, spikes, alerts). Orange bands: gaps, when a "
+        f"device was not measured ({len(report.gaps)} recorded; never filled in). Times in UTC."
+        + (f" {outside} events fall outside the measured span: see the table below." if outside else "")
     )
-    power = (gaps + power + rules).properties(height=CHART_HEIGHT_PX)
-    cumulative = (gaps + cumulative + rules).properties(height=CHART_HEIGHT_PX)
+    power = (gaps + power + events).properties(height=CHART_HEIGHT_PX)
+    cumulative = (gaps + cumulative + events).properties(height=CHART_HEIGHT_PX)
     left, right = st.columns(2)
     left.altair_chart(power, width="stretch")
     right.altair_chart(cumulative, width="stretch")
 
 
+def _bars(frame: pd.DataFrame, label: str, rows: int) -> alt.LayerChart:
+    """Horizontal bars with every label on its axis and the share at the bar's end (none hidden).
+
+    No y title: the caption names the split, and a vertical title taller than the bars squashes them.
+    """
+    y = alt.Y(f"{label}:N", title=None, sort=None, axis=alt.Axis(labelLimit=160, labelOverlap=False))
+    bars = alt.Chart(frame).mark_bar().encode(x=alt.X("energy_kwh:Q", title="kWh"), y=y)
+    text = bars.mark_text(align="left", dx=3).encode(text=alt.Text("share:Q", format=".1%"))
+    return (bars + text).properties(height=AXIS_HEIGHT_PX + BAR_HEIGHT_PX * rows)
+
+
 def breakdown(report: RunReport) -> None:
-    """Energy by device kind and by use."""
+    """Energy by device kind and by use, each bar named and its share written beside it."""
     st.subheader("Where the energy went")
     if report.by_kind.empty:
         return
     left, right = st.columns(2)
-    left.altair_chart(
-        alt.Chart(report.by_kind)
-        .mark_bar()
-        .encode(
-            x=alt.X("energy_kwh:Q", title="kWh"),
-            y=alt.Y("kind:N", title="device kind"),
-            color="source:N",
-            tooltip=["kind", "source", "energy_kwh"],
-        )
-        .properties(height=CHART_HEIGHT_PX // 2),
-        width="stretch",
+    by_kind = report.by_kind.assign(
+        device=report.by_kind["kind"] + " (" + report.by_kind["source"] + ")",
+        share=report.by_kind["energy_kwh"] / report.by_kind["energy_kwh"].sum(),
     )
-    left.caption("By device kind, coloured by source label.")
-    right.altair_chart(
-        alt.Chart(report.by_use)
-        .mark_bar()
-        .encode(
-            x=alt.X("energy_kwh:Q", title="kWh"),
-            y=alt.Y("use:N", title="use", sort=None),
-            tooltip=["use", "energy_kwh", alt.Tooltip("share:Q", format=".1%")],
-        )
-        .properties(height=CHART_HEIGHT_PX // 2),
-        width="stretch",
-    )
+    rows = max(len(by_kind), len(report.by_use))  # one height: the two charts line up side by side
+    left.altair_chart(_bars(by_kind, "device", rows), width="stretch")
+    left.caption("By device kind (source of its energy).")
+    right.altair_chart(_bars(report.by_use, "use", rows), width="stretch")
     right.caption(
         f"By use (productive, lost work, health checks, the rest); energy source: {report.use_source}."
     )
@@ -254,7 +294,9 @@ def main() -> None:
     breakdown(report)
     power_fluctuation(ledger, report.run)
     st.subheader("Events")
-    st.dataframe(report.events, hide_index=True, width="stretch")
+    st.dataframe(
+        report.events.assign(time=_utc_strings(report.events["time"])), hide_index=True, width="stretch"
+    )
 
 
 main()

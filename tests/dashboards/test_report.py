@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -206,3 +208,28 @@ def test_power_fluctuation_section(ledger_url: str) -> None:
     assert float(high.split()[0]) == pytest.approx(100 * 700 / 700, abs=0.5)
     assert table.iloc[0]["Dips"] == "0"  # hourly rows around 650 W: no checkpoint dip to see
     assert any("assumed: no device model recorded" in c.value for c in app.caption)
+
+
+def _marks(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every single-mark layer of a Vega-Lite spec, nested layers flattened."""
+    if "layer" in spec:
+        return [m for layer in spec["layer"] for m in _marks(layer)]
+    return [spec]
+
+
+def test_charts_read_utc_on_a_24_hour_clock_with_named_events_and_bars(ledger_url: str) -> None:
+    app = run_app()
+    power, cumulative, by_kind, by_use = (json.loads(c.proto.spec) for c in app.get("vega_lite_chart"))
+    for chart in (power, cumulative):
+        xs = [m["encoding"]["x"] for m in _marks(chart)]
+        assert all(x["scale"]["type"] == "utc" for x in xs)  # not the browser's local time
+        axis = next(x for x in xs if "axis" in x)
+        assert "%H" in axis["axis"]["format"] and "%I" not in axis["axis"]["format"]
+        texts = [m for m in _marks(chart) if m["mark"]["type"] == "text"]
+        assert texts and texts[0]["encoding"]["text"]["field"] == "kind"  # each event named on the chart
+    for chart, field in ((by_kind, "device"), (by_use, "use")):
+        y = _marks(chart)[0]["encoding"]["y"]
+        assert y["field"] == field and y["axis"]["labelOverlap"] is False  # no label dropped for room
+        assert any(m["mark"]["type"] == "text" for m in _marks(chart))  # the share beside each bar
+    events = app.dataframe[-1].value
+    assert events["time"].str.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC").all()
