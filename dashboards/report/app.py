@@ -19,7 +19,7 @@ import streamlit as st
 from wattlog.accounting.ledger import Ledger, RunInfo, describe_url, make_engine, resolve_url
 from wattlog.accounting.power_report import POWER_HEADERS, POWER_NOTES, power_cells, run_power
 from wattlog.accounting.render import footnotes, format_figure, readable_amount
-from wattlog.dashboards.report.data import UTC_FORMAT, RunReport, load_report, utc_text
+from wattlog.dashboards.report.data import UTC_FORMAT, RunReport, load_report, markdown_text, utc_text
 from wattlog.errors import WattlogError
 
 CHART_HEIGHT_PX = 280
@@ -218,6 +218,15 @@ def breakdown(report: RunReport) -> None:
     )
 
 
+def static_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` ready for `st.table`: cells as escaped Markdown, no index column.
+
+    A static table wraps its cells, so every column stays on screen at 800 px (a data grid
+    scrolls sideways), and it draws at once where a grid first loads its canvas code.
+    """
+    return frame.astype(str).map(markdown_text).set_index(frame.columns[0])
+
+
 def _url_follows_pick() -> None:
     if st.session_state.get("run") is not None:
         st.query_params["run"] = st.session_state["run"]
@@ -255,7 +264,7 @@ def power_fluctuation(ledger: Ledger, run: RunInfo) -> None:
     st.subheader("Power fluctuation")
     figures, notes = run_power(ledger, run)
     cells = power_cells(run.name, figures)
-    st.dataframe(pd.DataFrame([dict(zip(POWER_HEADERS[1:], cells[1:], strict=True))]), hide_index=True)
+    st.table(static_table(pd.DataFrame([dict(zip(POWER_HEADERS[1:], cells[1:], strict=True))])))
     for note in [*POWER_NOTES, *notes]:
         st.caption(note)
 
@@ -294,9 +303,7 @@ def main() -> None:
     breakdown(report)
     power_fluctuation(ledger, report.run)
     st.subheader("Events")
-    st.dataframe(
-        report.events.assign(time=_utc_strings(report.events["time"])), hide_index=True, width="stretch"
-    )
+    st.table(static_table(report.events.assign(time=_utc_strings(report.events["time"]))))
 
 
 main()
