@@ -30,6 +30,10 @@ GAP_COLOUR = "#f39c12"
 # Device kinds in blues and greens: never the events' red nor the gaps' orange.
 KIND_COLOURS = {"gpu": "#1f77b4", "cpu": "#17becf", "dram": "#2ca02c", "node": "#7f7f7f"}
 
+SPEED_HELP = (
+    "Every rank's tokens over the job's IT energy (accounting.job_speed, as the trainer's panels); "
+    "MFU only where FLOPs per token and the devices' peak are known."
+)
 SOURCE_NOTES = {
     "counter": "differences of hardware energy counters",
     "sampled": "integrated from power readings",
@@ -77,6 +81,7 @@ def headline(report: RunReport) -> None:
     water.caption(f"WUE {format_figure('wue_l_per_kwh', fp.wue_l_per_kwh)} L/kWh")
     parts = [f"`{s}` ({SOURCE_NOTES.get(s, s)})" for s in fp.energy_source.split("+")]
     st.markdown(f"**Energy source:** {', '.join(parts)} · site `{fp.site}`")
+    st.markdown(f"**Training:** {report.speed_text()}", help=SPEED_HELP)
     if {"simulated", "estimated"} & set(fp.energy_source.split("+")):
         st.warning(
             "This energy was not measured by a hardware sensor: read it as "

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from wattlog.accounting.gaps import GapSummary, run_gaps
+from wattlog.accounting.job_speed import JobSpeed, job_speed
 from wattlog.accounting.reference import reference_table_rows
-from wattlog.accounting.render import TableRow, table_cells, to_csv, to_latex, to_markdown
+from wattlog.accounting.render import MISSING, TableRow, table_cells, to_csv, to_latex, to_markdown
 from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
 from wattlog.accounting.sites import site_catalog
 from wattlog.accounting.split import energy_split
-from wattlog.accounting.units import j_to_kwh
+from wattlog.accounting.units import j_to_kwh, sig3
 from wattlog.events import EventKind
 from wattlog.records import Kind
 
@@ -51,6 +52,7 @@ class RunReport:
         use_source: Source label of the energy split by use.
         events: Columns time (UTC), kind, category, step, detail (step "" where none: never "None").
         gaps: Columns start, end (UTC), host, device, reason, detail: stretches not measured.
+        speed: Tokens, tok/s, tok/J and MFU of the whole job (None: no rank reported tokens).
     """
 
     run: RunInfo
@@ -63,6 +65,23 @@ class RunReport:
     use_source: str
     events: pd.DataFrame
     gaps: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=GAP_COLUMNS))
+    speed: JobSpeed | None = None
+
+    def speed_text(self) -> str:
+        """Tokens, tok/s, tok/J and MFU of the job, as the trainer's panels compute them; "-" where unknown.
+
+        >>> from wattlog.accounting.job_speed import JobSpeed
+        >>> run = RunReport.__new__(RunReport)
+        >>> object.__setattr__(run, "speed", JobSpeed(8, 4.2e9, 3600.0, 8.4e8, "counter", 1.17e6, 5.0, None))
+        >>> run.speed_text()
+        '4,200,000,000 tokens · 1,170,000 tok/s · 5.00 tok/J · MFU -'
+        """
+        sp = self.speed
+        if sp is None:
+            return f"no token counts recorded · {MISSING} tok/s · {MISSING} tok/J · MFU {MISSING}"
+        per_s, per_j = (MISSING if v is None else sig3(v) for v in (sp.tokens_per_s, sp.tokens_per_j))
+        mfu = MISSING if sp.mfu is None else f"{100 * sp.mfu:.1f} %"
+        return f"{sig3(sp.tokens)} tokens · {per_s} tok/s · {per_j} tok/J · MFU {mfu}"
 
     def table(self) -> pd.DataFrame:
         """Table 19 as shown on the page (formatted like every other wattlog table)."""
@@ -221,4 +240,5 @@ def load_report(ledger: Ledger, run: str, options: TableOptions | None = None) -
         use_source=split.source,
         events=_events_frame(ledger.events(row.id)),
         gaps=gaps_frame(run_gaps(ledger, row.id)),
+        speed=job_speed(ledger, row.id),
     )

@@ -13,8 +13,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.dashboards.seed import RUN, START_S, seed_ledger
+from wattlog.accounting.job_speed import job_speed
 from wattlog.accounting.ledger import Ledger, RunSpec
+from wattlog.accounting.ledger.jobs import RankReport, report_rank_progress
 from wattlog.accounting.render import readable_amount, to_csv, to_latex, to_markdown
+from wattlog.accounting.units import sig3
 from wattlog.dashboards.report import data
 from wattlog.dashboards.report.data import load_report
 from wattlog.records import EnergyInterval, Gap, Kind, Source
@@ -233,3 +236,17 @@ def test_charts_read_utc_on_a_24_hour_clock_with_named_events_and_bars(ledger_ur
         assert any(m["mark"]["type"] == "text" for m in _marks(chart))  # the share beside each bar
     events = app.table[-1].value.reset_index()
     assert events["time"].str.fullmatch(r"\d{4}\\-\d\d\\-\d\d \d\d:\d\d:\d\d UTC").all()  # "\\-": Markdown
+
+
+def test_tokens_per_joule_is_the_jobs_figure_and_dash_without_tokens(ledger_url: str, ledger: Ledger) -> None:
+    app = run_app()
+    assert any(
+        m.value == "**Training:** no token counts recorded · - tok/s · - tok/J · MFU -" for m in app.markdown
+    )
+    for rank in range(2):  # two ranks: the job's tokens are both ranks' together
+        report_rank_progress(ledger, RUN, rank, RankReport("node1", rank, 5e9, 1000, START_S))
+    speed = job_speed(ledger, RUN)
+    assert speed is not None and speed.tokens_per_j is not None
+    app = run_app()
+    [line] = [m.value for m in app.markdown if m.value.startswith("**Training:**")]
+    assert f"{sig3(speed.tokens_per_j)} tok/J" in line and "10,000,000,000 tokens" in line and "MFU -" in line
