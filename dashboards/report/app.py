@@ -19,6 +19,7 @@ import streamlit as st
 from wattlog.accounting.ledger import Ledger, RunInfo, describe_url, make_engine, resolve_url
 from wattlog.accounting.power_report import POWER_HEADERS, POWER_NOTES, power_cells, run_power
 from wattlog.accounting.render import footnotes, format_figure, readable_amount
+from wattlog.accounting.units import unit_for
 from wattlog.dashboards.report.data import UTC_FORMAT, RunReport, load_report, markdown_text, utc_text
 from wattlog.errors import WattlogError
 
@@ -166,19 +167,22 @@ def timeline(report: RunReport) -> None:
     )
     kinds = sorted(set(report.power["kind"]))
     palette = alt.Scale(domain=kinds, range=[KIND_COLOURS.get(k, "#8c564b") for k in kinds])
+    # Axes in the unit of the run's size: "1.3 MW", not "1,300,000 W".
+    watts, watts_size = unit_for(float(report.power["power_w"].max()), "power")
+    joules, joules_size = unit_for(float(report.cumulative["energy_kwh"].max()) * 3.6e6, "energy")
     power = (
-        alt.Chart(report.power)
+        alt.Chart(report.power.assign(power=report.power["power_w"] / watts_size))
         .mark_line(point=True)
         .encode(
             x=x,
-            y=alt.Y("power_w:Q", title="power (W)"),
+            y=alt.Y("power:Q", title=f"power ({watts})"),
             color=alt.Color("kind:N", scale=palette, legend=alt.Legend(orient="bottom")),
         )
     )
     cumulative = (
-        alt.Chart(report.cumulative)
+        alt.Chart(report.cumulative.assign(energy=report.cumulative["energy_kwh"] * 3.6e6 / joules_size))
         .mark_area(opacity=0.5, color=KIND_COLOURS["gpu"])
-        .encode(x=x, y=alt.Y("energy_kwh:Q", title="IT energy (kWh)"))
+        .encode(x=x, y=alt.Y("energy:Q", title=f"IT energy ({joules})"))
     )
     outside = int((~report.events["time"].between(*_measured_span(report))).sum())
     st.caption(

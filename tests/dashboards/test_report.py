@@ -234,6 +234,9 @@ def test_charts_read_utc_on_a_24_hour_clock_with_named_events_and_bars(ledger_ur
         y = _marks(chart)[0]["encoding"]["y"]
         assert y["field"] == field and y["axis"]["labelOverlap"] is False  # no label dropped for room
         assert any(m["mark"]["type"] == "text" for m in _marks(chart))  # the share beside each bar
+    ys = [m["encoding"].get("y", {}) for m in _marks(power) + _marks(cumulative)]
+    titles = {y["title"] for y in ys if "title" in y}
+    assert titles == {"power (kW)", "IT energy (kWh)"}  # ~11 kW and 528 kWh: axes in the unit of their size
     events = app.table[-1].value.reset_index()
     assert events["time"].str.fullmatch(r"\d{4}\\-\d\d\\-\d\d \d\d:\d\d:\d\d UTC").all()  # "\\-": Markdown
 
