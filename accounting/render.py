@@ -110,12 +110,21 @@ def readable_figure(column: str, value: Quantity | None) -> str:
     >>> readable_figure("water_kl", 202.0), readable_figure("water_kl", None)
     ('202', '-')
     """
+    text = readable_amount(column, value)
+    return format_figure(column, value) if text.endswith(f" {_READABLE[column][2]}") else text
+
+
+def readable_amount(column: str, value: Quantity | None) -> str:
+    """An amount in the unit of its size, always naming it ("28.5 Wh", "131 MWh"); nothing is "-".
+
+    >>> readable_amount("total_power_mwh", 131.0), readable_amount("water_kl", Range(0.001, 0.0012))
+    ('131 MWh', '1.00 - 1.20 L')
+    """
     if value is None:
         return MISSING
-    quantity, scale, own = _READABLE[column]
+    quantity, scale, _ = _READABLE[column]
     lo, hi = bounds(value)
-    text = readable_range(lo * scale, hi * scale, quantity).replace(" - ", RANGE_SEP)
-    return format_figure(column, value) if text.endswith(f" {own}") else text
+    return readable_range(lo * scale, hi * scale, quantity).replace(" - ", RANGE_SEP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,15 +279,14 @@ def table_cells(rows: Sequence[TableRow]) -> tuple[list[str], list[list[str]]]:
 def readable_summary(row: TableRow) -> str:
     """One line: the row's energy, emissions and water in readable units (J/Wh/kWh/MWh, g/kg/t, L/kL)."""
     parts = []
-    for column, quantity, scale, what, unit in (
-        ("total_power_mwh", "energy", 3.6e9, "IT energy", ""),
-        ("co2_t", "mass", 1e6, "emissions", " CO2e"),
-        ("water_kl", "volume", 1e3, "water", ""),
+    for column, what, unit in (
+        ("total_power_mwh", "IT energy", ""),
+        ("co2_t", "emissions", " CO2e"),
+        ("water_kl", "water", ""),
     ):
         value = row.figure(column)
         if value is not None:
-            lo, hi = bounds(value)
-            parts.append(f"{what} {readable_range(lo * scale, hi * scale, quantity)}{unit}")
+            parts.append(f"{what} {readable_amount(column, value)}{unit}")
     return f"{row.model}: " + ", ".join(parts) + f" (energy source: {row.energy_source})"
 
 

@@ -140,6 +140,15 @@ def _unit(value: float, quantity: str) -> tuple[str, float]:
     return unit, size
 
 
+def unit_for(value: float, quantity: str) -> tuple[str, float]:
+    """The unit `readable` picks for `value` and its size in the base unit: a chart's axis in one unit.
+
+    >>> unit_for(1.3e6, "power"), unit_for(4.0e10, "energy")
+    (('MW', 1000000.0), ('MWh', 3600000000.0))
+    """
+    return _unit(value, quantity)
+
+
 def readable(value: float, quantity: str) -> str:
     """An amount in the unit of its magnitude, 3 significant figures: "1.80 kWh", "412 g", "3.20 kL".
 

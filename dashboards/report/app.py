@@ -18,16 +18,23 @@ import streamlit as st
 
 from wattlog.accounting.ledger import Ledger, RunInfo, describe_url, make_engine, resolve_url
 from wattlog.accounting.power_report import POWER_HEADERS, POWER_NOTES, power_cells, run_power
-from wattlog.accounting.render import footnotes, format_figure
-from wattlog.dashboards.report.data import RunReport, load_report
+from wattlog.accounting.render import footnotes, format_figure, readable_amount
+from wattlog.accounting.units import unit_for
+from wattlog.dashboards.report.data import UTC_FORMAT, RunReport, load_report, markdown_text, utc_text
 from wattlog.errors import WattlogError
 
 CHART_HEIGHT_PX = 280
+BAR_HEIGHT_PX = 30
+AXIS_HEIGHT_PX = 70  # the x axis and its title: "fit" takes them out of the height
 EVENT_COLOUR = "#c0392b"
 GAP_COLOUR = "#f39c12"
 # Device kinds in blues and greens: never the events' red nor the gaps' orange.
 KIND_COLOURS = {"gpu": "#1f77b4", "cpu": "#17becf", "dram": "#2ca02c", "node": "#7f7f7f"}
 
+SPEED_HELP = (
+    "Every rank's tokens over the job's IT energy (accounting.job_speed, as the trainer's panels); "
+    "MFU only where FLOPs per token and the devices' peak are known."
+)
 SOURCE_NOTES = {
     "counter": "differences of hardware energy counters",
     "sampled": "integrated from power readings",
@@ -43,33 +50,39 @@ def open_ledger(url: str) -> Ledger:
 
 
 def headline(report: RunReport) -> None:
-    """Energy, CO2 and water of the run, each with the energy's source."""
+    """Energy, CO2 and water of the run in units of their size, with the energy's band and source.
+
+    "28.5 Wh", not "0.0000285 MWh": the paper's units stay in Table 19 and in each figure's help.
+    """
     fp = report.footprint
     if fp is None:
         st.info("This run recorded no energy yet.")
         return
     energy, co2, water = st.columns(3)
     energy.metric(
-        "Energy (MWh)",
-        format_figure("total_power_mwh", fp.it_energy_mwh),
-        help=f"IT energy as measured; facility energy = x PUE {format_figure('pue', fp.pue)}",
+        "Energy (IT)",
+        readable_amount("total_power_mwh", fp.it_energy_mwh),
+        help=f"{format_figure('total_power_mwh', fp.it_energy_mwh)} MWh as in Table 19, measured at the "
+        f"devices; facility energy = x PUE {format_figure('pue', fp.pue)}",
     )
+    energy.caption(f"band {readable_amount('total_power_mwh', fp.energy_band_mwh)}")
     co2.metric(
-        "Emissions (tCO2eq)",
-        format_figure("co2_t", fp.co2_t),
-        help=f"MWh x PUE x {format_figure('carbon_intensity_kg_per_kwh', fp.intensity_kg_per_kwh)} "
-        f"kg/kWh ({fp.intensity_label})",
+        "Emissions (CO2eq)",
+        readable_amount("co2_t", fp.co2_t),
+        help=f"{format_figure('co2_t', fp.co2_t)} tCO2eq as in Table 19 = energy x PUE x "
+        f"{format_figure('carbon_intensity_kg_per_kwh', fp.intensity_kg_per_kwh)} kg/kWh",
     )
+    co2.caption(f"intensity: {fp.intensity_label}")
     water.metric(
-        "Water (kL)",
-        format_figure("water_kl", fp.water_kl),
-        help=f"MWh x PUE x WUE {format_figure('wue_l_per_kwh', fp.wue_l_per_kwh)} L/kWh",
+        "Water",
+        readable_amount("water_kl", fp.water_kl),
+        help=f"{format_figure('water_kl', fp.water_kl)} kL as in Table 19 = energy x PUE x WUE "
+        f"{format_figure('wue_l_per_kwh', fp.wue_l_per_kwh)} L/kWh",
     )
+    water.caption(f"WUE {format_figure('wue_l_per_kwh', fp.wue_l_per_kwh)} L/kWh")
     parts = [f"`{s}` ({SOURCE_NOTES.get(s, s)})" for s in fp.energy_source.split("+")]
-    st.markdown(
-        f"**Energy source:** {', '.join(parts)} · band {format_figure('total_power_mwh', fp.energy_band_mwh)}"
-        f" MWh · site `{fp.site}`"
-    )
+    st.markdown(f"**Energy source:** {', '.join(parts)} · site `{fp.site}`")
+    st.markdown(f"**Training:** {report.speed_text()}", help=SPEED_HELP)
     if {"simulated", "estimated"} & set(fp.energy_source.split("+")):
         st.warning(
             "This energy was not measured by a hardware sensor: read it as "
@@ -81,7 +94,7 @@ def table19(report: RunReport) -> None:
     """The run's row beside the reference rows, with downloads."""
     st.subheader("Table 19: this run beside the OLMo 2 paper's rows")
     # A static table wraps its cells: every column stays on screen at 800 px (a data grid hid 5 of 9).
-    table = report.table()
+    table = report.shown_table()
     st.table(table.set_index(table.columns[0]))
     notes = footnotes(report.rows)
     with st.expander(f"Notes on these figures ({len(notes)})"):
@@ -91,86 +104,136 @@ def table19(report: RunReport) -> None:
         column.download_button(f"Download {name.rsplit('.', 1)[1].upper()}", text, file_name=name, mime=mime)
 
 
+def _measured_span(report: RunReport) -> tuple[pd.Timestamp, pd.Timestamp]:
+    """From the run's start to its last energy row (UTC)."""
+    start = pd.Timestamp(report.run.start_s, unit="s", tz="UTC")
+    return min(start, report.power["time"].min()), report.power["time"].max()
+
+
+def _time_axis(report: RunReport) -> tuple[alt.X, alt.Scale]:
+    """The x of every time chart and its scale: UTC on a 24-hour clock (Vega-Lite draws local, 12-hour).
+
+    The domain is the measured span, so a late alert cannot squeeze the run into part of the chart.
+    """
+    first, last = _measured_span(report)
+    within_day = (last - first) <= pd.Timedelta(days=1)
+    scale = alt.Scale(type="utc", domain=[first.isoformat(), last.isoformat()])
+    axis = alt.Axis(format="%H:%M:%S" if within_day else "%m-%d %H:%M", labelAngle=0)
+    return alt.X("time:T", title="time (UTC)", scale=scale, axis=axis), scale
+
+
+def _event_marks(report: RunReport, x: alt.X) -> alt.LayerChart:
+    """The run's events as dashed rules, each labelled with its kind (a bare red line says nothing)."""
+    events = report.events.assign(when=_utc_strings(report.events["time"]))
+    rules = (
+        alt.Chart(events)
+        .mark_rule(color=EVENT_COLOUR, strokeDash=[4, 3], clip=True)
+        .encode(x=x, tooltip=["when:N", "kind:N", "detail:N"])
+    )
+    # Events at one instant (a restart and its lost work) share one label, not two on top of each other.
+    named = events.groupby("time", as_index=False).agg(kind=("kind", ", ".join))
+    labels = (
+        alt.Chart(named)
+        .mark_text(color=EVENT_COLOUR, angle=270, align="right", baseline="bottom", dy=-2, clip=True)
+        .encode(x=x, y=alt.value(4), text="kind:N")
+    )
+    return rules + labels
+
+
+def _utc_strings(times: pd.Series) -> pd.Series:
+    return times.dt.strftime(UTC_FORMAT)
+
+
 def timeline(report: RunReport) -> None:
-    """Power and cumulative energy over time, the run's events as vertical rules."""
+    """Power and cumulative energy over time, the run's events as labelled vertical rules."""
     st.subheader("Power and energy over time")
     if report.power.empty:
         st.info("No energy rows recorded.")
         return
-    rules = (
-        alt.Chart(report.events)
-        .mark_rule(color=EVENT_COLOUR, strokeDash=[4, 3])
-        .encode(x="time:T", tooltip=["time:T", "kind:N", "detail:N"])
-    )
+    x, scale = _time_axis(report)
+    events = _event_marks(report, x)
     gaps = (
-        alt.Chart(report.gaps)
-        .mark_rect(color=GAP_COLOUR, opacity=0.35)
+        alt.Chart(
+            report.gaps.assign(
+                start_utc=_utc_strings(report.gaps["start"]), end_utc=_utc_strings(report.gaps["end"])
+            )
+        )
+        .mark_rect(color=GAP_COLOUR, opacity=0.35, clip=True)
         .encode(
-            x="start:T",
+            x=alt.X("start:T", scale=scale),
             x2="end:T",
-            tooltip=["start:T", "end:T", "host:N", "device:N", "reason:N", "detail:N"],
+            tooltip=["start_utc:N", "end_utc:N", "host:N", "device:N", "reason:N", "detail:N"],
         )
     )
     kinds = sorted(set(report.power["kind"]))
     palette = alt.Scale(domain=kinds, range=[KIND_COLOURS.get(k, "#8c564b") for k in kinds])
+    # Axes in the unit of the run's size: "1.3 MW", not "1,300,000 W".
+    watts, watts_size = unit_for(float(report.power["power_w"].max()), "power")
+    joules, joules_size = unit_for(float(report.cumulative["energy_kwh"].max()) * 3.6e6, "energy")
     power = (
-        alt.Chart(report.power)
+        alt.Chart(report.power.assign(power=report.power["power_w"] / watts_size))
         .mark_line(point=True)
         .encode(
-            x=alt.X("time:T", title="time (UTC)"),
-            y=alt.Y("power_w:Q", title="power (W)"),
+            x=x,
+            y=alt.Y("power:Q", title=f"power ({watts})"),
             color=alt.Color("kind:N", scale=palette, legend=alt.Legend(orient="bottom")),
         )
     )
     cumulative = (
-        alt.Chart(report.cumulative)
+        alt.Chart(report.cumulative.assign(energy=report.cumulative["energy_kwh"] * 3.6e6 / joules_size))
         .mark_area(opacity=0.5, color=KIND_COLOURS["gpu"])
-        .encode(x=alt.X("time:T", title="time (UTC)"), y=alt.Y("energy_kwh:Q", title="IT energy (kWh)"))
+        .encode(x=x, y=alt.Y("energy:Q", title=f"IT energy ({joules})"))
     )
+    outside = int((~report.events["time"].between(*_measured_span(report))).sum())
     st.caption(
-        "Red dashed lines: events (restarts, spikes, alerts). Orange bands: gaps, when a device was "
-        f"not measured ({len(report.gaps)} recorded; never filled in)."
+        "Red dashed lines: events, named at the top (restarts, spikes, alerts). Orange bands: gaps, when a "
+        f"device was not measured ({len(report.gaps)} recorded; never filled in). Times in UTC."
+        + (f" {outside} events fall outside the measured span: see the table below." if outside else "")
     )
-    power = (gaps + power + rules).properties(height=CHART_HEIGHT_PX)
-    cumulative = (gaps + cumulative + rules).properties(height=CHART_HEIGHT_PX)
+    power = (gaps + power + events).properties(height=CHART_HEIGHT_PX)
+    cumulative = (gaps + cumulative + events).properties(height=CHART_HEIGHT_PX)
     left, right = st.columns(2)
     left.altair_chart(power, width="stretch")
     right.altair_chart(cumulative, width="stretch")
 
 
+def _bars(frame: pd.DataFrame, label: str, rows: int) -> alt.LayerChart:
+    """Horizontal bars with every label on its axis and the share at the bar's end (none hidden).
+
+    No y title: the caption names the split, and a vertical title taller than the bars squashes them.
+    """
+    y = alt.Y(f"{label}:N", title=None, sort=None, axis=alt.Axis(labelLimit=160, labelOverlap=False))
+    bars = alt.Chart(frame).mark_bar().encode(x=alt.X("energy_kwh:Q", title="kWh"), y=y)
+    text = bars.mark_text(align="left", dx=3).encode(text=alt.Text("share:Q", format=".1%"))
+    return (bars + text).properties(height=AXIS_HEIGHT_PX + BAR_HEIGHT_PX * rows)
+
+
 def breakdown(report: RunReport) -> None:
-    """Energy by device kind and by use."""
+    """Energy by device kind and by use, each bar named and its share written beside it."""
     st.subheader("Where the energy went")
     if report.by_kind.empty:
         return
     left, right = st.columns(2)
-    left.altair_chart(
-        alt.Chart(report.by_kind)
-        .mark_bar()
-        .encode(
-            x=alt.X("energy_kwh:Q", title="kWh"),
-            y=alt.Y("kind:N", title="device kind"),
-            color="source:N",
-            tooltip=["kind", "source", "energy_kwh"],
-        )
-        .properties(height=CHART_HEIGHT_PX // 2),
-        width="stretch",
+    by_kind = report.by_kind.assign(
+        device=report.by_kind["kind"] + " (" + report.by_kind["source"] + ")",
+        share=report.by_kind["energy_kwh"] / report.by_kind["energy_kwh"].sum(),
     )
-    left.caption("By device kind, coloured by source label.")
-    right.altair_chart(
-        alt.Chart(report.by_use)
-        .mark_bar()
-        .encode(
-            x=alt.X("energy_kwh:Q", title="kWh"),
-            y=alt.Y("use:N", title="use", sort=None),
-            tooltip=["use", "energy_kwh", alt.Tooltip("share:Q", format=".1%")],
-        )
-        .properties(height=CHART_HEIGHT_PX // 2),
-        width="stretch",
-    )
+    rows = max(len(by_kind), len(report.by_use))  # one height: the two charts line up side by side
+    left.altair_chart(_bars(by_kind, "device", rows), width="stretch")
+    left.caption("By device kind (source of its energy).")
+    right.altair_chart(_bars(report.by_use, "use", rows), width="stretch")
     right.caption(
         f"By use (productive, lost work, health checks, the rest); energy source: {report.use_source}."
     )
+
+
+def static_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` ready for `st.table`: cells as escaped Markdown, no index column.
+
+    A static table wraps its cells, so every column stays on screen at 800 px (a data grid
+    scrolls sideways), and it draws at once where a grid first loads its canvas code.
+    """
+    return frame.astype(str).map(markdown_text).set_index(frame.columns[0])
 
 
 def _url_follows_pick() -> None:
@@ -210,7 +273,7 @@ def power_fluctuation(ledger: Ledger, run: RunInfo) -> None:
     st.subheader("Power fluctuation")
     figures, notes = run_power(ledger, run)
     cells = power_cells(run.name, figures)
-    st.dataframe(pd.DataFrame([dict(zip(POWER_HEADERS[1:], cells[1:], strict=True))]), hide_index=True)
+    st.table(static_table(pd.DataFrame([dict(zip(POWER_HEADERS[1:], cells[1:], strict=True))])))
     for note in [*POWER_NOTES, *notes]:
         st.caption(note)
 
@@ -238,10 +301,10 @@ def main() -> None:
         st.stop()
     r = report.run
     st.title(f"Carbon report: {r.name}")
-    end = pd.to_datetime(r.end_s, unit="s", utc=True) if r.end_s else "still running"
+    end = utc_text(r.end_s) if r.end_s else "still running"
     st.caption(
         f"model {r.model or '-'} · site {r.site or '-'} · {r.status} · "
-        f"{pd.to_datetime(r.start_s, unit='s', utc=True)} to {end} · restarts {r.restarts}"
+        f"{utc_text(r.start_s)} to {end} · restarts {r.restarts}"
     )
     headline(report)
     table19(report)
@@ -249,7 +312,7 @@ def main() -> None:
     breakdown(report)
     power_fluctuation(ledger, report.run)
     st.subheader("Events")
-    st.dataframe(report.events, hide_index=True, width="stretch")
+    st.table(static_table(report.events.assign(time=_utc_strings(report.events["time"]))))
 
 
 main()

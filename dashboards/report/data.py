@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from wattlog.accounting.gaps import GapSummary, run_gaps
+from wattlog.accounting.job_speed import JobSpeed, job_speed
 from wattlog.accounting.ledger.lease import reap_before_reading
 from wattlog.accounting.reference import reference_table_rows
-from wattlog.accounting.render import TableRow, table_cells, to_csv, to_latex, to_markdown
+from wattlog.accounting.render import MISSING, TableRow, table_cells, to_csv, to_latex, to_markdown
 from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
 from wattlog.accounting.sites import site_catalog
 from wattlog.accounting.split import energy_split
-from wattlog.accounting.units import j_to_kwh
+from wattlog.accounting.units import j_to_kwh, sig3
 from wattlog.events import EventKind
 from wattlog.records import Kind
 
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     from wattlog.records import EnergyInterval
 
 GAP_COLUMNS = ["start", "end", "host", "device", "reason", "detail"]
+UTC_FORMAT = "%Y-%m-%d %H:%M:%S UTC"
+"""Every time a person reads on the page: to the second, 24-hour clock, in UTC and labelled so."""
+_MARKDOWN_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#+-|~$"})
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,7 @@ class RunReport:
         events: Columns time (UTC), kind, status, category, step, detail (step "" where none: never
             "None"; status "firing" or "resolved" for an alert, "" otherwise).
         gaps: Columns start, end (UTC), host, device, reason, detail: stretches not measured.
+        speed: Tokens, tok/s, tok/J and MFU of the whole job (None: no rank reported tokens).
     """
 
     run: RunInfo
@@ -62,11 +67,35 @@ class RunReport:
     use_source: str
     events: pd.DataFrame
     gaps: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=GAP_COLUMNS))
+    speed: JobSpeed | None = None
+
+    def speed_text(self) -> str:
+        """Tokens, tok/s, tok/J and MFU of the job, as the trainer's panels compute them; "-" where unknown.
+
+        >>> from wattlog.accounting.job_speed import JobSpeed
+        >>> run = RunReport.__new__(RunReport)
+        >>> object.__setattr__(run, "speed", JobSpeed(8, 4.2e9, 3600.0, 8.4e8, "counter", 1.17e6, 5.0, None))
+        >>> run.speed_text()
+        '4,200,000,000 tokens · 1,170,000 tok/s · 5.00 tok/J · MFU -'
+        """
+        sp = self.speed
+        if sp is None:
+            return f"no token counts recorded · {MISSING} tok/s · {MISSING} tok/J · MFU {MISSING}"
+        per_s, per_j = (MISSING if v is None else sig3(v) for v in (sp.tokens_per_s, sp.tokens_per_j))
+        mfu = MISSING if sp.mfu is None else f"{100 * sp.mfu:.1f} %"
+        return f"{sig3(sp.tokens)} tokens · {per_s} tok/s · {per_j} tok/J · MFU {mfu}"
 
     def table(self) -> pd.DataFrame:
         """Table 19 as shown on the page (formatted like every other wattlog table)."""
         headers, cells = table_cells(self.rows)
         return pd.DataFrame(cells, columns=headers)
+
+    def shown_table(self) -> pd.DataFrame:
+        """Table 19 as `st.table` draws it: cells escaped, since it reads them as Markdown.
+
+        Unescaped, a missing figure "-" renders as a list bullet and "$" starts a formula.
+        """
+        return self.table().map(markdown_text)
 
     def downloads(self) -> dict[str, tuple[str, str]]:
         """File name -> (text, MIME type) for CSV, Markdown and LaTeX."""
@@ -76,6 +105,20 @@ class RunReport:
             f"{stem}.md": (to_markdown(self.rows), "text/markdown"),
             f"{stem}.tex": (to_latex(self.rows), "application/x-tex"),
         }
+
+
+def markdown_text(text: str) -> str:
+    r"""`text` escaped so Markdown shows it as written: "-" stays "-" (not a bullet).
+
+    >>> markdown_text("-"), markdown_text("1,450 - 4,823"), markdown_text("OLMo 2 7B")
+    ('\\-', '1,450 \\- 4,823', 'OLMo 2 7B')
+    """
+    return text.translate(_MARKDOWN_SPECIAL)
+
+
+def utc_text(seconds: float) -> str:
+    """A time the page shows: "2026-09-21 12:26:40 UTC"."""
+    return pd.Timestamp(seconds, unit="s", tz="UTC").strftime(UTC_FORMAT)
 
 
 def _utc(seconds: pd.Series) -> pd.Series:
@@ -209,4 +252,5 @@ def load_report(ledger: Ledger, run: str, options: TableOptions | None = None) -
         use_source=split.source,
         events=_events_frame(ledger.events(row.id)),
         gaps=gaps_frame(run_gaps(ledger, row.id)),
+        speed=job_speed(ledger, row.id),
     )

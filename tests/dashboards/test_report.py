@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.dashboards.seed import RUN, START_S, seed_ledger
+from wattlog.accounting.job_speed import job_speed
 from wattlog.accounting.ledger import Ledger, RunSpec
-from wattlog.accounting.render import format_figure, to_csv, to_latex, to_markdown
+from wattlog.accounting.ledger.jobs import RankReport, report_rank_progress
+from wattlog.accounting.render import readable_amount, to_csv, to_latex, to_markdown
+from wattlog.accounting.units import sig3
 from wattlog.dashboards.report import data
 from wattlog.dashboards.report.data import load_report
-from wattlog.records import Gap
+from wattlog.records import EnergyInterval, Gap, Kind, Source
 
 APP = str(Path(data.__file__).parent / "app.py")
 
@@ -59,14 +65,49 @@ def test_headline_shows_the_ledgers_figures_and_the_source(ledger_url: str, ledg
     assert expected is not None
     metrics = {m.label: m.value for m in app.metric}
     assert metrics == {
-        "Energy (MWh)": format_figure("total_power_mwh", expected.it_energy_mwh),
-        "Emissions (tCO2eq)": format_figure("co2_t", expected.co2_t),
-        "Water (kL)": format_figure("water_kl", expected.water_kl),
+        "Energy (IT)": readable_amount("total_power_mwh", expected.it_energy_mwh),
+        "Emissions (CO2eq)": readable_amount("co2_t", expected.co2_t),
+        "Water": readable_amount("water_kl", expected.water_kl),
     }
-    assert metrics["Energy (MWh)"] == "0.528"  # 16 x ~650 W + 2 x 300 W for 48 h
+    assert metrics["Energy (IT)"] == "528 kWh"  # 16 x ~650 W + 2 x 300 W for 48 h, in the unit of its size
+    helps = [m.help for m in app.metric]
+    assert "0.528 MWh as in Table 19" in helps[0]  # the paper's unit one hover away
+    captions = " ".join(c.value for c in app.caption)
+    band = readable_amount("total_power_mwh", expected.energy_band_mwh)
+    assert f"band {band}" in captions and band.endswith(" kWh") and expected.intensity_label in captions
     text = " ".join(m.value for m in app.markdown)
     assert "Energy source:" in text and "`simulated`" in text and "never a measurement" in text
     assert any("not measured by a hardware sensor" in w.value for w in app.warning)
+
+
+def test_a_small_run_reads_in_wh_and_grams_not_millionths(ledger_url: str, ledger: Ledger) -> None:
+    ledger.start_run("tiny", RunSpec(site="jupiter", host="node1"))
+    gpu = EnergyInterval.of(
+        "node1", "GPU-0", Kind.GPU, Source.SIMULATED, START_S, START_S + 60, 102_600.0, 1e5, 1.1e5
+    )
+    ledger.record_intervals("tiny", [gpu])
+    app = AppTest.from_file(APP, default_timeout=30)
+    app.query_params["run"] = "tiny"
+    app.run()
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Energy (IT)"] == "28.5 Wh"
+    assert metrics["Emissions (CO2eq)"].endswith(" g") and "0.0000" not in metrics["Emissions (CO2eq)"]
+    assert metrics["Water"].endswith(" L")
+
+
+def test_times_are_to_the_second_in_utc_and_labelled(ledger_url: str) -> None:
+    app = run_app()
+    caption = next(c.value for c in app.caption if c.value.startswith("model "))
+    start = datetime.fromtimestamp(START_S, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    assert f"{start} UTC to " in caption and "+00:00" not in caption
+
+
+def test_missing_figures_show_as_a_dash_not_a_bullet(ledger: Ledger) -> None:
+    report = load_report(ledger, RUN)
+    plain, shown = report.table(), report.shown_table()
+    assert (plain == "-").any().any()  # the paper leaves some figures out
+    assert set(shown.to_numpy()[(plain == "-").to_numpy()]) == {"\\-"}
+    assert "OLMo 2 7B" in set(shown.iloc[:, 0])  # plain text stays as it is
 
 
 def test_table19_has_the_run_beside_the_reference_rows(ledger_url: str) -> None:
@@ -164,9 +205,51 @@ def test_notes_fold_away_missing_steps_are_blank_and_gaps_are_drawn(ledger_url: 
 def test_power_fluctuation_section(ledger_url: str) -> None:
     app = run_app()
     assert "Power fluctuation" in [s.value for s in app.subheader]
-    table = next(d.value for d in app.dataframe if "Dips" in d.value.columns)
+    table = next(t.value.reset_index() for t in app.table if "Dips" in t.value.columns)  # static: 800 px
     low, median, high = table.iloc[0]["% of power limit (min / median / max)"].split(" / ")
     assert float(low.split()[0]) == pytest.approx(100 * 600 / 700, abs=0.5)  # 650 W - 50 W of a 700 W H100
     assert float(high.split()[0]) == pytest.approx(100 * 700 / 700, abs=0.5)
     assert table.iloc[0]["Dips"] == "0"  # hourly rows around 650 W: no checkpoint dip to see
     assert any("assumed: no device model recorded" in c.value for c in app.caption)
+
+
+def _marks(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every single-mark layer of a Vega-Lite spec, nested layers flattened."""
+    if "layer" in spec:
+        return [m for layer in spec["layer"] for m in _marks(layer)]
+    return [spec]
+
+
+def test_charts_read_utc_on_a_24_hour_clock_with_named_events_and_bars(ledger_url: str) -> None:
+    app = run_app()
+    power, cumulative, by_kind, by_use = (json.loads(c.proto.spec) for c in app.get("vega_lite_chart"))
+    for chart in (power, cumulative):
+        xs = [m["encoding"]["x"] for m in _marks(chart)]
+        assert all(x["scale"]["type"] == "utc" for x in xs)  # not the browser's local time
+        axis = next(x for x in xs if "axis" in x)
+        assert "%H" in axis["axis"]["format"] and "%I" not in axis["axis"]["format"]
+        texts = [m for m in _marks(chart) if m["mark"]["type"] == "text"]
+        assert texts and texts[0]["encoding"]["text"]["field"] == "kind"  # each event named on the chart
+    for chart, field in ((by_kind, "device"), (by_use, "use")):
+        y = _marks(chart)[0]["encoding"]["y"]
+        assert y["field"] == field and y["axis"]["labelOverlap"] is False  # no label dropped for room
+        assert any(m["mark"]["type"] == "text" for m in _marks(chart))  # the share beside each bar
+    ys = [m["encoding"].get("y", {}) for m in _marks(power) + _marks(cumulative)]
+    titles = {y["title"] for y in ys if "title" in y}
+    assert titles == {"power (kW)", "IT energy (kWh)"}  # ~11 kW and 528 kWh: axes in the unit of their size
+    events = app.table[-1].value.reset_index()
+    assert events["time"].str.fullmatch(r"\d{4}\\-\d\d\\-\d\d \d\d:\d\d:\d\d UTC").all()  # "\\-": Markdown
+
+
+def test_tokens_per_joule_is_the_jobs_figure_and_dash_without_tokens(ledger_url: str, ledger: Ledger) -> None:
+    app = run_app()
+    assert any(
+        m.value == "**Training:** no token counts recorded · - tok/s · - tok/J · MFU -" for m in app.markdown
+    )
+    for rank in range(2):  # two ranks: the job's tokens are both ranks' together
+        report_rank_progress(ledger, RUN, rank, RankReport("node1", rank, 5e9, 1000, START_S))
+    speed = job_speed(ledger, RUN)
+    assert speed is not None and speed.tokens_per_j is not None
+    app = run_app()
+    [line] = [m.value for m in app.markdown if m.value.startswith("**Training:**")]
+    assert f"{sig3(speed.tokens_per_j)} tok/J" in line and "10,000,000,000 tokens" in line and "MFU -" in line

@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
-from tests.dashboards.seed import RUN, seed_ledger
+from tests.dashboards.seed import RUN, START_S, seed_ledger
 from tests.integration.servers import free_port, wattlog_process
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
-from wattlog.accounting.render import format_figure
+from wattlog.accounting.render import readable_amount
 from wattlog.dashboards.report.data import load_report
+from wattlog.records import EnergyInterval, Kind, Source
 
 pytestmark = pytest.mark.integration
 
@@ -84,9 +85,9 @@ def test_report_page_shows_the_ledgers_headline_numbers(
     footprint = load_report(Ledger(make_engine(ledger_url, create=False)), RUN).footprint
     assert footprint is not None
     expected = {
-        "Energy (MWh)": format_figure("total_power_mwh", footprint.it_energy_mwh),
-        "Emissions (tCO2eq)": format_figure("co2_t", footprint.co2_t),
-        "Water (kL)": format_figure("water_kl", footprint.water_kl),
+        "Energy (IT)": readable_amount("total_power_mwh", footprint.it_energy_mwh),
+        "Emissions (CO2eq)": readable_amount("co2_t", footprint.co2_t),
+        "Water": readable_amount("water_kl", footprint.water_kl),
     }
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -158,3 +159,81 @@ def test_a_picked_run_survives_a_reload_and_the_page_reads_at_800_px(
         finally:
             browser.close()
     assert shot.stat().st_size > 30_000
+
+
+def seed_sizes(url: str) -> dict[str, str]:
+    """A 28.5 Wh run and a 32 MWh one (128 nodes at 10.4 kW for a day) beside the seeded run.
+
+    Returns run name -> the headline unit a reader should see.
+    """
+    ledger = Ledger(make_engine(url, create=False))
+    ledger.start_run("tiny", RunSpec(model="tiny", site="jupiter", host="node1"))
+    gpu = EnergyInterval.of(
+        "node1", "GPU-0", Kind.GPU, Source.COUNTER, START_S, START_S + 60, 102_600.0, 1e5, 1.1e5
+    )
+    ledger.record_intervals("tiny", [gpu])
+    ledger.end_run("tiny", end_s=START_S + 60)
+    ledger.start_run("big", RunSpec(model="big", site="jupiter", host="node000"))
+    joules = 32e6 * 3600 / (128 * 24)  # 32 MWh over 128 nodes x 24 hourly rows
+    for hour in range(24):
+        start = START_S + hour * 3600
+        rows = [
+            EnergyInterval.of(
+                f"node{n:03d}",
+                "node",
+                Kind.NODE,
+                Source.COUNTER,
+                start,
+                start + 3600,
+                joules,
+                0.99 * joules,
+                1.01 * joules,
+            )
+            for n in range(128)
+        ]
+        ledger.record_intervals("big", rows)
+    ledger.end_run("big", end_s=START_S + 24 * 3600)
+    return {"tiny": "Wh", "big": "MWh"}
+
+
+def test_screenshots_of_a_small_and_a_32_mwh_run_at_800_and_1440_px(ledger_url: str, tmp_path: Path) -> None:
+    """The headline reads in the unit of its size and every Table-19 column is on screen at 800 px."""
+    need(CHROMIUM, CHROMIUM)
+    from playwright.sync_api import sync_playwright
+
+    units = seed_sizes(ledger_url)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with (
+        wattlog_process(
+            ["report", "--db", ledger_url, "--port", str(port)],
+            tmp_path / "report.log",
+            f"{url}/_stcore/health",
+            healthy=lambda body: body == b"ok",
+            timeout_s=60,
+        ),
+        sync_playwright() as playwright,
+    ):
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            for run, unit in units.items():
+                for width in (800, 1440):
+                    page = browser.new_page(viewport={"width": width, "height": 3000})
+                    page.goto(f"{url}/?run={run}", wait_until="domcontentloaded", timeout=30_000)
+                    energy = page.locator('[data-testid="stMetricValue"]').first
+                    energy.wait_for(timeout=30_000)
+                    assert energy.inner_text().strip().endswith(f" {unit}"), (run, energy.inner_text())
+                    page.locator('[data-testid="stVegaLiteChart"]').nth(3).wait_for(timeout=30_000)
+                    table = page.locator('[data-testid="stTable"]').first
+                    box = table.locator("th").last.bounding_box()  # the last column (the 11th at most)
+                    assert box is not None and box["x"] + box["width"] <= width, (run, width)
+                    assert table.locator("li").count() == 0  # "-" stays "-", never a list bullet
+                    height = page.evaluate(
+                        "document.querySelector('[data-testid=\"stMain\"]')?.scrollHeight || 3000"
+                    )
+                    page.set_viewport_size({"width": width, "height": int(height) + 100})
+                    shot = screenshot(page, tmp_path / f"report-{run}-{width}px.png")
+                    assert shot.stat().st_size > 30_000
+                    page.close()
+        finally:
+            browser.close()

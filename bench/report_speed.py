@@ -1,0 +1,122 @@
+"""How soon the carbon report shows its first figures, in headless Chromium, on a ledger of many runs.
+
+    .venv/bin/python bench/report_speed.py [--runs 1000] [--rows 48] [--loads 5]
+
+Seeds a temporary SQLite ledger with `--runs` finished runs of `--rows` hourly energy rows
+each (the last one the seeded report run of tests/dashboards/seed.py), starts `wattlog report`
+on a free port and opens `?run=NAME` in Debian's Chromium through Playwright (never
+`playwright install`). Prints, per load, the seconds from navigation to the headline's first
+figure and to the fourth chart (and to the run picker: the page's own start, which no
+change to the report's Python shortens); the first load is cold (the server imports and reads all),
+the rest warm (a new browser tab each time, the server already running). Target: warm first
+figures under 2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from tests.dashboards.seed import RUN, seed_ledger
+from tests.integration.servers import free_port, wattlog_process
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
+from wattlog.records import EnergyInterval, Kind, Source
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
+TARGET_S = 2.0
+START_S = 1_700_000_000.0
+
+
+def seed_many(url: str, runs: int, rows: int) -> None:
+    """`runs - 1` small finished runs, then the report's seeded run (so it is the newest)."""
+    ledger = Ledger(make_engine(url))
+    for i in range(runs - 1):
+        name = f"run-{i:04d}"
+        start = START_S + i * 86_400
+        ledger.start_run(name, RunSpec(model="bench", site="jupiter", host="node1"))
+        ledger.record_intervals(
+            name,
+            [
+                EnergyInterval.of(
+                    "node1", "GPU-0", Kind.GPU, Source.SIMULATED, t, t + 3600, 2.3e6, 2.2e6, 2.4e6
+                )
+                for t in (start + h * 3600 for h in range(rows))
+            ],
+        )
+        ledger.end_run(name, end_s=start + rows * 3600)
+    seed_ledger(url)
+
+
+def first_figures(base: str, loads: int) -> list[tuple[float, float, float]]:
+    """Seconds to the run picker, to the first headline figure and to the fourth chart, per page load."""
+    from playwright.sync_api import sync_playwright
+
+    times = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            for _ in range(loads):
+                page = browser.new_page(viewport={"width": 1440, "height": 3000})
+                began = time.perf_counter()
+                page.goto(f"{base}/?run={RUN}", wait_until="commit", timeout=60_000)
+                page.locator('[data-testid="stSelectbox"]').first.wait_for(timeout=60_000)
+                shell = time.perf_counter() - began  # the page drawn its first widget: the script runs
+                page.locator('[data-testid="stMetricValue"]').first.wait_for(timeout=60_000)
+                figures = time.perf_counter() - began
+                page.locator('[data-testid="stVegaLiteChart"]').nth(3).wait_for(timeout=60_000)
+                times.append((shell, figures, time.perf_counter() - began))
+                page.close()
+        finally:
+            browser.close()
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--rows", type=int, default=48, help="hourly energy rows per run")
+    parser.add_argument("--loads", type=int, default=5, help="page loads (the first is cold)")
+    parser.add_argument("--ledger", type=Path, help="a copy of this SQLite ledger instead of seeding")
+    parser.add_argument("--keep", type=Path, help="also copy the seeded ledger here (to profile it)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite:///{Path(tmp) / 'ledger.db'}"
+        began = time.perf_counter()
+        if args.ledger:
+            shutil.copy(args.ledger, Path(tmp) / "ledger.db")
+            print(f"ledger: a copy of {args.ledger}")
+        else:
+            seed_many(url, args.runs, args.rows)
+            print(f"seeded {args.runs} runs x {args.rows} rows in {time.perf_counter() - began:.1f} s")
+        if args.keep:
+            shutil.copy(Path(tmp) / "ledger.db", args.keep)
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        with wattlog_process(
+            ["report", "--db", url, "--port", str(port)],
+            Path(tmp) / "report.log",
+            f"{base}/_stcore/health",
+            healthy=lambda body: body == b"ok",
+            timeout_s=60,
+        ):
+            times = first_figures(base, args.loads)
+    for i, (shell, figures, charts) in enumerate(times):
+        kind = "cold" if i == 0 else "warm"
+        print(
+            f"load {i + 1} ({kind}): picker {shell:.2f} s, "
+            f"first figures {figures:.2f} s, charts {charts:.2f} s"
+        )
+    warm = [f for _, f, _ in times[1:]]
+    if warm:
+        median = statistics.median(warm)
+        verdict = "under" if median < TARGET_S else "OVER"
+        print(f"warm first figures: median {median:.2f} s, max {max(warm):.2f} s ({verdict} {TARGET_S} s)")
+
+
+if __name__ == "__main__":
+    main()
