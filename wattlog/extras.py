@@ -27,6 +27,7 @@ EXTRA_OF = {
     "yaml": "dashboards",
     "pandas": "dashboards",
     "altair": "dashboards",
+    "opentelemetry": "otlp",
 }
 """Top-level module -> the wattlog extra that installs it."""
 
