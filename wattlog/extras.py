@@ -28,6 +28,7 @@ EXTRA_OF = {
     "pandas": "dashboards",
     "altair": "dashboards",
     "opentelemetry": "otlp",
+    "olmo_core": "olmo-core",
 }
 """Top-level module -> the wattlog extra that installs it."""
 
