@@ -79,7 +79,7 @@ class WattlogCallback(_callbacks.Callback):  # type: ignore[misc, name-defined]
 
     def pre_step(self, batch: dict[str, Any]) -> None:
         """Count this rank's tokens of the batch (the element count of its input ids)."""
-        ids = batch.get("input_ids")
+        ids: Any = batch.get("input_ids")
         self._tokens = float(ids.numel()) if hasattr(ids, "numel") else None
 
     def post_train_batch(self) -> None:
