@@ -142,3 +142,15 @@ def test_a_refused_last_export_is_reported(tmp_path: Path, httpserver: HTTPServe
     with Recording(RecordingConfig(agent, otlp=otlp), sensors=[sensor]) as recording:
         pass
     assert not recording.otlp_ok
+
+
+def test_wattlog_agent_exports_over_otlp(tmp_path: Path, httpserver: HTTPServer) -> None:
+    from wattlog.cli import main
+
+    receiver = Receiver()
+    httpserver.expect_request("/v1/metrics", method="POST").respond_with_handler(receiver)
+    args = ["agent", "--seconds", "0.3", "--simulate", "1", "--port", "-1", "--linger-s", "0"]
+    args += ["--lock-dir", str(tmp_path / "locks"), "--otlp", httpserver.url_for("/v1/metrics")]
+    assert main(args) == 0
+    assert receiver.requests >= 1 and "GPU-sim-0000" in receiver.energy_j
+    assert main(["agent", "--seconds", "0.1", "--otlp", "collector:4318"]) == 2  # one line, no traceback
