@@ -53,6 +53,7 @@ from wattlog.options import (
 from wattlog.telemetry.agent import AgentConfig, default_lock_dir
 from wattlog.telemetry.agent_cli import run_or_wait
 from wattlog.telemetry.agent_config import LINGER_S
+from wattlog.telemetry.otlp import OtlpConfig
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 from wattlog.telemetry.supervise import Supervisor, cannot_start
 
@@ -149,6 +150,10 @@ def agent(
     jsonl: Annotated[
         Path | None, typer.Option(help="Append each flush's energy rows and gaps to this JSON Lines file.")
     ] = None,
+    otlp: Annotated[
+        str | None,
+        typer.Option(help="OTLP/HTTP metrics URL: export hw.energy and hw.power (each flush)."),
+    ] = None,
     lock_dir: LockDirOption = None,
     run: Annotated[str, typer.Option(help="The `run` label on every series (tells runs apart).")] = "",
     linger_s: LingerOption = LINGER_S,
@@ -177,7 +182,8 @@ def agent(
     if refused is not None:
         Console(stderr=True, highlight=False).print(f"wattlog agent: {refused.message}")
         return refused.exit_code
-    recording = Recording(RecordingConfig(config, jsonl=jsonl), extra_sensors=extra)
+    otlp_config = OtlpConfig(otlp, interval_s=flush_s) if otlp else None
+    recording = Recording(RecordingConfig(config, jsonl=jsonl, otlp=otlp_config), extra_sensors=extra)
     # SIGTERM and SIGINT go to the command; this process still flushes and reports.
     with Supervisor() as supervisor:
         try:

@@ -36,6 +36,7 @@ from wattlog.clock import Clock
 from wattlog.errors import LedgerError, WattlogError
 from wattlog.records import BandRevision, EnergyInterval, Gap
 from wattlog.telemetry.agent import Agent, AgentConfig
+from wattlog.telemetry.otlp import OtlpConfig, OtlpExport
 from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.sinks import IntervalSink, JsonlSink
 
@@ -52,6 +53,8 @@ class RecordingConfig:
     """Folder of the spool files; None = $WATTLOG_SPOOL_DIR, else ~/.local/state/wattlog-spool."""
     jsonl: Path | None = None
     """Also append each flush's rows to this JSON Lines file (None: no file)."""
+    otlp: OtlpConfig | None = None
+    """Also export energy and power over OTLP/HTTP (None: no OTLP; needs ``wattlog[otlp]``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +166,9 @@ class Recording:
         self._environ = environ
         self.ledger_sink: CountingSink | None = None
         self.agent: Agent | None = None
+        self.otlp: OtlpExport | None = None
+        self.otlp_ok = True
+        """False once an OTLP export that close() made (the last figures) failed."""
 
     def start(self) -> Recording:
         """Open the sinks, start the agent (sampling, flushing, serving) and serve the collectors.
@@ -192,6 +198,14 @@ class Recording:
         for collector in self._collectors:
             agent.registry.register(collector)
         self.agent = agent.start()
+        if self.config.otlp is not None:
+            try:
+                self.otlp = OtlpExport(
+                    agent.snapshot, agent.config.host, agent.config.run, self.config.otlp
+                ).start()
+            except BaseException:
+                agent.close()
+                raise
         for note in agent.notes:
             log.info("%s", note)
         return self
@@ -205,6 +219,8 @@ class Recording:
         """Stop the agent: its final reading and last flush reach the sinks (idempotent)."""
         if self.agent is not None:
             self.agent.close()
+        if self.otlp is not None:  # after the agent: its last export carries the final reading
+            self.otlp_ok = self.otlp.close() and self.otlp_ok
 
     def __enter__(self) -> Recording:
         return self.start()

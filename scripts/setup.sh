@@ -3,7 +3,7 @@
 #   scripts/setup.sh            Python venv (.venv) with wattlog and its extras
 #   scripts/setup.sh --servers  also the Debian packages the tests start for real
 #                               (prometheus, alertmanager, pushgateway, postgresql, chromium,
-#                               victoria-metrics, node)
+#                               victoria-metrics, node, slurm-wlm and munge)
 #                               and Grafana's schema types for the dashboard type check
 #                               (npm packages in .grafana-schema/, see tests/dashboards/grafana_types.py)
 set -euo pipefail
@@ -13,6 +13,7 @@ VENV="${VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
 DEBIAN_PACKAGES=(
   prometheus prometheus-alertmanager prometheus-pushgateway postgresql chromium victoria-metrics
+  slurm-wlm munge  # tests/integration/test_slurm.py: slurmctld + slurmd on loopback (~15 s to install)
 )
 # Node.js for the dashboard type check: only where no `npm` is on the PATH. Machines that ship
 # NodeSource's nodejs (which carries npm) must not get Debian's npm: the two conflict in apt.

@@ -28,6 +28,8 @@ EXTRA_OF = {
     "pandas": "dashboards",
     "altair": "dashboards",
     "redfish": "node",
+    "opentelemetry": "otlp",
+    "olmo_core": "olmo-core",
 }
 """Top-level module -> the wattlog extra that installs it."""
 

@@ -60,7 +60,21 @@ class MetricName(StrEnum):
     RUN_CO2_BUDGET_TONNES = "wattlog_run_co2_budget_tonnes"
 
 
+class OtelName(StrEnum):
+    """The OpenTelemetry metric names the OTLP exporter emits (semantic conventions, hardware namespace).
+
+    Source: https://opentelemetry.io/docs/specs/semconv/hardware/common/ (``hw.energy``, a counter
+    in J; ``hw.power``, a gauge in W; status Development) and .../hardware/host/ (``hw.host.*``:
+    a whole host's figures go there only, so they are never summed with its components').
+    """
+
+    HW_ENERGY = "hw.energy"
+    HW_POWER = "hw.power"
+    HW_HOST_ENERGY = "hw.host.energy"
+    HW_HOST_POWER = "hw.host.power"
+
+
 USER_PROVIDED = frozenset({MetricName.RUN_PLANNED_TOKENS, MetricName.RUN_CO2_BUDGET_TONNES})
 """Names wattlog reads but never exports: without them projections and the budget alert stay empty."""
 
-__all__ = ["USER_PROVIDED", "MetricName"]
+__all__ = ["USER_PROVIDED", "MetricName", "OtelName"]

@@ -1,11 +1,13 @@
-"""Callbacks for the trainers users already run: Hugging Face and Lightning.
+"""Callbacks for the trainers users already run: Hugging Face, Lightning and OLMo-core.
 
 - ``wattlog.integrations.hf.WattlogCallback``: a transformers (>= 5) ``TrainerCallback``
   (``pip install wattlog[hf]``).
 - ``wattlog.integrations.lightning.WattlogCallback``: a Lightning (2.x) ``Callback``
   (``pip install wattlog[lightning]``).
+- ``wattlog.integrations.olmo_core.WattlogCallback``: an OLMo-core trainer ``Callback``
+  (``pip install wattlog[olmo-core]``).
 
-Both drive one :class:`~wattlog.integrations.session.TrackerSession`: every rank reports its
+All three drive one :class:`~wattlog.integrations.session.TrackerSession`: every rank reports its
 steps to its own ``Tracker``, the node's local rank 0 runs the one agent of the node, the
 energy, CO2, water and tokens per joule go into each logging step's metrics (so W&B, MLflow
 or TensorBoard, whichever the user chose, receive them), restarts and exceptions become

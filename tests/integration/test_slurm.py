@@ -1,0 +1,63 @@
+"""A real SLURM (slurm-wlm 22.05 on loopback): an sbatch job of two tasks trains under wattlog.
+
+Multi-node tests elsewhere set SLURM's variables by hand; here slurmctld and slurmd
+launch the tasks, so the job identity, node list and ranks are the scheduler's own.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from sqlmodel import col
+
+from tests.integration.slurm import missing, running_slurm
+from tests.integration.slurm_train import STEPS, TOKENS
+from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger.jobs import rank_progress
+from wattlog.accounting.ledger.models import JobNode
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.timeout(120)
+def test_an_sbatch_job_of_two_tasks_is_one_run_with_the_jobs_identity(tmp_path: Path) -> None:
+    why = missing()
+    if why is not None:
+        pytest.skip(why)
+    db = f"sqlite:///{tmp_path / 'ledger.db'}"
+    script = tmp_path / "job.sh"
+    python = sys.executable
+    script.write_text(
+        "#!/bin/bash\n"
+        "set -euo pipefail\n"
+        f"export PYTHONPATH={ROOT}\n"
+        f"srun -n 2 {python} -m tests.integration.slurm_train slurm-run {db} {tmp_path / 'locks'}\n"
+        # The end-of-job report card, where SLURM users look: the job's output file.
+        f"{python} -m wattlog table slurm-run --db {db} --site jupiter --format markdown\n"
+    )
+    with running_slurm(tmp_path / "slurm") as slurm:
+        output = tmp_path / "job-%j.out"
+        job_id = slurm.run("sbatch", "--parsable", "-n", "2", "-o", str(output), str(script)).strip()
+        state = slurm.wait_job(job_id)
+        shown = slurm.run("scontrol", "show", "job", job_id)
+    text = (tmp_path / f"job-{job_id}.out").read_text()
+    print(f"{shown}\n{text}")  # shown with -s: the scheduler's view and the job's report card
+    assert state == "COMPLETED", f"{shown}\n{text}"
+    assert f"NodeList={slurm.node}" in shown
+    assert "rank 0: 5 steps" in text and "rank 1: 5 steps" in text
+    assert "site jupiter" in text and "g CO2e" in text  # the report card: energy, CO2 and water
+    ledger = Ledger(make_engine(db))
+    ranks = rank_progress(ledger, "slurm-run")
+    assert [(r.rank, r.step, r.tokens_total) for r in ranks] == [
+        (0, STEPS, STEPS * TOKENS),
+        (1, STEPS, STEPS * TOKENS),
+    ]
+    with ledger.transaction("read the job") as session:
+        nodes = session.execute(select(col(JobNode.host), col(JobNode.job_id))).all()
+    assert [tuple(n) for n in nodes] == [(slurm.node, job_id)]
+    assert {t.host for t in ledger.energy_totals("slurm-run")} == {slurm.node}  # local rank 0 measured
