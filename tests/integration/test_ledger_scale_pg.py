@@ -6,9 +6,9 @@ import pytest
 
 from tests.accounting.test_ledger_scale import (  # noqa: F401  (rerun with the fixture below)
     test_a_flush_reads_only_its_own_hosts_keys_of_the_hour,
+    test_a_ledger_from_before_the_index_upgrades_in_place_keeping_every_row,
     test_dedup_still_holds_per_host_after_the_narrower_read,
     test_downtime_before_a_restart_is_found_after_a_short_or_a_long_silence,
-    test_upgrading_a_0007_ledger_in_place_adds_the_index_and_keeps_every_row,
 )
 from tests.integration.test_postgres_ledger import postgres_server  # noqa: F401  (session fixture)
 
