@@ -7,17 +7,16 @@ sensor profiles (amd.toml) and the visibility rules (selection.AMD_VISIBILITY).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from wattlog.errors import SensorError
-from wattlog.telemetry.selection import AMD_VISIBILITY, GpuSelection, job_selection
+from wattlog.telemetry.selection import AMD_VISIBILITY, GpuSelection
 from wattlog.telemetry.sensors.amdsmi_sensor import AmdSmiSensor
-from wattlog.telemetry.sensors.base import ProbeOptions, Sensor
+from wattlog.telemetry.sensors.base import ProbeOptions, RuleVisibility, Sensor
 from wattlog.telemetry.types import Vendor
 
 
-class AmdBackend:
+class AmdBackend(RuleVisibility):
     """AMD GPUs through amdsmi.
 
     Args:
@@ -26,18 +25,12 @@ class AmdBackend:
         check_s: How long the start-up counter check watches each GPU (0: no check).
     """
 
+    vendor = Vendor.AMD
+    rules = AMD_VISIBILITY  # HIP_, else ROCR_VISIBLE_DEVICES, else SLURM's binding
+
     def __init__(self, amdsmi: Any | None = None, *, check_s: float = 1.0) -> None:
         self._amdsmi = amdsmi
         self._check_s = check_s
-
-    @property
-    def vendor(self) -> Vendor:
-        """AMD."""
-        return Vendor.AMD
-
-    def visibility(self, environ: Mapping[str, str], *, whole_node: bool = False) -> GpuSelection:
-        """HIP_VISIBLE_DEVICES, else ROCR_VISIBLE_DEVICES, else SLURM's GPU binding, else every GPU."""
-        return job_selection(environ, whole_node=whole_node, rules=AMD_VISIBILITY)
 
     def probe(self, selection: GpuSelection, options: ProbeOptions) -> Sensor | str:
         """An AmdSmiSensor over the selected GPUs, or why there is none (no ROCm, no GPU of the job)."""

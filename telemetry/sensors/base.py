@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from wattlog.clock import Clock
-from wattlog.telemetry.selection import GpuSelection
+from wattlog.telemetry.selection import GpuSelection, Visibility, job_selection
 from wattlog.telemetry.types import DeviceInfo, Reading, Vendor
 
 COUNTER_STOPPED = (
@@ -81,3 +81,18 @@ class Backend(Protocol):
     def probe(self, selection: GpuSelection, options: ProbeOptions) -> Sensor | str:
         """A Sensor with at least one of the selected accelerators, or one line saying why not."""
         ...
+
+
+class RuleVisibility:
+    """A backend's `vendor` and `visibility` from two class attributes: its vendor and its rules.
+
+    Every backend chooses its job's devices the same way (its runtime's variables, then SLURM's
+    binding); only the rules differ, and they live in telemetry/selection.py.
+    """
+
+    vendor: ClassVar[Vendor]
+    rules: ClassVar[tuple[Visibility, ...]]
+
+    def visibility(self, environ: Mapping[str, str], *, whole_node: bool = False) -> GpuSelection:
+        """The job's accelerators by this vendor's rules (see `rules`)."""
+        return job_selection(environ, whole_node=whole_node, rules=self.rules)

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, DeviceLost, SensorError, SensorUnavailable
 from wattlog.records import Kind, Source
-from wattlog.telemetry.selection import GAUDI_VISIBILITY, GpuSelection, job_selection
-from wattlog.telemetry.sensors.base import COUNTER_STOPPED, ProbeOptions, Sensor
+from wattlog.telemetry.selection import GAUDI_VISIBILITY, GpuSelection
+from wattlog.telemetry.sensors.base import COUNTER_STOPPED, ProbeOptions, RuleVisibility, Sensor
 from wattlog.telemetry.sensors.hlsmi import HlSmiSensor
 from wattlog.telemetry.sensors.profiles import board_profile
 from wattlog.telemetry.types import DeviceInfo, Reading, Vendor
@@ -202,7 +202,7 @@ class HlmlSensor:
                 log.info("hlmlShutdown: %s", e)
 
 
-class GaudiBackend:
+class GaudiBackend(RuleVisibility):
     """Intel Gaudi devices through HLML, else hl-smi's CSV (sensors/hlsmi.py) where pyhlml does not load.
 
     Args:
@@ -210,18 +210,12 @@ class GaudiBackend:
         hl_smi: The hl-smi command to fall back on (None: no fallback).
     """
 
+    vendor = Vendor.HABANA
+    rules = GAUDI_VISIBILITY  # HABANA_VISIBLE_MODULES (module ids), else SLURM's binding
+
     def __init__(self, hlml: Any | None = None, *, hl_smi: Sequence[str] | None = ("hl-smi",)) -> None:
         self._hlml = hlml
         self._hl_smi = hl_smi
-
-    @property
-    def vendor(self) -> Vendor:
-        """Intel Gaudi (Habana)."""
-        return Vendor.HABANA
-
-    def visibility(self, environ: Mapping[str, str], *, whole_node: bool = False) -> GpuSelection:
-        """HABANA_VISIBLE_MODULES (module ids), else SLURM's binding, else every device."""
-        return job_selection(environ, whole_node=whole_node, rules=GAUDI_VISIBILITY)
 
     def probe(self, selection: GpuSelection, options: ProbeOptions) -> Sensor | str:
         """An HlmlSensor over the selected devices (else an HlSmiSensor), or why there is none."""

@@ -7,26 +7,18 @@ visibility (CUDA_VISIBLE_DEVICES, then SLURM's GPU binding).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from wattlog.errors import SensorError
-from wattlog.telemetry.selection import NVIDIA_VISIBILITY, GpuSelection, job_selection
-from wattlog.telemetry.sensors.base import ProbeOptions, Sensor
+from wattlog.telemetry.selection import NVIDIA_VISIBILITY, GpuSelection
+from wattlog.telemetry.sensors.base import ProbeOptions, RuleVisibility, Sensor
 from wattlog.telemetry.sensors.nvml import NvmlSensor
 from wattlog.telemetry.types import Vendor
 
 
-class NvidiaBackend:
+class NvidiaBackend(RuleVisibility):
     """NVIDIA GPUs through NVML; `ProbeOptions.modules["pynvml"]` replaces nvidia-ml-py (tests)."""
 
-    @property
-    def vendor(self) -> Vendor:
-        """NVIDIA."""
-        return Vendor.NVIDIA
-
-    def visibility(self, environ: Mapping[str, str], *, whole_node: bool = False) -> GpuSelection:
-        """CUDA_VISIBLE_DEVICES (indices or UUIDs), else SLURM's GPU binding, else every GPU."""
-        return job_selection(environ, whole_node=whole_node, rules=NVIDIA_VISIBILITY)
+    vendor = Vendor.NVIDIA
+    rules = NVIDIA_VISIBILITY  # CUDA_VISIBLE_DEVICES (indices or UUIDs), else SLURM's binding
 
     def probe(self, selection: GpuSelection, options: ProbeOptions) -> Sensor | str:
         """An NvmlSensor over the selected GPUs, or why there is none (no driver, no GPU of the job)."""
