@@ -45,6 +45,8 @@ class CloseOnSignals:
         self._close = close
         self._timeout_s = timeout_s
         self._previous: dict[signal.Signals, Handler] = {}
+        self._replaced: dict[signal.Signals, Handler] = {}
+        """What install() replaced, kept after restore(): a handler set after ours may pass us a signal."""
 
     @property
     def installed(self) -> bool:
@@ -62,14 +64,25 @@ class CloseOnSignals:
     def restore(self) -> None:
         """Put back the handlers replaced by :meth:`install` (idempotent)."""
         previous, self._previous = self._previous, {}
+        self._replaced.update(previous)
         for signum, handler in previous.items():
             if signal.getsignal(signum) == self._handle:  # a handler set after ours stays
-                signal.signal(signum, handler)  # type: ignore[arg-type]
+                signal.signal(signum, _unwound(signum, handler))  # type: ignore[arg-type]
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         received = signal.Signals(signum)
-        previous = self._previous.get(received, signal.SIG_DFL)
+        active = self.installed  # else restored, reached through a handler set after ours: pass it on
+        previous = _unwound(received, (self._previous if active else self._replaced).get(received))
         self.restore()
+        if active:
+            self._close_within_timeout(received)
+        if callable(previous):
+            previous(signum, frame)  # the user's handler, or Python's default SIGINT handler
+        elif previous in (signal.SIG_DFL, None):
+            signal.signal(received, signal.SIG_DFL)
+            os.kill(os.getpid(), received)  # dies of it, as without us
+
+    def _close_within_timeout(self, received: signal.Signals) -> None:
         closer = threading.Thread(
             target=self._close_logged, args=(received,), name="wattlog-close", daemon=True
         )
@@ -81,14 +94,22 @@ class CloseOnSignals:
                 received.name,
                 self._timeout_s,
             )
-        if callable(previous):
-            previous(signum, frame)  # the user's handler, or Python's default SIGINT handler
-        elif previous in (signal.SIG_DFL, None):
-            signal.signal(received, signal.SIG_DFL)
-            os.kill(os.getpid(), received)  # dies of it, as without us
 
     def _close_logged(self, received: signal.Signals) -> None:
         try:
             self._close(received)
         except Exception:  # ending the process as it would have matters more
             log.exception("closing the run on %s failed", received.name)
+
+
+def _unwound(signum: signal.Signals, handler: Handler) -> Handler:
+    """`handler`, or what it replaced while it is a restored CloseOnSignals' (closed runs drop out).
+
+    Two Trackers in one process close in any order: the first to close cannot take its handler
+    out from under the second's, so the second, restoring, skips past it to what it replaced.
+    """
+    owner = getattr(handler, "__self__", None)
+    while isinstance(owner, CloseOnSignals) and not owner.installed:
+        handler = owner._replaced.get(signum, signal.SIG_DFL)
+        owner = getattr(handler, "__self__", None)
+    return signal.SIG_DFL if handler is None else handler

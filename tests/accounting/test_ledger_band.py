@@ -35,6 +35,7 @@ def test_a_runs_ledger_band_is_the_live_agents_band(tmp_path) -> None:
         intervals, gaps = integrator.take_intervals()
         assert not gaps
         ledger.record_intervals(run.id, intervals)
+        ledger.record_revisions(run.id, integrator.take_revisions())  # as the agent hands them on
         for row in intervals:
             sums = linear.setdefault(row.device, [0.0, 0.0])
             sums[0] += row.low_j
@@ -49,5 +50,7 @@ def test_a_runs_ledger_band_is_the_live_agents_band(tmp_path) -> None:
         assert total.low_j == pytest.approx(agent.low_j, abs=1e-3 * agent.energy_j)
         assert total.high_j == pytest.approx(agent.high_j, abs=1e-3 * agent.energy_j)
         low_linear, high_linear = linear[total.device]
-        assert agent.low_j - low_linear > 0.03 * agent.energy_j
-        assert high_linear - agent.high_j > 0.03 * agent.energy_j
+        # 2 %, was 3 % before issue 21: once the counter is shown true, rows carry no sampling term,
+        # so less is left for the quadrature sum to save (measured: 2.3 % below, more above)
+        assert agent.low_j - low_linear > 0.02 * agent.energy_j
+        assert high_linear - agent.high_j > 0.02 * agent.energy_j

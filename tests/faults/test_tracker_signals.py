@@ -142,3 +142,23 @@ def test_a_close_that_cannot_finish_does_not_keep_the_process_from_ending() -> N
     finally:
         release.set()
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_two_trackers_closing_in_either_order_leave_the_users_handler_and_no_closed_run_answers() -> None:
+    got: list[str] = []
+
+    def users(signum: int, frame: object) -> None:
+        got.append("user")
+
+    before = signal.signal(signal.SIGTERM, users)
+    try:
+        first = CloseOnSignals(lambda s: got.append("first")).install()
+        second = CloseOnSignals(lambda s: got.append("second")).install()
+        first.restore()  # the first run closes while the second's handler is on top of its own
+        signal.raise_signal(signal.SIGTERM)  # the second closes; the first, closed, only passes it on
+        assert got == ["second", "user"]
+        assert signal.getsignal(signal.SIGTERM) is users  # not the closed first run's handler (it leaked)
+        second.restore()
+        assert signal.getsignal(signal.SIGTERM) is users
+    finally:
+        signal.signal(signal.SIGTERM, before)
