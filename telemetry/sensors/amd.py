@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from wattlog.errors import SensorError
 from wattlog.telemetry.selection import AMD_VISIBILITY, GpuSelection
 from wattlog.telemetry.sensors.amdsmi_sensor import AmdSmiSensor
-from wattlog.telemetry.sensors.base import ProbeOptions, RuleVisibility, Sensor
+from wattlog.telemetry.sensors.base import ProbeOptions, RuleVisibility, Sensor, sensor_or_reason
 from wattlog.telemetry.types import Vendor
 
 
@@ -41,12 +40,4 @@ class AmdBackend(RuleVisibility):
             slow_period_s=options.slow_period_s,
             check_s=self._check_s,
         )
-        try:
-            devices = sensor.devices()
-        except SensorError as error:
-            sensor.close()
-            return str(error)
-        if devices:
-            return sensor
-        sensor.close()
-        return "amdsmi lists no GPU" if selection.selects_all else f"no GPU of this job ({selection.origin})"
+        return sensor_or_reason(sensor, selection, "amdsmi lists no GPU")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from wattlog.clock import Clock
+from wattlog.errors import SensorError
 from wattlog.telemetry.selection import GpuSelection, Visibility, job_selection
 from wattlog.telemetry.types import DeviceInfo, Reading, Vendor
 
@@ -96,3 +97,20 @@ class RuleVisibility:
     def visibility(self, environ: Mapping[str, str], *, whole_node: bool = False) -> GpuSelection:
         """The job's accelerators by this vendor's rules (see `rules`)."""
         return job_selection(environ, whole_node=whole_node, rules=self.rules)
+
+
+def sensor_or_reason(sensor: Sensor, selection: GpuSelection, none_listed: str) -> Sensor | str:
+    """`sensor` if it offers a device of the job, else one line saying why not (and it is closed).
+
+    A backend's probe ends this way whatever its library: the library failed, listed nothing
+    (`none_listed`), or listed only devices outside the job's selection.
+    """
+    try:
+        devices = sensor.devices()
+    except SensorError as error:
+        sensor.close()
+        return str(error)
+    if devices:
+        return sensor
+    sensor.close()
+    return none_listed if selection.selects_all else f"no GPU of this job ({selection.origin})"

@@ -7,9 +7,8 @@ visibility (CUDA_VISIBLE_DEVICES, then SLURM's GPU binding).
 
 from __future__ import annotations
 
-from wattlog.errors import SensorError
 from wattlog.telemetry.selection import NVIDIA_VISIBILITY, GpuSelection
-from wattlog.telemetry.sensors.base import ProbeOptions, RuleVisibility, Sensor
+from wattlog.telemetry.sensors.base import ProbeOptions, RuleVisibility, Sensor, sensor_or_reason
 from wattlog.telemetry.sensors.nvml import NvmlSensor
 from wattlog.telemetry.types import Vendor
 
@@ -28,14 +27,4 @@ class NvidiaBackend(RuleVisibility):
             clock=options.clock,
             slow_period_s=options.slow_period_s,
         )
-        try:
-            devices = sensor.devices()
-        except SensorError as error:
-            sensor.close()
-            return str(error)
-        if devices:
-            return sensor
-        sensor.close()
-        return (
-            "the driver lists no GPU" if selection.selects_all else f"no GPU of this job ({selection.origin})"
-        )
+        return sensor_or_reason(sensor, selection, "the driver lists no GPU")
