@@ -191,7 +191,7 @@ def agent(
             assert runner is not None
             console.print(f"wattlog agent: metrics at {runner.metrics_url or '(not served)'}")
             for note in runner.notes:
-                console.print(f"  note: {note}")
+                console.print(f"  note: {note}", markup=False)  # pip's [extra] is no markup
             outcome = run_or_wait(supervisor, command, seconds, console, "wattlog agent")
         finally:
             recording.close()

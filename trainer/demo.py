@@ -102,7 +102,7 @@ def _demo(config: DemoConfig, console: Console, supervisor: Supervisor) -> int:
     simulated = simulated_gpus(config.simulate_gpus, t0_s=time.monotonic(), seed=config.seed)
     found = discover(DiscoveryConfig(extra=[SimulatedSensor(simulated)] if simulated else []))
     for note in found.notes:
-        console.print(f"[dim]{note}[/]")
+        console.print(f"[dim]{escape(note)}[/]")  # a note may hold pip's [extra]
     flush_s = min(config.flush_s, max(0.5, config.seconds / 4))
     tracker = Tracker(
         run,
