@@ -33,18 +33,20 @@ from wattlog.accounting.sites import get_site
 from wattlog.errors import ConfigError
 from wattlog.records import EnergyFigure, Kind, Source
 
+MWH_J = 3.6e9
+
 
 def _run_row(**overrides: object) -> TableRow:
     fields: dict[str, object] = {
         "model": "my_run & co",
-        "total_power_mwh": 0.00123,
+        "energy_j": 0.00123 * MWH_J,
         "pue": 1.2,
         "carbon_intensity_kg_per_kwh": 0.332,
         "co2_t": Range(0.0004, 0.0006),
         "wue_l_per_kwh": 1.29,
         "water_kl": 0.0019,
         "energy_source": "counter",
-        "energy_band_mwh": Range(0.0012, 0.00126),
+        "energy_band_j": Range(0.0012 * MWH_J, 0.00126 * MWH_J),
         "convention": WaterConvention.PAPER,
     }
     fields.update(overrides)
@@ -95,13 +97,14 @@ def test_columns_follow_table_19_then_source_and_band() -> None:
 
 
 def test_gpu_and_cpu_dram_columns_only_when_both_measured() -> None:
-    plain = table_cells([_run_row(gpu_mwh=1.0)])[0]
+    plain = table_cells([_run_row(gpu_j=1.0 * MWH_J)])[0]
     assert "GPU energy (MWh)" not in plain
-    headers, cells = table_cells([_run_row(gpu_mwh=0.0009, host_mwh=0.00033), _run_row(model="other")])
+    split = _run_row(gpu_j=0.0009 * MWH_J, host_j=0.00033 * MWH_J)
+    headers, cells = table_cells([split, _run_row(model="other")])
     assert headers[-2:] == ["GPU energy (MWh)", "CPU+DRAM energy (MWh)"]
     assert cells[0][-2:] == ["900 Wh", "330 Wh"]  # 0.0009 and 0.00033 MWh
     assert cells[1][-2:] == ["-", "-"]
-    assert any("GPUs alone" in n for n in footnotes([_run_row(gpu_mwh=1.0, host_mwh=0.5)]))
+    assert any("GPUs alone" in n for n in footnotes([_run_row(gpu_j=1.0 * MWH_J, host_j=0.5 * MWH_J)]))
 
 
 def test_footnotes_say_what_is_left_out_and_the_convention() -> None:
