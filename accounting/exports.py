@@ -25,7 +25,8 @@ from decimal import Decimal
 
 from wattlog.accounting.grids import csv_text
 from wattlog.accounting.ranges import Quantity, Range, bounds
-from wattlog.accounting.render import FIGURE_COLUMNS, HEADERS, TableRow, mwh_of
+from wattlog.accounting.render import FIGURE_COLUMNS, HEADERS, TableRow
+from wattlog.accounting.units import mwh_of
 
 UNITS = {
     "total_power_mwh": "MWh",

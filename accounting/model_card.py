@@ -7,8 +7,9 @@ from importlib.metadata import PackageNotFoundError, version
 from wattlog.accounting.exports import TRAINING_TYPES, ModelCardFacts, hf_block
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import RunInfo
-from wattlog.accounting.render import TableRow, format_figure, mwh_of
+from wattlog.accounting.render import TableRow, format_figure
 from wattlog.accounting.run_table import TableOptions
+from wattlog.accounting.units import mwh_of
 from wattlog.errors import ConfigError
 
 

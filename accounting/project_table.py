@@ -22,9 +22,9 @@ from wattlog.accounting.ledger.models import Phase, Role, Stage
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import RunInfo
 from wattlog.accounting.ranges import Quantity, Range, bounds
-from wattlog.accounting.render import format_figure, mwh_of
+from wattlog.accounting.render import format_figure
 from wattlog.accounting.run_table import TableOptions, has_site, run_footprint
-from wattlog.accounting.units import readable, readable_co2_t, readable_water_kl, sig3
+from wattlog.accounting.units import mwh_of, readable, readable_co2_t, readable_water_kl, sig3
 
 GROUPINGS = ("group", "stage", "phase")
 """What `wattlog table --project P --by` groups Table 1 by."""

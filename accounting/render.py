@@ -25,7 +25,7 @@ from wattlog.accounting.grids import html_grid, latex_grid, markdown_grid, print
 from wattlog.accounting.grids import render_grid as render_grid
 from wattlog.accounting.it_energy import Energy
 from wattlog.accounting.ranges import Quantity, Range, bounds
-from wattlog.accounting.units import j_to_mwh, readable_range, sig3
+from wattlog.accounting.units import mwh_of, readable_range, sig3
 from wattlog.errors import ConfigError
 
 RANGE_SEP = " - "
@@ -63,17 +63,6 @@ _READABLE = {
     "water_kl": ("volume", 1e3, "kL"),
 }
 """Amount column -> (quantity, its unit in the quantity's base unit J/g/L, the column's own unit)."""
-
-
-def mwh_of(energy_j: Quantity | None) -> Quantity | None:
-    """Joules in the paper's unit, MWh, for a cell or an export; None stays None.
-
-    >>> mwh_of(7.2e9), mwh_of(None)
-    (2.0, None)
-    """
-    if energy_j is None:
-        return None
-    return j_to_mwh(energy_j) if isinstance(energy_j, Range) else j_to_mwh(float(energy_j))
 
 
 def format_figure(column: str, value: Quantity | None) -> str:

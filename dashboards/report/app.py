@@ -18,8 +18,8 @@ import streamlit as st
 
 from wattlog.accounting.ledger import Ledger, RunInfo, describe_url, make_engine, resolve_url
 from wattlog.accounting.power_report import POWER_HEADERS, POWER_NOTES, power_cells, run_power
-from wattlog.accounting.render import footnotes, format_figure, mwh_of, readable_amount
-from wattlog.accounting.units import unit_for
+from wattlog.accounting.render import footnotes, format_figure, readable_amount
+from wattlog.accounting.units import mwh_of, unit_for
 from wattlog.dashboards.report.data import UTC_FORMAT, RunReport, load_report, markdown_text, utc_text
 from wattlog.errors import WattlogError
 

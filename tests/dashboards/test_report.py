@@ -16,8 +16,8 @@ from tests.dashboards.seed import RUN, START_S, seed_ledger
 from wattlog.accounting.job_speed import job_speed
 from wattlog.accounting.ledger import Ledger, RunSpec
 from wattlog.accounting.ledger.jobs import RankReport, report_rank_progress
-from wattlog.accounting.render import mwh_of, readable_amount, to_csv, to_latex, to_markdown
-from wattlog.accounting.units import sig3
+from wattlog.accounting.render import readable_amount, to_csv, to_latex, to_markdown
+from wattlog.accounting.units import mwh_of, sig3
 from wattlog.dashboards.report import data
 from wattlog.dashboards.report.data import load_report
 from wattlog.records import EnergyInterval, Gap, Kind, Source
