@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import json
 
 import pytest
 from rich.console import Console
@@ -25,6 +26,7 @@ from wattlog.accounting.render import (
     table_cells,
     to_csv,
     to_html,
+    to_json,
     to_latex,
     to_markdown,
     to_rich,
@@ -204,3 +206,16 @@ def test_render_rejects_unknown_format_and_grid_renders_text() -> None:
         render([_run_row()], "hf")
     grid = render_grid(["A", "B"], [["x", "1"]], ["note"], "markdown", right={1})
     assert grid == "| A | B |\n|---|---:|\n| x | 1 |\n\n- note\n"
+
+
+def test_a_rows_energy_is_joules_and_the_exports_carry_the_measured_joules_exactly() -> None:
+    """MWh is what a cell prints, not what the row holds: the joules are not rounded through MWh."""
+    figure = EnergyFigure(Kind.GPU, Source.COUNTER, 442_800_000.0, 433_944_000.0, 451_656_000.0)
+    row = TableRow.from_footprint("r", footprint_for(Energy((figure,)), get_site("jupiter")))
+    assert (row.energy_j, row.energy_band_j) == (442_800_000.0, Range(433_944_000.0, 451_656_000.0))
+    assert row.figure("total_power_mwh") == 0.123  # the column's unit, computed where it is read
+    data = json.loads(to_json([row]))["rows"][0]
+    assert data["energy_band_j"]["max"] == 451_656_000.0  # through MWh and back: 451655999.99999994
+    assert data["figures"]["total_power_mwh"]["value"] == 0.123
+    [line] = csv.DictReader(io.StringIO(to_csv([row])))
+    assert (line["energy_band_j_max"], line["total_power_mwh_min"]) == ("451656000.0", "0.123")
