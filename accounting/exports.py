@@ -26,7 +26,7 @@ from decimal import Decimal
 from wattlog.accounting.grids import csv_text
 from wattlog.accounting.ranges import Quantity, Range, bounds
 from wattlog.accounting.render import FIGURE_COLUMNS, HEADERS, TableRow
-from wattlog.accounting.units import mwh_to_j
+from wattlog.accounting.units import mwh_of
 
 UNITS = {
     "total_power_mwh": "MWh",
@@ -48,11 +48,11 @@ def plain(value: float) -> str:
     return format(Decimal(repr(value)), "f")
 
 
-def _ends(value: Quantity | None, scale: float = 1.0) -> tuple[str, str]:
+def _ends(value: Quantity | None) -> tuple[str, str]:
     if value is None:
         return "", ""
     lo, hi = bounds(value)
-    return plain(lo * scale), plain(hi * scale)
+    return plain(lo), plain(hi)
 
 
 _EXPONENT = re.compile(r"(?<= )-?\d+(?:\.\d+)?[eE][-+]?\d+(?=,?$)", re.MULTILINE)
@@ -69,7 +69,7 @@ def _joules(value: Quantity | None) -> dict[str, float] | None:
     if value is None:
         return None
     lo, hi = bounds(value)
-    return {"value": mwh_to_j(Range(lo, hi).mid), "min": mwh_to_j(lo), "max": mwh_to_j(hi)}
+    return {"value": Range(lo, hi).mid, "min": lo, "max": hi}
 
 
 def rows_csv(rows: Sequence[TableRow]) -> str:
@@ -88,11 +88,10 @@ def rows_csv(rows: Sequence[TableRow]) -> str:
         line = [csv_text(r.model), csv_text(r.role), r.energy_source, r.energy_basis]
         for column in FIGURE_COLUMNS:
             line += _ends(r.figure(column))
-        line += _ends(r.energy_band_mwh)
-        line += [_ends(r.gpu_mwh)[0], _ends(r.host_mwh)[0]]
-        j = mwh_to_j(1.0)
-        line += [*_ends(r.total_power_mwh, j), *_ends(r.energy_band_mwh, j)]
-        line += [_ends(r.gpu_mwh, j)[0], _ends(r.host_mwh, j)[0]]
+        line += _ends(mwh_of(r.energy_band_j))
+        line += [_ends(mwh_of(r.gpu_j))[0], _ends(mwh_of(r.host_j))[0]]
+        line += [*_ends(r.energy_j), *_ends(r.energy_band_j)]
+        line += [_ends(r.gpu_j)[0], _ends(r.host_j)[0]]
         texts = dict(r.extra)
         line += [csv_text(texts.get(h, "")) for h in extra]
         writer.writerow(line)
@@ -116,20 +115,20 @@ def _figure(row: TableRow, column: str) -> dict[str, object] | None:
 
 def row_dict(row: TableRow) -> dict[str, object]:
     """One row as plain data: figures with unit, min, max, printed text and source; band; notes."""
-    band = row.energy_band_mwh
+    band = mwh_of(row.energy_band_j)
     return {
         "model": row.model,
         "row": row.role,
         "energy_source": row.energy_source,
         "energy_basis": row.energy_basis,
         "figures": {column: _figure(row, column) for column in FIGURE_COLUMNS},
-        "energy_band_mwh": None if band is None else {"min": band.lo, "max": band.hi},
-        "gpu_mwh": row.gpu_mwh,
-        "host_mwh": row.host_mwh,
-        "energy_j": _joules(row.total_power_mwh),
-        "energy_band_j": _joules(band),
-        "gpu_j": None if row.gpu_mwh is None else mwh_to_j(row.gpu_mwh),
-        "host_j": None if row.host_mwh is None else mwh_to_j(row.host_mwh),
+        "energy_band_mwh": None if band is None else dict(zip(("min", "max"), bounds(band), strict=True)),
+        "gpu_mwh": mwh_of(row.gpu_j),
+        "host_mwh": mwh_of(row.host_j),
+        "energy_j": _joules(row.energy_j),
+        "energy_band_j": _joules(row.energy_band_j),
+        "gpu_j": row.gpu_j,
+        "host_j": row.host_j,
         "hourly_intensity": row.hourly_intensity,
         "water_convention": None if row.convention is None else row.convention.value,
         "extra": {header: text for header, text in row.extra},

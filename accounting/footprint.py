@@ -220,13 +220,16 @@ def rule_intensity_label(site: Site) -> str:
 class Footprint:
     """Energy, emissions and water of one run at one site, with every label a table needs.
 
+    Energy is in joules, as measured; MWh (the paper's unit) is what a table prints,
+    so the renderers convert, not the footprint.
+
     Attributes:
         site: Site name.
-        it_energy_mwh: IT energy as measured, MWh.
+        it_energy_j: IT energy as measured, J.
         energy_source: Its source label.
-        energy_band_mwh: Its uncertainty band, MWh.
+        energy_band_j: Its uncertainty band, J.
         pue: Power usage effectiveness used.
-        facility_energy_mwh: IT energy x PUE, MWh (derived).
+        facility_energy_j: IT energy x PUE, J (derived).
         intensity_kg_per_kwh: The constant intensity, or for an hourly series the
             energy-weighted mean (co2 / facility energy).
         intensity_label: Where the intensity comes from.
@@ -236,17 +239,17 @@ class Footprint:
         wue_offsite_l_per_kwh: Off-site WUE used.
         water_kl: Water consumed, kL.
         convention: The water convention.
-        gpu_mwh: GPU energy, where measured apart.
-        host_mwh: Rest-of-node energy (CPU, DRAM), where measured apart.
+        gpu_j: GPU energy, J, where measured apart.
+        host_j: Rest-of-node energy (CPU, DRAM), J, where measured apart.
         notes: Caveats for the table's footnotes.
     """
 
     site: str
-    it_energy_mwh: Quantity
+    it_energy_j: float
     energy_source: str
-    energy_band_mwh: Range
+    energy_band_j: Range
     pue: Quantity
-    facility_energy_mwh: Quantity
+    facility_energy_j: Quantity
     intensity_kg_per_kwh: Quantity
     intensity_label: str
     hourly: bool
@@ -255,8 +258,8 @@ class Footprint:
     wue_offsite_l_per_kwh: Quantity
     water_kl: Quantity
     convention: WaterConvention
-    gpu_mwh: float | None = None
-    host_mwh: float | None = None
+    gpu_j: float | None = None
+    host_j: float | None = None
     notes: tuple[str, ...] = ()
 
     @property
@@ -298,13 +301,14 @@ def footprint_for(
     if carbon.hourly:
         notes.append(f"{source.label}: emissions summed hour by hour; the intensity shown is their mean")
     notes.append(f"carbon intensity: {source.label}")
+    band_j = energy.band_j
     return Footprint(
         site=site.name,
-        it_energy_mwh=energy.it_mwh,
+        it_energy_j=energy.it_j,
         energy_source=energy.source,
-        energy_band_mwh=energy.band_mwh if energy.band_mwh is not None else Range.of(energy.it_mwh),
+        energy_band_j=band_j if band_j is not None else Range.exact(energy.it_j),
         pue=site.pue,
-        facility_energy_mwh=facility,
+        facility_energy_j=site.pue * energy.it_j,
         intensity_kg_per_kwh=mean_intensity,
         intensity_label=source.label,
         hourly=carbon.hourly,
@@ -315,8 +319,8 @@ def footprint_for(
             energy.it_mwh, site.pue, site.wue_onsite_l_per_kwh, site.wue_offsite_l_per_kwh, convention
         ),
         convention=convention,
-        gpu_mwh=energy.gpu_mwh,
-        host_mwh=energy.host_mwh,
+        gpu_j=energy.gpu_j,
+        host_j=energy.host_split_j,
         notes=tuple(notes),
     )
 

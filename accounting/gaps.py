@@ -24,7 +24,6 @@ from wattlog.accounting.ledger.reader import RunReader
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ranges import Range
 from wattlog.accounting.render import TableRow
-from wattlog.accounting.units import j_to_mwh
 from wattlog.events import EventKind
 
 
@@ -141,10 +140,10 @@ def with_gaps(row: TableRow, summary: GapSummary) -> TableRow:
     """The table row with its gaps in a footnote and its energy band widened by them."""
     if not summary.gaps:
         return row
-    band = row.energy_band_mwh
+    band = row.energy_band_j
     if band is not None and summary.widen_j:
-        band = Range(band.lo, band.hi + j_to_mwh(summary.widen_j))
-    return replace(row, energy_band_mwh=band).with_notes(f"gaps: {summary.line()}")
+        band = Range(band.lo, band.hi + summary.widen_j)
+    return replace(row, energy_band_j=band).with_notes(f"gaps: {summary.line()}")
 
 
 def _downtime(restarts: Sequence[float], read: RunReader) -> list[RunGap]:

@@ -40,8 +40,8 @@ class Energy:
     """A run's IT energy (what the sensors measured): the figures it adds up, in joules.
 
     The IT energy is the sum of `figures` (one per device, or per kind and source), its
-    band their bands added linearly. The MWh properties are the footprint maths' view
-    (the paper's formulas are in MWh): nothing here is stored in MWh.
+    band their bands added linearly. `it_mwh` and `by_hour_mwh` are the footprint maths'
+    view (the paper's formulas are in MWh): nothing here is stored in MWh.
 
     Attributes:
         figures: What the IT energy adds up, each with its kind, source and band.
@@ -82,26 +82,20 @@ class Energy:
         return j_to_mwh(self.it_j)
 
     @property
-    def band_mwh(self) -> Range | None:
-        """The uncertainty band of it_mwh; None when every figure is exact."""
-        low, high = sum(f.low_j for f in self.figures), sum(f.high_j for f in self.figures)
+    def band_j(self) -> Range | None:
+        """The uncertainty band of it_j, joules; None when every figure is exact."""
         if all(f.low_j == f.energy_j == f.high_j for f in self.figures):
             return None
-        return Range(j_to_mwh(low), j_to_mwh(high))
+        return Range(sum(f.low_j for f in self.figures), sum(f.high_j for f in self.figures))
 
     @property
     def by_hour_mwh(self) -> Mapping[int, float] | None:
-        """IT energy per hour, MWh."""
+        """IT energy per hour, MWh (the footprint's formulas)."""
         return None if self.by_hour_j is None else {h: j_to_mwh(j) for h, j in self.by_hour_j.items()}
 
     @property
-    def gpu_mwh(self) -> float | None:
-        """GPU energy, MWh, where measured apart."""
-        return None if self.gpu_j is None else j_to_mwh(self.gpu_j)
-
-    @property
-    def host_mwh(self) -> float | None:
-        """The rest of the node's energy (CPU, DRAM), MWh, where the GPUs' was measured apart."""
+    def host_split_j(self) -> float | None:
+        """The rest of the node's energy (CPU, DRAM), joules, where the GPUs' was measured apart."""
         if self.gpu_j is None or not self.host_measured:
             return None
-        return j_to_mwh(self.it_j - self.gpu_j if self.host_j is None else self.host_j)
+        return self.it_j - self.gpu_j if self.host_j is None else self.host_j

@@ -9,6 +9,7 @@ from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import RunInfo
 from wattlog.accounting.render import TableRow, format_figure
 from wattlog.accounting.run_table import TableOptions
+from wattlog.accounting.units import mwh_of
 from wattlog.errors import ConfigError
 
 
@@ -42,8 +43,8 @@ def model_card_facts(ledger: Ledger, run: RunInfo, row: TableRow, options: Table
     site_name = options.site or run.site
     site = options.catalog.get(site_name)
     location = (site.description if site and site.description else site_name) or "not recorded"
-    energy = format_figure("total_power_mwh", row.total_power_mwh)
-    band = format_figure("total_power_mwh", row.energy_band_mwh)
+    energy = format_figure("total_power_mwh", row.figure("total_power_mwh"))
+    band = format_figure("total_power_mwh", mwh_of(row.energy_band_j))
     intensity = format_figure("carbon_intensity_kg_per_kwh", row.carbon_intensity_kg_per_kwh)
     source = (
         f"wattlog {_version()}: energy {row.energy_source} ({energy} MWh, band {band}), "

@@ -48,6 +48,7 @@ from wattlog.options import (
     SampleNodesOption,
     SecondsOption,
     SimulateOption,
+    SiteOption,
     WholeNodeOption,
 )
 from wattlog.telemetry.agent import AgentConfig, default_lock_dir
@@ -74,7 +75,7 @@ def node(
     flush_s: FlushOption = 10.0,
     seconds: SecondsOption = None,
     project: ProjectOption = "default",
-    site: Annotated[str, typer.Option(help="Site of the run (if this node creates it).")] = "",
+    site: SiteOption = "",
     simulate: SimulateOption = 0,
     simulate_load: Annotated[
         float, typer.Option(help="Scale of the simulated GPUs' power (unequal nodes in benches).")

@@ -24,27 +24,9 @@ import math
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from wattlog.errors import ConfigError
-from wattlog.records import Kind
-
-
-class PowerRow(Protocol):
-    """Energy of one device over one interval: an EnergyInterval (Ledger.energy_rows) gives."""
-
-    @property
-    def host(self) -> str: ...
-    @property
-    def device(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def start_s(self) -> float: ...
-    @property
-    def end_s(self) -> float: ...
-    @property
-    def energy_j(self) -> float: ...
+from wattlog.records import EnergyInterval, Kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,14 +91,14 @@ class PowerFluctuation:
     samples: int
 
 
-def device_segments(rows: Iterable[PowerRow]) -> list[Segment]:
+def device_segments(rows: Iterable[EnergyInterval]) -> list[Segment]:
     """Each row as constant power (its energy over its length); zero-length rows are skipped."""
     return [
         Segment(r.start_s, r.end_s, r.energy_j / (r.end_s - r.start_s)) for r in rows if r.end_s > r.start_s
     ]
 
 
-def job_series(rows: Iterable[PowerRow]) -> list[Segment]:
+def job_series(rows: Iterable[EnergyInterval]) -> list[Segment]:
     """The job's power over time: the power of every device active in each stretch, summed.
 
     Hosts with a whole-node meter count that meter (not its parts), as the energy totals do.
@@ -196,7 +178,7 @@ def find_dips(series: Sequence[Segment], threshold: float = 0.3) -> tuple[float,
 
 
 def power_fluctuation(
-    rows: Sequence[PowerRow], limit_w: float | None, *, threshold: float = 0.3
+    rows: Sequence[EnergyInterval], limit_w: float | None, *, threshold: float = 0.3
 ) -> PowerFluctuation | None:
     """Power figures of a run's rows; None when there are none.
 

@@ -24,7 +24,7 @@ from wattlog.accounting.ledger.views import RunInfo
 from wattlog.accounting.ranges import Quantity, Range, bounds
 from wattlog.accounting.render import format_figure
 from wattlog.accounting.run_table import TableOptions, has_site, run_footprint
-from wattlog.accounting.units import mwh_to_j, readable, readable_co2_t, readable_water_kl, sig3
+from wattlog.accounting.units import mwh_of, readable, readable_co2_t, readable_water_kl, sig3
 
 GROUPINGS = ("group", "stage", "phase")
 """What `wattlog table --project P --by` groups Table 1 by."""
@@ -91,7 +91,7 @@ class Totals:
 
     runs: int
     gpu_hours: float
-    mwh: Quantity | None
+    energy_j: Quantity | None
     co2_t: Quantity | None
     water_kl: Quantity | None
     embodied_t: float | None
@@ -114,7 +114,7 @@ def totals(figures: Sequence[RunFigures]) -> Totals:
     return Totals(
         runs=len(figures),
         gpu_hours=sum(f.gpu_hours for f in figures),
-        mwh=_add([p.it_energy_mwh if p else None for p in prints]),
+        energy_j=_add([p.it_energy_j if p else None for p in prints]),
         co2_t=_add([p.co2_t if p else None for p in prints]),
         water_kl=_add([p.water_kl if p else None for p in prints]),
         embodied_t=_add([f.embodied_t for f in figures]),  # type: ignore[arg-type]
@@ -137,7 +137,7 @@ TABLE1_HEADERS = [
 def _cells(t: Totals) -> list[str]:
     return [
         sig3(t.gpu_hours) if t.gpu_hours < 10 else f"{t.gpu_hours:,.0f}",
-        format_figure("total_power_mwh", t.mwh),
+        format_figure("total_power_mwh", mwh_of(t.energy_j)),
         str(t.runs),
         format_figure("co2_t", t.co2_t),
         format_figure("water_kl", t.water_kl),
@@ -206,7 +206,7 @@ def development_share(figures: Sequence[RunFigures]) -> list[str]:
     parts = []
     for name, part, total in (
         ("GPU-hours", dev.gpu_hours, whole.gpu_hours),
-        ("energy", dev.mwh, whole.mwh),
+        ("energy", dev.energy_j, whole.energy_j),
         ("emissions", dev.co2_t, whole.co2_t),
     ):
         share = _share(part, total)
@@ -315,7 +315,7 @@ def break_even(figures: Sequence[RunFigures]) -> list[BreakEven]:
         if f.run.stage != Stage.INFERENCE.value or not f.run.requests or f.footprint is None:
             continue
         co2_g = Range.of(f.footprint.co2_t).mid * 1e6 / f.run.requests
-        energy_j = mwh_to_j(Range.of(f.footprint.facility_energy_mwh).mid) / f.run.requests
+        energy_j = Range.of(f.footprint.facility_energy_j).mid / f.run.requests
         if co2_g <= 0:
             continue
         out.append(BreakEven(f.run.name, f.run.requests, energy_j, co2_g, train_t, train_t * 1e6 / co2_g))

@@ -21,6 +21,7 @@ from wattlog.accounting.footprint import WaterConvention, co2_t, water_kl
 from wattlog.accounting.it_energy import PUBLISHED
 from wattlog.accounting.ranges import Quantity, parse_quantity
 from wattlog.accounting.render import FIGURE_COLUMNS, RANGE_SEP, TableRow, format_figure
+from wattlog.accounting.units import mwh_to_j
 from wattlog.errors import ConfigError
 
 ENERGY_BASES = {
@@ -80,10 +81,11 @@ class ReferenceRow:
         return out
 
     def table_row(self) -> TableRow:
-        """The row as a table shows it: every cell as printed, labelled "published"."""
+        """The row as a table shows it: every cell as printed, labelled "published" (energy read in J)."""
+        energy_mwh = self.value("total_power_mwh")
         return TableRow(
             model=self.model,
-            total_power_mwh=self.value("total_power_mwh"),
+            energy_j=None if energy_mwh is None else energy_mwh * mwh_to_j(1.0),
             pue=self.value("pue"),
             carbon_intensity_kg_per_kwh=self.value("carbon_intensity_kg_per_kwh"),
             co2_t=self.value("co2_t"),

@@ -25,7 +25,7 @@ from wattlog.accounting.grids import html_grid, latex_grid, markdown_grid, print
 from wattlog.accounting.grids import render_grid as render_grid
 from wattlog.accounting.it_energy import Energy
 from wattlog.accounting.ranges import Quantity, Range, bounds
-from wattlog.accounting.units import readable_range, sig3
+from wattlog.accounting.units import mwh_of, readable_range, sig3
 from wattlog.errors import ConfigError
 
 RANGE_SEP = " - "
@@ -133,17 +133,17 @@ class TableRow:
 
     Attributes:
         model: Model or run name.
-        total_power_mwh: IT energy, MWh.
+        energy_j: IT energy, J (the "Total power (MWh)" column prints it in MWh).
         pue: Power usage effectiveness.
         carbon_intensity_kg_per_kwh: kg CO2e per kWh (the mean, if hourly).
         co2_t: Emissions, tonnes CO2e.
         wue_l_per_kwh: WUE on-site + off-site, L/kWh.
         water_kl: Water consumed, kL.
         energy_source: counter|sampled|estimated|simulated|published, or a "+" mix.
-        energy_band_mwh: Uncertainty band of total_power_mwh, if measured.
+        energy_band_j: Uncertainty band of energy_j, J, if measured.
         hourly_intensity: Whether emissions were summed hour by hour.
-        gpu_mwh: GPU energy, where measured apart.
-        host_mwh: CPU+DRAM energy, where measured apart.
+        gpu_j: GPU energy, J, where measured apart.
+        host_j: CPU+DRAM energy, J, where measured apart.
         convention: Water convention behind water_kl.
         notes: Footnotes about this row.
         printed: Column -> text exactly as a publication prints it; shown instead of the
@@ -157,17 +157,17 @@ class TableRow:
     """
 
     model: str
-    total_power_mwh: Quantity | None
+    energy_j: Quantity | None
     pue: Quantity | None
     carbon_intensity_kg_per_kwh: Quantity | None
     co2_t: Quantity | None
     wue_l_per_kwh: Quantity | None
     water_kl: Quantity | None
     energy_source: str
-    energy_band_mwh: Range | None = None
+    energy_band_j: Range | None = None
     hourly_intensity: bool = False
-    gpu_mwh: float | None = None
-    host_mwh: float | None = None
+    gpu_j: float | None = None
+    host_j: float | None = None
     convention: WaterConvention | None = None
     notes: tuple[str, ...] = ()
     printed: Mapping[str, str] = field(default_factory=dict)
@@ -185,7 +185,9 @@ class TableRow:
         return replace(self, extra=(*self.extra, (header, text)))
 
     def figure(self, column: str) -> Quantity | None:
-        """The value of a figure column (FIGURE_COLUMNS), None where not given."""
+        """The value of a figure column (FIGURE_COLUMNS) in the column's unit, None where not given."""
+        if column == "total_power_mwh":
+            return mwh_of(self.energy_j)
         return cast("Quantity | None", getattr(self, column))
 
     def cell(self, column: str) -> str:
@@ -205,17 +207,17 @@ class TableRow:
         """The row of a run's footprint; its notes carry the footprint's caveats."""
         return cls(
             model=model,
-            total_power_mwh=footprint.it_energy_mwh,
+            energy_j=footprint.it_energy_j,
             pue=footprint.pue,
             carbon_intensity_kg_per_kwh=footprint.intensity_kg_per_kwh,
             co2_t=footprint.co2_t,
             wue_l_per_kwh=footprint.wue_l_per_kwh,
             water_kl=footprint.water_kl,
             energy_source=footprint.energy_source,
-            energy_band_mwh=footprint.energy_band_mwh,
+            energy_band_j=footprint.energy_band_j,
             hourly_intensity=footprint.hourly,
-            gpu_mwh=footprint.gpu_mwh,
-            host_mwh=footprint.host_mwh,
+            gpu_j=footprint.gpu_j,
+            host_j=footprint.host_j,
             convention=footprint.convention,
             notes=(*footprint.notes, *notes),
             sources={
@@ -233,8 +235,8 @@ class TableRow:
         """The row of a run with energy and no site: its energy, source and band; no PUE, CO2 or water."""
         no_site = (None, None, None, None, None)  # PUE, intensity, CO2, WUE, water
         return cls(
-            model, energy.it_mwh, *no_site, energy.source, energy.band_mwh,
-            gpu_mwh=energy.gpu_mwh, host_mwh=energy.host_mwh, notes=tuple(notes),
+            model, energy.it_j, *no_site, energy.source, energy.band_j,
+            gpu_j=energy.gpu_j, host_j=energy.host_split_j, notes=tuple(notes),
             sources={"total_power_mwh": energy.source},
         )  # fmt: skip
 
@@ -256,7 +258,7 @@ HEADERS = {
 
 def table_cells(rows: Sequence[TableRow]) -> tuple[list[str], list[list[str]]]:
     """Headers and cells; GPU and CPU+DRAM columns only if a row has both; extra columns last."""
-    split = any(r.gpu_mwh is not None and r.host_mwh is not None for r in rows)
+    split = any(r.gpu_j is not None and r.host_j is not None for r in rows)
     keys = [k for k in HEADERS if split or k not in ("gpu_mwh", "host_mwh")]
     extra = list(dict.fromkeys(header for r in rows for header, _ in r.extra))
     cells = []
@@ -267,9 +269,9 @@ def table_cells(rows: Sequence[TableRow]) -> tuple[list[str], list[list[str]]]:
         by_key.update(
             model=printable(r.model),  # a run name's newline must not break the row
             energy_source=r.energy_source,
-            energy_band_mwh=r.amount("total_power_mwh", r.energy_band_mwh),
-            gpu_mwh=r.amount("total_power_mwh", r.gpu_mwh),
-            host_mwh=r.amount("total_power_mwh", r.host_mwh),
+            energy_band_mwh=r.amount("total_power_mwh", mwh_of(r.energy_band_j)),
+            gpu_mwh=r.amount("total_power_mwh", mwh_of(r.gpu_j)),
+            host_mwh=r.amount("total_power_mwh", mwh_of(r.host_j)),
         )
         texts = dict(r.extra)
         cells.append([by_key[k] for k in keys] + [texts.get(h, MISSING) for h in extra])
@@ -296,11 +298,11 @@ def footnotes(rows: Sequence[TableRow]) -> list[str]:
     for convention in WaterConvention:
         if any(r.convention is convention for r in rows):
             notes.append(f"Water (kL) = {convention.description}.")
-    if any(r.gpu_mwh is not None and r.host_mwh is not None for r in rows):
+    if any(r.gpu_j is not None and r.host_j is not None for r in rows):
         notes.append(SPLIT_NOTE)
     notes.extend(f"{r.model}: {note}" for r in rows for note in dict.fromkeys(r.notes))
     # A run's figures also in units of their size: a small run reads "0.000000142" MWh in the table.
-    notes.extend(readable_summary(r) for r in rows if r.role == "run" and r.total_power_mwh is not None)
+    notes.extend(readable_summary(r) for r in rows if r.role == "run" and r.energy_j is not None)
     return notes
 
 

@@ -25,7 +25,7 @@ from wattlog.accounting.render import TableFormat, TableRow, footnotes, readable
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
 from wattlog.accounting.split import Use, energy_split
-from wattlog.accounting.units import mwh_to_j, readable, readable_range
+from wattlog.accounting.units import readable, readable_range
 
 
 def split_table(ledger: Ledger, run: str) -> Table:
@@ -76,11 +76,11 @@ def print_run_summary(ledger: Ledger, run: str, db: str | None, console: Console
 
 def _energy_line(row: TableRow, totals: list[EnergyTotal]) -> str:
     """Energy with its band and source: the table's figure, else (no site) the ledger's per-device sums."""
-    energy = row.figure("total_power_mwh")
+    energy = row.energy_j
     if energy is not None:
-        band = row.energy_band_mwh if row.energy_band_mwh is not None else energy
-        mid = mwh_to_j(sum(bounds(energy)) / 2)
-        lo, hi = (mwh_to_j(v) for v in bounds(band))
+        band = row.energy_band_j if row.energy_band_j is not None else energy
+        mid = sum(bounds(energy)) / 2
+        lo, hi = bounds(band)
         source = row.energy_source
     elif totals:
         mid = sum(t.energy_j for t in totals)

@@ -252,10 +252,10 @@ def project_rows(ledger: Ledger, project: str, options: TableOptions) -> list[Ta
             rows.append(_sum_row(f"{role.value} runs ({len(group)})", [prints[r.name] for r in group]))
     total = _sum_row(f"{project}: whole development ({len(runs)} runs)", list(prints.values()))
     final = [prints[r.name] for r in runs if r.role == Role.FINAL and prints[r.name] is not None]
-    if final and total.total_power_mwh is not None:
-        final_mwh = sum(_mid(f.it_energy_mwh) for f in final if f is not None)
-        if final_mwh > 0:
-            ratio = _mid(total.total_power_mwh) / final_mwh
+    if final and total.energy_j is not None:
+        final_j = sum(f.it_energy_j for f in final if f is not None)
+        if final_j > 0:
+            ratio = _mid(total.energy_j) / final_j
             total = _with_note(total, f"the whole development used {ratio:.2f}x the final run's energy")
     rows.append(total)
     return rows
@@ -281,23 +281,23 @@ def _sum_row(label: str, footprints: Sequence[Footprint | None]) -> TableRow:
     sites = sorted({f.site for f in found})
     if len(sites) > 1:
         notes.append(f"runs at several sites ({', '.join(sites)}): PUE, intensity and WUE vary, sums shown")
-    split = all(f.gpu_mwh is not None for f in found)
+    split = all(f.gpu_j is not None for f in found)
     band = Range.exact(0.0)
     for f in found:
-        band = band + f.energy_band_mwh
+        band = band + f.energy_band_j
     return TableRow(
         model=label,
-        total_power_mwh=total([f.it_energy_mwh for f in found]),
+        energy_j=total([f.it_energy_j for f in found]),
         pue=shared([f.pue for f in found]),
         carbon_intensity_kg_per_kwh=shared([f.intensity_kg_per_kwh for f in found]),
         co2_t=total([f.co2_t for f in found]),
         wue_l_per_kwh=shared([f.wue_l_per_kwh for f in found]),
         water_kl=total([f.water_kl for f in found]),
         energy_source="+".join(sorted({s for f in found for s in f.energy_source.split("+")})),
-        energy_band_mwh=band,
+        energy_band_j=band,
         hourly_intensity=any(f.hourly for f in found),
-        gpu_mwh=sum(f.gpu_mwh or 0.0 for f in found) if split else None,
-        host_mwh=sum(f.host_mwh or 0.0 for f in found) if split else None,
+        gpu_j=sum(f.gpu_j or 0.0 for f in found) if split else None,
+        host_j=sum(f.host_j or 0.0 for f in found) if split else None,
         convention=found[0].convention,
         notes=tuple(notes),
     )

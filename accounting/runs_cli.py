@@ -22,11 +22,10 @@ from wattlog.accounting.ledger.engine import describe_url, make_engine
 from wattlog.accounting.ledger.models import Role
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import RunInfo
-from wattlog.accounting.ranges import Quantity, Range
 from wattlog.accounting.reap_cli import register as register_reap
 from wattlog.accounting.render import TableFormat, render_grid, show
 from wattlog.accounting.run_energy import ledger_energy
-from wattlog.accounting.units import mwh_to_j, readable
+from wattlog.accounting.units import readable
 from wattlog.errors import ConfigError
 from wattlog.options import DbOption, FormatOption
 
@@ -99,7 +98,7 @@ def run_cells(ledger: Ledger, run: RunInfo) -> list[str]:
         str(run.status),
         str(run.role),
         str(run.stage) or "-",
-        "-" if energy is None else readable(mwh_to_j(_mid(energy.it_mwh)), "energy"),
+        "-" if energy is None else readable(energy.it_j, "energy"),
         run.site or "-",
         dt.datetime.fromtimestamp(run.start_s, dt.UTC).strftime("%Y-%m-%d %H:%M:%S"),
     ]
@@ -155,8 +154,3 @@ def register(app: typer.Typer) -> None:
     """Add `wattlog runs` (list, relabel, rename, delete, reap) to the root app."""
     register_reap(runs_app)
     app.add_typer(runs_app)
-
-
-def _mid(value: Quantity) -> float:
-    """A figure's middle (the energy of a multi-node run may be an extrapolated range)."""
-    return value.mid if isinstance(value, Range) else float(value)

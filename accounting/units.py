@@ -41,6 +41,17 @@ def j_to_mwh(energy_j: Q) -> Q:
     return energy_j / (J_PER_KWH * KWH_PER_MWH)
 
 
+def mwh_of(energy_j: float | Range | None) -> float | Range | None:
+    """Joules in the paper's unit, MWh, where a cell or an export prints them; None stays None.
+
+    >>> mwh_of(7.2e9), mwh_of(None)
+    (2.0, None)
+    """
+    if energy_j is None:
+        return None
+    return j_to_mwh(energy_j) if isinstance(energy_j, Range) else j_to_mwh(float(energy_j))
+
+
 def kwh_to_j(energy_kwh: Q) -> Q:
     """Kilowatt-hours to joules.
 

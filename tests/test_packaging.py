@@ -30,18 +30,22 @@ FOLDERS = {
 }
 
 
-def _committable_copy(target: Path) -> Path:
-    """The files git would commit (tracked or new, not ignored), links kept as links."""
+def _committable() -> list[str]:
+    """The paths git would commit (tracked or new, not ignored), less those deleted in the working tree."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         check=True,
         capture_output=True,
         cwd=ROOT,
     ).stdout.split(b"\0")
-    for name in filter(None, (item.decode() for item in listed)):
+    names = [item.decode() for item in listed if item]
+    return [name for name in names if (ROOT / name).is_symlink() or (ROOT / name).exists()]
+
+
+def _committable_copy(target: Path) -> Path:
+    """The files git would commit, links kept as links."""
+    for name in _committable():
         source = ROOT / name
-        if not source.is_symlink() and not source.exists():
-            continue  # deleted in the working tree, not yet committed
         copy = target / name
         copy.parent.mkdir(parents=True, exist_ok=True)
         if source.is_symlink():
@@ -98,6 +102,26 @@ def test_the_wheel_carries_the_data_files(site: Path) -> None:
         "wattlog/py.typed",
     ):
         assert (site / relative).is_file(), relative
+
+
+def test_the_wheel_carries_every_committed_data_file_and_no_other(wheel: Path) -> None:
+    """Data files as git would commit them, each in the wheel, and nothing else besides Python modules.
+
+    Built from the working tree, a stale egg-info kept a data file the package data no longer
+    named (a mutation survived); from a clean copy, dropping a pattern loses its files here.
+    """
+    committed = set()
+    for name in _committable():
+        folder, _, rest = name.partition("/")
+        if folder in FOLDERS and not name.endswith(".py") and not (ROOT / name).is_symlink():
+            committed.add("/".join((*FOLDERS[folder].split("."), rest)))
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {
+            n
+            for n in archive.namelist()
+            if not n.endswith(".py") and ".dist-info/" not in n and not n.endswith("/")
+        }
+    assert shipped == committed
 
 
 def test_the_wheel_holds_every_package_folder(site: Path) -> None:

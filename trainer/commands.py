@@ -19,6 +19,7 @@ from wattlog.options import (
     LockDirOption,
     ProjectOption,
     SampleNodesOption,
+    SiteOption,
 )
 
 PhaseOption = Annotated[
@@ -57,7 +58,7 @@ RoleOption = Annotated[
 def demo(
     seconds: Annotated[float, typer.Option("--seconds", help="How long to train, seconds.")] = 60.0,
     run: Annotated[str | None, typer.Option("--run", help="Run name (default demo-<UTC time>).")] = None,
-    site: Annotated[str, typer.Option("--site", help="Site from `wattlog sites`.")] = "world",
+    site: SiteOption = "world",
     model: Annotated[str, typer.Option("--model", help="gpt-small or gpt-tiny.")] = "gpt-small",
     db: DbOption = None,
     simulate_gpus: Annotated[
@@ -93,7 +94,7 @@ def demo(
 def run(
     command: CommandArgument = None,
     name: Annotated[str | None, typer.Option("--run", help="Run name (default run-<UTC time>).")] = None,
-    site: Annotated[str, typer.Option("--site", help="Site from `wattlog sites`, for the table.")] = "world",
+    site: SiteOption = "world",
     db: DbOption = None,
     port: LocalPortOption = 0,
     resume: Annotated[

@@ -81,6 +81,9 @@ SampleNodesOption = Annotated[
     ),
 ]
 ProjectOption = Annotated[str, typer.Option("--project", help="Project the run belongs to.")]
+SiteOption = Annotated[
+    str, typer.Option("--site", help="Site of the run, from `wattlog sites` (taken when the run is created).")
+]
 FormatOption = Annotated[
     TableFormat,
     typer.Option("--format", help="rich, markdown, latex, csv, html or json (hf: `wattlog table`, one run)."),

@@ -19,7 +19,7 @@ import streamlit as st
 from wattlog.accounting.ledger import Ledger, RunInfo, describe_url, make_engine, resolve_url
 from wattlog.accounting.power_report import POWER_HEADERS, POWER_NOTES, power_cells, run_power
 from wattlog.accounting.render import footnotes, format_figure, readable_amount
-from wattlog.accounting.units import unit_for
+from wattlog.accounting.units import mwh_of, unit_for
 from wattlog.dashboards.report.data import UTC_FORMAT, RunReport, load_report, markdown_text, utc_text
 from wattlog.errors import WattlogError
 
@@ -59,13 +59,14 @@ def headline(report: RunReport) -> None:
         st.info("This run recorded no energy yet.")
         return
     energy, co2, water = st.columns(3)
+    it_mwh = mwh_of(fp.it_energy_j)
     energy.metric(
         "Energy (IT)",
-        readable_amount("total_power_mwh", fp.it_energy_mwh),
-        help=f"{format_figure('total_power_mwh', fp.it_energy_mwh)} MWh as in Table 19, measured at the "
+        readable_amount("total_power_mwh", it_mwh),
+        help=f"{format_figure('total_power_mwh', it_mwh)} MWh as in Table 19, measured at the "
         f"devices; facility energy = x PUE {format_figure('pue', fp.pue)}",
     )
-    energy.caption(f"band {readable_amount('total_power_mwh', fp.energy_band_mwh)}")
+    energy.caption(f"band {readable_amount('total_power_mwh', mwh_of(fp.energy_band_j))}")
     co2.metric(
         "Emissions (CO2eq)",
         readable_amount("co2_t", fp.co2_t),

@@ -75,12 +75,12 @@ def test_the_table_uses_the_site_multiplier_instead_of_the_constant(ledger: Ledg
     measured = {"jupiter": calibrate(ledger, "under-load").overhead()}
     options = TableOptions(catalog=site_catalog(), overhead=constant, calibrations=measured)
     row = run_row(ledger, ledger.get_run("gpus-only"), options)
-    assert row.total_power_mwh == pytest.approx(3.6e6 * 1.4 / 3.6e9)
+    assert row.energy_j == pytest.approx(3.6e6 * 1.4)
     assert any("measured at jupiter: node/GPU energy of run under-load" in note for note in row.notes)
     fallback = run_row(
         ledger, ledger.get_run("gpus-only"), TableOptions(catalog=site_catalog(), overhead=constant)
     )
-    assert fallback.total_power_mwh == pytest.approx(3.6e6 * 1.74 / 3.6e9)
+    assert fallback.energy_j == pytest.approx(3.6e6 * 1.74)
     assert any(constant.source in note for note in fallback.notes)
 
 

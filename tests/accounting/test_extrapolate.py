@@ -74,9 +74,9 @@ def test_sixteen_unequal_nodes_the_extrapolated_band_holds_the_full_measurement(
     assert full is not None and sampled is not None
     assert full.energy_source == "simulated"
     assert sampled.energy_source == "extrapolated+simulated"  # a simulated figure stays labelled simulated
-    truth = float(full.it_energy_mwh)  # type: ignore[arg-type]
-    figure = float(sampled.it_energy_mwh)  # type: ignore[arg-type]
-    band = sampled.energy_band_mwh
+    truth = full.it_energy_j
+    figure = sampled.it_energy_j
+    band = sampled.energy_band_j
     assert band.lo <= truth <= band.hi, (band, truth)
     assert band.lo <= figure <= band.hi
     assert figure != pytest.approx(truth, rel=1e-3)  # really extrapolated: 4 nodes, not 16
@@ -92,8 +92,8 @@ def test_without_the_spread_between_nodes_the_band_would_miss_the_truth(ledger: 
     sensor_only = Range(scale * sum(t.low_j for t in sampled), scale * sum(t.high_j for t in sampled))
     assert not sensor_only.lo <= full_j <= sensor_only.hi
     energy = job_energy(sampled, NODES)
-    assert energy is not None and energy.band_mwh is not None
-    assert energy.band_mwh.lo <= j_to_mwh(full_j) <= energy.band_mwh.hi
+    assert energy is not None and energy.band_j is not None
+    assert energy.band_j.lo <= full_j <= energy.band_j.hi
 
 
 def test_the_table_says_k_of_n_nodes_measured(ledger: Ledger) -> None:
@@ -127,8 +127,8 @@ def test_two_of_four_nodes_mean_times_four_and_the_band_formula() -> None:
     energy = job_energy(rows, 4)
     assert energy is not None and energy.source == "extrapolated"
     assert energy.it_mwh == pytest.approx(j_to_mwh(800.0))
-    assert energy.band_mwh.lo == pytest.approx(j_to_mwh(95 + 285 + 2 * 95))
-    assert energy.band_mwh.hi == pytest.approx(j_to_mwh(105 + 315 + 2 * 315))
+    assert energy.band_j.lo == pytest.approx(95 + 285 + 2 * 95)
+    assert energy.band_j.hi == pytest.approx(105 + 315 + 2 * 315)
 
 
 def test_a_node_meter_counts_instead_of_its_components_per_host() -> None:

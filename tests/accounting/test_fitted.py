@@ -17,14 +17,14 @@ def demo_row() -> TableRow:
     """What a one-minute CPU demo gives: tiny figures that used to print as 1.38e-07 and be cut."""
     return TableRow(
         model="gpt-small (demo-20261203-071500, final)",
-        total_power_mwh=1.38e-07,
+        energy_j=1.38e-07 * 3.6e9,  # 0.000000138 MWh
         pue=1.58,
         carbon_intensity_kg_per_kwh=0.436,
         co2_t=9.51e-08,
         wue_l_per_kwh=Range(1.29, 4.26),
         water_kl=Range(2.81e-07, 9.29e-07),
         energy_source="estimated",
-        energy_band_mwh=Range(6.9e-08, 2.07e-07),
+        energy_band_j=Range(6.9e-08 * 3.6e9, 2.07e-07 * 3.6e9),
         convention=WaterConvention.PAPER,
         notes=(
             "site world: PUE and WUE from the site catalog",

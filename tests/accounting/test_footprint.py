@@ -90,12 +90,12 @@ def test_energy_label() -> None:
 
 def test_footprint_for_jupiter_reproduces_olmo_2_7b() -> None:
     fp = footprint_for(energy(131.0, Source.COUNTER), get_site("jupiter"))
-    assert fp.facility_energy_mwh == pytest.approx(157.2)
+    assert fp.facility_energy_j == pytest.approx(157.2 * MWH)
     assert isinstance(fp.co2_t, float) and round(fp.co2_t) == 52
     assert fp.water_kl == pytest.approx(131 * 1.2 * 1.29)
     assert fp.wue_l_per_kwh == 1.29
     assert fp.energy_source == "counter"
-    assert fp.energy_band_mwh == Range.exact(131.0)
+    assert fp.energy_band_j == Range.exact(131.0 * MWH)
     assert fp.convention is WaterConvention.PAPER
     assert not fp.hourly
     assert any("0.332" in note for note in fp.notes)
@@ -105,8 +105,8 @@ def test_footprint_keeps_band_and_split_and_intensity_override() -> None:
     run = energy(2.0, Source.SAMPLED, Range(1.9, 2.1), gpu_j=1.5 * MWH)
     fp = footprint_for(run, get_site("augusta"), intensity=ConstantIntensity(0.5, "contract"))
     assert fp.co2_t == pytest.approx(2.0 * 1.12 * 0.5)
-    assert fp.energy_band_mwh == Range(1.9, 2.1)
-    assert (fp.gpu_mwh, fp.host_mwh) == (1.5, 0.5)
+    assert fp.energy_band_j == Range(1.9 * MWH, 2.1 * MWH)
+    assert (fp.gpu_j, fp.host_j) == (1.5 * MWH, 0.5 * MWH)
     assert "contract" in fp.intensity_label
 
 

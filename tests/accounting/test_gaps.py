@@ -81,8 +81,8 @@ def test_the_table_row_names_its_gaps_and_widens_its_band(url: str) -> None:
     [note] = [n for n in table_row.notes if n.startswith("gaps:")]
     assert "4 gap(s), 24.5 s" in note and "device lost 1 (2.0 s)" in note
     assert "downtime between attempts 1 (20.0 s)" in note
-    assert table_row.energy_band_mwh is not None
-    assert table_row.energy_band_mwh.hi * 3.6e9 == pytest.approx(3000.0 + 1700.0)
+    assert table_row.energy_band_j is not None
+    assert table_row.energy_band_j.hi == pytest.approx(3000.0 + 1700.0)
 
 
 def test_wattlog_gaps_lists_them(url: str, capsys) -> None:

@@ -62,7 +62,7 @@ def test_the_table_row_shows_the_node_boundary_beside_the_device_sum(tmp_path) -
         ],
     )
     table_row = run_row(ledger, ledger.get_run("metered"), TableOptions(catalog=site_catalog()))
-    assert table_row.total_power_mwh == pytest.approx(5.04e6 / 3.6e9)  # the meter, its parts not added
+    assert table_row.energy_j == pytest.approx(5.04e6)  # the meter, its parts not added
     [note] = [n for n in table_row.notes if n.startswith("node boundary")]
     assert "(IPMI DCMI BMC, sampled, 1 host(s)): 1.40 kWh [1.26 - 1.54 kWh]" in note
     assert (
@@ -77,7 +77,7 @@ def test_beside_a_node_meter_the_cpu_dram_column_is_cpu_and_dram_never_the_meter
     cpu = EnergyTotal.of("n0", "cpu", "cpu", "estimated", 50 * MJ, 40 * MJ, 60 * MJ)
     energy = energy_from_devices([meter, gpu, cpu])
     assert energy is not None and energy.it_mwh == pytest.approx(j_to_mwh(500 * MJ))
-    assert (energy.gpu_mwh, energy.host_mwh) == pytest.approx((j_to_mwh(300 * MJ), j_to_mwh(50 * MJ)))
+    assert (energy.gpu_j, energy.host_split_j) == pytest.approx((300 * MJ, 50 * MJ))
     gpus_only = energy_from_devices([meter, gpu])  # no CPU or DRAM measured: missing, not 200 MJ
-    assert gpus_only is not None and gpus_only.gpu_mwh == pytest.approx(j_to_mwh(300 * MJ))
-    assert gpus_only.host_mwh is None
+    assert gpus_only is not None and gpus_only.gpu_j == pytest.approx(300 * MJ)
+    assert gpus_only.host_split_j is None

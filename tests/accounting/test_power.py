@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
 from wattlog.accounting.power import Segment, find_dips, job_series, power_fluctuation
 from wattlog.errors import ConfigError
+from wattlog.records import EnergyInterval, Kind, Source
 from wattlog.telemetry.sensors.traces import TrainingTrace
 
 GPUS = 8
@@ -15,23 +14,20 @@ DURATION_S = 600.0
 CHECKPOINT_W = 100.0
 
 
-@dataclass(frozen=True)
-class Row:
-    host: str
-    device: str
-    kind: str
-    start_s: float
-    end_s: float
-    energy_j: float
+def row(host: str, device: str, kind: str, start_s: float, end_s: float, energy_j: float) -> EnergyInterval:
+    """A ledger row as the ledger stores and reads it back (exact: the band plays no part in power)."""
+    return EnergyInterval.of(
+        host, device, Kind(kind), Source.COUNTER, start_s, end_s, energy_j, energy_j, energy_j
+    )
 
 
-def sampled(trace: TrainingTrace, period_s: float = 1.0, gpus: int = GPUS) -> list[Row]:
+def sampled(trace: TrainingTrace, period_s: float = 1.0, gpus: int = GPUS) -> list[EnergyInterval]:
     """The trace's exact energy per sample period, as ledger-like rows for `gpus` synchronised GPUs."""
     rows = []
     for i in range(int(DURATION_S / period_s)):
         t0, t1 = i * period_s, (i + 1) * period_s
         for g in range(gpus):
-            rows.append(Row("node0", f"GPU-{g}", "gpu", t0, t1, trace.energy_j(t0, t1)))
+            rows.append(row("node0", f"GPU-{g}", "gpu", t0, t1, trace.energy_j(t0, t1)))
     return rows
 
 
@@ -86,10 +82,10 @@ def test_coarse_flushes_smear_short_dips_and_say_their_resolution(trace: Trainin
 
 def test_job_series_sums_devices_and_counts_node_meters_alone() -> None:
     rows = [
-        Row("a", "GPU-0", "gpu", 0, 10, 1000.0),
-        Row("a", "GPU-1", "gpu", 0, 10, 1000.0),
-        Row("b", "GPU-0", "gpu", 0, 10, 500.0),
-        Row("b", "node", "node", 0, 10, 3000.0),
+        row("a", "GPU-0", "gpu", 0, 10, 1000.0),
+        row("a", "GPU-1", "gpu", 0, 10, 1000.0),
+        row("b", "GPU-0", "gpu", 0, 10, 500.0),
+        row("b", "node", "node", 0, 10, 3000.0),
     ]
     assert job_series(rows) == [Segment(0, 10, 500.0)]  # a: 100 + 100 W, b: its node meter, 300 W
 

@@ -28,14 +28,14 @@ MWH_J = 3.6e9
 def small_row(**changes: object) -> TableRow:
     fields: dict[str, object] = {
         "model": "mine",
-        "total_power_mwh": 2.85e-05,  # 28.5 Wh
+        "energy_j": 2.85e-05 * MWH_J,  # 28.5 Wh
         "pue": 1.2,
         "carbon_intensity_kg_per_kwh": 0.4,
         "co2_t": 1.14e-05,  # 11.4 g
         "wue_l_per_kwh": 1.29,
         "water_kl": 1.46e-08,  # 14.6 microlitres: below a litre, shown in L
         "energy_source": "counter",
-        "energy_band_mwh": Range(2.7e-05, 3.0e-05),
+        "energy_band_j": Range(2.7e-05 * MWH_J, 3.0e-05 * MWH_J),
     }
     fields.update(changes)
     return TableRow(**fields)  # type: ignore[arg-type]
@@ -43,7 +43,7 @@ def small_row(**changes: object) -> TableRow:
 
 def test_a_users_row_reads_in_units_of_its_size_and_the_papers_rows_keep_theirs() -> None:
     published = reference_table_rows(table19_only=True)
-    headers, cells = table_cells([*published, small_row(), small_row(model="big", total_power_mwh=131.4)])
+    headers, cells = table_cells([*published, small_row(), small_row(model="big", energy_j=131.4 * MWH_J)])
     by_model = {row[0]: dict(zip(headers, row, strict=True)) for row in cells}
     mine = by_model["mine"]
     assert mine["Total power (MWh)"] == "28.5 Wh"
@@ -63,7 +63,7 @@ def test_a_missing_figure_stays_a_dash() -> None:
 
 
 def test_csv_and_json_carry_joules_beside_mwh_and_no_exponent() -> None:
-    row = small_row(total_power_mwh=7.16e-09, energy_band_mwh=Range(7e-09, 7.3e-09))
+    row = small_row(energy_j=7.16e-09 * MWH_J, energy_band_j=Range(7e-09 * MWH_J, 7.3e-09 * MWH_J))
     text = rows_csv([row])
     assert "e-0" not in text and "E-0" not in text
     [line] = csv.DictReader(io.StringIO(text))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import json
 
 import pytest
 from rich.console import Console
@@ -25,6 +26,7 @@ from wattlog.accounting.render import (
     table_cells,
     to_csv,
     to_html,
+    to_json,
     to_latex,
     to_markdown,
     to_rich,
@@ -33,18 +35,20 @@ from wattlog.accounting.sites import get_site
 from wattlog.errors import ConfigError
 from wattlog.records import EnergyFigure, Kind, Source
 
+MWH_J = 3.6e9
+
 
 def _run_row(**overrides: object) -> TableRow:
     fields: dict[str, object] = {
         "model": "my_run & co",
-        "total_power_mwh": 0.00123,
+        "energy_j": 0.00123 * MWH_J,
         "pue": 1.2,
         "carbon_intensity_kg_per_kwh": 0.332,
         "co2_t": Range(0.0004, 0.0006),
         "wue_l_per_kwh": 1.29,
         "water_kl": 0.0019,
         "energy_source": "counter",
-        "energy_band_mwh": Range(0.0012, 0.00126),
+        "energy_band_j": Range(0.0012 * MWH_J, 0.00126 * MWH_J),
         "convention": WaterConvention.PAPER,
     }
     fields.update(overrides)
@@ -95,13 +99,14 @@ def test_columns_follow_table_19_then_source_and_band() -> None:
 
 
 def test_gpu_and_cpu_dram_columns_only_when_both_measured() -> None:
-    plain = table_cells([_run_row(gpu_mwh=1.0)])[0]
+    plain = table_cells([_run_row(gpu_j=1.0 * MWH_J)])[0]
     assert "GPU energy (MWh)" not in plain
-    headers, cells = table_cells([_run_row(gpu_mwh=0.0009, host_mwh=0.00033), _run_row(model="other")])
+    split = _run_row(gpu_j=0.0009 * MWH_J, host_j=0.00033 * MWH_J)
+    headers, cells = table_cells([split, _run_row(model="other")])
     assert headers[-2:] == ["GPU energy (MWh)", "CPU+DRAM energy (MWh)"]
     assert cells[0][-2:] == ["900 Wh", "330 Wh"]  # 0.0009 and 0.00033 MWh
     assert cells[1][-2:] == ["-", "-"]
-    assert any("GPUs alone" in n for n in footnotes([_run_row(gpu_mwh=1.0, host_mwh=0.5)]))
+    assert any("GPUs alone" in n for n in footnotes([_run_row(gpu_j=1.0 * MWH_J, host_j=0.5 * MWH_J)]))
 
 
 def test_footnotes_say_what_is_left_out_and_the_convention() -> None:
@@ -201,3 +206,16 @@ def test_render_rejects_unknown_format_and_grid_renders_text() -> None:
         render([_run_row()], "hf")
     grid = render_grid(["A", "B"], [["x", "1"]], ["note"], "markdown", right={1})
     assert grid == "| A | B |\n|---|---:|\n| x | 1 |\n\n- note\n"
+
+
+def test_a_rows_energy_is_joules_and_the_exports_carry_the_measured_joules_exactly() -> None:
+    """MWh is what a cell prints, not what the row holds: the joules are not rounded through MWh."""
+    figure = EnergyFigure(Kind.GPU, Source.COUNTER, 442_800_000.0, 433_944_000.0, 451_656_000.0)
+    row = TableRow.from_footprint("r", footprint_for(Energy((figure,)), get_site("jupiter")))
+    assert (row.energy_j, row.energy_band_j) == (442_800_000.0, Range(433_944_000.0, 451_656_000.0))
+    assert row.figure("total_power_mwh") == 0.123  # the column's unit, computed where it is read
+    data = json.loads(to_json([row]))["rows"][0]
+    assert data["energy_band_j"]["max"] == 451_656_000.0  # through MWh and back: 451655999.99999994
+    assert data["figures"]["total_power_mwh"]["value"] == 0.123
+    [line] = csv.DictReader(io.StringIO(to_csv([row])))
+    assert (line["energy_band_j_max"], line["total_power_mwh_min"]) == ("451656000.0", "0.123")

@@ -25,9 +25,9 @@ def test_components_add_up_and_gpu_is_shown_apart() -> None:
     )
     assert energy is not None
     assert energy.it_mwh == pytest.approx(j_to_mwh(350 * MJ))
-    assert (energy.gpu_mwh, energy.host_mwh) == pytest.approx((j_to_mwh(300 * MJ), j_to_mwh(50 * MJ)))
+    assert (energy.gpu_j, energy.host_split_j) == pytest.approx((300 * MJ, 50 * MJ))
     assert energy.source == "counter+estimated"
-    assert (energy.band_mwh.lo, energy.band_mwh.hi) == pytest.approx((j_to_mwh(315 * MJ), j_to_mwh(385 * MJ)))
+    assert (energy.band_j.lo, energy.band_j.hi) == pytest.approx((315 * MJ, 385 * MJ))
 
 
 def test_a_node_meter_replaces_its_hosts_components() -> None:
@@ -41,12 +41,12 @@ def test_a_node_meter_replaces_its_hosts_components() -> None:
     assert energy is not None
     assert energy.it_mwh == pytest.approx(j_to_mwh(800 * MJ))
     assert energy.source == "counter+sampled"
-    assert energy.gpu_mwh == pytest.approx(j_to_mwh(600 * MJ))
+    assert energy.gpu_j == pytest.approx(600 * MJ)
 
 
 def test_gpu_only_runs_have_no_split_and_nothing_is_none() -> None:
     energy = energy_from_devices([EnergyTotal.of("n0", "gpu0", "gpu", "simulated", 1.0, 1.0, 1.0)])
-    assert energy is not None and energy.gpu_mwh is None and energy.source == "simulated"
+    assert energy is not None and energy.gpu_j is None and energy.source == "simulated"
     assert energy_from_devices([]) is None
 
 

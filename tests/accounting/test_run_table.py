@@ -61,5 +61,5 @@ def test_a_one_node_runs_row_is_one_transaction_finding_the_run_once(tmp_path: P
     assert len(begins) == 1
     assert len(run_lookups) == 1
     # the row is whole: energy, its band, the gaps' note
-    assert row.total_power_mwh is not None and row.energy_band_mwh is not None
+    assert row.energy_j is not None and row.energy_band_j is not None
     assert any(note.startswith("gaps: ") for note in row.notes)

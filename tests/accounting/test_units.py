@@ -85,7 +85,7 @@ def test_a_one_minute_demo_reads_in_wh_and_g() -> None:
 
     mwh = 540.0 / 3.6e9  # 60 s at 9 W
     row = TableRow(
-        "gpt-small (demo, final)", mwh, 1.58, 0.436, mwh * 1.58 * 0.436, Range(1.29, 4.26),
+        "gpt-small (demo, final)", 540.0, 1.58, 0.436, mwh * 1.58 * 0.436, Range(1.29, 4.26),
         Range(mwh * 1.58 * 1.29, mwh * 1.58 * 4.26), "estimated",
     )  # fmt: skip
     assert readable_summary(row) == (

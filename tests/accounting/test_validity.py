@@ -52,7 +52,7 @@ def _verdict(ledger: Ledger, name: str) -> str:
 def test_a_clean_finished_run_is_valid_and_strict_shows_it(ledger: Ledger) -> None:
     assert _verdict(ledger, "clean") == "measurement valid"
     strict = TableOptions(catalog=site_catalog(), strict=True)
-    assert run_row(ledger, ledger.get_run("clean"), strict).total_power_mwh is not None
+    assert run_row(ledger, ledger.get_run("clean"), strict).energy_j is not None
 
 
 @pytest.mark.parametrize(

@@ -83,7 +83,7 @@ def test_each_vendors_node_reaches_the_exporter_and_the_table_with_its_energy_an
     totals = ledger.energy_totals("r")
     assert sorted(t.device for t in totals) == [f"GPU-{prefix}-0", f"GPU-{prefix}-1"]
     assert all(t.energy_j > 0 and t.low_j < t.energy_j < t.high_j for t in totals)
-    assert row.total_power_mwh is not None and row.energy_band_mwh is not None
+    assert row.energy_j is not None and row.energy_band_j is not None
     assert row.energy_source == "simulated"
 
 
@@ -98,4 +98,4 @@ def test_a_mixed_node_accounts_each_device_once(tmp_path: Path) -> None:
     }
     devices = [t.device for t in ledger.energy_totals("r")]
     assert sorted(devices) == sorted(gpus) and len(devices) == len(set(devices))
-    assert row.total_power_mwh is not None
+    assert row.energy_j is not None

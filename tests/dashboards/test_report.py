@@ -17,7 +17,7 @@ from wattlog.accounting.job_speed import job_speed
 from wattlog.accounting.ledger import Ledger, RunSpec
 from wattlog.accounting.ledger.jobs import RankReport, report_rank_progress
 from wattlog.accounting.render import readable_amount, to_csv, to_latex, to_markdown
-from wattlog.accounting.units import sig3
+from wattlog.accounting.units import mwh_of, sig3
 from wattlog.dashboards.report import data
 from wattlog.dashboards.report.data import load_report
 from wattlog.records import EnergyInterval, Gap, Kind, Source
@@ -65,7 +65,7 @@ def test_headline_shows_the_ledgers_figures_and_the_source(ledger_url: str, ledg
     assert expected is not None
     metrics = {m.label: m.value for m in app.metric}
     assert metrics == {
-        "Energy (IT)": readable_amount("total_power_mwh", expected.it_energy_mwh),
+        "Energy (IT)": readable_amount("total_power_mwh", mwh_of(expected.it_energy_j)),
         "Emissions (CO2eq)": readable_amount("co2_t", expected.co2_t),
         "Water": readable_amount("water_kl", expected.water_kl),
     }
@@ -73,7 +73,7 @@ def test_headline_shows_the_ledgers_figures_and_the_source(ledger_url: str, ledg
     helps = [m.help for m in app.metric]
     assert "0.528 MWh as in Table 19" in helps[0]  # the paper's unit one hover away
     captions = " ".join(c.value for c in app.caption)
-    band = readable_amount("total_power_mwh", expected.energy_band_mwh)
+    band = readable_amount("total_power_mwh", mwh_of(expected.energy_band_j))
     assert f"band {band}" in captions and band.endswith(" kWh") and expected.intensity_label in captions
     text = " ".join(m.value for m in app.markdown)
     assert "Energy source:" in text and "`simulated`" in text and "never a measurement" in text

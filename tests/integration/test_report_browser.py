@@ -20,6 +20,7 @@ from tests.dashboards.seed import RUN, START_S, seed_ledger
 from tests.integration.servers import free_port, wattlog_process
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.render import readable_amount
+from wattlog.accounting.units import mwh_of
 from wattlog.dashboards.report.data import load_report
 from wattlog.records import EnergyInterval, Kind, Source
 
@@ -85,7 +86,7 @@ def test_report_page_shows_the_ledgers_headline_numbers(
     footprint = load_report(Ledger(make_engine(ledger_url, create=False)), RUN).footprint
     assert footprint is not None
     expected = {
-        "Energy (IT)": readable_amount("total_power_mwh", footprint.it_energy_mwh),
+        "Energy (IT)": readable_amount("total_power_mwh", mwh_of(footprint.it_energy_j)),
         "Emissions (CO2eq)": readable_amount("co2_t", footprint.co2_t),
         "Water": readable_amount("water_kl", footprint.water_kl),
     }
