@@ -3,7 +3,7 @@
 :func:`print_run_summary` is the default of `wattlog run` and the framework callbacks:
 energy with its band and source, CO2 and water (or what to pass for them), the ledger, and
 the command that prints the full table. :func:`print_run_report` is that table and the
-run's energy split (`wattlog demo`, `wattlog run --table`).
+run's energy split (`--table`, ``table=True``). :func:`print_run_end` chooses between them.
 
 The Table-19 layout keeps the paper's MWh, tonnes and kilolitres; a small run
 then reads "0.0000138", so the run's figures follow in readable units (Wh and
@@ -72,6 +72,16 @@ def print_run_summary(ledger: Ledger, run: str, db: str | None, console: Console
     console = console or Console()
     for line in summary_lines(ledger, run, db):
         console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def print_run_end(
+    ledger: Ledger, run: str, db: str | None, *, table: bool = False, console: Console | None = None
+) -> None:
+    """What every run prints at its end: :func:`print_run_summary`, or (asked) :func:`print_run_report`.
+
+    `wattlog run`, `wattlog demo`, the Tracker and the HF and Lightning callbacks all end here.
+    """
+    (print_run_report if table else print_run_summary)(ledger, run, db, console)
 
 
 def _energy_line(row: TableRow, totals: list[EnergyTotal]) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from wattlog.accounting.run_report import print_run_report, print_run_summary
+from wattlog.accounting.run_report import print_run_end
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.telemetry.sinks import INCOMPLETE_EXIT
 from wattlog.telemetry.supervise import Ending, StopRequested, Supervisor
@@ -73,7 +73,7 @@ def _show_end(session: RunSession, exit_code: int, console: Console, stderr: Con
     run, db = session.run, session.config.db
     if session.ledger is not None:
         try:
-            (print_run_report if table else print_run_summary)(session.ledger, run, db, console)
+            print_run_end(session.ledger, run, db, table=table, console=console)
         except WattlogError as failed:  # the ledger may be down: the line below still says so
             stderr.print(f"cannot show the figures of {run}: {failed}", soft_wrap=True, markup=False)
     if report_incomplete(session.unwritten_rows, run, console):

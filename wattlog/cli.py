@@ -53,7 +53,7 @@ COMMANDS = (
     ),
     (
         "demo",
-        "Train a small GPT for about a minute under the tracker and print its footprint beside Table 19.",
+        "Train a small GPT for a minute under the tracker, print its footprint (--table: beside Table 19).",
     ),
     ("run", "Run COMMAND with an agent sampling the node and record the run; exit with its code."),
     (

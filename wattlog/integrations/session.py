@@ -129,7 +129,8 @@ class TrackerSession:
 
     Args:
         run: Run name (None: $WATTLOG_RUN_ID).
-        tracker_kwargs: Further ``Tracker`` keywords (site, db, model, log_every, ...).
+        tracker_kwargs: Further ``Tracker`` keywords (site, db, model, log_every, ...);
+            ``quiet=True`` prints nothing at the end.
         console: Where rank 0 prints the run's figures at the end (None: stdout).
         tracker_factory: Builds the tracker (tests inject fakes; default ``Tracker``).
         table: Print the run beside Table 19 at the end (default: the few lines of its figures).
@@ -148,6 +149,9 @@ class TrackerSession:
     ) -> None:
         self.run = run
         self._kwargs = dict(tracker_kwargs)
+        # The session prints the figures itself, to its console; ``quiet=True`` silences both.
+        self._quiet = bool(self._kwargs.pop("quiet", False))
+        self._kwargs["quiet"] = True
         self._console = console
         self._factory = tracker_factory
         self._table = table
@@ -247,12 +251,17 @@ class TrackerSession:
         if tracker is None:
             return
         tracker.close()
-        if tracker.rank == 0 and tracker.ledger is not None:
-            from wattlog.accounting.run_report import print_run_report, print_run_summary
+        if tracker.rank == 0 and tracker.ledger is not None and not self._quiet:
+            from wattlog.accounting.run_report import print_run_end
 
-            show = print_run_report if self._table else print_run_summary
             try:
-                show(tracker.ledger, tracker.run, tracker.session.config.db, self._console)
+                print_run_end(
+                    tracker.ledger,
+                    tracker.run,
+                    tracker.session.config.db,
+                    table=self._table,
+                    console=self._console,
+                )
                 self.printed = True
             except Exception as error:
                 log.warning("could not print the run's figures: %s", error)
