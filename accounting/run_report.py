@@ -24,7 +24,7 @@ from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import TableFormat, TableRow, footnotes, readable_summary, render, show
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
-from wattlog.accounting.split import Use, energy_split
+from wattlog.accounting.split import energy_split
 from wattlog.accounting.units import mwh_to_j, readable, readable_range
 
 
@@ -35,8 +35,7 @@ def split_table(ledger: Ledger, run: str) -> Table:
     table.add_column("Use", overflow="fold")
     table.add_column("Energy", justify="right", no_wrap=True)
     table.add_column("Share", justify="right", no_wrap=True)
-    for use in Use:
-        joules = split.joules[use]
+    for use, joules in split.joules.items():
         table.add_row(split.label(use), readable(joules, "energy"), f"{split.share(use):.1%}")
     table.add_row("total", readable(split.total_j, "energy"), "100.0%", style="bold")
     return table

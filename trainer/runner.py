@@ -3,20 +3,27 @@
 Torch-free: a run session (ledger, agent) around the telemetry supervisor,
 which forwards SIGTERM and SIGINT to the command. A preempted job (SIGTERM)
 still flushes its last interval, is recorded as ``preempted`` and exits 143.
+The command's CPU time (psutil's children times: it and the descendants it
+waited for) is recorded as an ``activity`` event, so its energy is split into
+busy and idle by what it did (``wattlog run --table``).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
+import psutil
 from rich.console import Console
 
 from wattlog.accounting.run_report import print_run_end
 from wattlog.errors import ConfigError, WattlogError
+from wattlog.events import Activity, EventKind
 from wattlog.telemetry.sinks import INCOMPLETE_EXIT
 from wattlog.telemetry.supervise import Ending, StopRequested, Supervisor
 from wattlog.trainer.session import RunSession, SessionConfig, status_for_outcome
 
+log = logging.getLogger(__name__)
 NO_COMMAND = "give the command to run after --, e.g. wattlog run -- python train.py"
 INCOMPLETE = INCOMPLETE_EXIT
 """Exit code of a run whose command succeeded but whose energy rows are not all in the ledger."""
@@ -56,7 +63,10 @@ def run_command(
             stderr.print(f"wattlog run: {stop} while starting; {command[0]} was not run")
             return stop.exit_code
         console.print(f"Run {run}: measuring the node; metrics on {session.metrics_url}")
+        start_s, cpu_s = session.clock.wall(), children_cpu_s()
         outcome = supervisor.run(command)
+        if outcome.ending is not Ending.NOT_STARTED:
+            _record_activity(session, Activity(start_s, session.clock.wall(), children_cpu_s() - cpu_s))
         if outcome.ending is Ending.STOPPED:
             stderr.print(f"wattlog run: {outcome.message}: stopping the run and flushing its energy")
         summary = session.close(status_for_outcome(outcome), stopped=outcome)
@@ -66,6 +76,22 @@ def run_command(
         if outcome.ending is Ending.NOT_STARTED:  # last, so the command's own error is what the user sees
             stderr.print(f"[bold red]error:[/] {outcome.message}")
         return code
+
+
+def children_cpu_s() -> float:
+    """CPU seconds (user + system) of this process's ended children and the descendants they waited for."""
+    times = psutil.Process().cpu_times()
+    return float(times.children_user + times.children_system)
+
+
+def _record_activity(session: RunSession, activity: Activity) -> None:
+    """Store what the command did, so its energy is split into busy and idle (a failure is a warning)."""
+    if session.recorder is None:
+        return
+    try:
+        session.recorder.event(EventKind.ACTIVITY, payload=activity.to_json(), time_s=activity.end_s)
+    except WattlogError as error:
+        log.warning("the command's activity is not recorded (its energy is not split by it): %s", error)
 
 
 def _show_end(session: RunSession, exit_code: int, console: Console, stderr: Console, table: bool) -> int:

@@ -47,6 +47,8 @@ class EventKind(StrEnum):
     """The run's agent stopped renewing its lease: closed as lost (payload: lease_until_s, last_row_s)."""
     CLOCK_STEP = "clock_step"
     """The wall clock stepped during the run (payload: step_s, wall_s, end_s); durations kept monotonic."""
+    ACTIVITY = "activity"
+    """What a command measured under `wattlog run` did (payload: :class:`Activity`)."""
 
 
 INSTABILITIES = frozenset(
@@ -135,6 +137,39 @@ class Window:
         if "start_s" not in payload or "end_s" not in payload:
             return None
         return cls(float(payload["start_s"]), float(payload["end_s"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Activity:
+    """Payload of an ``activity`` event: the CPU time a command used over its run, Unix seconds.
+
+    Attributes:
+        start_s: When the command started.
+        end_s: When it ended.
+        cpu_s: CPU time (user + system) of the command and the descendants it waited for.
+    """
+
+    start_s: float
+    end_s: float
+    cpu_s: float
+
+    @property
+    def busy(self) -> float:
+        """Fraction of its time the command kept a CPU busy, 0..1 (several busy cores count as one)."""
+        wall_s = self.end_s - self.start_s
+        return min(1.0, max(0.0, self.cpu_s / wall_s)) if wall_s > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored payload."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, payload: Mapping[str, Any]) -> Activity | None:
+        """Read a stored payload (None when a field is missing)."""
+        try:
+            return cls(float(payload["start_s"]), float(payload["end_s"]), float(payload["cpu_s"]))
+        except (KeyError, TypeError, ValueError):
+            return None
 
 
 @dataclass(frozen=True, slots=True)

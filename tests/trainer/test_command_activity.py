@@ -1,0 +1,78 @@
+"""`wattlog run` splits its command's energy by what the command did: a busy command is never idle."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.run_report import split_table
+from wattlog.accounting.split import Use, energy_split
+from wattlog.cli import main
+from wattlog.clock import FakeClock
+from wattlog.events import EventKind
+from wattlog.records import EnergyInterval, Kind, Source
+
+BUSY = "import time\nend = time.process_time() + 1.0\nwhile time.process_time() < end:\n    pass"
+SLEEPING = "import time\ntime.sleep(1.0)"
+H0 = 1_767_225_600.0
+
+
+def _activity(db: str, run: str) -> dict[str, float]:
+    events = [e for e in Ledger(make_engine(db)).events(run) if e.kind == EventKind.ACTIVITY]
+    assert len(events) == 1
+    return dict(events[0].payload)
+
+
+def test_wattlog_run_records_the_cpu_time_of_a_busy_and_of_a_sleeping_command(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    assert (
+        main(["run", "--run", "busy", "--db", db, "--flush-s", "0.2", "--", sys.executable, "-c", BUSY]) == 0
+    )
+    args = ["run", "--run", "sleeping", "--db", db, "--flush-s", "0.2", "--", sys.executable, "-c", SLEEPING]
+    assert main(args) == 0
+    busy, sleeping = _activity(db, "busy"), _activity(db, "sleeping")
+    assert busy["cpu_s"] >= 1.0  # it spun until its own CPU time reached 1 s, however loaded the machine
+    assert sleeping["cpu_s"] < 0.5 and sleeping["end_s"] - sleeping["start_s"] >= 1.0
+    ledger = Ledger(make_engine(db))
+    spun, slept = energy_split(ledger, "busy"), energy_split(ledger, "sleeping")
+    assert spun.share(Use.COMMAND_BUSY) > slept.share(Use.COMMAND_BUSY)
+    assert slept.share(Use.COMMAND_IDLE) > 0.5  # before: both were "the command (busy or waiting)"
+
+
+def _ledger(tmp_path: Path, cpu_s: float) -> Ledger:
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"), clock=FakeClock(wall_offset_s=H0))
+    run = ledger.start_run("cmd")
+    rows = [  # 100 W for 10 s; the command ran from 1 s to 9 s
+        EnergyInterval.of("h", "estimate:cpu", Kind.CPU, Source.ESTIMATED, H0 + t, H0 + t + 1, 100.0, 60, 140)
+        for t in range(10)
+    ]
+    ledger.record_intervals(run.id, rows)
+    payload = {"start_s": H0 + 1, "end_s": H0 + 9, "cpu_s": cpu_s}
+    ledger.record_event(run.id, EventKind.ACTIVITY, time_s=H0 + 9, payload=payload)
+    return ledger
+
+
+@pytest.mark.parametrize(
+    ("cpu_s", "busy_j", "idle_j"), [(8.0, 800.0, 0.0), (16.0, 800.0, 0.0), (2.0, 200.0, 600.0)]
+)
+def test_the_commands_energy_is_divided_by_its_busy_fraction(
+    tmp_path: Path, cpu_s: float, busy_j: float, idle_j: float
+) -> None:
+    split = energy_split(_ledger(tmp_path, cpu_s), "cmd")
+    assert split.joules[Use.COMMAND_BUSY] == pytest.approx(busy_j)  # two busy cores are still "busy"
+    assert split.joules[Use.COMMAND_IDLE] == pytest.approx(idle_j)
+    assert split.joules[Use.OTHER] == pytest.approx(200.0)  # wattlog's start and close around it
+    assert split.label(Use.OTHER) == "outside the command (wattlog's start and close)"
+
+
+def test_a_fully_busy_command_is_printed_busy_not_idle(tmp_path: Path) -> None:
+    out = io.StringIO()
+    Console(file=out, width=120, color_system=None).print(split_table(_ledger(tmp_path, 8.0), "cmd"))
+    text = out.getvalue()
+    assert "the command, busy (CPU time 8.0 s in 8.0 s)" in text and "80.0%" in text
+    assert "the command, idle (no CPU time measured)" in text and "0.0%" in text
