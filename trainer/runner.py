@@ -4,8 +4,9 @@ Torch-free: a run session (ledger, agent) around the telemetry supervisor,
 which forwards SIGTERM and SIGINT to the command. A preempted job (SIGTERM)
 still flushes its last interval, is recorded as ``preempted`` and exits 143.
 The command's CPU time (psutil's children times: it and the descendants it
-waited for) is recorded as an ``activity`` event, so its energy is split into
-busy and idle by what it did (``wattlog run --table``).
+waited for) and the GPUs' mean utilisation meanwhile (where their sensors give
+it) are recorded as an ``activity`` event, so its energy is split into busy and
+idle by what it did (``wattlog run --table``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from rich.console import Console
 from wattlog.accounting.run_report import print_run_end
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.events import Activity, EventKind
+from wattlog.records import Kind
 from wattlog.telemetry.sinks import INCOMPLETE_EXIT
 from wattlog.telemetry.supervise import Ending, StopRequested, Supervisor
+from wattlog.telemetry.types import mean_utilisation
 from wattlog.trainer.session import RunSession, SessionConfig, status_for_outcome
 
 log = logging.getLogger(__name__)
@@ -63,10 +66,13 @@ def run_command(
             stderr.print(f"wattlog run: {stop} while starting; {command[0]} was not run")
             return stop.exit_code
         console.print(f"Run {run}: measuring the node; metrics on {session.metrics_url}")
-        start_s, cpu_s = session.clock.wall(), children_cpu_s()
+        start_s, cpu_s, devices = session.clock.wall(), children_cpu_s(), session.snapshot()
         outcome = supervisor.run(command)
         if outcome.ending is not Ending.NOT_STARTED:
-            _record_activity(session, Activity(start_s, session.clock.wall(), children_cpu_s() - cpu_s))
+            gpu_busy = mean_utilisation(devices, session.snapshot(), Kind.GPU)
+            _record_activity(
+                session, Activity(start_s, session.clock.wall(), children_cpu_s() - cpu_s, gpu_busy)
+            )
         if outcome.ending is Ending.STOPPED:
             stderr.print(f"wattlog run: {outcome.message}: stopping the run and flushing its energy")
         summary = session.close(status_for_outcome(outcome), stopped=outcome)

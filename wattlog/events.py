@@ -147,27 +147,37 @@ class Activity:
         start_s: When the command started.
         end_s: When it ended.
         cpu_s: CPU time (user + system) of the command and the descendants it waited for.
+        gpu_busy: Mean utilisation of the node's GPUs meanwhile, 0..1, from the sensors' readings
+            (None: no GPU, or its sensor gives no utilisation).
     """
 
     start_s: float
     end_s: float
     cpu_s: float
+    gpu_busy: float | None = None
 
     @property
-    def busy(self) -> float:
+    def cpu_busy(self) -> float:
         """Fraction of its time the command kept a CPU busy, 0..1 (several busy cores count as one)."""
         wall_s = self.end_s - self.start_s
         return min(1.0, max(0.0, self.cpu_s / wall_s)) if wall_s > 0 else 0.0
 
+    @property
+    def busy(self) -> float:
+        """Fraction of its time the command was busy: its CPU's or, when higher, the GPUs' utilisation."""
+        return max(self.cpu_busy, self.gpu_busy or 0.0)
+
     def to_json(self) -> dict[str, Any]:
-        """The stored payload."""
-        return asdict(self)
+        """The stored payload (``gpu_busy`` only when known)."""
+        out = asdict(self)
+        return out if self.gpu_busy is not None else {k: v for k, v in out.items() if k != "gpu_busy"}
 
     @classmethod
     def from_json(cls, payload: Mapping[str, Any]) -> Activity | None:
         """Read a stored payload (None when a field is missing)."""
         try:
-            return cls(float(payload["start_s"]), float(payload["end_s"]), float(payload["cpu_s"]))
+            times = (float(payload["start_s"]), float(payload["end_s"]), float(payload["cpu_s"]))
+            return cls(*times, _optional(payload.get("gpu_busy")))
         except (KeyError, TypeError, ValueError):
             return None
 

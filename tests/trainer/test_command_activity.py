@@ -11,10 +11,10 @@ from rich.console import Console
 
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.run_report import split_table
-from wattlog.accounting.split import Use, energy_split
+from wattlog.accounting.split import EnergySplit, Use, energy_split
 from wattlog.cli import main
 from wattlog.clock import FakeClock
-from wattlog.events import EventKind
+from wattlog.events import Activity, EventKind
 from wattlog.records import EnergyInterval, Kind, Source
 
 BUSY = "import time\nend = time.process_time() + 1.0\nwhile time.process_time() < end:\n    pass"
@@ -39,12 +39,20 @@ def test_wattlog_run_records_the_cpu_time_of_a_busy_and_of_a_sleeping_command(tm
     assert busy["cpu_s"] >= 1.0  # it spun until its own CPU time reached 1 s, however loaded the machine
     assert sleeping["cpu_s"] < 0.5 and sleeping["end_s"] - sleeping["start_s"] >= 1.0
     ledger = Ledger(make_engine(db))
-    spun, slept = energy_split(ledger, "busy"), energy_split(ledger, "sleeping")
-    assert spun.share(Use.COMMAND_BUSY) > slept.share(Use.COMMAND_BUSY)
-    assert slept.share(Use.COMMAND_IDLE) > 0.5  # before: both were "the command (busy or waiting)"
+    spun, slept = (
+        _busy_fraction(energy_split(ledger, "busy")),
+        _busy_fraction(energy_split(ledger, "sleeping")),
+    )
+    assert spun > slept and slept < 0.5  # before: both were "the command (busy or waiting)"
 
 
-def _ledger(tmp_path: Path, cpu_s: float) -> Ledger:
+def _busy_fraction(split: EnergySplit) -> float:
+    """The busy part of the command's own energy (wattlog's start and close, loaded or not, left out)."""
+    busy, idle = split.joules[Use.COMMAND_BUSY], split.joules[Use.COMMAND_IDLE]
+    return busy / (busy + idle)
+
+
+def _ledger(tmp_path: Path, cpu_s: float, gpu_busy: float | None = None) -> Ledger:
     ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"), clock=FakeClock(wall_offset_s=H0))
     run = ledger.start_run("cmd")
     rows = [  # 100 W for 10 s; the command ran from 1 s to 9 s
@@ -52,7 +60,7 @@ def _ledger(tmp_path: Path, cpu_s: float) -> Ledger:
         for t in range(10)
     ]
     ledger.record_intervals(run.id, rows)
-    payload = {"start_s": H0 + 1, "end_s": H0 + 9, "cpu_s": cpu_s}
+    payload = Activity(H0 + 1, H0 + 9, cpu_s, gpu_busy).to_json()
     ledger.record_event(run.id, EventKind.ACTIVITY, time_s=H0 + 9, payload=payload)
     return ledger
 
@@ -76,3 +84,10 @@ def test_a_fully_busy_command_is_printed_busy_not_idle(tmp_path: Path) -> None:
     text = out.getvalue()
     assert "the command, busy (CPU time 8.0 s in 8.0 s)" in text and "80.0%" in text
     assert "the command, idle (no CPU time measured)" in text and "0.0%" in text
+
+
+def test_a_command_waiting_on_its_busy_gpu_is_busy_not_idle(tmp_path: Path) -> None:
+    split = energy_split(_ledger(tmp_path, 0.4, gpu_busy=0.9), "cmd")  # 5 % CPU, GPUs at 90 %
+    assert split.joules[Use.COMMAND_BUSY] == pytest.approx(720.0)
+    assert split.joules[Use.COMMAND_IDLE] == pytest.approx(80.0)
+    assert split.label(Use.COMMAND_BUSY) == "the command, busy (CPU time 0.4 s in 8.0 s; GPU utilisation 90%)"
