@@ -157,6 +157,7 @@ class TrackerSession:
         self._table = table
         self._tokens_hint = tokens_hint
         self.tracker: Tracker | None = None
+        self._ended: Tracker | None = None  # ended, its figures not yet printed (see end(show=False))
         self.printed = False
         self._carbon: LiveCarbon | None = None
         self._said_tokens = False
@@ -245,23 +246,26 @@ class TrackerSession:
                 log.warning("could not record the exception event: %s", problem)
         tracker.close(error)
 
-    def end(self) -> None:
-        """Flush, end the run finished, and on rank 0 print its figures (beside Table 19 if asked)."""
+    def end(self, *, show: bool = True) -> None:
+        """Flush, end the run finished, and (`show`) print its figures as :meth:`show_end` does."""
         tracker, self.tracker = self.tracker, None
         if tracker is None:
             return
         tracker.close()
-        if tracker.rank == 0 and tracker.ledger is not None and not self._quiet:
-            from wattlog.accounting.run_report import print_run_end
+        self._ended = tracker
+        if show:
+            self.show_end()
 
-            try:
-                print_run_end(
-                    tracker.ledger,
-                    tracker.run,
-                    tracker.session.config.db,
-                    table=self._table,
-                    console=self._console,
-                )
-                self.printed = True
-            except Exception as error:
-                log.warning("could not print the run's figures: %s", error)
+    def show_end(self) -> None:
+        """On rank 0, print the ended run's figures (beside Table 19 if asked), once; never raises."""
+        tracker, self._ended = self._ended, None
+        if tracker is None or tracker.rank != 0 or tracker.ledger is None or self._quiet:
+            return
+        from wattlog.accounting.run_report import print_run_end
+
+        try:
+            db = tracker.session.config.db
+            print_run_end(tracker.ledger, tracker.run, db, table=self._table, console=self._console)
+            self.printed = True
+        except Exception as error:
+            log.warning("could not print the run's figures: %s", error)
