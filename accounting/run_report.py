@@ -25,7 +25,7 @@ from wattlog.accounting.render import TableFormat, TableRow, footnotes, readable
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
 from wattlog.accounting.split import energy_split
-from wattlog.accounting.units import mwh_to_j, readable, readable_range
+from wattlog.accounting.units import mwh_to_j, readable, readable_range, sig3, unit_for
 
 
 def split_table(ledger: Ledger, run: str) -> Table:
@@ -97,7 +97,9 @@ def _energy_line(row: TableRow, totals: list[EnergyTotal]) -> str:
         source = energy_label(t.source for t in totals)
     else:
         return "Energy: - (no energy recorded)"
-    return f"Energy: {readable(mid, 'energy')} (band {readable_range(lo, hi, 'energy')}; source: {source})"
+    unit, size = unit_for(mid, "energy")  # the band in the figure's unit: "241 J (band 120 - 361 J)"
+    band = f"{sig3(lo / size)} - {sig3(hi / size)} {unit}"
+    return f"Energy: {readable(mid, 'energy')} (band {band}; source: {source})"
 
 
 def _impact_line(row: TableRow, site: str) -> str:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from wattlog.accounting.ledger import Ledger, make_engine
-from wattlog.accounting.run_report import split_table
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
+from wattlog.accounting.run_report import split_table, summary_lines
 from wattlog.accounting.split import EnergySplit, Use, energy_split
 from wattlog.cli import main
 from wattlog.clock import FakeClock
@@ -91,3 +91,12 @@ def test_a_command_waiting_on_its_busy_gpu_is_busy_not_idle(tmp_path: Path) -> N
     assert split.joules[Use.COMMAND_BUSY] == pytest.approx(720.0)
     assert split.joules[Use.COMMAND_IDLE] == pytest.approx(80.0)
     assert split.label(Use.COMMAND_BUSY) == "the command, busy (CPU time 0.4 s in 8.0 s; GPU utilisation 90%)"
+
+
+def test_the_energy_line_gives_the_band_in_the_figures_unit(tmp_path: Path) -> None:
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'e.db'}"), clock=FakeClock(wall_offset_s=H0))
+    run = ledger.start_run("hf", RunSpec(site="jupiter"))
+    row = EnergyInterval.of("h", "estimate:cpu", Kind.CPU, Source.ESTIMATED, H0, H0 + 60, 241.0, 120.5, 361.5)
+    ledger.record_intervals(run.id, [row])
+    [energy, *_] = summary_lines(ledger, "hf", None)
+    assert energy == "Energy: 241 J (band 121 - 362 J; source: estimated)"  # was "band 0.0335 - 0.100 Wh"
