@@ -9,9 +9,10 @@ row, and each piece goes to the first use whose windows contain it:
 - productive: ``progress`` events, first to last step of each attempt
   (payload attempt, attempt_start_s; the event time is the latest step);
 - command busy / command idle: the time of ``activity`` events (what `wattlog run` measured of
-  its command: CPU time over wall time, and the GPUs' utilisation where their sensors give it),
-  divided by the measured busy fraction (the higher of the two), at constant power: a command
-  that kept a CPU or GPU busy all along is all busy (one was once reported "idle 100 %");
+  its command: CPU time over wall time, how often it was runnable, and the GPUs' utilisation
+  where their sensors give it), divided by the measured busy fraction (the highest of them), at
+  constant power: a command that kept a CPU or GPU busy all along is all busy (one was once
+  reported "idle 100 %");
 - other: the rest. It is never called idle, since nothing here measured idleness: in a run
   that reported steps it is the time outside them (start-up, evaluation, checkpoints,
   shutdown); in a run whose command's activity was measured it is wattlog's own start and
@@ -70,6 +71,7 @@ class EnergySplit:
         steps: Whether the run reported training steps (else `other` is the whole command).
         activity: The command's CPU seconds and wall seconds (None: not measured).
         gpu_busy: The GPUs' mean utilisation meanwhile, 0..1 (None: no GPU gave one).
+        runnable: How often a process of the command was runnable, 0..1 (None: not sampled).
     """
 
     joules: dict[Use, float]
@@ -77,6 +79,7 @@ class EnergySplit:
     steps: bool = False
     activity: tuple[float, float] | None = None
     gpu_busy: float | None = None
+    runnable: float | None = None
 
     def label(self, use: Use, *, short: bool = False) -> str:
         """What a use is called in this run: `other` reads as what it was, never as idle."""
@@ -84,8 +87,9 @@ class EnergySplit:
             if short:
                 return "command busy"
             cpu_s, wall_s = self.activity or (0.0, 0.0)
+            runnable = f"; runnable {self.runnable:.0%}" if self.runnable is not None else ""
             gpu = f"; GPU utilisation {self.gpu_busy:.0%}" if self.gpu_busy is not None else ""
-            return f"the command, busy (CPU time {cpu_s:.1f} s in {wall_s:.1f} s{gpu})"
+            return f"the command, busy (CPU time {cpu_s:.1f} s in {wall_s:.1f} s{runnable}{gpu})"
         if use is not Use.OTHER:
             return _LABELS[use][1 if short else 0]
         if self.activity is not None and not self.steps:
@@ -186,8 +190,13 @@ def energy_split(ledger: Ledger, run: int | str) -> EnergySplit:
     busy = sum(a.busy * (a.end_s - a.start_s) for a in measured) / wall_s
     command_j = totals[Use.COMMAND_BUSY]
     totals[Use.COMMAND_BUSY], totals[Use.COMMAND_IDLE] = command_j * busy, command_j * (1 - busy)
-    on_gpu = [a for a in measured if a.gpu_busy is not None]
-    gpu_s = sum(a.end_s - a.start_s for a in on_gpu)
-    gpu_busy = sum((a.gpu_busy or 0.0) * (a.end_s - a.start_s) for a in on_gpu) / gpu_s if on_gpu else None
     steps = bool(by_use[Use.PRODUCTIVE])
-    return EnergySplit(totals, source, steps=steps, activity=(cpu_s, wall_s), gpu_busy=gpu_busy)
+    gpu_busy, runnable = _mean(measured, "gpu_busy"), _mean(measured, "runnable")
+    return EnergySplit(totals, source, steps, (cpu_s, wall_s), gpu_busy=gpu_busy, runnable=runnable)
+
+
+def _mean(measured: list[Activity], name: str) -> float | None:
+    """The time-weighted mean of an optional Activity fraction over the activities that have it."""
+    known = [(value, a.end_s - a.start_s) for a in measured if (value := getattr(a, name)) is not None]
+    seconds = sum(s for _, s in known)
+    return sum(v * s for v, s in known) / seconds if known and seconds > 0 else None

@@ -3,30 +3,27 @@
 Torch-free: a run session (ledger, agent) around the telemetry supervisor,
 which forwards SIGTERM and SIGINT to the command. A preempted job (SIGTERM)
 still flushes its last interval, is recorded as ``preempted`` and exits 143.
-The command's CPU time (psutil's children times: it and the descendants it
-waited for) and the GPUs' mean utilisation meanwhile (where their sensors give
-it) are recorded as an ``activity`` event, so its energy is split into busy and
-idle by what it did (``wattlog run --table``).
+What the command did (its CPU time, how often it was runnable, the GPUs' mean
+utilisation meanwhile: wattlog.trainer.activity) is recorded as an ``activity``
+event, so its energy is split into busy and idle (``wattlog run --table``).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
-import psutil
 from rich.console import Console
 
 from wattlog.accounting.run_report import print_run_end
 from wattlog.errors import ConfigError, WattlogError
-from wattlog.events import Activity, EventKind
+from wattlog.events import Activity
 from wattlog.records import Kind
 from wattlog.telemetry.sinks import INCOMPLETE_EXIT
 from wattlog.telemetry.supervise import Ending, StopRequested, Supervisor
 from wattlog.telemetry.types import mean_utilisation
+from wattlog.trainer.activity import RunnableSampler, children_cpu_s, record_activity
 from wattlog.trainer.session import RunSession, SessionConfig, status_for_outcome
 
-log = logging.getLogger(__name__)
 NO_COMMAND = "give the command to run after --, e.g. wattlog run -- python train.py"
 INCOMPLETE = INCOMPLETE_EXIT
 """Exit code of a run whose command succeeded but whose energy rows are not all in the ledger."""
@@ -59,7 +56,8 @@ def run_command(
     run = config.run
     session = RunSession(config)
     # Signals are taken over before the session starts: a SIGTERM during start-up still closes the run.
-    with Supervisor() as supervisor:
+    sampler = RunnableSampler()
+    with Supervisor(popen=sampler.popen) as supervisor:
         try:
             session.start(while_connecting=supervisor.raising())
         except StopRequested as stop:
@@ -68,11 +66,11 @@ def run_command(
         console.print(f"Run {run}: measuring the node; metrics on {session.metrics_url}")
         start_s, cpu_s, devices = session.clock.wall(), children_cpu_s(), session.snapshot()
         outcome = supervisor.run(command)
+        runnable = sampler.stop()
         if outcome.ending is not Ending.NOT_STARTED:
             gpu_busy = mean_utilisation(devices, session.snapshot(), Kind.GPU)
-            _record_activity(
-                session, Activity(start_s, session.clock.wall(), children_cpu_s() - cpu_s, gpu_busy)
-            )
+            end_s, used_s = session.clock.wall(), children_cpu_s() - cpu_s
+            record_activity(session, Activity(start_s, end_s, used_s, gpu_busy, runnable))
         if outcome.ending is Ending.STOPPED:
             stderr.print(f"wattlog run: {outcome.message}: stopping the run and flushing its energy")
         summary = session.close(status_for_outcome(outcome), stopped=outcome)
@@ -82,22 +80,6 @@ def run_command(
         if outcome.ending is Ending.NOT_STARTED:  # last, so the command's own error is what the user sees
             stderr.print(f"[bold red]error:[/] {outcome.message}")
         return code
-
-
-def children_cpu_s() -> float:
-    """CPU seconds (user + system) of this process's ended children and the descendants they waited for."""
-    times = psutil.Process().cpu_times()
-    return float(times.children_user + times.children_system)
-
-
-def _record_activity(session: RunSession, activity: Activity) -> None:
-    """Store what the command did, so its energy is split into busy and idle (a failure is a warning)."""
-    if session.recorder is None:
-        return
-    try:
-        session.recorder.event(EventKind.ACTIVITY, payload=activity.to_json(), time_s=activity.end_s)
-    except WattlogError as error:
-        log.warning("the command's activity is not recorded (its energy is not split by it): %s", error)
 
 
 def _show_end(session: RunSession, exit_code: int, console: Console, stderr: Console, table: bool) -> int:

@@ -149,12 +149,16 @@ class Activity:
         cpu_s: CPU time (user + system) of the command and the descendants it waited for.
         gpu_busy: Mean utilisation of the node's GPUs meanwhile, 0..1, from the sensors' readings
             (None: no GPU, or its sensor gives no utilisation).
+        runnable: Fraction of samples in which a process of the command was runnable (on a CPU or
+            waiting for one), 0..1: a CPU-bound command on a loaded machine is busy, not idle
+            (None: not sampled).
     """
 
     start_s: float
     end_s: float
     cpu_s: float
     gpu_busy: float | None = None
+    runnable: float | None = None
 
     @property
     def cpu_busy(self) -> float:
@@ -164,20 +168,19 @@ class Activity:
 
     @property
     def busy(self) -> float:
-        """Fraction of its time the command was busy: its CPU's or, when higher, the GPUs' utilisation."""
-        return max(self.cpu_busy, self.gpu_busy or 0.0)
+        """Fraction of its time the command was busy: the highest of CPU time, runnable and GPU use."""
+        return max(self.cpu_busy, self.runnable or 0.0, self.gpu_busy or 0.0)
 
     def to_json(self) -> dict[str, Any]:
-        """The stored payload (``gpu_busy`` only when known)."""
-        out = asdict(self)
-        return out if self.gpu_busy is not None else {k: v for k, v in out.items() if k != "gpu_busy"}
+        """The stored payload (``gpu_busy`` and ``runnable`` only when known)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
     @classmethod
     def from_json(cls, payload: Mapping[str, Any]) -> Activity | None:
         """Read a stored payload (None when a field is missing)."""
         try:
             times = (float(payload["start_s"]), float(payload["end_s"]), float(payload["cpu_s"]))
-            return cls(*times, _optional(payload.get("gpu_busy")))
+            return cls(*times, _optional(payload.get("gpu_busy")), _optional(payload.get("runnable")))
         except (KeyError, TypeError, ValueError):
             return None
 
