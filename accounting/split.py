@@ -44,7 +44,7 @@ class Use(StrEnum):
     COMMAND_BUSY = "command_busy"
     """The command's time, by the fraction of it with a CPU busy (its measured CPU time)."""
     COMMAND_IDLE = "command_idle"
-    """The rest of the command's time: no CPU time measured."""
+    """The rest of the command's time: asleep, neither on a CPU nor waiting for one, its GPUs unused."""
     OTHER = "other"
     """Outside the steps, or the whole command when it reported none (see the module docstring)."""
 
@@ -53,7 +53,7 @@ _LABELS = {
     Use.PRODUCTIVE: ("productive training", "productive"),
     Use.LOST_WORK: ("lost work (steps redone after restarts)", "lost work"),
     Use.HEALTH_CHECK: ("health checks", "health checks"),
-    Use.COMMAND_IDLE: ("the command, idle (no CPU time measured)", "command idle"),
+    Use.COMMAND_IDLE: ("the command, idle (asleep: no CPU or GPU use measured)", "command idle"),
 }
 COMMAND_USES = (Use.COMMAND_BUSY, Use.COMMAND_IDLE)
 """The uses a split has only when the command's activity was measured."""

@@ -86,7 +86,7 @@ def test_a_fully_busy_command_is_printed_busy_not_idle(tmp_path: Path) -> None:
     Console(file=out, width=120, color_system=None).print(split_table(_ledger(tmp_path, 8.0), "cmd"))
     text = out.getvalue()
     assert "the command, busy (CPU time 8.0 s in 8.0 s)" in text and "80.0%" in text
-    assert "the command, idle (no CPU time measured)" in text and "0.0%" in text
+    assert "the command, idle (asleep: no CPU or GPU use measured)" in text and "0.0%" in text
 
 
 def test_a_command_waiting_on_its_busy_gpu_is_busy_not_idle(tmp_path: Path) -> None:
