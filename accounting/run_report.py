@@ -98,8 +98,8 @@ def _energy_line(row: TableRow, totals: list[EnergyTotal]) -> str:
     else:
         return "Energy: - (no energy recorded)"
     unit, size = unit_for(mid, "energy")  # the band in the figure's unit: "241 J (band 120 - 361 J)"
-    band = f"{sig3(lo / size)} - {sig3(hi / size)} {unit}"
-    return f"Energy: {readable(mid, 'energy')} (band {band}; source: {source})"
+    within = f"{sig3(lo / size)} - {sig3(hi / size)} {unit}"
+    return f"Energy: {readable(mid, 'energy')} (band {within}; source: {source})"
 
 
 def _impact_line(row: TableRow, site: str) -> str:
