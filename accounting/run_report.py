@@ -3,7 +3,7 @@
 :func:`print_run_summary` is the default of `wattlog run` and the framework callbacks:
 energy with its band and source, CO2 and water (or what to pass for them), the ledger, and
 the command that prints the full table. :func:`print_run_report` is that table and the
-run's energy split (`wattlog demo`, `wattlog run --table`).
+run's energy split (`--table`, ``table=True``). :func:`print_run_end` chooses between them.
 
 The Table-19 layout keeps the paper's MWh, tonnes and kilolitres; a small run
 then reads "0.0000138", so the run's figures follow in readable units (Wh and
@@ -24,8 +24,8 @@ from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import TableFormat, TableRow, footnotes, readable_summary, render, show
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
-from wattlog.accounting.split import Use, energy_split
-from wattlog.accounting.units import readable, readable_range
+from wattlog.accounting.split import energy_split
+from wattlog.accounting.units import readable, readable_range, sig3, unit_for
 
 
 def split_table(ledger: Ledger, run: str) -> Table:
@@ -35,8 +35,7 @@ def split_table(ledger: Ledger, run: str) -> Table:
     table.add_column("Use", overflow="fold")
     table.add_column("Energy", justify="right", no_wrap=True)
     table.add_column("Share", justify="right", no_wrap=True)
-    for use in Use:
-        joules = split.joules[use]
+    for use, joules in split.joules.items():
         table.add_row(split.label(use), readable(joules, "energy"), f"{split.share(use):.1%}")
     table.add_row("total", readable(split.total_j, "energy"), "100.0%", style="bold")
     return table
@@ -74,6 +73,16 @@ def print_run_summary(ledger: Ledger, run: str, db: str | None, console: Console
         console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
+def print_run_end(
+    ledger: Ledger, run: str, db: str | None, *, table: bool = False, console: Console | None = None
+) -> None:
+    """What every run prints at its end: :func:`print_run_summary`, or (asked) :func:`print_run_report`.
+
+    `wattlog run`, `wattlog demo`, the Tracker and the HF and Lightning callbacks all end here.
+    """
+    (print_run_report if table else print_run_summary)(ledger, run, db, console)
+
+
 def _energy_line(row: TableRow, totals: list[EnergyTotal]) -> str:
     """Energy with its band and source: the table's figure, else (no site) the ledger's per-device sums."""
     energy = row.energy_j
@@ -88,7 +97,9 @@ def _energy_line(row: TableRow, totals: list[EnergyTotal]) -> str:
         source = energy_label(t.source for t in totals)
     else:
         return "Energy: - (no energy recorded)"
-    return f"Energy: {readable(mid, 'energy')} (band {readable_range(lo, hi, 'energy')}; source: {source})"
+    unit, size = unit_for(mid, "energy")  # the band in the figure's unit: "241 J (band 120 - 361 J)"
+    within = f"{sig3(lo / size)} - {sig3(hi / size)} {unit}"
+    return f"Energy: {readable(mid, 'energy')} (band {within}; source: {source})"
 
 
 def _impact_line(row: TableRow, site: str) -> str:

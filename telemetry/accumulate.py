@@ -56,6 +56,10 @@ class Steps:
             d.counter.bridged_s += t - d.last_t  # no reads for a while: the counter's difference spans it
         d.last_t = t
         d.samples += 1
+        utilisation = reading.utilisation_pct
+        if utilisation is not None and 0.0 <= utilisation <= 100.0:  # what the device did (energy by use)
+            d.utilisation_pct_sum += utilisation
+            d.utilisation_reads += 1
         if reading.power_limit_w is not None:
             d.limit_w = reading.power_limit_w
         if not (new_counter or new_power):  # the driver still shows the same publication

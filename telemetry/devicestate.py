@@ -176,6 +176,8 @@ class DeviceState:
     pubs: Publications = field(default_factory=Publications)
     health: Health = field(default_factory=Health)
     check: LockState = field(default_factory=LockState)
+    utilisation_pct_sum: float = 0.0  # the utilisation readings (a slow metric, ~1 Hz) summed, percent
+    utilisation_reads: int = 0
 
     @property
     def uses_counter(self) -> bool:

@@ -341,6 +341,8 @@ class Integrator:
             gap_s=tot.gap_s,
             lost=d.health.lost_at is not None,
             notes=self._notes(d),
+            utilisation_pct_sum=d.utilisation_pct_sum,
+            utilisation_reads=d.utilisation_reads,
         )
 
     def _refresh_locks(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -154,6 +155,10 @@ class DeviceEnergy(FigureView):
         gap_s: Seconds inside those gaps (not interpolated over).
         lost: Whether the device was marked lost.
         notes: Plain-language caveats ("phase lock suspected: ...", "counter reset at ...").
+        utilisation_pct_sum: The device's utilisation readings so far summed, percent (a slow metric,
+            read about once a second where the sensor gives it): between two snapshots, the
+            difference over that of `utilisation_reads` is the mean utilisation.
+        utilisation_reads: How many utilisation readings that is (0: the sensor gives none).
     """
 
     device: DeviceInfo
@@ -164,6 +169,21 @@ class DeviceEnergy(FigureView):
     gap_s: float
     lost: bool = False
     notes: tuple[str, ...] = ()
+    utilisation_pct_sum: float = 0.0
+    utilisation_reads: int = 0
+
+
+def mean_utilisation(
+    before: Sequence[DeviceEnergy], after: Sequence[DeviceEnergy], kind: Kind
+) -> float | None:
+    """Mean utilisation of the devices of `kind` between two snapshots, 0..1 (None: no readings)."""
+    reads = sum(d.utilisation_reads for d in after if d.device.kind == kind)
+    reads -= sum(d.utilisation_reads for d in before if d.device.kind == kind)
+    if reads <= 0:
+        return None
+    pct = sum(d.utilisation_pct_sum for d in after if d.device.kind == kind)
+    pct -= sum(d.utilisation_pct_sum for d in before if d.device.kind == kind)
+    return min(1.0, max(0.0, pct / reads / 100.0))
 
 
 def reading_problem(reading: Reading) -> str | None:

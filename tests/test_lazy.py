@@ -6,8 +6,11 @@ import importlib
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from wattlog.lazy import import_deferring
 
 HEAVY = ("sqlalchemy", "sqlmodel", "alembic", "rich", "torch", "pandas", "streamlit", "grafana_client")
 LAZY = ("wattlog.accounting", "wattlog.dashboards", "wattlog.integrations")
@@ -70,3 +73,24 @@ def test_a_submodule_imported_first_does_not_hide_the_public_name_spelled_like_i
         "assert callable(render) and wattlog.accounting.render is render, render"
     )
     assert "wattlog.accounting.render" in modules
+
+
+def test_import_deferring_imports_a_class_only_when_it_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "heavy_mod.py").write_text(
+        "class Heavy:\n    def __init__(self, n):\n        self.n = n\n"
+        "    @classmethod\n    def make(cls):\n        return cls(2)\n"
+    )
+    (tmp_path / "user_mod.py").write_text(  # an annotation evaluated at import, as typer's are
+        "from heavy_mod import Heavy\n\ndef build() -> Heavy | int:\n    return Heavy(1)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("heavy_mod", "user_mod"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    user = import_deferring("user_mod", {"heavy_mod": "Heavy"})
+    assert "heavy_mod" not in sys.modules  # the stand-in is gone, the real module not loaded
+    built = user.build()
+    assert type(built).__module__ == "heavy_mod" and built.n == 1
+    assert user.Heavy.make().n == 2  # class attributes forward too
+    assert sys.modules["heavy_mod"].Heavy is type(built)

@@ -43,6 +43,9 @@ GpuHoursOption = Annotated[
 RequestsOption = Annotated[
     int | None, typer.Option("--requests", min=0, help="Requests served (an inference run: break-even).")
 ]
+TableOption = Annotated[
+    bool, typer.Option("--table", help="End with the run beside Table 19 (default: five lines).")
+]
 HEALTH_SITE = "world"
 """The site a health-check run is recorded with: the labelled, sourced world average (`wattlog sites`)."""
 RoleOption = Annotated[
@@ -70,8 +73,9 @@ def demo(
     stage: StageOption = "pretraining",
     group: GroupOption = "",
     device_model: DeviceModelOption = "",
+    table: TableOption = False,
 ) -> int:
-    """Train a small GPT for about a minute under the tracker and print its footprint beside Table 19."""
+    """Train a small GPT for a minute under the tracker, print its footprint (--table: beside Table 19)."""
     from wattlog.trainer.demo import DemoConfig, run_demo
 
     config = DemoConfig(
@@ -87,6 +91,7 @@ def demo(
         stage=stage,
         scale_group=group,
         device_model=device_model,
+        table=table,
     )
     return run_demo(config)
 
@@ -111,9 +116,7 @@ def run(
     requests: RequestsOption = None,
     flush_s: FlushOption = 10.0,
     lock_dir: LockDirOption = None,
-    table: Annotated[
-        bool, typer.Option("--table", help="End with the run beside Table 19 (default: five lines).")
-    ] = False,
+    table: TableOption = False,
 ) -> int:
     """Run COMMAND with an agent sampling the node and record the run; exit with its code.
 

@@ -1,5 +1,9 @@
 """`wattlog demo`: train the small GPT for about a minute under the Tracker, then show its footprint.
 
+It ends as `wattlog run` does: five lines (the steps trained, the energy with its band and source,
+CO2 and water, the ledger, the command that prints the full table); ``--table`` prints the run
+beside Table 19 and its energy split instead.
+
 On a machine without GPUs or RAPL the node's energy is the labelled CPU/DRAM
 estimate; ``--simulate-gpus N`` adds simulated GPUs (labelled simulated).
 SIGTERM (preemption) or SIGINT stops training at the next step: the run is
@@ -21,7 +25,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from wattlog.accounting.devices import device_catalog
 from wattlog.accounting.ledger import describe_url
-from wattlog.accounting.run_report import print_run_report
+from wattlog.accounting.run_report import print_run_end
 from wattlog.accounting.sites import get_site
 from wattlog.accounting.units import readable
 from wattlog.errors import LedgerError
@@ -71,6 +75,8 @@ class DemoConfig:
     """Scale group of the project tables (e.g. "tiny")."""
     device_model: str = ""
     """Accelerator model (embodied figures, power limit)."""
+    table: bool = False
+    """End with the run beside Table 19 and its energy split (default: five lines)."""
 
     def __post_init__(self) -> None:
         """Validate the settings before anything starts."""
@@ -123,6 +129,7 @@ def _demo(config: DemoConfig, console: Console, supervisor: Supervisor) -> int:
         stage=config.stage,
         scale_group=config.scale_group,
         device_model=config.device_model,
+        quiet=True,  # the demo prints its ending itself, after the training line
     )
     code = 0
     try:
@@ -131,12 +138,12 @@ def _demo(config: DemoConfig, console: Console, supervisor: Supervisor) -> int:
         code = stopped.exit_code
         console.print(f"Stopped by {stopped.signum.name}: training ended at step {tracker.current_step}.")
     t = tracker
-    console.print(f"Trained {t.current_step} steps; run {run} {t.status}.")
-    if t.summary is not None:
-        console.print(f"Energy: {t.summary.line()}.")
-    if t.ledger is not None:
-        print_run_report(t.ledger, run, config.db, console)
-    console.print(f"Ledger written to {describe_url(config.db)}")
+    recorded = f"; {t.summary.recorded_part()}" if t.summary is not None else ""
+    console.print(f"Trained {t.current_step} steps; run {run} {t.status}{recorded}.", soft_wrap=True)
+    if t.ledger is not None:  # five lines in all, as `wattlog run` ends (--table: the run beside Table 19)
+        print_run_end(t.ledger, run, config.db, table=config.table, console=console)
+    else:
+        console.print(f"Ledger: {describe_url(config.db)}")
     if t.unwritten_rows:  # the figures above lack rows: say so, and fail
         console.print(f"[bold red]INCOMPLETE:[/] the figures of {run} lack {t.unwritten_rows} energy rows.")
         if code == 0:  # a stop by signal keeps its 128 + N; the line above says what is missing

@@ -3,6 +3,9 @@
 Torch-free: a run session (ledger, agent) around the telemetry supervisor,
 which forwards SIGTERM and SIGINT to the command. A preempted job (SIGTERM)
 still flushes its last interval, is recorded as ``preempted`` and exits 143.
+What the command did (its CPU time, how often it was runnable, the GPUs' mean
+utilisation meanwhile: wattlog.trainer.activity) is recorded as an ``activity``
+event, so its energy is split into busy and idle (``wattlog run --table``).
 """
 
 from __future__ import annotations
@@ -11,10 +14,14 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from wattlog.accounting.run_report import print_run_report, print_run_summary
+from wattlog.accounting.run_report import print_run_end
 from wattlog.errors import ConfigError, WattlogError
+from wattlog.events import Activity
+from wattlog.records import Kind
 from wattlog.telemetry.sinks import INCOMPLETE_EXIT
 from wattlog.telemetry.supervise import Ending, StopRequested, Supervisor
+from wattlog.telemetry.types import mean_utilisation
+from wattlog.trainer.activity import RunnableSampler, children_cpu_s, record_activity
 from wattlog.trainer.session import RunSession, SessionConfig, status_for_outcome
 
 NO_COMMAND = "give the command to run after --, e.g. wattlog run -- python train.py"
@@ -49,14 +56,21 @@ def run_command(
     run = config.run
     session = RunSession(config)
     # Signals are taken over before the session starts: a SIGTERM during start-up still closes the run.
-    with Supervisor() as supervisor:
+    sampler = RunnableSampler()
+    with Supervisor(popen=sampler.popen) as supervisor:
         try:
             session.start(while_connecting=supervisor.raising())
         except StopRequested as stop:
             stderr.print(f"wattlog run: {stop} while starting; {command[0]} was not run")
             return stop.exit_code
         console.print(f"Run {run}: measuring the node; metrics on {session.metrics_url}")
+        start_s, cpu_s, devices = session.clock.wall(), children_cpu_s(), session.snapshot()
         outcome = supervisor.run(command)
+        runnable = sampler.stop()
+        if outcome.ending is not Ending.NOT_STARTED:
+            gpu_busy = mean_utilisation(devices, session.snapshot(), Kind.GPU)
+            end_s, used_s = session.clock.wall(), children_cpu_s() - cpu_s
+            record_activity(session, Activity(start_s, end_s, used_s, gpu_busy, runnable))
         if outcome.ending is Ending.STOPPED:
             stderr.print(f"wattlog run: {outcome.message}: stopping the run and flushing its energy")
         summary = session.close(status_for_outcome(outcome), stopped=outcome)
@@ -73,7 +87,7 @@ def _show_end(session: RunSession, exit_code: int, console: Console, stderr: Con
     run, db = session.run, session.config.db
     if session.ledger is not None:
         try:
-            (print_run_report if table else print_run_summary)(session.ledger, run, db, console)
+            print_run_end(session.ledger, run, db, table=table, console=console)
         except WattlogError as failed:  # the ledger may be down: the line below still says so
             stderr.print(f"cannot show the figures of {run}: {failed}", soft_wrap=True, markup=False)
     if report_incomplete(session.unwritten_rows, run, console):

@@ -25,7 +25,7 @@ import contextlib
 import logging
 import socket
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 from prometheus_client.registry import Collector
 
@@ -47,16 +47,32 @@ from wattlog.trainer.session_config import ENV_RESUME, ENV_RUN_ID, SessionConfig
 from wattlog.trainer.session_summary import SessionSummary, status_for_error, status_for_outcome
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 __all__ = [
     "ENV_RESUME",
     "ENV_RUN_ID",
+    "OfSession",
     "RunSession",
     "SessionConfig",
     "SessionSummary",
     "status_for_error",
     "status_for_outcome",
 ]
+
+
+class OfSession(Generic[T]):
+    """A read-only Tracker attribute (of any object with a ``session``): its session's of the same name."""
+
+    def __init__(self, doc: str) -> None:
+        self.__doc__ = doc
+        self._name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, holder: Any, owner: type | None = None) -> T:
+        return cast(T, getattr(holder.session, self._name) if holder is not None else self)
 
 
 class RunSession:

@@ -19,6 +19,10 @@ Nothing the tracker does crashes training: a bad value given to ``step()`` is
 one warning line and skipped. Configuration problems (an unknown site, a
 ledger that cannot be opened) raise a typed error from ``start()``, before
 any training.
+
+When the run ends, rank 0 prints a few lines: the energy with its band and source, CO2 and
+water (or what to pass for them), the ledger, and the command that prints the full table
+(``table=True``: the run beside Table 19; ``quiet=True``: nothing).
 """
 
 from __future__ import annotations
@@ -26,11 +30,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Generic, TypeVar, cast
+from typing import Any
 
 import torch
 
 from wattlog.accounting.ledger import Ledger, Status
+from wattlog.accounting.run_report import print_run_end
 from wattlog.clock import Clock
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.events import EventCategory, EventKind
@@ -50,6 +55,7 @@ from wattlog.trainer.restarts import LostWork
 from wattlog.trainer.session import (
     ENV_RESUME,
     ENV_RUN_ID,
+    OfSession,
     RunSession,
     SessionConfig,
     SessionSummary,
@@ -60,23 +66,8 @@ from wattlog.trainer.stop_signals import CloseOnSignals
 from wattlog.trainer.tracker_config import TrackerConfig
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 __all__ = ["ENV_RESUME", "ENV_RUN_ID", "SessionConfig", "Tracker", "TrackerConfig"]
-
-
-class _OfSession(Generic[T]):
-    """A read-only Tracker attribute that is its session's attribute of the same name."""
-
-    def __init__(self, doc: str) -> None:
-        self.__doc__ = doc
-        self._name = ""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self._name = name
-
-    def __get__(self, tracker: Tracker | None, owner: type | None = None) -> T:
-        return cast(T, getattr(tracker.session, self._name) if tracker is not None else self)
 
 
 class Tracker:
@@ -191,17 +182,17 @@ class Tracker:
 
     # what the session holds, under the names the tracker always had
 
-    run = _OfSession[str]("The run's name.")
-    ledger = _OfSession[Ledger | None]("The ledger (None before start()).")
-    recorder = _OfSession[RunRecorder | None]("The run's ledger writer (None before start()).")
-    run_id = _OfSession[int | None]("The run's id in the ledger (None before start()).")
-    agent = _OfSession[Agent | None]("This process's agent (None on ranks that do not own it).")
-    lost = _OfSession[LostWork | None]("The work a resume redoes (None if none).")
-    unwritten_rows = _OfSession[int]("Energy rows measured that are not in the ledger (spooled or lost).")
-    metrics_url = _OfSession[str | None]("Where this node's agent serves metrics (None: not this rank).")
-    snapshot = _OfSession[Callable[[], list[DeviceEnergy]]]("Cumulative energy of the agent's devices.")
-    energy_j = _OfSession[Callable[[], float | None]]("Joules the agent measured (None without one).")
-    power_w = _OfSession[Callable[[], float | None]]("Latest total power, watts (None without readings).")
+    run = OfSession[str]("The run's name.")
+    ledger = OfSession[Ledger | None]("The ledger (None before start()).")
+    recorder = OfSession[RunRecorder | None]("The run's ledger writer (None before start()).")
+    run_id = OfSession[int | None]("The run's id in the ledger (None before start()).")
+    agent = OfSession[Agent | None]("This process's agent (None on ranks that do not own it).")
+    lost = OfSession[LostWork | None]("The work a resume redoes (None if none).")
+    unwritten_rows = OfSession[int]("Energy rows measured that are not in the ledger (spooled or lost).")
+    metrics_url = OfSession[str | None]("Where this node's agent serves metrics (None: not this rank).")
+    snapshot = OfSession[Callable[[], list[DeviceEnergy]]]("Cumulative energy of the agent's devices.")
+    energy_j = OfSession[Callable[[], float | None]]("Joules the agent measured (None without one).")
+    power_w = OfSession[Callable[[], float | None]]("Latest total power, watts (None without readings).")
 
     @property
     def site(self) -> str:
@@ -298,6 +289,9 @@ class Tracker:
         self.summary = self.session.close(self.status)
         for callback in self._callbacks:
             self._safely(f"{type(callback).__name__}.close", callback.close)
+        if self.rank == 0 and self.ledger is not None and not self.settings.quiet:
+            db, table = self.session.config.db, self.settings.table
+            self._safely("print the run's figures", print_run_end, self.ledger, self.run, db, table=table)
 
     def __enter__(self) -> Tracker:
         return self if self._started else self.start()

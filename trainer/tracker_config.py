@@ -42,6 +42,11 @@ class TrackerConfig:
     """In the main thread, SIGTERM/SIGINT flush and close the run (preempted/killed) before the
     handler that was installed runs (or the process ends as it would have); restored at close."""
 
+    quiet: bool = False
+    """Print nothing when the run ends (the figures stay in the ledger: `wattlog table RUN`)."""
+    table: bool = False
+    """End with the run beside Table 19 and its energy split instead of the few closing lines."""
+
     def __post_init__(self) -> None:
         """Validate the settings."""
         if self.log_every < 1:

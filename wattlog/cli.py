@@ -19,6 +19,7 @@ from rich.markup import escape
 from wattlog import __version__
 from wattlog.errors import WattlogError
 from wattlog.extras import MissingExtra
+from wattlog.lazy import import_deferring
 
 HELP = "Measure, record and publish the energy, carbon and water of training runs."
 
@@ -53,7 +54,7 @@ COMMANDS = (
     ),
     (
         "demo",
-        "Train a small GPT for about a minute under the tracker and print its footprint beside Table 19.",
+        "Train a small GPT for a minute under the tracker, print its footprint (--table: beside Table 19).",
     ),
     ("run", "Run COMMAND with an agent sampling the node and record the run; exit with its code."),
     (
@@ -76,6 +77,10 @@ The packages' commands import SQLAlchemy, the ledger models and the agent (about
 `wattlog --help` renders this list with the same typer layout instead, and a test checks
 that it equals the real app's help.
 """
+
+
+HELP_DEFERRED = {"rich.markdown": "Markdown", "rich.traceback": "Traceback"}
+"""Classes typer's help formatter imports but `wattlog --help` never uses: imported on first use."""
 
 
 def _new_app() -> typer.Typer:
@@ -141,7 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     """
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = sys.argv[1:] if argv is None else argv
-    app = help_app() if args in ([], ["--help"]) else full_app()
+    light = args in ([], ["--help"])
+    if light:
+        # typer's help formatter imports rich's Markdown (markdown-it) and Traceback (pygments) at its
+        # top: 0.15 s of `wattlog --help`, which renders neither (markup mode "rich", nothing raised).
+        import_deferring("typer.rich_utils", HELP_DEFERRED)
+    app = help_app() if light else full_app()
     try:
         try:
             result = app(args=args, prog_name="wattlog", standalone_mode=False)

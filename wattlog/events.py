@@ -47,6 +47,8 @@ class EventKind(StrEnum):
     """The run's agent stopped renewing its lease: closed as lost (payload: lease_until_s, last_row_s)."""
     CLOCK_STEP = "clock_step"
     """The wall clock stepped during the run (payload: step_s, wall_s, end_s); durations kept monotonic."""
+    ACTIVITY = "activity"
+    """What a command measured under `wattlog run` did (payload: :class:`Activity`)."""
 
 
 INSTABILITIES = frozenset(
@@ -135,6 +137,52 @@ class Window:
         if "start_s" not in payload or "end_s" not in payload:
             return None
         return cls(float(payload["start_s"]), float(payload["end_s"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Activity:
+    """Payload of an ``activity`` event: the CPU time a command used over its run, Unix seconds.
+
+    Attributes:
+        start_s: When the command started.
+        end_s: When it ended.
+        cpu_s: CPU time (user + system) of the command and the descendants it waited for.
+        gpu_busy: Mean utilisation of the node's GPUs meanwhile, 0..1, from the sensors' readings
+            (None: no GPU, or its sensor gives no utilisation).
+        runnable: Fraction of samples in which a process of the command was runnable (on a CPU or
+            waiting for one), 0..1: a CPU-bound command on a loaded machine is busy, not idle
+            (None: not sampled).
+    """
+
+    start_s: float
+    end_s: float
+    cpu_s: float
+    gpu_busy: float | None = None
+    runnable: float | None = None
+
+    @property
+    def cpu_busy(self) -> float:
+        """Fraction of its time the command kept a CPU busy, 0..1 (several busy cores count as one)."""
+        wall_s = self.end_s - self.start_s
+        return min(1.0, max(0.0, self.cpu_s / wall_s)) if wall_s > 0 else 0.0
+
+    @property
+    def busy(self) -> float:
+        """Fraction of its time the command was busy: the highest of CPU time, runnable and GPU use."""
+        return max(self.cpu_busy, self.runnable or 0.0, self.gpu_busy or 0.0)
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored payload (``gpu_busy`` and ``runnable`` only when known)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_json(cls, payload: Mapping[str, Any]) -> Activity | None:
+        """Read a stored payload (None when a field is missing)."""
+        try:
+            times = (float(payload["start_s"]), float(payload["end_s"]), float(payload["cpu_s"]))
+            return cls(*times, _optional(payload.get("gpu_busy")), _optional(payload.get("runnable")))
+        except (KeyError, TypeError, ValueError):
+            return None
 
 
 @dataclass(frozen=True, slots=True)

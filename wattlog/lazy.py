@@ -1,5 +1,8 @@
 """Packages whose public names load on first use, so importing one light module stays light.
 
+:func:`import_deferring` does the same for a third-party module that imports heavy classes at its
+top and rarely uses them (typer's help formatter: rich's Markdown and Traceback).
+
 A package's ``__init__`` lists where each public name lives and calls :func:`lazy_package`;
 ``import wattlog.accounting.units`` then runs that ``__init__`` without importing the
 renderers (rich), the ledger (SQLAlchemy) or anything else the package exports. Type
@@ -14,7 +17,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-__all__ = ["LazyPackage", "lazy_package"]
+__all__ = ["LazyPackage", "import_deferring", "lazy_package"]
 
 
 class LazyPackage(ModuleType):
@@ -53,3 +56,41 @@ def lazy_package(name: str, homes: Mapping[str, str]) -> None:
     module = sys.modules[name]
     vars(module)["_wattlog_homes"] = dict(homes)  # before the class changes: __getattr__ reads it
     module.__class__ = LazyPackage
+
+
+class _Deferred(type):
+    """The type of a stand-in class: its instances and attributes come from the real class, imported then."""
+
+    _home: tuple[str, str]
+
+    def _real(cls) -> Any:
+        module, name = cls._home
+        return getattr(importlib.import_module(module), name)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return cls._real()(*args, **kwargs)
+
+    def __getattr__(cls, attr: str) -> Any:
+        return getattr(cls._real(), attr)
+
+
+def import_deferring(module: str, deferred: Mapping[str, str]) -> ModuleType:
+    """Import `module` with the classes in `deferred` ({module: class}) imported only when first used.
+
+    While `module` is imported, each module of `deferred` not imported yet is a stand-in holding a
+    class that, called or read, imports the real module and forwards to the real class; the stand-ins
+    are gone afterwards, so any later import gets the real module. An isinstance() against a deferred
+    class is False: defer only classes the importer constructs or calls through.
+    """
+    stand_ins: dict[str, ModuleType] = {}
+    for home, name in deferred.items():
+        if home not in sys.modules:
+            stand_ins[home] = ModuleType(home)
+            setattr(stand_ins[home], name, _Deferred(name, (), {"_home": (home, name)}))
+    sys.modules.update(stand_ins)
+    try:
+        return importlib.import_module(module)
+    finally:
+        for home, stand_in in stand_ins.items():
+            if sys.modules.get(home) is stand_in:
+                del sys.modules[home]

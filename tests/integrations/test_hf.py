@@ -203,3 +203,24 @@ def test_running_the_script_again_says_how_to_continue_in_one_line(
         again.train()
     message = str(raised.value)
     assert "\n" not in message and "resume=True" in message and "--resume" in message
+
+
+class BarCloser(TrainerCallback):
+    """Stands in for HF's ProgressCallback, whose on_train_end closes (and redraws) the progress bar."""
+
+    def __init__(self, out: io.StringIO) -> None:
+        self.out = out
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        self.out.write("100%|##########| bar closed\n")
+
+
+def test_the_closing_lines_come_after_the_progress_bar_closes(
+    tmp_path: Path, tracker_kwargs: dict[str, Any]
+) -> None:
+    out = io.StringIO()
+    callback = WattlogCallback("hf-last", console=Console(file=out, width=200), **tracker_kwargs)
+    tiny_trainer(tmp_path, BarCloser(out), callback, steps=2).train()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "100%|##########| bar closed"  # before: the figures, then the bar drawn over them
+    assert lines[1].startswith("Energy: ") and lines[-1].startswith("Full table beside Table 19: ")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +118,26 @@ def test_tokens_are_counted_from_the_batch() -> None:
 def test_without_lightning_the_import_names_the_extra() -> None:
     message = import_error_without("wattlog.integrations.lightning", "lightning")
     assert message == "this wattlog integration needs lightning.pytorch: pip install 'wattlog[lightning]'"
+
+
+def test_without_a_logger_nothing_is_logged_and_lightning_does_not_warn_per_key(
+    tmp_path: Path, tracker_kwargs: dict[str, Any]
+) -> None:
+    out = io.StringIO()
+    callback = WattlogCallback("pl-nolog", console=Console(file=out, width=200), **tracker_kwargs)
+    fit = pl.Trainer(
+        accelerator="cpu",
+        max_steps=2,
+        logger=False,
+        callbacks=[callback],
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+        default_root_dir=tmp_path,
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit.fit(TinyLM(), loader())
+    # before: "You called `self.log('wattlog/energy_j', ...)` but have no logger configured", once per key
+    assert not [w for w in caught if "no logger configured" in str(w.message)]
+    assert out.getvalue().startswith("Energy: ")

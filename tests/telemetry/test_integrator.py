@@ -9,7 +9,7 @@ import pytest
 from wattlog.clock import FakeClock
 from wattlog.records import Kind, Source
 from wattlog.telemetry.integrator import _PENDING_MAX, Integrator
-from wattlog.telemetry.types import DeviceInfo, Reading
+from wattlog.telemetry.types import DeviceInfo, Reading, mean_utilisation
 
 PERIOD_S = 0.025
 
@@ -256,3 +256,21 @@ def test_readings_added_while_another_thread_reads_the_figures_are_all_integrate
     e = by_uuid(integ, "a")
     assert reads > 0 and e.samples == n and e.gap_count == 0
     assert e.energy_j == pytest.approx(100.0 * (n - 1) * PERIOD_S, rel=1e-12)  # no reading lost
+
+
+def test_utilisation_readings_are_summed_so_two_snapshots_give_the_mean_between(
+    fake_clock: FakeClock,
+) -> None:
+    integ = Integrator(
+        [device("g", counter=False), device("c", counter=False, kind=Kind.CPU)], host="h", clock=fake_clock
+    )
+    integ.add(Reading("g", 0.0, power_w=100.0, utilisation_pct=10.0))
+    integ.add(Reading("c", 0.0, power_w=50.0, utilisation_pct=100.0))
+    before = integ.snapshot()
+    for k, pct in enumerate((90.0, 70.0, 150.0), start=1):  # 150 % is no utilisation: skipped
+        integ.add(Reading("g", k * PERIOD_S, power_w=100.0, utilisation_pct=pct))
+    integ.add(Reading("g", 4 * PERIOD_S, power_w=100.0))  # a fast read without the slow metric
+    after = integ.snapshot()
+    assert by_uuid(integ, "g").utilisation_reads == 3 and by_uuid(integ, "g").utilisation_pct_sum == 170.0
+    assert mean_utilisation(before, after, Kind.GPU) == pytest.approx(0.8)
+    assert mean_utilisation(before, after, Kind.CPU) is None  # no CPU reading between the two

@@ -60,7 +60,7 @@ def test_demo_trains_and_prints_the_footprint_beside_table_19(
 ) -> None:
     db = f"sqlite:///{tmp_path / 'l.db'}"
     args = ["demo", "--seconds", "3", "--model", "gpt-tiny", "--db", db, "--run", "d", "--simulate-gpus", "1"]
-    assert main(args) == 0
+    assert main([*args, "--table"]) == 0
     out = capsys.readouterr().out
     assert "http://127.0.0.1:" in out
     assert "OLMo 2 7B" in out and "gpt-tiny" in out
@@ -70,6 +70,21 @@ def test_demo_trains_and_prints_the_footprint_beside_table_19(
     run = ledger.get_run("d")
     assert run.status == "finished" and run.model == "gpt-tiny"
     assert sum(t.energy_j for t in ledger.energy_totals("d")) > 0
+
+
+def test_demo_ends_quietly_with_five_lines_like_wattlog_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    assert main(["demo", "--seconds", "1", "--model", "gpt-tiny", "--db", db, "--run", "q"]) == 0
+    out = capsys.readouterr().out
+    assert "OLMo 2 7B" not in out and "productive training" not in out  # was the whole of Table 19
+    last = out.rstrip("\n").splitlines()[-5:]
+    assert last[0].startswith("Trained ") and "run q finished" in last[0] and "all recorded" in last[0]
+    assert last[1].startswith("Energy: ") and "source: estimated" in last[1] and "(band " in last[1]
+    assert last[2].startswith("CO2 ") and "site world" in last[2]
+    assert last[3] == f"Ledger: {tmp_path / 'l.db'}" or str(tmp_path / "l.db") in last[3]
+    assert last[4] == f"Full table beside Table 19: wattlog table q --reference --db {db}"
 
 
 @pytest.mark.parametrize(

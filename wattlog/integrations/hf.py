@@ -91,10 +91,13 @@ class WattlogCallback(_transformers.TrainerCallback):  # type: ignore[misc, name
         @functools.wraps(train)
         def measured_train(*args: Any, **kwargs: Any) -> Any:
             try:
-                return train(*args, **kwargs)
+                result = train(*args, **kwargs)
             except BaseException as error:
                 self.on_exception(error)
                 raise
+            # after every callback's on_train_end: the progress bar is closed, the lines come last
+            self.session.show_end()
+            return result
 
         trainer.train = measured_train
         self._attached = True
@@ -167,9 +170,9 @@ class WattlogCallback(_transformers.TrainerCallback):  # type: ignore[misc, name
         self.session.checkpoint(state.global_step)
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        """Flush, end the run and print the footprint table (rank 0)."""
+        """Flush and end the run; rank 0 prints its figures once train() returns (or now, not attached)."""
         self._report_pending()
-        self.session.end()
+        self.session.end(show=not self._attached)
 
     def on_exception(self, error: BaseException) -> None:
         """Record the exception as an event, flush and end the run failed (or killed on Ctrl-C)."""

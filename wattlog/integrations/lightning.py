@@ -93,7 +93,8 @@ class WattlogCallback(_pl.Callback):  # type: ignore[misc, name-defined]
         if hasattr(loss, "detach"):
             loss = loss.detach()
         self.session.step(trainer.global_step, loss=loss, tokens=self._count_tokens(batch))
-        figures = self.session.figures()
+        # no logger (logger=False): nothing to hand the figures to, and Lightning warns per key
+        figures = self.session.figures() if trainer.loggers else {}
         if figures:
             pl_module.log_dict(figures, on_step=True, on_epoch=False, prog_bar=False, logger=True)
         source = self.session.new_source()

@@ -129,7 +129,8 @@ class TrackerSession:
 
     Args:
         run: Run name (None: $WATTLOG_RUN_ID).
-        tracker_kwargs: Further ``Tracker`` keywords (site, db, model, log_every, ...).
+        tracker_kwargs: Further ``Tracker`` keywords (site, db, model, log_every, ...);
+            ``quiet=True`` prints nothing at the end.
         console: Where rank 0 prints the run's figures at the end (None: stdout).
         tracker_factory: Builds the tracker (tests inject fakes; default ``Tracker``).
         table: Print the run beside Table 19 at the end (default: the few lines of its figures).
@@ -148,11 +149,15 @@ class TrackerSession:
     ) -> None:
         self.run = run
         self._kwargs = dict(tracker_kwargs)
+        # The session prints the figures itself, to its console; ``quiet=True`` silences both.
+        self._quiet = bool(self._kwargs.pop("quiet", False))
+        self._kwargs["quiet"] = True
         self._console = console
         self._factory = tracker_factory
         self._table = table
         self._tokens_hint = tokens_hint
         self.tracker: Tracker | None = None
+        self._ended: Tracker | None = None  # ended, its figures not yet printed (see end(show=False))
         self.printed = False
         self._carbon: LiveCarbon | None = None
         self._said_tokens = False
@@ -241,18 +246,26 @@ class TrackerSession:
                 log.warning("could not record the exception event: %s", problem)
         tracker.close(error)
 
-    def end(self) -> None:
-        """Flush, end the run finished, and on rank 0 print its figures (beside Table 19 if asked)."""
+    def end(self, *, show: bool = True) -> None:
+        """Flush, end the run finished, and (`show`) print its figures as :meth:`show_end` does."""
         tracker, self.tracker = self.tracker, None
         if tracker is None:
             return
         tracker.close()
-        if tracker.rank == 0 and tracker.ledger is not None:
-            from wattlog.accounting.run_report import print_run_report, print_run_summary
+        self._ended = tracker
+        if show:
+            self.show_end()
 
-            show = print_run_report if self._table else print_run_summary
-            try:
-                show(tracker.ledger, tracker.run, tracker.session.config.db, self._console)
-                self.printed = True
-            except Exception as error:
-                log.warning("could not print the run's figures: %s", error)
+    def show_end(self) -> None:
+        """On rank 0, print the ended run's figures (beside Table 19 if asked), once; never raises."""
+        tracker, self._ended = self._ended, None
+        if tracker is None or tracker.rank != 0 or tracker.ledger is None or self._quiet:
+            return
+        from wattlog.accounting.run_report import print_run_end
+
+        try:
+            db = tracker.session.config.db
+            print_run_end(tracker.ledger, tracker.run, db, table=self._table, console=self._console)
+            self.printed = True
+        except Exception as error:
+            log.warning("could not print the run's figures: %s", error)
