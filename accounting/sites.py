@@ -105,14 +105,17 @@ class Site:
         """The site's constant carbon intensity as an intensity source."""
         return ConstantIntensity(self.carbon_intensity_kg_per_kwh, self.source("carbon_intensity_kg_per_kwh"))
 
-    def open_intensity(self, ledger: Ledger | None = None) -> IntensitySource:
+    def open_intensity(self, ledger: Ledger | None = None, *, live: bool = False) -> IntensitySource:
         """The intensity the site names, opened through the registry (a stored series needs `ledger`).
+
+        `live`: read as a run goes, so hours stored later are read too (:class:`OpenContext`).
 
         Raises:
             ConfigError: A series that cannot be read, or a stored one without a ledger.
             LedgerError: A stored series that is not in the ledger.
         """
-        return open_intensity(self.intensity_source, OpenContext(constant=self.intensity, ledger=ledger))
+        context = OpenContext(constant=self.intensity, ledger=ledger, live=live)
+        return open_intensity(self.intensity_source, context)
 
 
 def builtin_sites() -> dict[str, Site]:

@@ -113,7 +113,7 @@ def _live_carbon(tracker: Tracker) -> LiveCarbon | None:
         return None
     site = get_site(tracker.site)
     wall = tracker.session.clock.wall
-    return LiveCarbon(CarbonPath.of(site, ledger=tracker.ledger), HourSplitter(wall()))
+    return LiveCarbon(CarbonPath.of(site, ledger=tracker.ledger, live=True), HourSplitter(wall()))
 
 
 def _put(out: dict[str, float], key: str, value: Quantity, scale: float) -> None:
