@@ -28,6 +28,7 @@ hourly source keeps its constant: it is what Prometheus rules publish (their
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -151,6 +152,16 @@ def site_catalog(sites_file: Path | str | None = None) -> dict[str, Site]:
     if sites_file is not None:
         catalog.update(load_sites(sites_file))
     return catalog
+
+
+SITES_FILE_ENV = "WATTLOG_SITES_FILE"
+"""A user sites file that runs may name sites from (the file tables take with ``--sites-file``)."""
+
+
+def run_catalog(environ: Mapping[str, str] | None = None) -> dict[str, Site]:
+    """The sites a run may name: the built-in catalog and ``$WATTLOG_SITES_FILE``'s (user sites win)."""
+    path = (os.environ if environ is None else environ).get(SITES_FILE_ENV, "").strip()
+    return site_catalog(path or None)
 
 
 def get_site(name: str, catalog: Mapping[str, Site] | None = None) -> Site:
