@@ -33,6 +33,9 @@ HEADERS = {
 }
 """The extra columns' headers, each naming its method (the CO2 column is location-based)."""
 
+MARKET_FILE_ENV = "WATTLOG_MARKET_FILE"
+"""The market file the report reads (the table takes ``--market-file``)."""
+
 MarketFileOption = Annotated[
     Path | None,
     typer.Option(

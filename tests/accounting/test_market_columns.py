@@ -87,3 +87,17 @@ def test_a_run_of_a_site_without_a_market_shows_a_dash(
     _, args = setup
     assert main(["table", "r1", *args, "--site", "jupiter", "--format", "json"]) == 0
     assert _json_rows(capsys)["r1"] == {ANNUAL: "-", HOURLY: "-"}
+
+
+def test_the_report_shows_the_market_columns(setup: tuple[str, list[str]], tmp_path: Path) -> None:
+    pytest.importorskip("pandas")
+    from wattlog.accounting.run_table import TableOptions
+    from wattlog.accounting.sites import site_catalog
+    from wattlog.dashboards.report.data import load_report
+
+    db, _ = setup
+    options = TableOptions(catalog=site_catalog(tmp_path / "sites.toml"))
+    report = load_report(Ledger(make_engine(db)), "r1", options, market_file=str(tmp_path / "market.toml"))
+    table = report.table()
+    assert list(table[ANNUAL])[0] == "0.04" and list(table[HOURLY])[0] == "0.6"
+    assert set(list(table[ANNUAL])[1:]) == {"-"}  # the paper's rows have no market-based figure
