@@ -15,7 +15,7 @@ from rich.text import Text
 from sqlalchemy.engine import make_url
 
 from wattlog.accounting.calibrate_cli import stored_calibrations
-from wattlog.accounting.dcgm_energy import dcgm_row
+from wattlog.accounting.dcgm_energy import dcgm_row_at
 from wattlog.accounting.devices import Overhead
 from wattlog.accounting.exports import grids_csv, grids_json
 from wattlog.accounting.footprint import WaterConvention
@@ -161,7 +161,8 @@ def table(
     if dcgm:
         if not prometheus or not start or not end or not site:
             raise ConfigError(_DCGM_NEEDS)
-        row = dcgm_row(
+        row = dcgm_row_at(
+            db,
             prometheus,
             start,
             end,
