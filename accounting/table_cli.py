@@ -150,23 +150,19 @@ def table(
     market_file: MarketFileOption = None,
 ) -> None:
     """Print a Table-19-style footprint of runs: energy, PUE, carbon intensity, tCO2eq, WUE, water."""
-    if runs and project:
-        raise ConfigError("give run names or --project, not both")
-    if market_file is not None and (project or dcgm):
-        raise ConfigError("--market-file adds columns to runs' rows: name runs (not --project or --dcgm)")
-    if by is not None and (not project or by not in GROUPINGS):
-        raise ConfigError(f"--by needs --project and one of {', '.join(GROUPINGS)}")
+    _check_choice(bool(runs), project, by, market_file is not None and (project or dcgm))
     out = _Output(fmt, notes_file)
     hourly = read_intensity(intensity, intensity_format, authority=authority) if intensity else None
     if dcgm:
         if not prometheus or not start or not end or not site:
             raise ConfigError(_DCGM_NEEDS)
+        chosen = get_site(site, site_catalog(sites_file))
         row = dcgm_row_at(
             db,
             prometheus,
             start,
             end,
-            get_site(site, site_catalog(sites_file)),
+            chosen,
             hosts=hosts,
             gpus=gpus,
             job=slurm_job,
@@ -186,6 +182,16 @@ def table(
         strict=strict,
     )
     _ledger_table(_Selection(runs or [], project, by, reference, power, market_file), db, options, out)
+
+
+def _check_choice(runs: bool, project: str | None, by: str | None, market_clash: bool) -> None:
+    """Refuse option combinations that cannot make one table."""
+    if runs and project:
+        raise ConfigError("give run names or --project, not both")
+    if market_clash:
+        raise ConfigError("--market-file adds columns to runs' rows: name runs (not --project or --dcgm)")
+    if by is not None and (not project or by not in GROUPINGS):
+        raise ConfigError(f"--by needs --project and one of {', '.join(GROUPINGS)}")
 
 
 @dataclass(frozen=True, slots=True)
