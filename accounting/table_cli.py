@@ -150,7 +150,7 @@ def table(
     market_file: MarketFileOption = None,
 ) -> None:
     """Print a Table-19-style footprint of runs: energy, PUE, carbon intensity, tCO2eq, WUE, water."""
-    _check_choice(bool(runs), project, by, market_file is not None and (project or dcgm))
+    _check_choice(bool(runs), project, by, market_file is not None and bool(project or dcgm))
     out = _Output(fmt, notes_file)
     hourly = read_intensity(intensity, intensity_format, authority=authority) if intensity else None
     if dcgm:

@@ -21,7 +21,7 @@ from wattlog.accounting.scope2 import Use
 def load_uses(ledger: Ledger, site: str, method: str) -> list[Use]:
     """Every recorded use of `site`'s instruments under `method` ("annual" or "hourly")."""
     query = (
-        select(InstrumentUse, Run.name)
+        select(InstrumentUse, col(Run.name))
         .join(Run, col(Run.id) == col(InstrumentUse.run_id))
         .where(col(InstrumentUse.site) == site, col(InstrumentUse.method) == method)
     )
