@@ -135,3 +135,22 @@ def test_a_run_session_fetches_its_hours_when_it_closes(
     stored = load_series(ledger, "ukgrid:GB").kg_per_kwh_by_hour
     assert info.site == "gbdc" and hour_start_s(info.start_s) in stored
     assert stored[hour_start_s(info.start_s)] == pytest.approx(0.1)
+
+
+def test_the_first_node_of_a_job_fetches_its_hours_when_it_closes(
+    httpserver: HTTPServer, sites_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wattlog.accounting.node import NodeAgent, NodeOptions
+
+    monkeypatch.setattr(ukgrid, "BASE_URL", httpserver.url_for(""))
+    httpserver.expect_request(re.compile("/intensity/.*")).respond_with_handler(_uk_answer)
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    agent = AgentConfig(port=None, flush_s=0.05, host="n0", lock_dir=tmp_path / "locks")
+    environ = {"SLURM_JOB_ID": "7", "SLURM_NNODES": "2", "WATTLOG_SITES_FILE": str(sites_file)}
+    for node_id in ("1", "0"):  # the second node asks nothing; the first fetches for the job
+        options = NodeOptions(run="job", db=db, agent=agent, site="gbdc")
+        node = NodeAgent(options, {**environ, "SLURM_NODEID": node_id}, [SimulatedSensor(simulated_gpus(1))])
+        node.start().close()
+        assert len(httpserver.log) == (0 if node_id == "1" else 1)
+    start_s = Ledger(make_engine(db)).get_run("job").start_s
+    assert hour_start_s(start_s) in load_series(Ledger(make_engine(db)), "ukgrid:GB").kg_per_kwh_by_hour
