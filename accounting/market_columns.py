@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 
+from wattlog.accounting.exports import plain
 from wattlog.accounting.ledger.instruments import load_uses
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import RunInfo
@@ -108,7 +109,8 @@ def _market_cells(
             allocation = allocations[(site.name, method)] = Allocation(market, method)
             allocation.record(load_uses(ledger, site.name, method.value))
         try:
-            cells[method] = f"{allocation.apply(by_hour, site.pue, run.name).co2_t:.4g}"
+            co2_t = allocation.apply(by_hour, site.pue, run.name).co2_t
+            cells[method] = plain(float(f"{co2_t:.4g}"))  # 4 figures, never scientific (CSV, JSON)
         except ConfigError:  # a PUE range: market-based needs one facility energy
             cells[method] = "-"
     return cells
