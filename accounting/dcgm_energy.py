@@ -19,8 +19,13 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from wattlog.accounting.footprint import WaterConvention, footprint_for
+from wattlog.accounting.footprint import CarbonPath, WaterConvention, footprint_for
 from wattlog.accounting.intensity import IntensitySource, timestamp_s
+from wattlog.accounting.intensity.hours import HOUR_S
+from wattlog.accounting.intensity.live.client import hours_between
+from wattlog.accounting.intensity.registry import by_name
+from wattlog.accounting.ledger.engine import make_engine
+from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import EnergyTotal
 from wattlog.accounting.prometheus_energy import query_vector
 from wattlog.accounting.render import TableRow
@@ -123,6 +128,32 @@ def _alternatives(values: Sequence[str]) -> str:
     return "|".join(escaped)
 
 
+def dcgm_hours(
+    url: str,
+    start_s: float,
+    end_s: float,
+    *,
+    hosts: Sequence[str] = (),
+    gpus: Sequence[str] = (),
+    job: str | None = None,
+    timeout_s: float = 10.0,
+    opener: Callable[..., Any] = urllib.request.urlopen,
+) -> dict[int, float]:
+    """The selected GPUs' energy in each clock hour of [start_s, end_s], joules (one query per hour).
+
+    An hourly intensity weighs each hour's energy, as the ledger's rows are split
+    (:func:`~wattlog.accounting.intensity.hours.split_by_hour_mwh`): the same CO2 path.
+    """
+    by_hour: dict[int, float] = {}
+    for hour in hours_between(start_s, end_s):
+        a, b = max(start_s, hour), min(end_s, hour + HOUR_S)
+        if b > a:
+            promql = _increase_query(math.ceil(b - a), hosts, gpus, job)
+            samples = query_vector(url, promql, b, timeout_s, opener)
+            by_hour[hour] = sum(float(sample["value"][1]) for sample in samples)
+    return by_hour
+
+
 def dcgm_row(
     url: str,
     start: str,
@@ -134,6 +165,8 @@ def dcgm_row(
     job: str | None = None,
     intensity: IntensitySource | None = None,
     convention: WaterConvention = WaterConvention.PAPER,
+    ledger: Ledger | None = None,
+    opener: Callable[..., Any] = urllib.request.urlopen,
 ) -> TableRow:
     """The Table-19 row of a time range (or a SLURM job's nodes and GPUs) measured by dcgm-exporter.
 
@@ -147,6 +180,8 @@ def dcgm_row(
         job: HPC job id (dcgm-exporter's ``hpc_job`` label).
         intensity: Overrides the site's intensity (e.g. an hourly series).
         convention: Water convention.
+        ledger: Where a site's stored or fetched hours are read (a provider's cache).
+        opener: urlopen-compatible function (injected by tests).
 
     Raises:
         ConfigError: A bad time, range or node list, or no GPU energy in the range.
@@ -157,10 +192,16 @@ def dcgm_row(
     except ValueError as error:
         raise ConfigError(f"{error}: give --start and --end as ISO 8601 or Unix seconds") from None
     chosen = [g.strip() for g in gpus.split(",") if g.strip()]
-    rows = dcgm_energy(
-        url, start_s, end_s, hosts=expand_nodelist(hosts) if hosts else (), gpus=chosen, job=job
-    )
-    energy = energy_from_devices(rows)
+    names = expand_nodelist(hosts) if hosts else []
+    rows = dcgm_energy(url, start_s, end_s, hosts=names, gpus=chosen, job=job, opener=opener)
+    carbon = CarbonPath.of(site, intensity, ledger)  # the tables' path: hourly where the site's series is
+    by_hour = None
+    if carbon.hourly and rows:
+        by_hour = dcgm_hours(url, start_s, end_s, hosts=names, gpus=chosen, job=job, opener=opener)
+        total, hourly_sum = sum(r.energy_j for r in rows), sum(by_hour.values())
+        if hourly_sum > 0:  # the hours' increases scaled to the range's: the row's energy and CO2 agree
+            by_hour = {h: j * total / hourly_sum for h, j in by_hour.items()}
+    energy = energy_from_devices(rows, by_hour)
     if energy is None:
         raise ConfigError(
             f"no {DCGM_ENERGY_METRIC} series in {url} for that range and selection: "
@@ -171,5 +212,21 @@ def dcgm_row(
     hosts_seen = sorted({r.host for r in rows})
     notes = (f"GPU energy only, from dcgm-exporter on {', '.join(hosts_seen)}; CPU and DRAM not included",)
     return TableRow.from_footprint(
-        label, footprint_for(energy, site, intensity=intensity, convention=convention), notes=notes
+        label, footprint_for(energy, site, intensity=carbon.intensity, convention=convention), notes=notes
     )
+
+
+def dcgm_row_at(db: str | None, url: str, start: str, end: str, site: Site, **options: Any) -> TableRow:
+    """:func:`dcgm_row`, reading the ledger at `db` when the site's hours are kept there.
+
+    A site naming a stored series or a live provider takes its hours from the ledger (a
+    provider's cache, fetched by `wattlog intensity fetch`), as the ledger's tables do.
+    """
+    ref = site.intensity_source
+    if options.get("intensity") is not None or not (ref.source == "ledger" or by_name(ref.source).fetches):
+        return dcgm_row(url, start, end, site, **options)
+    engine = make_engine(db, create=False)
+    try:
+        return dcgm_row(url, start, end, site, ledger=Ledger(engine), **options)
+    finally:
+        engine.dispose()

@@ -25,6 +25,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, overload
 
 from wattlog.accounting.intensity import HourSplitter, IntensitySource, hour_start_s
+from wattlog.accounting.intensity.base import RefreshingSource
 from wattlog.accounting.it_energy import Energy
 from wattlog.accounting.ranges import Quantity, Range, check_at_least
 from wattlog.accounting.sites import Site
@@ -152,14 +153,21 @@ class CarbonPath:
 
     @classmethod
     def of(
-        cls, site: Site, intensity: IntensitySource | None = None, ledger: Ledger | None = None
+        cls,
+        site: Site,
+        intensity: IntensitySource | None = None,
+        ledger: Ledger | None = None,
+        *,
+        live: bool = False,
     ) -> CarbonPath:
         """The path of `site`: its PUE and the intensity it names (or `intensity`, which overrides it).
+
+        `live`: the path of a run's live logs, which re-reads hours stored after it opened.
 
         Raises:
             ConfigError: The site's series cannot be read (a stored one needs `ledger`).
         """
-        return cls(site.pue, intensity if intensity is not None else site.open_intensity(ledger))
+        return cls(site.pue, intensity if intensity is not None else site.open_intensity(ledger, live=live))
 
     @property
     def hourly(self) -> bool:
@@ -200,6 +208,8 @@ class LiveCarbon:
     def co2_t(self, t_s: float, total_j: float) -> Quantity:
         """Tonnes CO2e of `total_j` (joules since the start) read at `t_s` (Unix s)."""
         by_hour = self.hours.add(t_s, total_j)
+        if isinstance(self.path.intensity, RefreshingSource):  # hours stored since: the table's hours
+            self.path.intensity.refresh(by_hour)
         return self.path.co2_t(j_to_mwh(total_j), by_hour)
 
 

@@ -18,6 +18,7 @@ with the ledger and its spool as its sink.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ from wattlog.errors import ConfigError
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.job import JobIdentity, job_identity, sample_nodes_from
 from wattlog.telemetry.sensors.base import Sensor
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -146,8 +149,22 @@ class NodeAgent:
         """Stop the agent (its last flush goes to the ledger, or to the spool) and release the ledger."""
         if self.recording is not None:
             self.recording.close()
+        if self.ledger is not None and self.options.site and self.job.node_index == 0:
+            self._fetch_intensity(self.ledger)  # one node fetches: a 1,000-node job asks the provider once
         if self.ledger is not None:
             self.ledger.engine.dispose()
+
+    def _fetch_intensity(self, ledger: Ledger) -> None:
+        """Fetch the run's hours so far from its site's provider, if it names one (one line if not)."""
+        from wattlog.accounting.intensity.live.at_close import fetch_at_close
+        from wattlog.accounting.intensity.live.providers import ProviderContext
+        from wattlog.accounting.sites import run_catalog
+
+        done = fetch_at_close(
+            ledger, self.options.run, run_catalog(self._environ), ProviderContext(environ=self._environ)
+        )
+        if done is not None:
+            (log.info if done.ok else log.warning)("%s", done.line)
 
     def _simulated(self) -> list[Sensor]:
         o = self.options

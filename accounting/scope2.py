@@ -11,12 +11,15 @@ the instrument's factor and the rest the residual mix. Two ways to match:
   whole-year certificate covers nothing.
 
 Energy is facility energy (IT x PUE): what the site drew from the grid. Instruments are applied
-cleanest first, and an :class:`Allocation` shared by several runs uses each MWh once.
+cleanest first, and an :class:`Allocation` shared by several runs uses each MWh once; with the
+uses the ledger recorded (:mod:`wattlog.accounting.ledger.instruments`), once across calls too.
+Vintage: annual matching applies an instrument to consumption in its vintage year only, and an
+instrument's hours must lie in its vintage (:class:`~wattlog.accounting.market.Instrument`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -41,6 +44,23 @@ class Matching(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Use:
+    """MWh of one instrument a run used in one matching period.
+
+    Attributes:
+        instrument: The instrument's id.
+        period: The year (annual matching) or the hour start, Unix s (hourly).
+        run: The run's name.
+        mwh: MWh used.
+    """
+
+    instrument: str
+    period: int
+    run: str
+    mwh: float
+
+
+@dataclass(frozen=True, slots=True)
 class MarketFigure:
     """One run's market-based emissions.
 
@@ -51,6 +71,7 @@ class MarketFigure:
         covered_mwh: The part instruments covered.
         used_mwh: MWh taken from each instrument, by id.
         residual_kg_per_kwh: The residual mix applied to the rest.
+        uses: MWh taken per (instrument id, period: year or hour start), as the ledger records them.
     """
 
     method: Matching
@@ -59,11 +80,16 @@ class MarketFigure:
     covered_mwh: float
     used_mwh: Mapping[str, float]
     residual_kg_per_kwh: float
+    uses: Mapping[tuple[str, int], float] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
 class Allocation:
-    """A site's instruments and what is left of each, shared by the runs they are applied to.
+    """A site's instruments and who used how much of each, shared by the runs they are applied to.
+
+    Each run matches against what every other run left: uses recorded earlier (:meth:`record`,
+    from the ledger) and those of runs applied before. Applying a run again replaces its own
+    uses, so a run accounted twice never takes a second share.
 
     Attributes:
         market: The site's instruments and residual mix.
@@ -72,10 +98,23 @@ class Allocation:
 
     market: Market
     method: Matching
-    _left: dict[tuple[str, int], float] = field(default_factory=dict, init=False)
+    _uses: dict[tuple[str, int], dict[str, float]] = field(default_factory=dict, init=False)
+    _anonymous: int = field(default=0, init=False)
 
-    def apply(self, it_by_hour_mwh: Mapping[int, float], pue: Quantity) -> MarketFigure:
-        """Match a run's energy (IT MWh per hour start) to what is left; the used MWh are gone after.
+    def record(self, uses: Iterable[Use]) -> None:
+        """Take uses recorded earlier (the ledger's) as spent by their runs."""
+        for use in uses:
+            self._uses.setdefault((use.instrument, use.period), {})[use.run] = use.mwh
+
+    def apply(
+        self, it_by_hour_mwh: Mapping[int, float], pue: Quantity, run: str | None = None
+    ) -> MarketFigure:
+        """Match a run's energy (IT MWh per hour start) to what the other runs left; its uses are kept.
+
+        Args:
+            it_by_hour_mwh: The run's IT energy per hour start, MWh.
+            pue: The site's PUE (one value).
+            run: The run's name (None: a run of its own, never the same as another).
 
         Raises:
             ConfigError: A PUE given as a range (market-based needs one facility energy).
@@ -83,24 +122,36 @@ class Allocation:
         factor, high = bounds(pue)
         if factor != high:
             raise ConfigError("market-based Scope 2 needs one PUE for the site, not a range")
+        if run is None:
+            self._anonymous += 1
+            run = f"#{self._anonymous}"
+        for by_run in self._uses.values():
+            by_run.pop(run, None)  # applied again: its earlier uses are replaced, not added to
         facility = {h: e * factor for h, e in it_by_hour_mwh.items()}
-        used: dict[str, float] = {}
+        uses: dict[tuple[str, int], float] = {}
         co2_t = 0.0
-        covered = 0.0
         for key, demand in self._demands(facility).items():
             for instrument in self._candidates(key):
                 slot = (instrument.id, key)
-                take = min(demand, self._left.setdefault(slot, self._supply(instrument)))
+                take = min(demand, self._left(instrument, key))
                 if take <= 0:
                     continue
-                self._left[slot] -= take
+                self._uses.setdefault(slot, {})[run] = take
+                uses[slot] = take
                 demand -= take
-                covered += take
-                used[instrument.id] = used.get(instrument.id, 0.0) + take
                 co2_t += take * instrument.kg_per_kwh  # MWh x kg/kWh = t
-        total = sum(facility.values())
+        used: dict[str, float] = {}
+        for (instrument_id, _), mwh in uses.items():
+            used[instrument_id] = used.get(instrument_id, 0.0) + mwh
+        total, covered = sum(facility.values()), sum(uses.values())
         co2_t += (total - covered) * self.market.residual_mix_kg_per_kwh
-        return MarketFigure(self.method, co2_t, total, covered, used, self.market.residual_mix_kg_per_kwh)
+        residual = self.market.residual_mix_kg_per_kwh
+        return MarketFigure(self.method, co2_t, total, covered, used, residual, uses)
+
+    def _left(self, instrument: Instrument, key: int) -> float:
+        """What the instrument still offers period `key` after every run's use of it."""
+        spent = sum(self._uses.get((instrument.id, key), {}).values())
+        return max(self._supply(instrument) - spent, 0.0)
 
     def _demands(self, facility: Mapping[int, float]) -> dict[int, float]:
         """Demand per matching period: per year (annual) or per hour (hourly)."""
@@ -139,6 +190,5 @@ class Allocation:
             if not periods:
                 left[instrument.id] = instrument.mwh
                 continue
-            supply = self._supply(instrument)
-            left[instrument.id] = sum(self._left.get((instrument.id, p), supply) for p in periods)
+            left[instrument.id] = sum(self._left(instrument, p) for p in periods)
         return left

@@ -1,7 +1,9 @@
 """`wattlog scope2 RUN...`: location-based and market-based CO2 side by side, annual and hourly matching.
 
-Runs are matched in the order given, each instrument's MWh used once across them (so list a
-year's runs together: the ledger does not yet record what an earlier call used). Location-based
+Runs are matched in the order given, each instrument's MWh used once across them and across
+calls: the ledger records what each run used (:mod:`wattlog.accounting.ledger.instruments`),
+a run matches against what every other run left, and accounting a run again replaces its own
+uses (the same share, never a second one). ``--dry-run`` records nothing. Location-based
 CO2 takes the site's intensity path (hourly where the site names a series or provider);
 market-based takes the site's instruments and residual mix from ``--market-file``
 (:mod:`wattlog.accounting.market`).
@@ -16,6 +18,7 @@ import typer
 
 from wattlog.accounting.footprint import CarbonPath
 from wattlog.accounting.ledger.engine import describe_url, make_engine
+from wattlog.accounting.ledger.instruments import load_uses, replace_uses
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.market import load_markets
 from wattlog.accounting.ranges import format_quantity
@@ -44,6 +47,9 @@ def scope2(
     db: DbOption = None,
     sites_file: SitesFileOption = None,
     fmt: FormatOption = TableFormat.RICH,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Match against recorded uses but record nothing.")
+    ] = False,
 ) -> None:
     """Location-based and market-based CO2 of runs (GHG Protocol Scope 2 dual reporting)."""
     chosen = get_site(site, site_catalog(sites_file))
@@ -56,6 +62,8 @@ def scope2(
     try:
         ledger = Ledger(engine)
         path = CarbonPath.of(chosen, ledger=ledger)
+        for allocation in (annual, hourly):
+            allocation.record(load_uses(ledger, chosen.name, allocation.method.value))
         for run in runs:
             energy = ledger_energy(ledger, run)
             if energy is None or not energy.by_hour_mwh:
@@ -63,7 +71,11 @@ def scope2(
                 continue
             by_hour = dict(energy.by_hour_mwh)
             location = path.co2_t(energy.it_mwh, by_hour)
-            a, h = annual.apply(by_hour, chosen.pue), hourly.apply(by_hour, chosen.pue)
+            name = ledger.get_run(run).name  # a run named by id or name is one run
+            a, h = annual.apply(by_hour, chosen.pue, name), hourly.apply(by_hour, chosen.pue, name)
+            if not dry_run:
+                for figure in (a, h):
+                    replace_uses(ledger, chosen.name, figure.method.value, name, figure.uses)
             cells.append(
                 [run, f"{a.facility_mwh:.4g}", format_quantity(location, ".4g")]
                 + [f"{a.co2_t:.4g}", f"{a.covered_mwh:.4g}", f"{h.co2_t:.4g}", f"{h.covered_mwh:.4g}"]
@@ -75,7 +87,8 @@ def scope2(
         f"Location-based: {path.intensity.label}, PUE {format_quantity(chosen.pue, 'g')}.",
         f"{Matching.ANNUAL.description}; {Matching.HOURLY.description}.",
         f"Residual mix {market.residual_mix_kg_per_kwh:g} kg/kWh ({market.residual_mix_source}).",
-        f"Instruments left after annual matching (MWh): {unused}. Ledger: {describe_url(db)}.",
+        f"Instruments left after annual matching (MWh): {unused}. Ledger: {describe_url(db)}"
+        + (" (dry run: uses not recorded)." if dry_run else " (uses recorded: no MWh is used twice)."),
     ]
     show(render_grid(_HEADERS, cells, notes, fmt, right={1, 2, 3, 4, 5, 6}))
 

@@ -28,6 +28,7 @@ hourly source keeps its constant: it is what Prometheus rules publish (their
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -105,14 +106,17 @@ class Site:
         """The site's constant carbon intensity as an intensity source."""
         return ConstantIntensity(self.carbon_intensity_kg_per_kwh, self.source("carbon_intensity_kg_per_kwh"))
 
-    def open_intensity(self, ledger: Ledger | None = None) -> IntensitySource:
+    def open_intensity(self, ledger: Ledger | None = None, *, live: bool = False) -> IntensitySource:
         """The intensity the site names, opened through the registry (a stored series needs `ledger`).
+
+        `live`: read as a run goes, so hours stored later are read too (:class:`OpenContext`).
 
         Raises:
             ConfigError: A series that cannot be read, or a stored one without a ledger.
             LedgerError: A stored series that is not in the ledger.
         """
-        return open_intensity(self.intensity_source, OpenContext(constant=self.intensity, ledger=ledger))
+        context = OpenContext(constant=self.intensity, ledger=ledger, live=live)
+        return open_intensity(self.intensity_source, context)
 
 
 def builtin_sites() -> dict[str, Site]:
@@ -148,6 +152,16 @@ def site_catalog(sites_file: Path | str | None = None) -> dict[str, Site]:
     if sites_file is not None:
         catalog.update(load_sites(sites_file))
     return catalog
+
+
+SITES_FILE_ENV = "WATTLOG_SITES_FILE"
+"""A user sites file that runs may name sites from (the file tables take with ``--sites-file``)."""
+
+
+def run_catalog(environ: Mapping[str, str] | None = None) -> dict[str, Site]:
+    """The sites a run may name: the built-in catalog and ``$WATTLOG_SITES_FILE``'s (user sites win)."""
+    path = (os.environ if environ is None else environ).get(SITES_FILE_ENV, "").strip()
+    return site_catalog(path or None)
 
 
 def get_site(name: str, catalog: Mapping[str, Site] | None = None) -> Site:

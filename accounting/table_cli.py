@@ -15,7 +15,7 @@ from rich.text import Text
 from sqlalchemy.engine import make_url
 
 from wattlog.accounting.calibrate_cli import stored_calibrations
-from wattlog.accounting.dcgm_energy import dcgm_row
+from wattlog.accounting.dcgm_energy import dcgm_row_at
 from wattlog.accounting.devices import Overhead
 from wattlog.accounting.exports import grids_csv, grids_json
 from wattlog.accounting.footprint import WaterConvention
@@ -25,6 +25,7 @@ from wattlog.accounting.ledger.lease import reap_before_reading
 from wattlog.accounting.ledger.models import Phase
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import RunInfo
+from wattlog.accounting.market_columns import MarketFileOption, add_market_columns
 from wattlog.accounting.model_card import model_card_facts
 from wattlog.accounting.power_report import power_grid
 from wattlog.accounting.project_table import GROUPINGS, project_tables, run_phase
@@ -146,22 +147,22 @@ def table(
     overhead_source: _OverheadSourceOption = None,
     power: _PowerOption = False,
     strict: _StrictOption = False,
+    market_file: MarketFileOption = None,
 ) -> None:
     """Print a Table-19-style footprint of runs: energy, PUE, carbon intensity, tCO2eq, WUE, water."""
-    if runs and project:
-        raise ConfigError("give run names or --project, not both")
-    if by is not None and (not project or by not in GROUPINGS):
-        raise ConfigError(f"--by needs --project and one of {', '.join(GROUPINGS)}")
+    _check_choice(bool(runs), project, by, market_file is not None and bool(project or dcgm))
     out = _Output(fmt, notes_file)
     hourly = read_intensity(intensity, intensity_format, authority=authority) if intensity else None
     if dcgm:
         if not prometheus or not start or not end or not site:
             raise ConfigError(_DCGM_NEEDS)
-        row = dcgm_row(
+        chosen = get_site(site, site_catalog(sites_file))
+        row = dcgm_row_at(
+            db,
             prometheus,
             start,
             end,
-            get_site(site, site_catalog(sites_file)),
+            chosen,
             hosts=hosts,
             gpus=gpus,
             job=slurm_job,
@@ -180,7 +181,17 @@ def table(
         overhead=_overhead(overhead, overhead_source),
         strict=strict,
     )
-    _ledger_table(_Selection(runs or [], project, by, reference, power), db, options, out)
+    _ledger_table(_Selection(runs or [], project, by, reference, power, market_file), db, options, out)
+
+
+def _check_choice(runs: bool, project: str | None, by: str | None, market_clash: bool) -> None:
+    """Refuse option combinations that cannot make one table."""
+    if runs and project:
+        raise ConfigError("give run names or --project, not both")
+    if market_clash:
+        raise ConfigError("--market-file adds columns to runs' rows: name runs (not --project or --dcgm)")
+    if by is not None and (not project or by not in GROUPINGS):
+        raise ConfigError(f"--by needs --project and one of {', '.join(GROUPINGS)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +211,7 @@ class _Selection:
     by: str | None
     reference: bool
     power: bool
+    market_file: Path | None = None
 
 
 def _ledger_table(selection: _Selection, db: str | None, options: TableOptions, out: _Output) -> None:
@@ -218,6 +230,11 @@ def _ledger_table(selection: _Selection, db: str | None, options: TableOptions, 
             _show_project(ledger, selection.project, selection.by, options, out.fmt, out.notes_file)
             return
         chosen, run_rows, tail = _chosen_rows(ledger, selection, options, describe_url(db))
+        if selection.market_file is not None:  # market-based beside location-based, method named
+            run_rows, market_notes = add_market_columns(
+                ledger, chosen, run_rows, options, selection.market_file
+            )
+            tail = [*market_notes, *tail]
         _show_runs(ledger, chosen, [*rows, *run_rows], selection, options, out, tail)
     finally:
         engine.dispose()

@@ -6,8 +6,10 @@ Replays the recorded answers of tests/accounting/data/providers/ from a local HT
 (no network) and prints: one run (1 MWh of IT energy in each of three hours from
 2026-03-29T00:00Z, PUE 1.2) accounted with each provider; location- and market-based CO2
 for the example market (tests/accounting/data/market_example.toml: a PPA over the run's
-hours, a year-long certificate, a supplier factor) under annual and hourly matching; grid
-water by hour beside the constant WUE; and the cleanest window on a recorded forecast.
+hours, a year-long certificate, a supplier factor) under annual and hourly matching, in one
+call and in separate calls (uses recorded in the ledger); a run's hours fetched at its close,
+its live figure against the table's; grid water by hour beside the constant WUE; and the
+cleanest window on a recorded forecast.
 """
 
 from __future__ import annotations
@@ -20,18 +22,22 @@ from pathlib import Path
 
 from pytest_httpserver import HTTPServer
 
-from wattlog.accounting.footprint import CarbonPath, water_kl
+from wattlog.accounting.footprint import CarbonPath, LiveCarbon, water_kl
 from wattlog.accounting.grid_water import GridWater, water_series
-from wattlog.accounting.intensity import ConstantIntensity, IntensityRef
+from wattlog.accounting.intensity import ConstantIntensity, HourSplitter, IntensityRef
 from wattlog.accounting.intensity.hours import iso_hour
+from wattlog.accounting.intensity.live.at_close import fetch_at_close
 from wattlog.accounting.intensity.live.cache import fetch_into_ledger
 from wattlog.accounting.intensity.live.eia_api import EiaApi
 from wattlog.accounting.intensity.live.providers import ProviderContext, open_provider
 from wattlog.accounting.intensity.live.window import cleanest_window
-from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger import Ledger, RunSpec, Status, make_engine
+from wattlog.accounting.ledger.instruments import load_uses, replace_uses
 from wattlog.accounting.market import load_markets
+from wattlog.accounting.run_table import TableOptions, run_footprint
 from wattlog.accounting.scope2 import Allocation, Matching
 from wattlog.accounting.sites import Site
+from wattlog.records import EnergyInterval, Kind, Source
 
 DATA = Path(__file__).parents[1] / "tests" / "accounting" / "data"
 T0 = 1_774_742_400
@@ -89,6 +95,68 @@ def scope2() -> None:
         )
 
 
+def scope2_across_calls(folder: Path) -> None:
+    """The same two runs accounted in two separate calls: the ledger keeps r1's uses from r2."""
+    market = load_markets(DATA / "market_example.toml")["mylab"]
+    ledger = Ledger(make_engine(f"sqlite:///{folder / 'scope2.db'}"))
+    for run in ("r1", "r2"):
+        ledger.start_run(run)
+    print("Separate calls (`wattlog scope2 r1`, later `wattlog scope2 r2`; uses recorded in the ledger):")
+    for run in ("r1", "r2", "r1"):  # r1 again last: its own share, not a second one
+        figures = []
+        for method in Matching:
+            allocation = Allocation(market, method)  # a fresh call: only the ledger remembers
+            allocation.record(load_uses(ledger, "mylab", method.value))
+            figure = allocation.apply(RUN, PUE, run)
+            replace_uses(ledger, "mylab", method.value, run, figure.uses)
+            figures.append(figure)
+        a, h = figures
+        print(f"  {run:<4} annual {a.co2_t:.4f} t ({a.covered_mwh:.2f} MWh covered), hourly {h.co2_t:.4f} t")
+    print(
+        "  hand check: facility 3 x 1 MWh x 1.2 = 3.6 MWh; location 3.6 x 0.4 = 1.44 t.\n"
+        "  r1 annual: PPA 2.4 + certificate 1.0 at 0, supplier 0.2 x 0.2 = 0.04 t; hourly: the PPA gives\n"
+        "  0.8 MWh of each 1.2 MWh hour, the rest 3 x 0.4 x 0.5 (residual) = 0.60 t.\n"
+        "  r2 annual: supplier 3.6 x 0.2 = 0.72 t; hourly: all residual, 3.6 x 0.5 = 1.80 t."
+    )
+
+
+def one_path(server: HTTPServer, folder: Path) -> None:
+    """Live logs and the table on one CO2 path with the same hours; a run's hours fetched at its close."""
+    server.expect_request(re.compile(r"/intensity/.*")).respond_with_json(_recorded("ukgrid_intensity.json"))
+    context = ProviderContext(base_url=server.url_for(""), sleep=lambda _: None)
+    ref = IntensityRef("ukgrid", "", "GB")
+    site = Site("gbdc", PUE, 0.0, 1.29, 0.5, {"carbon_intensity_kg_per_kwh": "fallback"}, "", ref)
+    options = TableOptions(catalog={"gbdc": site})
+    print("\nOne CO2 path, GB (ukgrid), the same run; the site's constant 0.5 kg/kWh for hours not stored:")
+    for when in ("mid-run", "close"):
+        ledger = Ledger(make_engine(f"sqlite:///{folder / f'path-{when}.db'}"))
+        run = ledger.start_run("g1", RunSpec(site="gbdc"), start_s=T0)
+        live = LiveCarbon(CarbonPath.of(site, ledger=ledger, live=True), HourSplitter(T0))
+        logged = []
+        for i in range(3):  # 1 MWh IT in each hour; a live log at each hour's end
+            if when == "mid-run" and i == 2:  # `wattlog intensity fetch --run g1` while it runs
+                fetch_into_ledger(ledger, ref, T0, T0 + 3 * H, context)
+            logged.append(live.co2_t(T0 + (i + 1) * H, 3.6e9 * (i + 1)))
+        rows = [
+            EnergyInterval.of("n", "g", Kind.GPU, Source.COUNTER, T0 + i * H, T0 + (i + 1) * H, *[3.6e9] * 3)
+            for i in range(3)
+        ]
+        ledger.record_intervals(run.id, rows)
+        ledger.end_run(run.id, Status.FINISHED, end_s=T0 + 3 * H)
+        done = fetch_at_close(ledger, "g1", {"gbdc": site}, context)
+        table = run_footprint(ledger, ledger.get_run("g1"), options)
+        assert done is not None and table is not None
+        print(
+            f"  hours stored {when}: live logs {', '.join(f'{t:.4f}' for t in logged)} t;"
+            f" table {table.co2_t:.4f} t;"
+        )
+        print(
+            f"    last live == table to the last digit: {logged[-1] == table.co2_t}"
+            f" ({logged[-1]!r}, {table.co2_t!r})"
+        )
+        print(f"    at close: {done.line}")
+
+
 def grid_water(server: HTTPServer) -> None:
     """Grid water of ERCO by hour (recorded EIA mixes) beside the constant WUE."""
     server.expect_request("/v2/electricity/rto/fuel-type-data/data/").respond_with_json(
@@ -119,7 +187,9 @@ def forecast(server: HTTPServer) -> None:
     print("  " + " ".join(f"{v:.3f}" for v in values.values()))
     print(
         f"  start {iso_hour(choice.start_s)}: {choice.mean_kg_per_kwh:.4f} kg/kWh against "
-        f"{choice.now_mean_kg_per_kwh:.4f} now; saves {choice.saved_t or 0.0:.4f} t "
+        f"{choice.now_mean_kg_per_kwh:.4f} now; saves "
+        + ("-" if choice.saved_t is None else f"{choice.saved_t:.4f}")
+        + " t "
         f"({choice.saved_fraction:.1%})"
     )
 
@@ -131,6 +201,9 @@ def main() -> None:
         providers(server, Path(folder))
         server.clear()
         scope2()
+        scope2_across_calls(Path(folder))
+        one_path(server, Path(folder))
+        server.clear()
         grid_water(server)
         server.clear()
         forecast(server)

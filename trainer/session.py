@@ -161,9 +161,9 @@ class RunSession:
         cfg = self.config
         site = cfg.site
         if site:
-            from wattlog.accounting.sites import get_site
+            from wattlog.accounting.sites import get_site, run_catalog
 
-            site = get_site(site).name
+            site = get_site(site, run_catalog(self._environ)).name
         offline: LedgerUnavailable | None = None
         try:
             with while_connecting or contextlib.nullcontext():
@@ -297,11 +297,26 @@ class RunSession:
             _safely("store the run", close_offline, spool, self.ledger, self.run, status)
         if self.agent is not None:
             _safely("agent.linger", self.agent.linger)
+        if self.config.rank == 0 and self.config.site and self.offline is None and self.ledger is not None:
+            _safely("fetch the run's grid intensity", self._fetch_intensity)
         recorded = self.recording.recorded_j if self.recording is not None else 0.0
         if self.agent is None:
             return SessionSummary(status, None, recorded, self.unwritten_rows)
         measured = tuple(d.figure for d in self.agent.snapshot())
         return SessionSummary(status, measured, recorded, self.unwritten_rows)
+
+    def _fetch_intensity(self) -> None:
+        """Fetch the run's hours from its site's provider (if it names one), within the close's budget."""
+        assert self.ledger is not None
+        from wattlog.accounting.intensity.live.at_close import fetch_at_close
+        from wattlog.accounting.intensity.live.providers import ProviderContext
+        from wattlog.accounting.sites import run_catalog
+
+        done = fetch_at_close(
+            self.ledger, self.run, run_catalog(self._environ), ProviderContext(environ=self._environ)
+        )
+        if done is not None:
+            (log.info if done.ok else log.warning)("%s", done.line)
 
     # what the agent measures ----------------------------------------------
 

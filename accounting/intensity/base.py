@@ -7,10 +7,10 @@ in Unix seconds (UTC).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from wattlog.accounting.intensity.hours import HOUR_S, iso_hour
 from wattlog.accounting.ranges import Quantity
@@ -35,6 +35,15 @@ class IntensitySource(Protocol):
 
     def kg_per_kwh_at(self, t_s: float) -> Quantity:
         """Intensity during the hour that contains Unix time `t_s`."""
+        ...
+
+
+@runtime_checkable
+class RefreshingSource(Protocol):
+    """An intensity whose stored hours may grow while a run goes (a provider's cache in the ledger)."""
+
+    def refresh(self, hours: Iterable[int]) -> None:
+        """Read again what is stored, before a figure over `hours` (hour starts, Unix s)."""
         ...
 
 
@@ -132,10 +141,13 @@ class OpenContext:
     Attributes:
         constant: The site's own figure (the "constant" source).
         ledger: The ledger holding stored series (the "ledger" source).
+        live: Read as a run goes (its logs): a provider's cache re-reads the ledger for hours
+            stored after it was opened, so the live figure takes the table's hours.
     """
 
     constant: IntensitySource | None = None
     ledger: Ledger | None = None
+    live: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -333,3 +333,26 @@ TABLES = (
     RankProgress,
     WindowRecord,
 )
+
+
+class InstrumentUse(SQLModel, table=True):
+    """MWh of a site's contractual instrument used by a run in one matching period (market-based Scope 2).
+
+    An instrument's MWh are used once across runs and calls: `wattlog scope2` subtracts the
+    uses of every other run before matching a run, and replaces the run's own uses after.
+    `period` is the year (annual matching) or the hour start, Unix s (hourly matching).
+    """
+
+    __tablename__ = "instrument_use"
+    __table_args__ = (
+        UniqueConstraint("site", "instrument", "method", "period", "run_id", name="uq_instrument_use"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    site: str = Field(max_length=200)
+    instrument: str = Field(max_length=200)
+    method: str = Field(max_length=20)
+    period: int
+    run_id: int = Field(foreign_key="run.id", index=True)
+    mwh: float
+    recorded_s: float

@@ -8,8 +8,10 @@ health checks, the rest) is accounting.split's, which reads only the ledger.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -17,10 +19,11 @@ import pandas as pd
 from wattlog.accounting.gaps import GapSummary, run_gaps
 from wattlog.accounting.job_speed import JobSpeed, job_speed
 from wattlog.accounting.ledger.lease import reap_before_reading
+from wattlog.accounting.market_columns import MARKET_FILE_ENV, add_market_columns
 from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import MISSING, TableRow, table_cells, to_csv, to_latex, to_markdown
 from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.sites import run_catalog
 from wattlog.accounting.split import energy_split
 from wattlog.accounting.units import j_to_kwh, sig3
 from wattlog.events import EventKind
@@ -218,21 +221,29 @@ def gaps_frame(summary: GapSummary) -> pd.DataFrame:
     return frame
 
 
-def load_report(ledger: Ledger, run: str, options: TableOptions | None = None) -> RunReport:
+def load_report(
+    ledger: Ledger, run: str, options: TableOptions | None = None, market_file: str | None = None
+) -> RunReport:
     """Read one run's report from the ledger.
 
     Args:
         ledger: The ledger.
         run: Run name or id.
-        options: How runs become rows (default: the built-in site catalog).
+        options: How runs become rows (default: the built-in sites and ``$WATTLOG_SITES_FILE``'s).
+        market_file: Instruments and residual mixes: the run's row adds market-based columns, annual
+            and hourly matching, as `wattlog table --market-file` (None: ``$WATTLOG_MARKET_FILE``, if set).
 
     Raises:
         LedgerError: No such run or the database fails.
         ConfigError: The run's site is unknown.
     """
-    options = options or TableOptions(catalog=site_catalog())
+    options = options or TableOptions(catalog=run_catalog())
     reap_before_reading(ledger)  # a run whose agent died shows as lost, with its gap
     row = ledger.get_run(run)
+    table_row = run_row(ledger, row, options)
+    market_file = market_file or os.environ.get(MARKET_FILE_ENV)
+    if market_file:
+        table_row = add_market_columns(ledger, [row], [table_row], options, Path(market_file))[0][0]
     power, cumulative, by_kind = _energy_frames(ledger.energy_rows(row.id))
     split = energy_split(ledger, row.id)
     by_use = pd.DataFrame(
@@ -244,7 +255,7 @@ def load_report(ledger: Ledger, run: str, options: TableOptions | None = None) -
     return RunReport(
         run=row,
         footprint=run_footprint(ledger, row, options),
-        rows=[run_row(ledger, row, options), *reference_table_rows(table19_only=True)],
+        rows=[table_row, *reference_table_rows(table19_only=True)],
         power=power,
         cumulative=cumulative,
         by_kind=by_kind,

@@ -5,13 +5,19 @@ from __future__ import annotations
 import io
 import json
 import urllib.parse
+from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from wattlog.accounting.dcgm_energy import DCGM_SOURCE, dcgm_energy
+from wattlog.accounting.dcgm_energy import DCGM_SOURCE, dcgm_energy, dcgm_row
+from wattlog.accounting.footprint import CarbonPath
+from wattlog.accounting.intensity import HourlySeries, IntensityRef
 from wattlog.accounting.it_energy import energy_label
+from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger.catalog import save_series
+from wattlog.accounting.sites import Site
 from wattlog.cli import app
 from wattlog.errors import ConfigError
 from wattlog.telemetry.job import expand_nodelist
@@ -74,3 +80,25 @@ def test_bad_ranges_and_names_are_refused() -> None:
 def test_cli_needs_prometheus_range_and_site() -> None:
     result = CliRunner().invoke(app, ["table", "--dcgm", "--start", "0", "--end", "10"])
     assert result.exit_code != 0 and "--dcgm needs --prometheus URL" in str(result.exception)
+
+
+def test_a_dcgm_row_of_an_hourly_site_takes_the_tables_hours(tmp_path: Path) -> None:
+    t0 = 1_774_742_400  # 2026-03-29T00:00Z
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"))
+    save_series(ledger, "ukgrid:GB", HourlySeries({t0: 0.1, t0 + 3600: 0.2}, "recorded"))
+    site = Site("gbdc", 1.2, 0.0, 1.29, 0.3, {}, "", IntensityRef("ukgrid", "", "GB"))
+    asked: list[tuple[float, str]] = []
+
+    def opener(url: str, timeout: float) -> io.BytesIO:  # 1 MWh per hour, steady
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)
+        window_s = float(query["query"][0].split("[")[1].split("s]")[0])
+        asked.append((float(query["time"][0]), query["query"][0]))
+        sample = {"metric": {"Hostname": "n1", "gpu": "0"}, "value": [0, str(3.6e9 * window_s / 3600)]}
+        body = {"status": "success", "data": {"resultType": "vector", "result": [sample]}}
+        return io.BytesIO(json.dumps(body).encode())
+
+    row = dcgm_row("http://p", str(t0 + 1800), str(t0 + 5400), site, ledger=ledger, opener=opener)
+    # half an hour in each clock hour: 0.5 MWh x 1.2 x (0.1 + 0.2) = 0.18 t, as the ledger's table
+    table = CarbonPath.of(site, ledger=ledger).co2_t(1.0, {t0: 0.5, t0 + 3600: 0.5})
+    assert row.co2_t == table and table == pytest.approx(0.18)
+    assert [t for t, _ in asked] == [t0 + 5400, t0 + 3600, t0 + 5400]  # the range, then each hour's piece

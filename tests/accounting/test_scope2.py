@@ -87,3 +87,15 @@ def test_a_market_file_missing_a_figure_names_it(tmp_path: Path) -> None:
     path.write_text(MARKET_FILE.replace("mwh = 2.4\n", ""), encoding="utf-8")
     with pytest.raises(ConfigError, match="lacks 'mwh'"):
         load_markets(path)
+
+
+def test_recorded_uses_are_spent_and_a_run_applied_again_keeps_its_own_share(market: Market) -> None:
+    from wattlog.accounting.scope2 import Use
+
+    annual = Allocation(market, Matching.ANNUAL)
+    annual.record([Use("ppa", 2026, "earlier", 2.4), Use("rec", 2026, "earlier", 1.0)])  # another call's
+    first = annual.apply(RUN, 1.2, "r1")
+    assert first.used_mwh == pytest.approx({"supplier": 3.6}) and first.co2_t == pytest.approx(0.72)
+    again = annual.apply(RUN, 1.2, "r1")  # the same run again: its uses replaced, not added to
+    assert again.uses == pytest.approx(first.uses) and annual.unused()["supplier"] == pytest.approx(6.4)
+    assert again.uses == pytest.approx({("supplier", 2026): 3.6})

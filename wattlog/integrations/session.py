@@ -22,7 +22,7 @@ from wattlog.accounting.footprint import CarbonPath, LiveCarbon, water_kl
 from wattlog.accounting.intensity import HourSplitter
 from wattlog.accounting.it_energy import energy_label
 from wattlog.accounting.ranges import Quantity, bounds
-from wattlog.accounting.sites import Site, get_site
+from wattlog.accounting.sites import Site, get_site, run_catalog
 from wattlog.accounting.units import j_to_kwh, j_to_mwh
 from wattlog.events import EventCategory, EventKind
 from wattlog.trainer.callbacks.speed import SpeedFigures
@@ -61,7 +61,7 @@ def figures_of(
         carbon: The run's live CO2 path, fed since the agent started (None: one starting now,
             exact for a constant intensity).
         wall: Unix time now.
-        catalog: Sites by name (None: the built-in catalog).
+        catalog: Sites by name (None: the built-in catalog and ``$WATTLOG_SITES_FILE``'s).
 
     Returns:
         {} on a rank that measures nothing (its node's agent runs on local rank 0).
@@ -81,7 +81,7 @@ def figures_of(
     if power_w is not None:
         out[f"{PREFIX}/power_w"] = power_w
     if tracker.site:
-        site = get_site(tracker.site, catalog)
+        site = get_site(tracker.site, catalog if catalog is not None else run_catalog())
         mwh = j_to_mwh(energy_j)
         carbon = carbon or LiveCarbon(CarbonPath.of(site), HourSplitter(wall()))
         _put(out, f"{PREFIX}/co2_kg", carbon.co2_t(wall(), energy_j), 1000.0)
@@ -111,9 +111,9 @@ def _live_carbon(tracker: Tracker) -> LiveCarbon | None:
     """The run's CO2 path fed from the agent's start, hour by hour as the table splits it (None: no site)."""
     if not tracker.site:
         return None
-    site = get_site(tracker.site)
+    site = get_site(tracker.site, run_catalog())
     wall = tracker.session.clock.wall
-    return LiveCarbon(CarbonPath.of(site, ledger=tracker.ledger), HourSplitter(wall()))
+    return LiveCarbon(CarbonPath.of(site, ledger=tracker.ledger, live=True), HourSplitter(wall()))
 
 
 def _put(out: dict[str, float], key: str, value: Quantity, scale: float) -> None:

@@ -10,6 +10,8 @@ says so for that hour.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -119,15 +121,28 @@ def open_grid_water(site: Site, ledger: Ledger | None) -> GridWater:
 class CachedIntensity:
     """A provider's cached hours; an hour not cached takes the fallback (the site's figure), labelled.
 
+    Read live (a run's logs as it goes), the run's hours are stored while it runs or at its
+    close: with `reload`, :meth:`refresh` re-reads the ledger when an hour it lacks appears
+    and then at most every `refresh_s`, so the live figure takes each stored hour as the
+    table does (the same series, the same hours).
+
     Attributes:
         cached: The hours stored in the ledger, each with its provenance.
         fallback: The site's constant intensity.
         fallback_hours: Hour starts that took the fallback so far (filled as hours are asked for).
+        reload: Reads the stored series again (None: the cache is read once, as tables read it).
+        refresh_s: The least time between two re-reads while no new hour appears.
+        now: Monotonic seconds (tests pass a fake).
     """
 
     cached: HourlySeries
     fallback: IntensitySource
     fallback_hours: set[int] = field(default_factory=set)
+    reload: Callable[[], HourlySeries] | None = None
+    refresh_s: float = 300.0
+    now: Callable[[], float] = time.monotonic
+    _asked: set[int] = field(default_factory=set)
+    _reloaded_s: float | None = None
 
     @property
     def label(self) -> str:
@@ -155,6 +170,26 @@ class CachedIntensity:
         self.fallback_hours.add(hour)
         return self.fallback.kg_per_kwh_at(t_s)
 
+    def refresh(self, hours: Iterable[int]) -> None:
+        """Before a live figure: re-read the ledger if one of `hours` is not cached and is new or stale.
+
+        A re-read happens when an hour appears that was never asked for, or `refresh_s` after
+        the last one, so a run's live logs cost one ledger read per hour, not one per log step.
+        """
+        wanted = set(hours)
+        new, self._asked = wanted - self._asked, self._asked | wanted
+        if self.reload is None or wanted <= set(self.cached.kg_per_kwh_by_hour):
+            return
+        now = self.now()
+        if not new and self._reloaded_s is not None and now - self._reloaded_s < self.refresh_s:
+            return
+        self._reloaded_s = now
+        try:
+            self.cached = self.reload()
+        except LedgerError:  # the ledger briefly unreachable: keep what was read, try again later
+            return
+        self.fallback_hours -= set(self.cached.kg_per_kwh_by_hour)
+
     def provenance_at(self, t_s: float) -> HourProvenance:
         """Where the hour containing `t_s` comes from; a fallback hour is marked estimated."""
         hour = hour_start_s(t_s)
@@ -173,17 +208,21 @@ def open_cached(ref: IntensityRef, context: OpenContext) -> CachedIntensity:
     if context.constant is None:
         raise ConfigError(f"intensity source {ref.describe()!r} belongs to a site: name a site")
     empty = HourlySeries({}, f"no ledger to read {series_name(ref)} from")
-    if context.ledger is None:
+    ledger = context.ledger
+    if ledger is None:
         return CachedIntensity(empty, context.constant)
     from wattlog.accounting.ledger.catalog import load_series  # the ledger loads only for these sites
 
+    def read() -> HourlySeries:
+        return load_series(ledger, series_name(ref))
+
     try:
-        cached = load_series(context.ledger, series_name(ref))
+        cached = read()
     except LedgerError:
         cached = HourlySeries(
             {}, f"ledger series {series_name(ref)} (not fetched yet: wattlog intensity fetch)"
         )
-    return CachedIntensity(cached, context.constant)
+    return CachedIntensity(cached, context.constant, reload=read if context.live else None)
 
 
 SOURCES: tuple[RegisteredSource, ...] = tuple(

@@ -5,7 +5,11 @@ facets[respondent][]=BA&start=YYYY-MM-DDTHH&end=...&offset=N&length=5000`` answe
 ``{"response": {"total": N, "data": [{"period": "2026-01-01T05", "respondent": "ERCO",
 "fueltype": "NG", "type-name": "Natural Gas", "value": 1234, "value-units": "megawatthours"}]}}``,
 5000 rows a page. Periods are UTC; EIA-930 reports each hour by its end (the bulk files'
-"UTC Time at End of Hour"), so a period starts an hour earlier. The intensity of an hour is
+"UTC Time at End of Hour"), so a period starts an hour earlier. Checked: EIA's Grid Monitor
+"About" page says hourly data are "published using the hour ending time reporting convention"
+(quoted in electricitymaps/electricitymaps-contrib#4052), and gridstatus (PR #226) reads API v2
+``region-data`` period 2020-01-01T00 as the interval 2019-12-31T23:00Z..2020-01-01T00:00Z. The
+intensity of an hour is
 its generation-weighted mean of the per-fuel factors already used for EIA-930 files
 (:data:`~wattlog.accounting.intensity.eia930.EIA_FACTORS`). The key comes from ``EIA_API_KEY``
 and travels in the query string, so every message hides it.

@@ -11,7 +11,7 @@ from werkzeug import Response
 
 from tests.accounting.live.conftest import T0
 from wattlog.accounting.footprint import CarbonPath, LiveCarbon
-from wattlog.accounting.intensity import HourSplitter, IntensityRef
+from wattlog.accounting.intensity import HourlySeries, HourSplitter, IntensityRef
 from wattlog.accounting.intensity.hours import iso_hour
 from wattlog.accounting.intensity.live.cache import CachedIntensity, fetch_into_ledger
 from wattlog.accounting.intensity.live.client import ProviderError
@@ -82,6 +82,42 @@ def test_live_figure_equals_the_table_for_the_same_hours(
     final = live.co2_t(T0 + 2 * H + 1800, 5.4e9)
     table = CarbonPath.of(_site(), ledger=ledger).co2_t(1.5, {T0: 0.5, T0 + H: 0.5, T0 + 2 * H: 0.5})
     assert final == table  # to the last digit
+
+
+def test_live_figure_takes_hours_stored_after_the_run_started(
+    httpserver: HTTPServer, context: Callable[..., ProviderContext], ledger: Ledger
+) -> None:
+    # nothing stored at start (hours are fetched as the run goes, or at its close)
+    live = LiveCarbon(CarbonPath.of(_site(), ledger=ledger, live=True), HourSplitter(T0 + 1800))
+    early = live.co2_t(T0 + H, 1.8e9)  # 0.5 MWh, read while the hour is not stored yet
+    assert early == pytest.approx(0.5 * 1.2 * 0.3)  # the site's constant, labelled
+    live.co2_t(T0 + 2 * H, 3.6e9)
+    _serve_uk(httpserver, [(T0, 100), (T0 + 1800, 100), (T0 + H, 200), (T0 + H + 1800, 200)])
+    fetch_into_ledger(ledger, REF, T0, T0 + 3 * H, context())  # stored mid-run
+    final = live.co2_t(T0 + 2 * H + 1800, 5.4e9)  # a new hour appeared: the ledger is read again
+    table = CarbonPath.of(_site(), ledger=ledger).co2_t(1.5, {T0: 0.5, T0 + H: 0.5, T0 + 2 * H: 0.5})
+    assert final == table  # to the last digit: 1.2 x 0.5 x (0.1 + 0.2 + 0.3 [not fetched]) = 0.36 t
+    assert table == pytest.approx(0.36)
+    intensity = live.path.intensity
+    assert isinstance(intensity, CachedIntensity) and intensity.fallback_hours == {T0 + 2 * H}
+
+
+def test_a_live_cache_reads_the_ledger_once_per_new_hour(ledger: Ledger) -> None:
+    reads: list[int] = []
+    clock = [0.0]
+
+    def reload() -> HourlySeries:
+        reads.append(1)
+        return HourlySeries({}, "empty")
+
+    empty = HourlySeries({}, "empty")
+    cached = CachedIntensity(empty, _site().intensity, reload=reload, now=lambda: clock[0])
+    for _ in range(5):  # many log steps in one hour: one read
+        cached.refresh([T0])
+    cached.refresh([T0, T0 + H])  # a new hour
+    clock[0] = 301.0  # stale: read again though no hour is new
+    cached.refresh([T0, T0 + H])
+    assert len(reads) == 3
 
 
 def test_a_failed_fetch_stores_nothing(
