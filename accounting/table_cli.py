@@ -72,7 +72,9 @@ _AuthorityOption = Annotated[
 _WaterOption = Annotated[WaterConvention, typer.Option("--water-convention", help="paper or green-grid.")]
 _PrometheusOption = Annotated[
     str | None,
-    typer.Option("--prometheus", help="Take energy from this Prometheus (increase over the run)."),
+    typer.Option(
+        "--prometheus", help="Take energy from this Prometheus (what its counters counted in the run)."
+    ),
 ]
 _DcgmOption = Annotated[
     bool,
