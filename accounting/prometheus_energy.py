@@ -98,9 +98,9 @@ def energy_counted(
     Each series' value at the end minus its value at `start_s`, both
     interpolated between the scrapes around them (no sample within
     `START_LOOKBACK_S` before the start: the counter started inside the run,
-    from 0; with `settle_s`, the last value up to end_s + settle_s). A series whose counter reset inside the window
-    (its agent restarted) is summed from its raw samples, each segment from 0.
-    Bands as in `energy_from_prometheus`.
+    from 0; with `settle_s`, the last value up to end_s + settle_s). A series
+    whose counter reset inside the window (its agent restarted) is summed from
+    its raw samples, each segment from 0. Bands as in `energy_from_prometheus`.
 
     Args:
         url: Prometheus base URL, e.g. http://127.0.0.1:9090.
