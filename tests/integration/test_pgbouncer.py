@@ -53,8 +53,8 @@ def test_agents_flush_through_pgbouncer_in_transaction_mode(
 ) -> None:
     server, pooler = bouncer
     direct_url = server.create_database("bouncer")
-    make_engine(direct_url).dispose()  # migrated once, straight on the server
     database = direct_url.rsplit("/", 1)[1]
+    # migrated through pgbouncer too: the migration lock is transaction-scoped
     Ledger(make_engine(pooler.url(database), connections=Connections(pgbouncer=True))).start_run("job")
     errors: list[BaseException] = []
     busiest = [0]
