@@ -95,12 +95,10 @@ def energy_counted(
 ) -> list[EnergyTotal]:
     """Per-device energy the counters counted over [start_s, end_s], without extrapolation.
 
-    Each series' value at the end minus its value at `start_s`, both
-    interpolated between the scrapes around them (no sample within
-    `START_LOOKBACK_S` before the start: the counter started inside the run,
-    from 0; with `settle_s`, the last value up to end_s + settle_s). A series
-    whose counter reset inside the window (its agent restarted) is summed from
-    its raw samples, each segment from 0. Bands as in `energy_from_prometheus`.
+    Each series' value at the end minus its value at `start_s`, both interpolated between the
+    scrapes around them (none within `START_LOOKBACK_S` before the start: counted from 0). A
+    series whose counter reset (its agent restarted) is summed from its raw samples, each
+    segment from 0. Bands as in `energy_from_prometheus`.
 
     Args:
         url: Prometheus base URL, e.g. http://127.0.0.1:9090.
@@ -141,13 +139,22 @@ def energy_counted(
     values = {key: value - base.get(key, 0.0) for key, value in last.items()}
     if any(count > 0 for count in resets.values()):
         raw = query_matrix(url, f"{ENERGY_METRIC}{selector}[{window_s}s]", end_s, timeout_s, opener)
-        for key in (key for key, count in resets.items() if count > 0):
-            values[key] = sum(
-                _counted(series["values"], base.get(key, 0.0) if i == 0 else 0.0)
-                for i, series in enumerate(s for s in raw if _key(s["metric"]) == key)
-            )
+        values.update(_restarted(raw, {key for key, count in resets.items() if count > 0}, base))
     ratio = _band_ratios(url, selector, matchers or {}, window_s, end_s, timeout_s, opener)
     return _rows(values, ratio)
+
+
+def _restarted(
+    raw: list[dict[str, Any]], keys: set[tuple[str, ...]], base: Mapping[tuple[str, ...], float]
+) -> dict[tuple[str, ...], float]:
+    """What the series of `keys` counted, from their raw samples (the first series from its base)."""
+    counted: dict[tuple[str, ...], float] = {}
+    for series in raw:
+        key = _key(series["metric"])
+        if key in keys:
+            start = 0.0 if key in counted else base.get(key, 0.0)
+            counted[key] = counted.get(key, 0.0) + _counted(series["values"], start)
+    return counted
 
 
 def _values_at(
