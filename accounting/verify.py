@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Table, func, or_, select, text
+from sqlalchemy import ColumnElement, Table, func, or_, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from wattlog.accounting.ledger.models import IMPOSSIBLE_ENERGY_SQL, EnergyRecord, EnergyRollup
@@ -72,7 +72,7 @@ def check_ledger(ledger: Ledger, where: str, runs: Sequence[int] | None = None) 
 
 def _bad_energy(connection, table: Table, what: str, runs: Sequence[int] | None) -> list[str]:  # type: ignore[no-untyped-def]
     c = table.c
-    bad = or_(
+    bad: ColumnElement[bool] = or_(
         c.energy_j.is_(None),
         c.low_j.is_(None),
         c.high_j.is_(None),
@@ -87,7 +87,8 @@ def _bad_energy(connection, table: Table, what: str, runs: Sequence[int] | None)
         *(_bad_random_parts(c) if "random_low_j" in c else []),
     )
     if table is EnergyRecord.__table__:  # type: ignore[attr-defined]
-        bad = text(f"({IMPOSSIBLE_ENERGY_SQL})")  # the partial index's own text: the query reads the index
+        # the partial index's own text, so the query reads the index
+        bad = text(f"({IMPOSSIBLE_ENERGY_SQL})")  # type: ignore[assignment]
     if runs is not None:
         bad = c.run_id.in_(list(runs)) & bad
     count = connection.execute(select(func.count()).select_from(table).where(bad)).scalar_one()

@@ -157,7 +157,7 @@ class RunReader:
         of_run = e.run_id == self.run_id
         first_hour = self._session.execute(select(func.min(e.hour)).where(of_run)).scalar()
         last_hour = self._session.execute(select(func.max(e.hour)).where(of_run)).scalar()
-        if first_hour is None:
+        if first_hour is None or last_hour is None:
             return None
         first = self._session.execute(
             select(func.min(e.start_s)).where((e.run_id == self.run_id) & (e.hour == first_hour))
