@@ -22,7 +22,7 @@ from wattlog.accounting.ledger.models import Role, Status
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import EnergyTotal, JobNodes, RunInfo
 from wattlog.accounting.node_boundary import node_boundary
-from wattlog.accounting.prometheus_energy import energy_from_prometheus
+from wattlog.accounting.prometheus_energy import START_LOOKBACK_S, energy_counted
 from wattlog.accounting.ranges import Quantity, Range
 from wattlog.accounting.render import TableRow
 from wattlog.accounting.run_energy import read_energy
@@ -308,10 +308,13 @@ def _prometheus_rows(run: RunInfo, options: TableOptions, nodes: JobNodes) -> li
     assert options.prometheus_url is not None
     end_s = run.end_s if run.end_s is not None else options.now_s()
     if nodes.node_count > 1 or len(nodes.joined) > 1:
-        matchers: dict[str, str] | None = {"run": run.name}
-    else:
-        matchers = {"host": run.host} if run.host else None
-    return energy_from_prometheus(options.prometheus_url, run.start_s, end_s, matchers=matchers)
+        # a job's agents stop counting at its end and are scraped once more after it
+        settle_s = float(START_LOOKBACK_S) if run.end_s is not None else 0.0
+        return energy_counted(
+            options.prometheus_url, run.start_s, end_s, matchers={"run": run.name}, settle_s=settle_s
+        )
+    matchers = {"host": run.host} if run.host else None
+    return energy_counted(options.prometheus_url, run.start_s, end_s, matchers=matchers)
 
 
 def _gate(run: RunInfo, read: RunRead, options: TableOptions) -> tuple[str, ...]:
@@ -333,7 +336,8 @@ def _run_notes(run: RunInfo, options: TableOptions) -> tuple[str, ...]:
     notes = []
     if options.prometheus_url:
         notes.append(
-            f"energy from Prometheus at {options.prometheus_url}: increase() over the run's interval"
+            f"energy from Prometheus at {options.prometheus_url}: what each counter counted in the run "
+            "(last value minus the value at the start; restarts summed)"
         )
     if run.status == Status.LOST:
         notes.append("run lost: its agent stopped renewing its lease; energy to its last row, the rest a gap")

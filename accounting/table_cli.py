@@ -20,6 +20,7 @@ from wattlog.accounting.devices import Overhead
 from wattlog.accounting.exports import grids_csv, grids_json
 from wattlog.accounting.footprint import WaterConvention
 from wattlog.accounting.intensity.registry import formats_help, read_intensity
+from wattlog.accounting.ledger.compaction import return_space
 from wattlog.accounting.ledger.engine import describe_url, make_engine, resolve_url
 from wattlog.accounting.ledger.lease import reap_before_reading
 from wattlog.accounting.ledger.models import Phase
@@ -73,7 +74,9 @@ _AuthorityOption = Annotated[
 _WaterOption = Annotated[WaterConvention, typer.Option("--water-convention", help="paper or green-grid.")]
 _PrometheusOption = Annotated[
     str | None,
-    typer.Option("--prometheus", help="Take energy from this Prometheus (increase over the run)."),
+    typer.Option(
+        "--prometheus", help="Take energy from this Prometheus (what its counters counted in the run)."
+    ),
 ]
 _DcgmOption = Annotated[
     bool,
@@ -384,6 +387,8 @@ def compact(
         ledger = Ledger(engine)
         check_ledger(ledger, describe_url(db))  # folding impossible rows into buckets would hide them
         done = ledger.compact_hourly(older_than_days * 86_400)
+        if done.raw_rows:
+            return_space(engine)
     finally:
         engine.dispose()
     print(f"ledger {describe_url(db)}: {done.raw_rows} raw rows folded into {done.hourly_rows} hourly rows")

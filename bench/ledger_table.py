@@ -6,12 +6,16 @@ times in one process:
 
 - `wattlog table RUN` end to end (in-process `main`, so imports are paid once), without and with a
   restart event in the run;
+- with an hourly intensity series (`--intensity` over the month: the table sums hour by hour);
+- with `--raw-days N`, N days of the month kept raw (rows every `--raw-step-s`, 10 s on real
+  agents: 62 M rows for 1,024 GPUs x 7 days, past this machine, so a longer step stands in);
 - the baselines kept here: what the table did before issue 27's changes, timed on the same ledger:
   every energy row of the run read as objects (what `run_gaps` did when a run had a restart) and the
   integrity check over the whole ledger (what `wattlog table` ran each time), against the check of
   the shown run only.
 
-    .venv/bin/python -m bench.ledger_table [--gpus 1024] [--days 30] [--backends sqlite,postgresql]
+    .venv/bin/python -m bench.ledger_table [--gpus 1024] [--days 30] [--raw-days 7] [--raw-step-s 600]
+        [--backends sqlite,postgresql] [--no-baselines]
 """
 
 from __future__ import annotations
@@ -38,30 +42,34 @@ from wattlog.cli import main
 BATCH = 20_000
 
 
-def fill(ledger: Ledger, name: str, gpus: int, days: int) -> None:
-    """One run of `gpus` GPUs x `days` days of hourly rows (700 W for each GPU-hour, a +-5 % band)."""
+def fill(ledger: Ledger, name: str, gpus: int, days: int, raw: tuple[int, int] = (0, 600)) -> None:
+    """One run of `gpus` GPUs x `days` days (700 W for each GPU, a +-5 % band): hourly rows, the
+    last `raw[0]` days as raw rows every `raw[1]` seconds."""
     run_id = ledger.start_run(name, RunSpec(project="bench", role="final", site="jupiter")).id
     first = hour_of(T0)
+    raw_from = first + 24 * (days - raw[0])
     batch: list[dict[str, Any]] = []
     for hour in range(first, first + 24 * days):
-        for gpu in range(gpus):
-            joules = 700.0 * 3600
-            batch.append(
-                {
-                    "run_id": run_id,
-                    "host": f"node{gpu // 8}",
-                    "device": f"gpu{gpu % 8}",
-                    "kind": "gpu",
-                    "source": "counter",
-                    "resolution": Resolution.HOURLY.value,
-                    "hour": hour,
-                    "start_s": hour * 3600.0,
-                    "end_s": (hour + 1) * 3600.0,
-                    "energy_j": joules,
-                    "low_j": joules * 0.95,
-                    "high_j": joules * 1.05,
-                }
-            )
+        step_s, resolution = (raw[1], Resolution.RAW) if hour >= raw_from else (3600, Resolution.HOURLY)
+        for start_s in range(hour * 3600, (hour + 1) * 3600, step_s):
+            for gpu in range(gpus):
+                joules = 700.0 * step_s
+                batch.append(
+                    {
+                        "run_id": run_id,
+                        "host": f"node{gpu // 8}",
+                        "device": f"gpu{gpu % 8}",
+                        "kind": "gpu",
+                        "source": "counter",
+                        "resolution": resolution.value,
+                        "hour": hour,
+                        "start_s": float(start_s),
+                        "end_s": float(start_s + step_s),
+                        "energy_j": joules,
+                        "low_j": joules * 0.95,
+                        "high_j": joules * 1.05,
+                    }
+                )
             if len(batch) >= BATCH:
                 _insert(ledger, batch)
                 batch = []
@@ -85,29 +93,49 @@ def seconds(call: Callable[[], object], times: int = 3) -> float:
     return best
 
 
-def table(url: str, run: str) -> None:
-    """`wattlog table RUN --db URL`, its output swallowed; raises on a non-zero exit."""
+def table(url: str, run: str, *extra: str) -> None:
+    """`wattlog table RUN --db URL [extra...]`, its output swallowed; raises on a non-zero exit."""
     with contextlib.redirect_stdout(io.StringIO()):
-        code = main(["table", run, "--db", url])
+        code = main(["table", run, "--db", url, *extra])
     if code != 0:
         raise RuntimeError(f"wattlog table {run} exited {code}")
 
 
-def bench(url: str, gpus: int, days: int) -> list[str]:
+def hourly_series(path: Path, days: int) -> Path:
+    """An hourly intensity CSV over the month (0.2-0.5 kg/kWh through each day)."""
+    lines = ["timestamp,kg_co2_per_kwh"]
+    for hour in range(24 * days + 1):
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(T0 + 3600 * hour))
+        lines.append(f"{stamp},{0.2 + 0.3 * (hour % 24) / 23:.3f}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def bench(url: str, args: argparse.Namespace, folder: Path) -> list[str]:
     """The lines of one backend."""
     ledger = Ledger(make_engine(url))
     t = time.perf_counter()
-    fill(ledger, "month", gpus, days)
-    fill(ledger, "other", gpus, days)
+    fill(ledger, "month", args.gpus, args.days, (args.raw_days, args.raw_step_s))
+    fill(ledger, "other", args.gpus, args.days, (args.raw_days, args.raw_step_s))
     with ledger.engine.begin() as connection:
         if connection.dialect.name == "postgresql":
             connection.execute(text("ANALYZE"))
-    rows = gpus * 24 * days
-    lines = [f"{rows:,} hourly rows a run, 2 runs, filled in {time.perf_counter() - t:.0f} s"]
+        rows = connection.execute(text("SELECT count(*) FROM energy_record")).scalar_one() // 2
+    kept = f", the last {args.raw_days} days raw every {args.raw_step_s} s" if args.raw_days else ""
+    lines = [
+        f"{rows:,} rows a run ({args.gpus} GPUs x {args.days} days{kept}), 2 runs, filled in "
+        f"{time.perf_counter() - t:.0f} s"
+    ]
+    series = str(hourly_series(folder / "grid.csv", args.days))
     table(url, "month")  # warm: imports, caches
     lines.append(f"wattlog table month (no restart)       {seconds(lambda: table(url, 'month')):7.3f} s")
-    ledger.record_event("month", "restart", time_s=T0 + 86_400.0 * days / 2)
+    hourly_s = seconds(lambda: table(url, "month", "--intensity", series))
+    lines.append(f"wattlog table month --intensity hourly {hourly_s:7.3f} s")
+    ledger.record_event("month", "restart", time_s=T0 + 86_400.0 * args.days / 2)
     lines.append(f"wattlog table month (with a restart)   {seconds(lambda: table(url, 'month')):7.3f} s")
+    if args.no_baselines:
+        ledger.engine.dispose()
+        return lines
     with ledger.reading("month") as read:
         objects_s = seconds(lambda: read.energy_rows(), times=1)
     lines.append(f"  baseline: the run's rows as objects  {objects_s:7.3f} s (what a restart added before)")
@@ -127,18 +155,21 @@ def main_() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpus", type=int, default=1024)
     parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--raw-days", type=int, default=0, help="days at the month's end kept raw")
+    parser.add_argument("--raw-step-s", type=int, default=600, help="seconds per raw row (divides 3600)")
     parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument("--no-baselines", action="store_true", help="skip the before-issue-27 timings")
     args = parser.parse_args()
     with ExitStack() as stack:
         for backend in args.backends.split(","):
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
             if backend == "sqlite":
-                folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
                 url = f"sqlite:///{folder / 'month.db'}"
             else:
                 from tests.integration.postgres import running_postgres
 
                 url = stack.enter_context(running_postgres()).create_database("month")
-            for line in bench(url, args.gpus, args.days):
+            for line in bench(url, args, folder):
                 print(f"{backend:10s} {line}", flush=True)
 
 

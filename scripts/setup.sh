@@ -3,7 +3,7 @@
 #   scripts/setup.sh            Python venv (.venv) with wattlog and its extras
 #   scripts/setup.sh --servers  also the Debian packages the tests start for real
 #                               (prometheus, alertmanager, pushgateway, postgresql, chromium,
-#                               victoria-metrics, node, slurm-wlm and munge)
+#                               victoria-metrics, node, slurm-wlm, munge and pgbouncer)
 #                               and Grafana's schema types for the dashboard type check
 #                               (npm packages in .grafana-schema/, see tests/dashboards/grafana_types.py)
 set -euo pipefail
@@ -14,6 +14,7 @@ PYTHON="${PYTHON:-python3}"
 DEBIAN_PACKAGES=(
   prometheus prometheus-alertmanager prometheus-pushgateway postgresql chromium victoria-metrics
   slurm-wlm munge  # tests/integration/test_slurm.py: slurmctld + slurmd on loopback (~15 s to install)
+  pgbouncer  # tests/integration/test_pgbouncer.py: transaction pooling in front of the test PostgreSQL
 )
 # Node.js for the dashboard type check: only where no `npm` is on the PATH. Machines that ship
 # NodeSource's nodejs (which carries npm) must not get Debian's npm: the two conflict in apt.

@@ -107,6 +107,23 @@ def full_app() -> typer.Typer:
     return app
 
 
+def command_app(command: str) -> typer.Typer | None:
+    """An app with only `command`'s module mounted, for the commands read often on a big ledger.
+
+    `wattlog table` is run again and again on a month of a fleet's rows; mounting every
+    package's commands first cost it most of a second of imports (issue 27). None: build the
+    full app. A test checks that this app's `table --help` equals the full app's.
+    """
+    if command not in ("table", "compact"):
+        return None
+    from wattlog.accounting.table_cli import register as register_table
+
+    app = _new_app()
+    register_table(app)
+    app.callback()(root)
+    return app
+
+
 def help_app() -> typer.Typer:
     """An app with the same help as :func:`full_app`, built without importing any package."""
     app = _new_app()
@@ -151,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         # typer's help formatter imports rich's Markdown (markdown-it) and Traceback (pygments) at its
         # top: 0.15 s of `wattlog --help`, which renders neither (markup mode "rich", nothing raised).
         import_deferring("typer.rich_utils", HELP_DEFERRED)
-    app = help_app() if light else full_app()
+    app = help_app() if light else (command_app(args[0]) or full_app())
     try:
         try:
             result = app(args=args, prog_name="wattlog", standalone_mode=False)

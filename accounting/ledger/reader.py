@@ -152,10 +152,12 @@ class RunReader:
         hour, so no row of an earlier hour ends after the rows of the last two.
         """
         e = ENERGY.c
-        first_hour, last_hour = self._session.execute(
-            select(func.min(e.hour), func.max(e.hour)).where(e.run_id == self.run_id)
-        ).one()
-        if first_hour is None:
+        # min and max apart: SQLite answers one of them from the index's end, both together by a
+        # scan of the run's index entries (0.4 s for a 1,024-GPU month)
+        of_run = e.run_id == self.run_id
+        first_hour = self._session.execute(select(func.min(e.hour)).where(of_run)).scalar()
+        last_hour = self._session.execute(select(func.max(e.hour)).where(of_run)).scalar()
+        if first_hour is None or last_hour is None:
             return None
         first = self._session.execute(
             select(func.min(e.start_s)).where((e.run_id == self.run_id) & (e.hour == first_hour))

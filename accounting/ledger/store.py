@@ -26,7 +26,7 @@ from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
-from wattlog.accounting.ledger.compaction import Compaction, fold_hours
+from wattlog.accounting.ledger.compaction import BATCH_ROWS, Compaction, fold_in_batches
 from wattlog.accounting.ledger.models import Event, Project, Role, Run, Status, hour_of
 from wattlog.accounting.ledger.reader import RunReader, find_run
 from wattlog.accounting.ledger.revisions import revisions_of, store_revisions
@@ -369,17 +369,21 @@ class Ledger:
         with self.reading(run, "read hourly energy") as read:
             return read.energy_by_hour(kinds, exclude_hosts)
 
-    def compact_hourly(self, older_than_s: float, *, now_s: float | None = None) -> Compaction:
+    def compact_hourly(
+        self, older_than_s: float, *, now_s: float | None = None, batch_rows: int = BATCH_ROWS
+    ) -> Compaction:
         """Fold raw rows of whole hours older than `older_than_s` into hourly rows, totals kept exactly.
 
         Only hours that ended before ``now - older_than_s`` are folded, so a bucket
-        is never split between two compactions.
+        is never split between two compactions; about `batch_rows` raw rows (whole
+        hours) per transaction, so writers wait for one batch, not the whole fold.
         """
-        if older_than_s < 0:
-            raise ConfigError(f"older_than_s must be >= 0, got {older_than_s}")
+        if older_than_s < 0 or batch_rows < 1:
+            raise ConfigError(
+                f"older_than_s must be >= 0 and batch_rows >= 1, got {older_than_s}, {batch_rows}"
+            )
         before_hour = hour_of((self._clock.wall() if now_s is None else now_s) - older_than_s)
-        with self.transaction("compact the ledger") as session:
-            done = fold_hours(session, before_hour)
+        done = fold_in_batches(self.transaction, before_hour, batch_rows)
         logger.info("compacted %d raw rows into %d hourly rows", done.raw_rows, done.hourly_rows)
         return done
 

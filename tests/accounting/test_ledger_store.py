@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 
 import pytest
 from sqlalchemy import event, func, select
@@ -430,3 +431,41 @@ def test_every_summing_path_keeps_uneven_band_parts_apart(ledger: Ledger) -> Non
     assert folded == [pytest.approx(hours[0], rel=1e-12), pytest.approx(hours[1], rel=1e-12)]
     assert ledger.rebuild_totals(run.id) == 1
     check()
+
+
+def test_batched_compaction_keeps_totals_and_returns_the_space(ledger: Ledger) -> None:
+    from wattlog.accounting.ledger.compaction import return_space
+
+    run = ledger.start_run("r")
+    start = 3600.0 * 500_000
+    rows = [
+        interval(f"gpu{d}", start + 30 * i, 100.0 + 0.37 * i + d, length_s=30.0)
+        for i in range(6 * 120)
+        for d in range(2)
+    ]
+    ledger.record_intervals(run.id, rows)
+    before = {t.device: t.energy_j for t in ledger.energy_totals(run.id)}
+    hours_before = {h.hour: h.energy_j for h in ledger.energy_by_hour(run.id)}
+    begins: list[object] = []
+
+    def begun(connection: object) -> None:
+        begins.append(connection)
+
+    event.listen(ledger.engine, "begin", begun)
+    done = ledger.compact_hourly(older_than_s=0, now_s=start + 6 * 3600, batch_rows=2 * 2 * 120)
+    event.remove(ledger.engine, "begin", begun)
+    assert (done.raw_rows, done.hourly_rows) == (6 * 2 * 120, 6 * 2)
+    assert len(begins) == 1 + 3  # the hours listed, then 2 hours (480 rows) per transaction
+    assert {t.device: t.energy_j for t in ledger.energy_totals(run.id)} == pytest.approx(before, rel=1e-12)
+    assert {h.hour: h.energy_j for h in ledger.energy_by_hour(run.id)} == pytest.approx(hours_before)
+    path = ledger.engine.url.database if ledger.engine.dialect.name == "sqlite" else None
+
+    def size() -> int:  # the file and its write-ahead log
+        assert path is not None
+        return sum(os.path.getsize(p) for p in (path, f"{path}-wal") if os.path.exists(p))
+
+    size_before = size() if path else 0
+    return_space(ledger.engine)
+    if path:  # the file shrinks: a compacted day no longer keeps its raw rows' pages
+        assert size() < size_before / 2
+    assert {t.device: t.energy_j for t in ledger.energy_totals(run.id)} == pytest.approx(before, rel=1e-12)

@@ -1,6 +1,6 @@
 """Uses of a site's contractual instruments by runs, so an instrument is not used twice across calls.
 
-Revision ID: 0012
+Revision ID: 0011
 Revises: 0010
 Create Date: 2026-12-04 03:30:00
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0012"
+revision = "0011"
 down_revision = "0010"
 branch_labels = None
 depends_on = None
