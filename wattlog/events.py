@@ -47,6 +47,10 @@ class EventKind(StrEnum):
     """The run's agent stopped renewing its lease: closed as lost (payload: lease_until_s, last_row_s)."""
     CLOCK_STEP = "clock_step"
     """The wall clock stepped during the run (payload: step_s, wall_s, end_s); durations kept monotonic."""
+    NODE_LOST = "node_lost"
+    """A node's lease expired while the run went on (payload: host, last_row_s, lease_until_s)."""
+    HOST_COLLISION = "host_collision"
+    """Two machines (or two agents) reported under one host name at once (payload: host, machines)."""
 
 
 INSTABILITIES = frozenset(
