@@ -23,9 +23,10 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
@@ -267,7 +268,7 @@ def _record_collision(session: Session, run: Run, row: JobNode, holder: NodeHold
     machines = sorted({row.machine_id, holder.machine_id})
     payload = {"host": row.host, "machines": machines}
     known = session.execute(
-        select(Event.payload).where(
+        select(col(Event.payload)).where(
             col(Event.run_id) == row.run_id, col(Event.kind) == EventKind.HOST_COLLISION.value
         )
     ).scalars()
@@ -277,7 +278,7 @@ def _record_collision(session: Session, run: Run, row: JobNode, holder: NodeHold
     log.warning("%s (run %r)", describe_collision(payload), run.name)
 
 
-def describe_collision(payload: dict[str, object]) -> str:
+def describe_collision(payload: Mapping[str, Any]) -> str:
     """One line: the host reported by two machines, or by two agents of one machine."""
     machines = payload.get("machines")
     host = payload.get("host")
@@ -302,5 +303,7 @@ def _gap(run_id: int, host: str, device: str, start_s: float, end_s: float) -> G
     )
 
 
-def _event(run_id: int, time_s: float, kind: EventKind, payload: dict[str, object]) -> Event:
-    return Event(run_id=run_id, time_s=time_s, kind=kind, category=EventCategory.DOWNTIME, payload=payload)
+def _event(run_id: int, time_s: float, kind: EventKind, payload: Mapping[str, Any]) -> Event:
+    return Event(
+        run_id=run_id, time_s=time_s, kind=kind, category=EventCategory.DOWNTIME, payload=dict(payload)
+    )
