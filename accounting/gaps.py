@@ -124,7 +124,8 @@ def run_gaps(ledger: Ledger, run: int | str) -> GapSummary:
 def gaps_of(read: RunReader) -> GapSummary:
     """`run_gaps` inside an open read of the run."""
     gaps = [RunGap(g.device, g.host, g.start_s, g.end_s, classify(g.reason), g.reason) for g in read.gaps()]
-    restarts = [e.time_s for e in read.events() if e.kind == EventKind.RESTART]
+    # a node's restart (its payload names the host) has its own gap on that node, not job-wide downtime
+    restarts = [e.time_s for e in read.events() if e.kind == EventKind.RESTART and "host" not in e.payload]
     if not restarts and all(g.reason in IN_BAND for g in gaps):
         return GapSummary(tuple(sorted(gaps, key=lambda g: (g.start_s, g.device))), 0.0)
     # summed by the database, only when needed: a month of a fleet is millions of rows, and

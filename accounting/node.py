@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from wattlog.accounting.ledger.connections import Connections
-from wattlog.accounting.ledger.engine import make_engine
+from wattlog.accounting.ledger.engine import make_engine, unconnected_engine
 from wattlog.accounting.ledger.jobs import join_run
+from wattlog.accounting.ledger.node_lease import NodeHolder
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
-from wattlog.errors import ConfigError
+from wattlog.errors import ConfigError, LedgerUnavailable
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.job import JobIdentity, job_identity, sample_nodes_from
 from wattlog.telemetry.sensors.base import Sensor
@@ -63,12 +64,20 @@ class NodeOptions:
     """Add this many simulated GPUs (labelled simulated) to the node's devices."""
     simulate_load: float = 1.0
     """Scale of the simulated GPUs' training power (unequal nodes in benches and tests)."""
+    lease_s: float | None = None
+    """Seconds each flush holds the node's lease; None = three flushes, at least a minute."""
+    machine_id: str | None = None
+    """This machine's id beside the host name; None reads /etc/machine-id (else a stable fallback)."""
 
     def __post_init__(self) -> None:
         if not self.run.strip():
             raise ConfigError("a node needs the run's name: pass --run (the same on every node)")
         if self.simulate_gpus < 0 or not self.simulate_load > 0:
             raise ConfigError("simulate_gpus must be >= 0 and simulate_load > 0")
+        if self.lease_s is not None and not self.lease_s >= self.agent.flush_s:
+            raise ConfigError(
+                f"the lease ({self.lease_s} s) must hold at least one flush ({self.agent.flush_s} s)"
+            )
 
 
 class NodeAgent:
@@ -91,16 +100,49 @@ class NodeAgent:
         self.run_id: int | None = None
         self.ledger: Ledger | None = None
         self.recording: Recording | None = None
+        self.offline: LedgerUnavailable | None = None
+        """Why the ledger was unreachable at start (the node is then measured into the spool only)."""
+        self.holder = NodeHolder.for_agent(self.job, self.measured, options.machine_id)
         self._sensors = sensors
         self._environ = environ
 
     def start(self) -> NodeAgent:
         """Open the ledger, join the run, start the agent when this node measures.
 
+        A ledger unreachable at start (down, its connections used up) does not stop the node: it
+        measures into the spool under the run's name (a ``start`` line registers the run), and
+        the first flush that reaches the ledger, the close or `wattlog replay` stores it once.
+
         Raises:
-            LedgerError: The ledger cannot be opened or the run cannot be joined.
+            LedgerError: The ledger cannot be used (a wrong URL, a damaged ledger).
             WattlogError: The agent cannot start.
         """
+        o = self.options
+        try:
+            self._join()
+        except LedgerUnavailable as error:
+            self.offline = error
+            self.ledger = Ledger(unconnected_engine(o.db))
+        if self.measured:
+            # The run's name on every series: queries by `run` hold whether Prometheus takes it from
+            # the agent (honor_labels) or from a target label of the same value.
+            config = dataclasses.replace(o.agent, host=self.job.host, run=o.run)
+            # The same durability as `wattlog run`: a ledger outage spools the rows, it never drops them.
+            assert self.ledger is not None
+            self.recording = Recording(
+                RecordingConfig(config, lease_s=o.lease_s),
+                LedgerTarget(self.ledger, self.run_id or o.run, o.db, self.holder),
+                sensors=self._sensors,
+                extra_sensors=self._simulated(),
+                environ=self._environ,
+            )
+            self.agent = self.recording.start().agent
+            if self.offline is not None:
+                self._spool_start(self.offline)
+        return self
+
+    def _join(self) -> None:
+        """Open the ledger and join the run (raises LedgerUnavailable when the ledger cannot be reached)."""
         o = self.options
         # an agent writes a few milliseconds every flush: holding a connection between flushes
         # would make node 98 of a job fail on PostgreSQL's default 100 slots
@@ -113,22 +155,25 @@ class NodeAgent:
             project=o.project,
             site=o.site,
             model=o.model,
+            machine_id=self.holder.machine_id,
         )
         self.run_id = cast(int, run.id)
-        if self.measured:
-            # The run's name on every series: queries by `run` hold whether Prometheus takes it from
-            # the agent (honor_labels) or from a target label of the same value.
-            config = dataclasses.replace(o.agent, host=self.job.host, run=o.run)
-            # The same durability as `wattlog run`: a ledger outage spools the rows, it never drops them.
-            self.recording = Recording(
-                RecordingConfig(config),
-                LedgerTarget(self.ledger, self.run_id, o.db),
-                sensors=self._sensors,
-                extra_sensors=self._simulated(),
-                environ=self._environ,
-            )
-            self.agent = self.recording.start().agent
-        return self
+
+    def _spool_start(self, error: LedgerUnavailable) -> None:
+        """Spool the run's registration (whichever node's replay comes first creates it), and say so."""
+        spool = self.recording.spool if self.recording is not None else None
+        assert spool is not None and self.ledger is not None
+        o = self.options
+        start = {"project": o.project, "site": o.site, "model": o.model, "host": self.job.host}
+        spool.append_start(o.run, {**start, "start_s": self.ledger.wall_s()})
+        log.error(
+            "the ledger is unreachable at start (%s): node %s of run %s is measured into %s and stored when "
+            "the ledger is back (at a later flush, at the end, or by `wattlog replay`)",
+            error,
+            self.job.host,
+            o.run,
+            spool.path,
+        )
 
     def describe(self) -> str:
         """One line: the node, its place in the job, and whether it measures."""
@@ -136,9 +181,12 @@ class NodeAgent:
         if self.job.job_id:
             place += f" of job {self.job.job_id}"
         if not self.measured:
-            return f"{self.job.host}: {place}; sampled out ({self.sample_nodes} nodes measure), steps only"
+            unjoined = "; the ledger is unreachable: not joined" if self.offline is not None else ""
+            sampled = f"sampled out ({self.sample_nodes} nodes measure), steps only"
+            return f"{self.job.host}: {place}; {sampled}{unjoined}"
         url = self.agent.metrics_url if self.agent is not None else None
-        return f"{self.job.host}: {place}; measuring, metrics at {url or '(not served)'}"
+        offline = "; the ledger is unreachable: measuring into the spool" if self.offline is not None else ""
+        return f"{self.job.host}: {place}; measuring, metrics at {url or '(not served)'}{offline}"
 
     @property
     def unwritten_rows(self) -> int:

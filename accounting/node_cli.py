@@ -82,10 +82,20 @@ def node(
     ] = 1.0,
     lock_dir: LockDirOption = None,
     linger_s: LingerOption = LINGER_S,
+    lease_s: Annotated[
+        float | None,
+        typer.Option(
+            "--lease-s",
+            help="Seconds each flush holds this node's lease: a node silent longer is a gap "
+            "(default: three flushes, at least 60).",
+        ),
+    ] = None,
 ) -> int:
     """Measure this node of a multi-node job into the shared ledger (one per node)."""
     if seconds is not None and seconds <= 0:
         raise ConfigError(f"--seconds must be > 0, got {seconds}")
+    if lease_s is not None:
+        check_number("--lease-s", lease_s, low=flush_s, high=86400, hint="at least one flush")
     options = NodeOptions(
         run=run,
         db=db,
@@ -103,6 +113,7 @@ def node(
         site=site,
         simulate_gpus=simulate,
         simulate_load=simulate_load,
+        lease_s=lease_s,
     )
     return _run_node(options, command, seconds)
 

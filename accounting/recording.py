@@ -28,7 +28,8 @@ from types import TracebackType
 from prometheus_client.registry import Collector
 
 from wattlog.accounting.ledger.engine import describe_url
-from wattlog.accounting.ledger.lease import lease_for, renew_lease
+from wattlog.accounting.ledger.lease import lease_for, release_lease, renew_lease
+from wattlog.accounting.ledger.node_lease import NodeHolder
 from wattlog.accounting.ledger.sink import LedgerSink
 from wattlog.accounting.ledger.spool import Spool, default_folder
 from wattlog.accounting.ledger.store import Ledger
@@ -55,6 +56,8 @@ class RecordingConfig:
     """Also append each flush's rows to this JSON Lines file (None: no file)."""
     otlp: OtlpConfig | None = None
     """Also export energy and power over OTLP/HTTP (None: no OTLP; needs ``wattlog[otlp]``)."""
+    lease_s: float | None = None
+    """Seconds each flush holds the run's (and node's) lease; None = three flushes, at least a minute."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +68,13 @@ class LedgerTarget:
         ledger: The open ledger.
         run_id: The run's id in it, or its name (a run the ledger could not register yet: replay creates it).
         url: The ledger URL as given (None: the default); names the spool's ledger, password hidden.
+        node: The job node whose own lease the recording holds (`wattlog node`; None: the run's only).
     """
 
     ledger: Ledger
     run_id: int | str
     url: str | None = None
+    node: NodeHolder | None = None
 
 
 class CountingSink:
@@ -78,12 +83,16 @@ class CountingSink:
     A write that succeeds may have gone to the spool (ledger down): those joules,
     and the ones the spool's bound dropped, are not counted until a replay stores them.
     Each write also renews the run's lease (`lease_s` from now; None: no lease), so a run
-    whose agent dies without ending it is closed as lost by the next reader.
+    whose agent dies without ending it is closed as lost by the next reader; with `node`,
+    that node's lease too (released at close, so a node that ends early is no gap).
     """
 
-    def __init__(self, sink: LedgerSink, lease_s: float | None = None) -> None:
+    def __init__(
+        self, sink: LedgerSink, lease_s: float | None = None, node: NodeHolder | None = None
+    ) -> None:
         self.sink = sink
         self._lease_s = lease_s
+        self._node = node
         self._accepted_j = 0.0
 
     def renew(self) -> None:
@@ -91,7 +100,7 @@ class CountingSink:
         if self._lease_s is None:
             return
         try:
-            renew_lease(self.sink.ledger, self.sink.run, self._lease_s)
+            renew_lease(self.sink.ledger, self.sink.run, self._lease_s, self._node)
         except LedgerError as error:
             log.debug("lease of run %s not renewed: %s", self.sink.run, error)
 
@@ -129,8 +138,14 @@ class CountingSink:
         self.sink.write_revisions(revisions)
 
     def close(self) -> None:
-        """Replay what is spooled (a last try) and release the spool."""
+        """Replay what is spooled (a last try), release the spool and the node's lease."""
         self.sink.close()
+        if self._node is None or self.unwritten_rows:  # rows still out: the node's gap is theirs to fill
+            return
+        try:
+            release_lease(self.sink.ledger, self.sink.run, self._node)
+        except LedgerError as error:
+            log.debug("lease of node %s not released: %s", self._node.job.host, error)
 
 
 class Recording:
@@ -180,9 +195,9 @@ class Recording:
             raise WattlogError("the recording is already started; close() it first")
         sinks: list[IntervalSink] = []
         if self.target is not None:
-            lease_s = lease_for(self.config.agent.flush_s)
+            lease_s = self.config.lease_s or lease_for(self.config.agent.flush_s)
             sink = LedgerSink(self.target.ledger, self.target.run_id, self._spool())
-            self.ledger_sink = CountingSink(sink, lease_s)
+            self.ledger_sink = CountingSink(sink, lease_s, self.target.node)
             self.ledger_sink.renew()  # before the first flush: a run killed before it is reaped too
             sinks.append(self.ledger_sink)
         if self.config.jsonl is not None:

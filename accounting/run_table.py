@@ -219,7 +219,7 @@ def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
     siteless = () if isinstance(found, Footprint) else (SITELESS_NOTE,)
     notes: tuple[str, ...] = (*_run_notes(run, options), *siteless)
     nodes = read.nodes
-    if nodes.node_count > 1 or len(nodes.joined) > 1:
+    if nodes.node_count > 1 or len(nodes.joined) > 1 or nodes.outages or nodes.collisions:
         notes = (nodes.describe(sorted({t.host for t in read.totals})), *notes)
     overhead = overhead_for(run, options)
     if overhead is not None and _gpu_only(read.totals, options, overhead):
@@ -307,7 +307,7 @@ def _prometheus_rows(run: RunInfo, options: TableOptions, nodes: JobNodes) -> li
     """The run's devices in Prometheus: by its `run` label when it spans nodes, else by its host."""
     assert options.prometheus_url is not None
     end_s = run.end_s if run.end_s is not None else options.now_s()
-    if nodes.node_count > 1 or len(nodes.joined) > 1:
+    if nodes.node_count > 1 or len(nodes.joined) > 1 or nodes.outages or nodes.collisions:
         # a job's agents stop counting at its end and are scraped once more after it
         settle_s = float(START_LOOKBACK_S) if run.end_s is not None else 0.0
         return energy_counted(

@@ -123,6 +123,7 @@ def run_cluster(
     for node in nodes:
         node.process.wait(timeout=max(1.0, deadline - time.monotonic()))
     ended_s = time.time()
+    final_scraped = _final_scraped(prometheus, config, started_s, ended_s)
     exit_codes = {n.host: n.process.returncode for n in nodes}
     flushes = [_flush_line(n) for n in nodes if n.url is not None]
     ways = three_ways(config, ledger_url, prometheus, victoria, started_s, ended_s)
@@ -140,6 +141,7 @@ def run_cluster(
         ways=ways,
         seconds=ended_s - started_s,
         victoria=victoria_figures,
+        final_scraped=final_scraped,
     )
 
 
@@ -295,6 +297,14 @@ def _scrape_figures(prometheus: object, config: ClusterConfig) -> dict[str, floa
         "all_series": one('count({__name__=~".+"})'),
         "run_series": one(f'count({{run="{config.run}"}})'),
     }
+
+
+def _final_scraped(prometheus: object, config: ClusterConfig, started_s: float, ended_s: float) -> set[str]:
+    """Hosts whose finished mark (scraped with their final counters) reached Prometheus: the linger worked."""
+    window_s = int(ended_s - started_s) + 5
+    expr = f'max by (host) (max_over_time(wattlog_agent_finished{{run="{config.run}"}}[{window_s}s]))'
+    result = prometheus.query(expr, at_s=ended_s + 0.5)  # type: ignore[attr-defined]
+    return {r["metric"].get("host", "") for r in result if float(r["value"][1]) == 1.0}
 
 
 def _flush_line(node: _Node) -> FlushLine | None:

@@ -82,6 +82,8 @@ class ClusterReport:
     ways: Ways
     seconds: float
     victoria: dict[str, float] = field(default_factory=dict)
+    final_scraped: set[str] | None = None
+    """Hosts whose final counters Prometheus read (wattlog_agent_finished = 1); None: not asked."""
     problems: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -99,6 +101,9 @@ class ClusterReport:
         for store, diff in self.differences().items():
             if not abs(diff) <= TARGET:
                 self.problems.append(f"{store} differs from the ledger by {diff:+.4%} (target 0.1 %)")
+        if self.final_scraped is not None and self.final_scraped != expected:
+            unread = sorted(expected - self.final_scraped)
+            self.problems.append(f"Prometheus never read the final counters of {unread[:8]}")
         if not self.ledger.totals_kept:
             self.problems.append("compaction changed the ledger's total")
 

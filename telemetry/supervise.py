@@ -24,6 +24,7 @@ whatever the command's own exit code then is: it was stopped, not finished).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import shutil
@@ -239,7 +240,7 @@ class Supervisor:
             return self._stopped(stopped_by(self._received))
         program = command[0]
         try:
-            self._child = self._popen(list(command), env=env)
+            self._child = self._popen(list(command), env=env, preexec_fn=die_with_parent())
         except FileNotFoundError:
             return Outcome(COMMAND_NOT_FOUND, Ending.NOT_STARTED, message=f"command not found: {program}")
         except PermissionError:
@@ -303,6 +304,30 @@ class Supervisor:
 
 
 _SIGNAL_NUMBERS = {int(s) for s in signal.Signals}
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A preexec function: the child gets SIGTERM when this process dies, even of kill -9 (Linux).
+
+    Without it the command of a `wattlog run` killed -9 trained on unmeasured. The kernel
+    sends the signal when the thread that started the child ends, so it is set only from the
+    main thread (whose end is the process's). None where prctl is unavailable.
+    """
+    if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved here: the child only calls it
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def set_signal() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+        if os.getppid() != parent:  # the parent died between the fork and the prctl
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return set_signal
 
 
 def _terminal_sent(signum: signal.Signals) -> bool:

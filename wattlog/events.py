@@ -49,6 +49,10 @@ class EventKind(StrEnum):
     """The wall clock stepped during the run (payload: step_s, wall_s, end_s); durations kept monotonic."""
     ACTIVITY = "activity"
     """What a command measured under `wattlog run` did (payload: :class:`Activity`)."""
+    NODE_LOST = "node_lost"
+    """A node's lease expired while the run went on (payload: host, last_row_s, lease_until_s)."""
+    HOST_COLLISION = "host_collision"
+    """Two machines (or two agents) reported under one host name at once (payload: host, machines)."""
 
 
 INSTABILITIES = frozenset(

@@ -39,6 +39,7 @@ def join_run(
     model: str = "",
     site: str = "",
     timeout_s: float = 30.0,
+    machine_id: str = "",
 ) -> RunInfo:
     """Create the run or find it (whichever node comes first creates it), then record this node in it.
 
@@ -52,6 +53,7 @@ def join_run(
         model: Model of a new run.
         site: Site of a new run.
         timeout_s: How long to retry when another node is creating the run at the same moment.
+        machine_id: This machine's id, stored beside the host name ("": not recorded).
 
     Raises:
         LedgerError: The run could be neither created nor found.
@@ -71,13 +73,15 @@ def join_run(
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
-    record_node(ledger, run.id, job, measured=measured)
+    record_node(ledger, run.id, job, measured=measured, machine_id=machine_id)
     return run
 
 
-def record_node(ledger: Ledger, run_id: int, job: JobIdentity, *, measured: bool) -> None:
-    """Insert or update this node's row in the run's job."""
-    values = {
+def record_node(
+    ledger: Ledger, run_id: int, job: JobIdentity, *, measured: bool, machine_id: str = ""
+) -> None:
+    """Insert or update this node's row in the run's job (with its machine's id, when known)."""
+    values: dict[str, Any] = {
         "run_id": run_id,
         "host": job.host,
         "node_index": job.node_index,
@@ -86,6 +90,8 @@ def record_node(ledger: Ledger, run_id: int, job: JobIdentity, *, measured: bool
         "measured": measured,
         "joined_s": ledger.wall_s(),
     }
+    if machine_id:
+        values["machine_id"] = machine_id
     with ledger.transaction(f"record node {job.host!r}") as session:
         _upsert(session, _JOB_NODE, values, ("run_id", "host"))
 
@@ -161,7 +167,8 @@ def created_by_job(ledger: Ledger, run: str, job_id: str | None) -> bool:
 
 def _upsert(session: Session, table: Table, values: dict[str, Any], keys: tuple[str, ...]) -> None:
     statement = upsert_into(session, table).values(values)
-    update = {name: statement.excluded[name] for name in values if name not in keys}
+    # the machine id is set once: the lease's holder updates it, after telling a restart from a collision
+    update = {name: statement.excluded[name] for name in values if name not in (*keys, "machine_id")}
     if "measured" in update:  # a node measures if any of its agents does (sidecar + tracker)
         update["measured"] = or_(table.c.measured, statement.excluded.measured)
     session.execute(statement.on_conflict_do_update(index_elements=list(keys), set_=update))

@@ -8,6 +8,8 @@ was missing with no gap. Each flush of the run's agent pushes ``lease_until_s`` 
 expired as ``lost``, at the lease's end, with a gap per device from its last row to that end
 (reason "agent down: ...", so the tables count it as the agent being down) and a ``lost`` event.
 Runs without a lease (written before revision 0008, or with no agent) are never reaped.
+Each node of a job also holds its own lease (:mod:`wattlog.accounting.ledger.node_lease`): a node
+that dies while the run goes on elsewhere is reaped first, as a gap on that node.
 """
 
 from __future__ import annotations
@@ -21,6 +23,16 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from wattlog.accounting.ledger.models import EnergyRecord, Event, GapRecord, Run, Status
+from wattlog.accounting.ledger.node_lease import (
+    LostNode,
+    NodeHolder,
+    close_node_gaps,
+    describe_lost_node,
+    lost_hosts,
+    reap_lost_nodes,
+    release_node,
+    renew_node,
+)
 from wattlog.accounting.ledger.reader import find_run
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.errors import LedgerError
@@ -40,23 +52,38 @@ def lease_for(flush_s: float) -> float:
     return max(LEASE_S, LEASE_FLUSHES * flush_s)
 
 
-def renew_lease(ledger: Ledger, run: int | str, lease_s: float) -> None:
+def renew_lease(ledger: Ledger, run: int | str, lease_s: float, node: NodeHolder | None = None) -> None:
     """Hold `run`'s lease until now + `lease_s` (never shortened; nothing once the run has ended).
 
     A run reaped as lost while its agent was only cut off from the ledger (its rows spooled) is
     running again: the reaper's gaps and `lost` event are withdrawn, since its rows will fill them.
+    With `node`, that node's own lease is renewed too (a node of a multi-node job).
 
     Raises:
         RunNotFound: No such run.
         LedgerError: The database fails.
     """
-    until_s = ledger.clock.wall() + lease_s
+    now_s = ledger.clock.wall()
+    until_s = now_s + lease_s
     with ledger.transaction(f"renew the lease of run {run!r}") as session:
         row = find_run(session, run)
         if row.status == Status.LOST.value:
             _revive(session, row)
         if row.status == Status.RUNNING.value and (row.lease_until_s is None or row.lease_until_s < until_s):
             row.lease_until_s = until_s
+        if node is not None and row.status == Status.RUNNING.value:
+            renew_node(session, row, node, until_s, now_s)
+
+
+def release_lease(ledger: Ledger, run: int | str, node: NodeHolder) -> None:
+    """A node's agent closed cleanly: its node lease ends without a gap.
+
+    Raises:
+        RunNotFound: No such run.
+        LedgerError: The database fails.
+    """
+    with ledger.transaction(f"release node {node.job.host!r} of run {run!r}") as session:
+        release_node(session, find_run(session, run), node)
 
 
 def _revive(session: Session, row: Run) -> None:
@@ -91,13 +118,29 @@ class LostRun:
 def reap_lost_runs(ledger: Ledger) -> list[LostRun]:
     """Close every running run whose lease has expired as ``lost``; safe when several readers reap at once.
 
+    Nodes whose own lease expired are marked lost first (:func:`reap_lost`, each one a warning).
+
     Returns:
         The runs closed now (empty when none).
 
     Raises:
         LedgerError: The database fails.
     """
+    nodes, runs = reap_lost(ledger)
+    for node in nodes:
+        log.warning("%s", describe_lost_node(node))
+    return runs
+
+
+def reap_lost(ledger: Ledger) -> tuple[list[LostNode], list[LostRun]]:
+    """Mark the nodes whose lease expired lost, then close the runs whose lease expired.
+
+    Raises:
+        LedgerError: The database fails.
+    """
     now_s = ledger.clock.wall()
+    with ledger.transaction("find nodes whose lease expired") as session:
+        nodes = reap_lost_nodes(session, now_s)
     with ledger.transaction("find runs whose lease expired") as session:
         due = session.execute(
             select(col(Run.id)).where(
@@ -112,7 +155,7 @@ def reap_lost_runs(ledger: Ledger) -> list[LostRun]:
             closed = _close_lost(session, cast(int, run_id), now_s)
         if closed is not None:
             lost.append(closed)
-    return lost
+    return nodes, lost
 
 
 def _close_lost(session: Session, run_id: int, now_s: float) -> LostRun | None:
@@ -134,10 +177,12 @@ def _close_lost(session: Session, run_id: int, now_s: float) -> LostRun | None:
         .where(col(EnergyRecord.run_id) == run_id)
         .group_by(col(EnergyRecord.host), col(EnergyRecord.device))
     ).all()
+    settled = lost_hosts(session, run_id)  # lost nodes have their gap already; nodes gone cleanly need none
+    close_node_gaps(session, run_id, lease_s)
     gaps = [
         GapRecord(run_id=run_id, host=host, device=device, start_s=end_s, end_s=lease_s, reason=LOST_REASON)
         for host, device, end_s in last_rows
-        if end_s < lease_s
+        if end_s < lease_s and host not in settled
     ]
     if not last_rows:  # nothing was ever flushed: the whole run is the gap
         gaps.append(

@@ -294,6 +294,10 @@ class JobNode(SQLModel, table=True):
     job_id: str = Field(default="", max_length=200)  # SLURM_JOB_ID (or torchrun's run id)
     measured: bool = True  # False: this node only reports steps (sampled out)
     joined_s: float
+    lease_until_s: float | None = None  # renewed by the node's agent with each flush; None: no lease
+    state: str = Field(default="", max_length=10)  # live | lost | left ("" before it held a lease)
+    machine_id: str = Field(default="", max_length=64)  # tells two machines behind one host name apart
+    agent_id: str = Field(default="", max_length=64)  # the agent process holding the node's lease
 
 
 class RankProgress(SQLModel, table=True):

@@ -27,8 +27,18 @@ from wattlog.accounting.ledger.models import (
     Run,
     hour_of,
 )
-from wattlog.accounting.ledger.views import EnergyTotal, EventInfo, GapInfo, JobNodes, RunInfo, interval_of
+from wattlog.accounting.ledger.node_lease import LOST, NODE_LOST_REASON, describe_collision
+from wattlog.accounting.ledger.views import (
+    EnergyTotal,
+    EventInfo,
+    GapInfo,
+    JobNodes,
+    NodeOutage,
+    RunInfo,
+    interval_of,
+)
 from wattlog.errors import RunNotFound
+from wattlog.events import EventKind
 from wattlog.records import BAND_TERMS, EnergyFigure, EnergyInterval, Kind, Source, summed_band
 
 ENERGY = cast(Table, EnergyRecord.__table__)  # type: ignore[attr-defined]
@@ -203,4 +213,22 @@ class RunReader:
             joined=tuple(r.host for r in rows),
             measuring=tuple(r.host for r in rows if r.measured),
             indexes=tuple(r.node_index for r in rows),
+            outages=self._outages({r.host: r.state for r in rows}),
+            collisions=tuple(
+                describe_collision(dict(e.payload))
+                for e in self.events()
+                if e.kind == EventKind.HOST_COLLISION
+            ),
+        )
+
+    def _outages(self, states: dict[str, str]) -> tuple[NodeOutage, ...]:
+        """Each lost node's gap (earliest start, latest end), and whether it came back."""
+        query = (
+            select(col(GapRecord.host), func.min(col(GapRecord.start_s)), func.max(col(GapRecord.end_s)))
+            .where(col(GapRecord.run_id) == self.run_id, col(GapRecord.reason) == NODE_LOST_REASON)
+            .group_by(col(GapRecord.host))
+        )
+        return tuple(
+            NodeOutage(host, float(start_s), float(end_s), states.get(host) != LOST)
+            for host, start_s, end_s in sorted(self._session.execute(query).all(), key=lambda r: (r[1], r[0]))
         )

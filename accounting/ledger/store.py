@@ -28,6 +28,7 @@ from sqlmodel import col
 
 from wattlog.accounting.ledger.compaction import BATCH_ROWS, Compaction, fold_in_batches
 from wattlog.accounting.ledger.models import Event, Project, Role, Run, Status, hour_of
+from wattlog.accounting.ledger.node_lease import close_node_gaps
 from wattlog.accounting.ledger.reader import RunReader, find_run
 from wattlog.accounting.ledger.revisions import revisions_of, store_revisions
 from wattlog.accounting.ledger.runs import RunSpec, member, project_row, resume_run, run_labels
@@ -153,6 +154,7 @@ class Ledger:
             row = find_run(session, run)
             row.status = status.value
             row.end_s = self._clock.wall() if end_s is None else end_s
+            close_node_gaps(session, _id_of(row), row.end_s)  # a node still lost: its gap to the end
             session.flush()
             return RunInfo.of(row)
 

@@ -9,6 +9,7 @@ not know stays a plain string rather than failing the read).
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -266,6 +267,32 @@ class RankInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeOutage:
+    """A node lost while its run went on: from its last row to its return (or the run's end).
+
+    Attributes:
+        host: The node.
+        start_s: Its last row's end (Unix seconds).
+        end_s: When it came back, or the end of its gap so far.
+        back: Whether it came back (restarted).
+    """
+
+    host: str
+    start_s: float
+    end_s: float
+    back: bool
+
+    def describe(self) -> str:
+        """E.g. "node05 lost 12:03:01-12:10:00 UTC, restarted"."""
+        span = f"{_hms(self.start_s)}-{_hms(self.end_s)} UTC"
+        return f"{self.host} lost {span}, {'restarted' if self.back else 'not back'}"
+
+
+def _hms(t_s: float) -> str:
+    return dt.datetime.fromtimestamp(t_s, dt.UTC).strftime("%H:%M:%S")
+
+
+@dataclass(frozen=True, slots=True)
 class JobNodes:
     """The nodes of a run's job as the ledger knows them.
 
@@ -274,16 +301,31 @@ class JobNodes:
         joined: Hosts that joined the run, by node index.
         measuring: Hosts that joined to measure energy (not sampled out).
         indexes: The joined hosts' node indexes (0-based), in the same order.
+        outages: Nodes lost while the run went on (each a gap on that node).
+        collisions: Lines naming hosts reported by two machines (or two agents) at once.
     """
 
     node_count: int
     joined: tuple[str, ...]
     measuring: tuple[str, ...]
     indexes: tuple[int, ...] = ()
+    outages: tuple[NodeOutage, ...] = ()
+    collisions: tuple[str, ...] = ()
 
     def describe(self, measured_hosts: Sequence[str]) -> str:
-        """The table note, e.g. "4 of 16 nodes measured", naming measuring nodes that stored no energy."""
+        """The table note, e.g. "4 of 16 nodes measured", naming measuring nodes that stored no energy.
+
+        Nodes lost during the run are named: "2 of 3 nodes measured throughout; n2 lost ..., restarted".
+        """
         text = f"{len(set(measured_hosts))} of {self.node_count} nodes measured"
+        if self.outages:
+            hosts = {outage.host for outage in self.outages}
+            throughout = len(set(measured_hosts) - hosts)
+            shown = "; ".join(outage.describe() for outage in self.outages[:5])
+            more = f" and {len(self.outages) - 5} more" if len(self.outages) > 5 else ""
+            text = f"{throughout} of {self.node_count} nodes measured throughout; {shown}{more}"
+        for line in self.collisions:
+            text += f"; {line}"
         silent = sorted(set(self.measuring) - set(measured_hosts))
         if silent:
             shown = ", ".join(silent[:5]) + (f" and {len(silent) - 5} more" if len(silent) > 5 else "")

@@ -56,6 +56,7 @@ def test_four_nodes_ledger_prometheus_and_victoria_metrics_agree(servers: Server
     assert report.problems == []
     hosts = {"node00", "node01", "node02", "node03"}
     assert report.ways.hosts == {"ledger": hosts, "Prometheus": hosts, "VictoriaMetrics": hosts}
+    assert report.final_scraped == hosts  # every agent waited for the scrape of its final counters
     assert report.ways.joules["ledger"] > 0
     for store, diff in report.differences().items():
         assert abs(diff) <= TARGET, (store, diff)
@@ -69,5 +70,6 @@ def test_two_of_four_nodes_sampled_every_store_extrapolates_alike(servers: Serve
     report = _run(servers, _config(tmp_path, sample_nodes=2))
     assert report.problems == []
     assert report.ways.hosts["ledger"] == {"node00", "node02"} == report.ways.hosts["Prometheus"]
+    assert report.final_scraped == {"node00", "node02"}
     assert all("extrapolated" in row.energy_source for row in report.ways.rows)
     assert "2 of 4 nodes measured" in report.ways.rows[0].notes
