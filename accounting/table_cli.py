@@ -32,6 +32,7 @@ from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import TableFormat, TableRow, footnotes, render, render_grid, show
 from wattlog.accounting.run_table import TableOptions, project_rows, run_row
 from wattlog.accounting.sites import get_site, site_catalog
+from wattlog.accounting.validity import ValidityLimits
 from wattlog.accounting.verify import check_ledger
 from wattlog.errors import ConfigError
 from wattlog.numbers import check_number
@@ -114,8 +115,9 @@ _StrictOption = Annotated[
     bool,
     typer.Option(
         "--strict",
-        help="Gate every run (finished, no device lost, gaps under 1 %, nothing simulated): each row says "
-        "'measurement valid', and a run that is not is refused, with its reasons.",
+        help="Gate every run (finished, nothing simulated, every device for the whole run, gaps under 1 %, "
+        "counters checked at start-up, rows inside the run, intensity hours covered): each row says "
+        "'measurement valid', and a run that is not is refused, with its reasons (CSV/JSON: always gated).",
     ),
 ]
 _DCGM_NEEDS = "--dcgm needs --prometheus URL, --start, --end and --site (see `wattlog sites`)"
@@ -179,6 +181,8 @@ def table(
         prometheus_url=prometheus,
         overhead=_overhead(overhead, overhead_source),
         strict=strict,
+        # an export is read by machines: each run's row carries `valid` and its reasons
+        validity=ValidityLimits() if fmt in (TableFormat.CSV, TableFormat.JSON) else None,
     )
     _ledger_table(_Selection(runs or [], project, by, reference, power), db, options, out)
 

@@ -176,6 +176,7 @@ class DeviceState:
     pubs: Publications = field(default_factory=Publications)
     health: Health = field(default_factory=Health)
     check: LockState = field(default_factory=LockState)
+    startup: tuple[float, float, float] | None = None  # counter J, power x time J, s: first interval
 
     @property
     def uses_counter(self) -> bool:

@@ -172,6 +172,8 @@ class Integrator:
                 prev, d.taken = d.taken, cur
                 delta = self._inputs(d, cur, prev)
                 evidence = evidence_of(delta)
+                if d.startup is None and delta.from_counter and delta.sampled_j is not None:
+                    d.startup = (delta.energy_j, delta.sampled_j, delta.measured_s)
                 whole = self._inputs(d, prev, Totals())  # the rows taken so far follow the evidence
                 self._revisions.revise(d.info.uuid, whole, self._band.band_parts(d.info, whole))
                 band = self._band.band_parts(d.info, delta)
@@ -341,6 +343,7 @@ class Integrator:
             gap_s=tot.gap_s,
             lost=d.health.lost_at is not None,
             notes=self._notes(d),
+            counter_check=d.startup,
         )
 
     def _refresh_locks(self) -> None:

@@ -154,6 +154,8 @@ class DeviceEnergy(FigureView):
         gap_s: Seconds inside those gaps (not interpolated over).
         lost: Whether the device was marked lost.
         notes: Plain-language caveats ("phase lock suspected: ...", "counter reset at ...").
+        counter_check: The counter's joules, power x time's joules and the seconds measured over the
+            first interval taken (the start-up check of a counter device; None before it or without one).
     """
 
     device: DeviceInfo
@@ -164,6 +166,7 @@ class DeviceEnergy(FigureView):
     gap_s: float
     lost: bool = False
     notes: tuple[str, ...] = ()
+    counter_check: tuple[float, float, float] | None = None
 
 
 def reading_problem(reading: Reading) -> str | None:

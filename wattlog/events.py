@@ -47,6 +47,9 @@ class EventKind(StrEnum):
     """The run's agent stopped renewing its lease: closed as lost (payload: lease_until_s, last_row_s)."""
     CLOCK_STEP = "clock_step"
     """The wall clock stepped during the run (payload: step_s, wall_s, end_s); durations kept monotonic."""
+    COUNTER_CHECK = "counter_check"
+    """A device's energy counter beside power x time at start-up (payload: host, device, counter_j,
+    power_j, span_s): the validity gate trusts a counter only within 0.1-10x."""
 
 
 INSTABILITIES = frozenset(

@@ -256,3 +256,21 @@ def test_readings_added_while_another_thread_reads_the_figures_are_all_integrate
     e = by_uuid(integ, "a")
     assert reads > 0 and e.samples == n and e.gap_count == 0
     assert e.energy_j == pytest.approx(100.0 * (n - 1) * PERIOD_S, rel=1e-12)  # no reading lost
+
+
+def test_the_first_interval_of_a_counter_device_is_its_start_up_check() -> None:
+    clock = FakeClock()
+    integ = Integrator([device("a", counter=True), device("s", counter=False)], host="h", clock=clock)
+    end = feed(integ, "a", 0.0, 2.0, 300.0, counter_mj=1_000_000.0)
+    feed(integ, "s", 0.0, 2.0, 100.0)
+    clock.advance(2.0)
+    integ.take_intervals()
+    checks = {d.device.uuid: d.counter_check for d in integ.snapshot()}
+    assert checks["s"] is None  # no counter: nothing to check
+    assert checks["a"] is not None
+    counter_j, power_j, span_s = checks["a"]
+    assert counter_j == pytest.approx(power_j, rel=0.02) and span_s == pytest.approx(2.0, abs=0.05)
+    feed(integ, "a", 2.0, 3.0, 600.0, counter_mj=end)  # later intervals leave the start-up check as it was
+    clock.advance(1.0)
+    integ.take_intervals()
+    assert {d.device.uuid: d.counter_check for d in integ.snapshot()}["a"] == (counter_j, power_j, span_s)
