@@ -320,6 +320,7 @@ class Integrator:
             phase_lock=d.check.lock is not None,
             alias_rel=d.check.repetition.alias_rel if d.check.repetition is not None else None,
             counter_true=d.check.counter_true,
+            from_first=prev == Totals(),
         )
 
     def _energy(self, d: DeviceState, now: float) -> DeviceEnergy:
