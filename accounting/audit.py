@@ -142,9 +142,16 @@ def build_bundle(ledger: Ledger, run: int | str, options: TableOptions, out: Pat
 
 
 def _columns(items: list[dict[str, object]]) -> dict[str, object]:
-    """Rows as one header and value lists (a row with window names: `name`, `parent` filled, else "")."""
+    """Rows column by column (like values side by side compress ~2x better than row by row; a row
+    with window names: `name`, `parent` filled, else "")."""
     columns = sorted({key for item in items for key in item})
-    return {"columns": columns, "rows": [[item.get(key, "") for key in columns] for item in items]}
+    return {"columns": columns, "values": [[item.get(key, "") for item in items] for key in columns]}
+
+
+def _rows(table: Mapping[str, Any]) -> list[EnergyInterval]:
+    """The rows of rows.json, back from its columns."""
+    columns, values = table["columns"], table["values"]
+    return [EnergyInterval.from_dict(dict(zip(columns, r, strict=True))) for r in zip(*values, strict=True)]
 
 
 def verify_bundle(path: Path) -> AuditResult:
@@ -216,8 +223,7 @@ def _replay(blobs: Mapping[str, bytes]) -> tuple[TableRow, list[EnergyInterval]]
     clock = FakeClock(start_s=0.0, wall_offset_s=float(run["start_s"]))
     ledger = Ledger(make_engine("sqlite://"), clock=clock)
     info = ledger.start_run(run["name"], RunSpec(**run["spec"], config=config["run_config"]))
-    table = json.loads(blobs["rows.json"])
-    rows = [EnergyInterval.from_dict(dict(zip(table["columns"], row, strict=True))) for row in table["rows"]]
+    rows = _rows(json.loads(blobs["rows.json"]))
     gaps = [Gap(h, d, float(s), float(e), str(r)) for h, d, s, e, r in json.loads(blobs["gaps.json"])]
     ledger.record_intervals(info.id, rows, gaps)
     for event in json.loads(blobs["events.json"]):
