@@ -181,8 +181,6 @@ def table(
         prometheus_url=prometheus,
         overhead=_overhead(overhead, overhead_source),
         strict=strict,
-        # an export is read by machines: each run's row carries `valid` and its reasons
-        validity=ValidityLimits() if fmt in (TableFormat.CSV, TableFormat.JSON) else None,
     )
     _ledger_table(_Selection(runs or [], project, by, reference, power), db, options, out)
 
@@ -214,6 +212,8 @@ def _ledger_table(selection: _Selection, db: str | None, options: TableOptions, 
         return
     engine = make_engine(db, create=False)
     options = replace(options, calibrations={**stored_calibrations(), **options.calibrations})
+    if out.fmt in (TableFormat.CSV, TableFormat.JSON):  # read by machines: each run carries `valid`
+        options = replace(options, validity=options.validity or ValidityLimits())
     try:
         ledger = Ledger(engine)
         reap_before_reading(ledger)  # a run whose agent died shows as lost, with its gap
