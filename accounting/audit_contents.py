@@ -33,6 +33,8 @@ from wattlog.records import EnergyInterval
 HOUR_S = 3600
 PROFILE_FILES = ("nvidia.toml", "amd.toml", "gaudi.toml", "node.toml", "unknown_board.toml")
 """The sensor-profile data files (wattlog.telemetry.sensors) whose numbers the bands read."""
+SITE_FIGURES = ("pue", "wue_onsite_l_per_kwh", "wue_offsite_l_per_kwh", "carbon_intensity_kg_per_kwh")
+"""A site's figures (site.json)."""
 
 
 def power_series(rows: Sequence[EnergyInterval]) -> dict[str, Any]:
@@ -67,10 +69,9 @@ def _quantity(raw: float | list[float]) -> Quantity:
 
 def site_doc(site: Site) -> dict[str, Any]:
     """The site's figures, sources and description (its intensity goes to intensity.json)."""
-    figures = ("pue", "wue_onsite_l_per_kwh", "wue_offsite_l_per_kwh", "carbon_intensity_kg_per_kwh")
     return {
         "name": site.name,
-        **{name: quantity_doc(getattr(site, name)) for name in figures},
+        **{name: quantity_doc(getattr(site, name)) for name in SITE_FIGURES},
         "sources": dict(site.sources),
         "description": site.description,
     }
@@ -149,8 +150,15 @@ def replay_options(
     site: Mapping[str, Any], intensity: Mapping[str, Any], config: Mapping[str, Any]
 ) -> TableOptions:
     """The table options rebuilt from the bundle alone (its site, intensity, overhead and gate)."""
-    figures = {k: _quantity(v) for k, v in site.items() if k not in ("name", "sources", "description")}
-    bundled = Site(site["name"], **figures, sources=site["sources"], description=site["description"])
+    bundled = Site(
+        site["name"],
+        pue=_quantity(site["pue"]),
+        wue_onsite_l_per_kwh=_quantity(site["wue_onsite_l_per_kwh"]),
+        wue_offsite_l_per_kwh=_quantity(site["wue_offsite_l_per_kwh"]),
+        carbon_intensity_kg_per_kwh=_quantity(site["carbon_intensity_kg_per_kwh"]),
+        sources=site["sources"],
+        description=site["description"],
+    )
     overhead = config["overhead"]
     found = None if overhead is None else Overhead(**{**overhead, "band": _band(overhead["band"])})
     return TableOptions(
