@@ -32,7 +32,6 @@ from prometheus_client.registry import Collector
 from wattlog.accounting.ledger import Ledger, RunSpec, Status, make_engine
 from wattlog.accounting.ledger.engine import check_integrity, unconnected_engine
 from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
-from wattlog.accounting.validity import counter_check_payload
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import LedgerUnavailable, WattlogError
 from wattlog.events import EventKind, Stopped
@@ -270,10 +269,10 @@ class RunSession:
         self.status = status
         if self.agent is not None:
             _safely("agent.close", self.agent.close, linger=False)
+        if self.recording is not None:
+            _safely("record the counter checks", self.recording.record_counter_checks)
         if self._joined and self.ledger is not None and self.run_id is not None:
             _safely("record the node agent's energy", self._joined.record, self.ledger, self.run_id)
-        if self.agent is not None and self.recorder is not None:
-            _safely("record the counter checks", self._record_counter_checks)
         if stopped is not None and stopped.received is not None and self.recorder is not None:
             payload = Stopped(stopped.received.name, stopped.exit_code).to_json()
             _safely("record the stop", self.recorder.event, EventKind.STOPPED, payload=payload)
@@ -289,15 +288,6 @@ class RunSession:
             return SessionSummary(status, None, recorded, self.unwritten_rows)
         measured = tuple(d.figure for d in self.agent.snapshot())
         return SessionSummary(status, measured, recorded, self.unwritten_rows)
-
-    def _record_counter_checks(self) -> None:
-        """A `counter_check` event per counter device: its first interval's counter beside power x time."""
-        assert self.agent is not None and self.recorder is not None
-        host = self.config.agent_settings.host  # the rows' host
-        for d in self.agent.snapshot():
-            if d.counter_check is not None:
-                payload = counter_check_payload(host, d.device.uuid, *d.counter_check)
-                self.recorder.event(EventKind.COUNTER_CHECK, payload=payload)
 
     # what the agent measures ----------------------------------------------
 
