@@ -1,15 +1,15 @@
-"""An audit bundle: one run's measurement, self-contained, that recomputes its Table-19 row.
+"""An audit bundle: one run's measurement, self-contained, that recomputes its Table-19 row and exports.
 
 `build_bundle` writes a tar.gz with the run (its spec, status, edges, restarts), every
-ledger energy row, its gaps and events, the site and options the row was printed
-with, the printed row itself, versions, and a SHA-256 manifest of all of them.
-`verify_bundle` checks the manifest, replays the bundle into an in-memory ledger,
-recomputes the row and compares it with the printed one, cell for cell, to the
-last printed digit. A changed number fails one or the other, and says where.
-
-Not in the bundle yet: the 1 Hz power series (the ledger keeps flush rows, not
-samples), an hourly intensity series (the site's constant intensity is used), and
-sensor profiles beyond the rows' bands.
+ledger energy row, its gaps and events (the counters' start-up checks among them), the
+power and counter series per device, the site, the intensity with each hour's provenance,
+the sensor profiles, the configuration and options the row was printed with (the validity
+gate on), the printed row and its JSON and CSV exports, versions, and a SHA-256 manifest of
+all of them (see accounting.audit_contents). `verify_bundle` checks the manifest, replays
+the bundle into an in-memory ledger with the bundle's own site and intensity (never the
+verifier's catalog), recomputes the row, its verdict and its exports and compares them
+with the printed ones, cell for cell and byte for byte, to the last printed digit. A
+changed number fails one or the other, and says where.
 """
 
 from __future__ import annotations
@@ -17,21 +17,29 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import platform
 import tarfile
 from collections.abc import Mapping
-from dataclasses import dataclass
-from importlib import metadata
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from wattlog.accounting.footprint import WaterConvention
+from wattlog.accounting.audit_contents import (
+    check_series,
+    config_doc,
+    intensity_doc,
+    power_series,
+    profiles_doc,
+    replay_options,
+    site_doc,
+    versions_doc,
+)
+from wattlog.accounting.exports import rows_csv, rows_json
 from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.runs import RunSpec
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.render import FIGURE_COLUMNS, TableRow
-from wattlog.accounting.run_table import TableOptions, run_row
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.run_table import TableOptions, carbon_path, overhead_for, run_row
+from wattlog.accounting.validity import ValidityLimits
 from wattlog.clock import FakeClock
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.events import EventKind
@@ -62,32 +70,43 @@ class AuditResult:
 
 
 def printed_cells(row: TableRow) -> dict[str, str]:
-    """A row's figure cells as the table prints them, with its energy source and notes."""
+    """A row's figure cells as the table prints them, with its energy source, verdict and notes."""
     cells = {column: row.cell(column) for column in FIGURE_COLUMNS}
-    return cells | {"energy_source": row.energy_source, "notes": " | ".join(row.notes)}
+    valid = "not gated" if row.validity is None else "; ".join(row.validity) or "valid"
+    return cells | {"energy_source": row.energy_source, "validity": valid, "notes": " | ".join(row.notes)}
+
+
+def _exports(row: TableRow) -> dict[str, bytes]:
+    """The row's JSON and CSV exports, as `wattlog table --format json|csv` writes them."""
+    return {"exports/row.json": rows_json([row], []).encode(), "exports/row.csv": rows_csv([row]).encode()}
 
 
 def build_bundle(ledger: Ledger, run: int | str, options: TableOptions, out: Path) -> Path:
-    """Write the audit bundle of `run` (its row as `options` print it) to `out` (a .tar.gz).
+    """Write the audit bundle of `run` (its row as `options` print it, the gate on) to `out` (a .tar.gz).
 
     Raises:
         ConfigError: The run has no site (a bundle recomputes a full row).
     """
     info = ledger.get_run(run)
-    site = options.site or info.site
-    if not site:
+    site_name = options.site or info.site
+    if not site_name:
         raise ConfigError(f"run {info.name!r} has no site: pass --site to audit its full row")
+    options = replace(options, site=site_name, validity=options.validity or ValidityLimits(), strict=False)
+    site, carbon = carbon_path(ledger, info, options)
+    rows = ledger.energy_rows(info.id)
     spec = {name: str(getattr(info, name, "") or "") for name in _SPEC_FIELDS if name != "project"}
+    row = run_row(ledger, info, options)
     files = {
         "run.json": {
             "name": info.name,
-            "spec": spec | {"project": ledger.project_of(info), "site": site},
+            "spec": spec | {"project": ledger.project_of(info), "site": site.name},
             "status": str(info.status),
             "start_s": info.start_s,
             "end_s": info.end_s,
             "restarts": info.restarts,
         },  # fmt: skip
-        "rows.json": _columns([row.as_dict() for row in ledger.energy_rows(info.id)]),
+        "rows.json": _columns([r.as_dict() for r in rows]),
+        "series.json": power_series(rows),
         "gaps.json": [[g.host, g.device, g.start_s, g.end_s, g.reason] for g in ledger.gaps(info.id)],
         "events.json": [
             {
@@ -99,14 +118,18 @@ def build_bundle(ledger: Ledger, run: int | str, options: TableOptions, out: Pat
             }
             for e in ledger.events(info.id)
         ],  # fmt: skip
-        "site.json": {"name": site, "convention": str(options.convention.value)},
-        "table.json": printed_cells(run_row(ledger, info, options)),
-        "versions.json": {"wattlog": _version(), "python": platform.python_version()},
+        "site.json": site_doc(site),
+        "intensity.json": intensity_doc(carbon.intensity, rows),
+        "profiles.json": profiles_doc(),
+        "config.json": config_doc(info.config, options, overhead_for(info, options)),
+        "table.json": printed_cells(row),
+        "versions.json": versions_doc(),
     }
     # compact: the rows are most of a bundle (a 1,024-GPU month's must stay under 1 GB, bench.audit_size)
     blobs = {
         name: json.dumps(body, separators=(",", ":"), sort_keys=True).encode() for name, body in files.items()
     }
+    blobs |= _exports(row)
     blobs[MANIFEST] = json.dumps(
         {n: hashlib.sha256(b).hexdigest() for n, b in blobs.items()}, indent=1
     ).encode()
@@ -118,37 +141,55 @@ def build_bundle(ledger: Ledger, run: int | str, options: TableOptions, out: Pat
     return out
 
 
-def _version() -> str:
-    """wattlog's installed version (the package root is above this layer: read from the metadata)."""
-    try:
-        return metadata.version("wattlog")
-    except metadata.PackageNotFoundError:
-        return "unknown (not installed)"
-
-
 def _columns(items: list[dict[str, object]]) -> dict[str, object]:
-    """Rows as one header and value lists (a row with window names: `name`, `parent` filled, else "")."""
+    """Rows column by column (like values side by side compress ~2x better than row by row; a row
+    with window names: `name`, `parent` filled, else "")."""
     columns = sorted({key for item in items for key in item})
-    return {"columns": columns, "rows": [[item.get(key, "") for key in columns] for item in items]}
+    return {"columns": columns, "values": [[item.get(key, "") for item in items] for key in columns]}
+
+
+def _rows(table: Mapping[str, Any]) -> list[EnergyInterval]:
+    """The rows of rows.json, back from its columns."""
+    columns, values = table["columns"], table["values"]
+    return [EnergyInterval.from_dict(dict(zip(columns, r, strict=True))) for r in zip(*values, strict=True)]
 
 
 def verify_bundle(path: Path) -> AuditResult:
-    """Check the manifest's hashes, then recompute the row from the bundle alone and compare."""
+    """Check the manifest's hashes, then recompute the row, series and exports from the bundle alone."""
     blobs = _read(path)
     problems = _check_manifest(blobs)
     printed = json.loads(blobs.get("table.json", b"{}"))
     if problems:
         return AuditResult(tuple(problems), printed, {})
     try:
-        recomputed = printed_cells(_replay(blobs))
+        row, rows = _replay(blobs)
+        series = json.loads(blobs["series.json"])
     except (WattlogError, KeyError, TypeError, ValueError) as e:  # rows the ledger itself refuses
         return AuditResult((f"the bundle cannot be replayed: {e}",), printed, {})
+    recomputed = printed_cells(row)
     problems = [
         f"{column}: printed {printed.get(column)!r}, recomputed {value!r}"
         for column, value in recomputed.items()
         if printed.get(column) != value
     ]
+    problems += check_series(series, rows)
+    problems += [
+        f"{name}: the recomputed export differs from the bundled one{_difference(blobs.get(name), blob)}"
+        for name, blob in _exports(row).items()
+        if blobs.get(name) != blob
+    ]
     return AuditResult(tuple(problems), printed, recomputed)
+
+
+def _difference(bundled: bytes | None, recomputed: bytes) -> str:
+    """Where two texts first differ: ", line N: 'bundled' vs 'recomputed'" ("" when one is missing)."""
+    if bundled is None:
+        return " (missing)"
+    pairs = zip(bundled.decode().splitlines(), recomputed.decode().splitlines(), strict=False)
+    for number, (old, new) in enumerate(pairs, start=1):
+        if old != new:
+            return f", line {number}: {old.strip()!r} vs {new.strip()!r}"
+    return " (length)"
 
 
 def _read(path: Path) -> dict[str, bytes]:
@@ -175,15 +216,14 @@ def _check_manifest(blobs: Mapping[str, bytes]) -> list[str]:
     return problems
 
 
-def _replay(blobs: Mapping[str, bytes]) -> TableRow:
-    """The run's row recomputed in a fresh in-memory ledger from the bundle's files."""
+def _replay(blobs: Mapping[str, bytes]) -> tuple[TableRow, list[EnergyInterval]]:
+    """The run's row recomputed in a fresh in-memory ledger from the bundle's files, and its rows."""
     run: dict[str, Any] = json.loads(blobs["run.json"])
-    site: dict[str, Any] = json.loads(blobs["site.json"])
+    config: dict[str, Any] = json.loads(blobs["config.json"])
     clock = FakeClock(start_s=0.0, wall_offset_s=float(run["start_s"]))
     ledger = Ledger(make_engine("sqlite://"), clock=clock)
-    info = ledger.start_run(run["name"], RunSpec(**run["spec"]))
-    table = json.loads(blobs["rows.json"])
-    rows = [EnergyInterval.from_dict(dict(zip(table["columns"], row, strict=True))) for row in table["rows"]]
+    info = ledger.start_run(run["name"], RunSpec(**run["spec"], config=config["run_config"]))
+    rows = _rows(json.loads(blobs["rows.json"]))
     gaps = [Gap(h, d, float(s), float(e), str(r)) for h, d, s, e, r in json.loads(blobs["gaps.json"])]
     ledger.record_intervals(info.id, rows, gaps)
     for event in json.loads(blobs["events.json"]):
@@ -195,7 +235,5 @@ def _replay(blobs: Mapping[str, bytes]) -> TableRow:
             ledger.record_event(info.id, kind, **event)
     if run["end_s"] is not None:
         ledger.end_run(info.id, run["status"], end_s=float(run["end_s"]))
-    options = TableOptions(
-        catalog=site_catalog(), site=site["name"], convention=WaterConvention(site["convention"])
-    )
-    return run_row(ledger, ledger.get_run(info.id), options)
+    options = replay_options(json.loads(blobs["site.json"]), json.loads(blobs["intensity.json"]), config)
+    return run_row(ledger, ledger.get_run(info.id), options), rows

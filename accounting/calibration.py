@@ -1,5 +1,9 @@
 """A site's own overhead multiplier, measured: the node boundary over the GPUs' energy of one run.
 
+The run is one already measured (`wattlog calibrate RUN`), or one `wattlog calibrate --site S`
+records on this machine (a CalibrationWindow: idle, then under the health check's load; see
+wattlog.trainer.calibrate_window).
+
 GPU-only accounting multiplies GPU energy by a constant from elsewhere (1.74, the
 Olmo 3 follow-up). Where a run was measured at the node boundary (a BMC meter,
 telemetry.sensors.redfish_node / dcmi) beside its GPUs, the site's own multiplier
@@ -31,7 +35,33 @@ from wattlog.accounting.devices import Overhead
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.node_boundary import node_boundary
 from wattlog.errors import ConfigError
+from wattlog.numbers import check_number
 from wattlog.records import Kind
+
+
+@dataclass
+class CalibrationWindow:
+    """A calibration measured on this machine: an idle window, then one under the health check's load."""
+
+    site: str
+    """The site the multiplier holds for."""
+    idle_s: float = 30.0
+    """Seconds measured idle."""
+    load_s: float = 60.0
+    """Seconds measured under load (the health check's matrix multiplications on every device)."""
+    db: str | None = None
+    """The ledger the measuring run is recorded in."""
+    run: str = ""
+    """The measuring run's name ("": calibrate-SITE-YYYYMMDDTHHMMSS)."""
+    flush_s: float = 1.0
+    """How often the agent writes rows (short windows: every second)."""
+
+    def __post_init__(self) -> None:
+        if not self.site:
+            raise ConfigError("wattlog calibrate --site S: name the site the multiplier is for")
+        check_number("--idle-s", self.idle_s, low=0, high=86400, hint="e.g. 30")
+        check_number("--load-s", self.load_s, low=0, high=86400, low_open=True, hint="e.g. 60")
+        check_number("flush_s", self.flush_s, low=0, high=3600, low_open=True, hint="e.g. 1")
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 import typer
 
 from wattlog.accounting.audit_cli import register as register_audit
+from wattlog.accounting.calibrate_cli import WindowMeasure
 from wattlog.accounting.calibrate_cli import register as register_calibrate
 from wattlog.accounting.intensity_cli import register as register_intensity
 from wattlog.accounting.ledger_cli import register as register_ledger
@@ -29,8 +30,8 @@ _FIELD_LABELS = {
 _HOURLY_LABEL = "Carbon intensity in tables"
 
 
-def register(app: typer.Typer) -> None:
-    """Add the accounting commands to the root app."""
+def register(app: typer.Typer, measure: WindowMeasure | None = None) -> None:
+    """Add the accounting commands to the root app (`measure`: how `calibrate` records its own window)."""
     app.command("sites")(sites)
     register_table(app)
     register_node(app)
@@ -39,7 +40,7 @@ def register(app: typer.Typer) -> None:
     register_intensity(app)
     register_scope2(app)
     register_runs(app)
-    register_calibrate(app)
+    register_calibrate(app, measure)
     register_audit(app)
 
 

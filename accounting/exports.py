@@ -8,6 +8,8 @@
 - JSON: every figure with its unit, value (the mid of a range), min, max, the text
   a table prints, and its source; the energy's band; the energy in joules beside MWh;
   each row's notes; the table's notes. Numbers never in scientific notation.
+- Both: the validity gate's verdict on a run's row, ``valid`` (true/false; empty or null
+  where the row was not gated) and its ``invalid_reasons``.
 - HF: the ``co2_eq_emissions`` block of a model card's YAML metadata (Hugging Face
   Hub, "Displaying carbon emissions for your model"): emissions in grams of CO2,
   source, training_type, geographical_location, hardware_used.
@@ -80,7 +82,7 @@ def rows_csv(rows: Sequence[TableRow]) -> str:
         header += [f"{column}_min", f"{column}_max"]
     header += ["energy_band_mwh_min", "energy_band_mwh_max", "gpu_mwh", "host_mwh"]
     header += ["total_power_j_min", "total_power_j_max", "energy_band_j_min", "energy_band_j_max"]
-    header += ["gpu_j", "host_j", *extra]
+    header += ["gpu_j", "host_j", *extra, "valid", "invalid_reasons"]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)
@@ -94,6 +96,8 @@ def rows_csv(rows: Sequence[TableRow]) -> str:
         line += [_ends(r.gpu_j)[0], _ends(r.host_j)[0]]
         texts = dict(r.extra)
         line += [csv_text(texts.get(h, "")) for h in extra]
+        valid = "" if r.validity is None else str(not r.validity).lower()
+        line += [valid, csv_text("; ".join(r.validity or ()))]
         writer.writerow(line)
     return buffer.getvalue()
 
@@ -133,6 +137,8 @@ def row_dict(row: TableRow) -> dict[str, object]:
         "water_convention": None if row.convention is None else row.convention.value,
         "extra": {header: text for header, text in row.extra},
         "notes": list(dict.fromkeys(row.notes)),
+        "valid": None if row.validity is None else not row.validity,
+        "invalid_reasons": None if row.validity is None else list(row.validity),
     }
 
 

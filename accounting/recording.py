@@ -33,8 +33,10 @@ from wattlog.accounting.ledger.node_lease import NodeHolder
 from wattlog.accounting.ledger.sink import LedgerSink
 from wattlog.accounting.ledger.spool import Spool, default_folder
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.validity import counter_check_payload
 from wattlog.clock import Clock
 from wattlog.errors import LedgerError, WattlogError
+from wattlog.events import EventKind
 from wattlog.records import BandRevision, EnergyInterval, Gap
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.otlp import OtlpConfig, OtlpExport
@@ -184,6 +186,7 @@ class Recording:
         self.otlp: OtlpExport | None = None
         self.otlp_ok = True
         """False once an OTLP export that close() made (the last figures) failed."""
+        self._checked = False
 
     def start(self) -> Recording:
         """Open the sinks, start the agent (sampling, flushing, serving) and serve the collectors.
@@ -231,11 +234,35 @@ class Recording:
         return Spool(folder, describe_url(self.target.url), self.target.run_id)
 
     def close(self) -> None:
-        """Stop the agent: its final reading and last flush reach the sinks (idempotent)."""
+        """Stop the agent: its final reading, last flush and counter checks are stored (idempotent)."""
         if self.agent is not None:
             self.agent.close()
+            self.record_counter_checks()
         if self.otlp is not None:  # after the agent: its last export carries the final reading
             self.otlp_ok = self.otlp.close() and self.otlp_ok
+
+    def record_counter_checks(self) -> None:
+        """A `counter_check` event per counter device (the validity gate's), once, after the agent closed.
+
+        Spooled while the ledger is down, as the energy rows are.
+        """
+        agent = self.agent
+        if self.target is None or agent is None or self._checked:
+            return
+        self._checked = True
+        for device in agent.snapshot():
+            if device.counter_check is None:
+                continue
+            payload = counter_check_payload(agent.config.host, device.device.uuid, *device.counter_check)
+            ledger, run = self.target.ledger, self.target.run_id
+            try:
+                ledger.record_event(run, EventKind.COUNTER_CHECK, payload=payload)
+            except LedgerError as e:
+                if self.spool is None:
+                    log.warning("counter check of %s not stored: %s", device.device.uuid, e)
+                    continue
+                event = {"kind": EventKind.COUNTER_CHECK.value, "payload": payload, "time_s": ledger.wall_s()}
+                self.spool.append_event(run, event)
 
     def __enter__(self) -> Recording:
         return self.start()

@@ -154,6 +154,7 @@ class TableRow:
         energy_basis: What the energy figure covers: "it" (IT/GPU energy, PUE not applied) or
             "facility" (PUE included); "" if unknown.
         role: What the row is: "published", "run", "subtotal" or "total" (exports use it).
+        validity: The validity gate's reasons against the run (empty: valid; None: not gated).
     """
 
     model: str
@@ -175,6 +176,7 @@ class TableRow:
     sources: Mapping[str, str] = field(default_factory=dict)
     energy_basis: str = "it"
     role: str = "run"
+    validity: tuple[str, ...] | None = None
 
     def with_notes(self, *notes: str) -> TableRow:
         """A copy with `notes` added."""
@@ -267,7 +269,7 @@ def table_cells(rows: Sequence[TableRow]) -> tuple[list[str], list[list[str]]]:
         if r.hourly_intensity:
             by_key["carbon_intensity_kg_per_kwh"] += " (hourly mean)"
         by_key.update(
-            model=printable(r.model),  # a run name's newline must not break the row
+            model=printable(r.model) + (" (NOT VALID)" if r.validity else ""),  # newlines must not break it
             energy_source=r.energy_source,
             energy_band_mwh=r.amount("total_power_mwh", mwh_of(r.energy_band_j)),
             gpu_mwh=r.amount("total_power_mwh", mwh_of(r.gpu_j)),

@@ -20,14 +20,14 @@ from wattlog.accounting.intensity import IntensitySource
 from wattlog.accounting.it_energy import Energy, energy_label
 from wattlog.accounting.ledger.models import Role, Status
 from wattlog.accounting.ledger.store import Ledger
-from wattlog.accounting.ledger.views import EnergyTotal, JobNodes, RunInfo
+from wattlog.accounting.ledger.views import EnergyTotal, EventInfo, JobNodes, RunInfo
 from wattlog.accounting.node_boundary import node_boundary
 from wattlog.accounting.prometheus_energy import START_LOOKBACK_S, energy_counted
 from wattlog.accounting.ranges import Quantity, Range
 from wattlog.accounting.render import TableRow
 from wattlog.accounting.run_energy import read_energy
 from wattlog.accounting.sites import Site, get_site
-from wattlog.accounting.validity import ValidityLimits, run_validity
+from wattlog.accounting.validity import RunEvidence, Validity, ValidityLimits, run_validity
 from wattlog.errors import ConfigError
 from wattlog.records import EnergyFigure, Kind, Source
 
@@ -85,12 +85,16 @@ class RunRead:
         nodes: The nodes of its job.
         energy: Its IT energy from the ledger (None: none recorded, or the energy comes from Prometheus).
         gaps: Its gaps (None where not read).
+        spans: (host, device) -> its rows' first start and last end (read for the validity gate).
+        events: Its events (read for the validity gate).
     """
 
     totals: list[EnergyTotal]
     nodes: JobNodes
     energy: Energy | None
     gaps: GapSummary | None
+    spans: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
+    events: list[EventInfo] = field(default_factory=list)
 
 
 def carbon_path(ledger: Ledger, run: RunInfo, options: TableOptions) -> tuple[Site, CarbonPath]:
@@ -120,6 +124,7 @@ def read_run(
         hourly: Also read the energy of each hour (an hourly intensity needs it).
         gaps: Also read the gaps.
     """
+    gated = gaps and (options.validity is not None or options.strict)
     with ledger.reading(run.id, f"read run {run.name!r}") as read:
         totals = read.energy_totals()
         return RunRead(
@@ -127,6 +132,8 @@ def read_run(
             nodes=read.job_nodes(),
             energy=None if options.prometheus_url else read_energy(read, totals, by_hour=hourly),
             gaps=gaps_of(read) if gaps else None,
+            spans=read.device_spans() if gated else {},
+            events=read.events() if gated else [],
         )
 
 
@@ -205,18 +212,25 @@ def with_overhead(energy: Energy, factor: float, band: tuple[float, float] | Non
 def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
     """One run's row (its model, or its name when no model was recorded), read in one transaction."""
     label = f"{run.model or run.name} ({run.name}, {run.role})"
+    carbon: CarbonPath | None = None
     if has_site(run, options):
         site, carbon = carbon_path(ledger, run, options)
         read = read_run(ledger, run, options, hourly=carbon.hourly)
-        found: Footprint | Energy | None = footprint_of(read, run, options, site, carbon)
     else:  # energy never depends on a site: the row shows it, CO2 and water say what to pass
         read = read_run(ledger, run, options, hourly=False)
+    missing = _missing_hours(read, carbon)
+    verdict = _gate(run, read, options, missing)
+    found: Footprint | Energy | None = None
+    if carbon is not None and not missing:
+        found = footprint_of(read, run, options, site, carbon)
+    else:  # no site, or an intensity without some of the run's hours: the energy alone
         found = energy_of(read, run, options)
-    gate = _gate(run, read, options)
     if found is None:
         empty = ("no energy recorded",) if has_site(run, options) else (SITELESS_NOTE,)
-        return TableRow(label, None, None, None, None, None, None, "none", notes=empty)
-    siteless = () if isinstance(found, Footprint) else (SITELESS_NOTE,)
+        return TableRow(label, None, None, None, None, None, None, "none", notes=empty, validity=verdict)
+    siteless = () if isinstance(found, Footprint) else (SITELESS_NOTE,) if carbon is None else ()
+    if missing:
+        siteless = (f"the intensity lacks {len(missing)} hour(s) with energy: CO2 and water not computed",)
     notes: tuple[str, ...] = (*_run_notes(run, options), *siteless)
     nodes = read.nodes
     if nodes.node_count > 1 or len(nodes.joined) > 1 or nodes.outages or nodes.collisions:
@@ -228,13 +242,14 @@ def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
         notes = (*notes, "overhead multiplier not applied: CPU/DRAM (or node) energy was measured")
     if (boundary := node_boundary(read.totals)) is not None:  # the meter counts; its parts beside it
         notes = (*notes, boundary.note())
-    notes = (*notes, *gate)
+    if verdict is not None:
+        notes = (*notes, _verdict_note(verdict))
     if isinstance(found, Footprint):
         row = TableRow.from_footprint(label, found, notes=notes)
     else:
         row = TableRow.from_energy(label, found, notes=notes)
     assert read.gaps is not None  # read_run reads them unless told not to
-    return with_gaps(row, read.gaps)
+    return replace(with_gaps(row, read.gaps), validity=verdict)
 
 
 def project_rows(ledger: Ledger, project: str, options: TableOptions) -> list[TableRow]:
@@ -317,19 +332,40 @@ def _prometheus_rows(run: RunInfo, options: TableOptions, nodes: JobNodes) -> li
     return energy_counted(options.prometheus_url, run.start_s, end_s, matchers=matchers)
 
 
-def _gate(run: RunInfo, read: RunRead, options: TableOptions) -> tuple[str, ...]:
-    """The validity gate's note for the row (none when the gate is off).
+def _gate(
+    run: RunInfo, read: RunRead, options: TableOptions, missing_hours: Sequence[int]
+) -> tuple[str, ...] | None:
+    """The validity gate's reasons against the run (empty: valid; None: the gate is off).
 
     Raises:
         ConfigError: `strict` and the run is not valid.
     """
     if options.validity is None and not options.strict:
-        return ()
+        return None
     assert read.gaps is not None  # read_run reads them unless told not to
-    verdict = run_validity(run, read.totals, read.gaps, options.validity)
+    evidence = RunEvidence(read.totals, read.gaps, read.spans, read.events, missing_hours)
+    verdict = run_validity(run, evidence, options.validity)
     if options.strict and not verdict.valid:
         raise ConfigError(f"run {run.name!r} refused (strict): {verdict.note()}")
-    return (verdict.note(),)
+    return verdict.reasons
+
+
+def _verdict_note(reasons: tuple[str, ...]) -> str:
+    return Validity(reasons).note()
+
+
+def _missing_hours(read: RunRead, carbon: CarbonPath | None) -> list[int]:
+    """Hour starts (Unix s) with energy that an hourly intensity lacks (none for a constant one)."""
+    hours = read.energy.by_hour_j if read.energy is not None else None
+    if carbon is None or not carbon.hourly or not hours:
+        return []
+    missing = []
+    for hour in sorted(hours):
+        try:
+            carbon.intensity.kg_per_kwh_at(float(hour))
+        except ConfigError:
+            missing.append(hour)
+    return missing
 
 
 def _run_notes(run: RunInfo, options: TableOptions) -> tuple[str, ...]:

@@ -34,6 +34,7 @@ from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import TableFormat, TableRow, footnotes, render, render_grid, show
 from wattlog.accounting.run_table import TableOptions, project_rows, run_row
 from wattlog.accounting.sites import get_site, site_catalog
+from wattlog.accounting.validity import ValidityLimits
 from wattlog.accounting.verify import check_ledger
 from wattlog.errors import ConfigError
 from wattlog.numbers import check_number
@@ -118,8 +119,9 @@ _StrictOption = Annotated[
     bool,
     typer.Option(
         "--strict",
-        help="Gate every run (finished, no device lost, gaps under 1 %, nothing simulated): each row says "
-        "'measurement valid', and a run that is not is refused, with its reasons.",
+        help="Gate every run (finished, nothing simulated, every device for the whole run, gaps under 1 %, "
+        "counters checked at start-up, rows inside the run, intensity hours covered): each row says "
+        "'measurement valid', and a run that is not is refused, with its reasons (CSV/JSON: always gated).",
     ),
 ]
 _DCGM_NEEDS = "--dcgm needs --prometheus URL, --start, --end and --site (see `wattlog sites`)"
@@ -225,6 +227,8 @@ def _ledger_table(selection: _Selection, db: str | None, options: TableOptions, 
         return
     engine = make_engine(db, create=False)
     options = replace(options, calibrations={**stored_calibrations(), **options.calibrations})
+    if out.fmt in (TableFormat.CSV, TableFormat.JSON):  # read by machines: each run carries `valid`
+        options = replace(options, validity=options.validity or ValidityLimits())
     try:
         ledger = Ledger(engine)
         reap_before_reading(ledger)  # a run whose agent died shows as lost, with its gap

@@ -178,6 +178,7 @@ class DeviceState:
     check: LockState = field(default_factory=LockState)
     utilisation_pct_sum: float = 0.0  # the utilisation readings (a slow metric, ~1 Hz) summed, percent
     utilisation_reads: int = 0
+    startup: tuple[float, float, float] | None = None  # counter J, power x time J, s: first interval
 
     @property
     def uses_counter(self) -> bool:

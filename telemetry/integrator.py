@@ -172,6 +172,8 @@ class Integrator:
                 prev, d.taken = d.taken, cur
                 delta = self._inputs(d, cur, prev)
                 evidence = evidence_of(delta)
+                if d.startup is None and delta.from_counter and delta.sampled_j is not None:
+                    d.startup = (delta.energy_j, delta.sampled_j, delta.measured_s)
                 whole = self._inputs(d, prev, Totals())  # the rows taken so far follow the evidence
                 self._revisions.revise(d.info.uuid, whole, self._band.band_parts(d.info, whole))
                 band = self._band.band_parts(d.info, delta)
@@ -318,6 +320,7 @@ class Integrator:
             phase_lock=d.check.lock is not None,
             alias_rel=d.check.repetition.alias_rel if d.check.repetition is not None else None,
             counter_true=d.check.counter_true,
+            from_first=prev == Totals(),
         )
 
     def _energy(self, d: DeviceState, now: float) -> DeviceEnergy:
@@ -343,6 +346,7 @@ class Integrator:
             notes=self._notes(d),
             utilisation_pct_sum=d.utilisation_pct_sum,
             utilisation_reads=d.utilisation_reads,
+            counter_check=d.startup,
         )
 
     def _refresh_locks(self) -> None:

@@ -42,6 +42,8 @@ class SensorProfile:
         counter_unit: Unit of the energy counter ("mJ"), "" if the family has none.
         counter_range_mj: Value at which the counter wraps, mJ (None: never in practice).
         counter_integrates_true: Whether the counter integrates true power (None: not known).
+        counter_step_mj: One step of the counter's reading, mJ (a BMC's kWh with 3 decimals: 3.6 kJ),
+            so a difference of two readings is within one step of the truth (None: negligible).
         known: False for the wide profile given to a board no data file describes.
         sensor: What reads the board, as notes name it ("NVML", "amdsmi"); not a number, so unsourced.
         scope: What the board's figure covers ("board": the accelerator's board; "gpu": the GPU of
@@ -61,6 +63,7 @@ class SensorProfile:
     counter_unit: str = ""
     counter_range_mj: float | None = None
     counter_integrates_true: bool | None = None
+    counter_step_mj: float | None = None
     known: bool = True
     sensor: str = "the driver"
     scope: str = "board"
@@ -159,6 +162,8 @@ class DeviceEnergy(FigureView):
             read about once a second where the sensor gives it): between two snapshots, the
             difference over that of `utilisation_reads` is the mean utilisation.
         utilisation_reads: How many utilisation readings that is (0: the sensor gives none).
+        counter_check: The counter's joules, power x time's joules and the seconds measured over the
+            first interval taken (the start-up check of a counter device; None before it or without one).
     """
 
     device: DeviceInfo
@@ -171,6 +176,7 @@ class DeviceEnergy(FigureView):
     notes: tuple[str, ...] = ()
     utilisation_pct_sum: float = 0.0
     utilisation_reads: int = 0
+    counter_check: tuple[float, float, float] | None = None
 
 
 def mean_utilisation(

@@ -111,6 +111,8 @@ class BandInputs:
         alias_rel: Bound on aliasing when the published values repeat (None: they do not).
         counter_true: The counter disagreed with the samples beyond sampling error, so it
             integrates more than the observed windows: its figure gets no partial-observation term.
+        from_first: The span starts at the device's first reading, so the counter's step (quantisation
+            of the first and last readings) enters its band; later spans' steps telescope into it.
     """
 
     energy_j: float
@@ -124,6 +126,7 @@ class BandInputs:
     phase_lock: bool = False
     alias_rel: float | None = None
     counter_true: bool = False
+    from_first: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +262,9 @@ class BandModel:
                 low, random_low = lock_low, 0.0
             if (lock_high := f * seen_j * hi_f + (1 - f) * x.p_max_w * x.measured_s) > high:
                 high, random_high = lock_high, 0.0
+        if x.from_counter and x.from_first and profile is not None and profile.counter_step_mj:
+            step_j = profile.counter_step_mj / 1e3  # first and last readings quantised: within one step
+            low, high = max(low - step_j, 0.0), high + step_j
         return Band(low, high + gap_j, random_low, random_high)
 
     def sampling_rel(self, cv: float, publications: int) -> float:

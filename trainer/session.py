@@ -285,6 +285,8 @@ class RunSession:
         self.status = status
         if self.agent is not None:
             _safely("agent.close", self.agent.close, linger=False)
+        if self.recording is not None:
+            _safely("record the counter checks", self.recording.record_counter_checks)
         if self._joined and self.ledger is not None and self.run_id is not None:
             _safely("record the node agent's energy", self._joined.record, self.ledger, self.run_id)
         if stopped is not None and stopped.received is not None and self.recorder is not None:

@@ -47,7 +47,10 @@ COMMANDS = (
         "List a run's measurement windows: energy of each (all its devices summed), band and sources.",
     ),
     ("scope2", "Location-based and market-based CO2 of runs (GHG Protocol Scope 2 dual reporting)."),
-    ("calibrate", "Store a site's overhead multiplier (node / GPU energy, with its band) measured by RUN."),
+    (
+        "calibrate",
+        "Store a site's overhead multiplier (node / GPU energy, with its band), measured here or by RUN.",
+    ),
     (
         "audit",
         "Build a run's audit bundle (rows, gaps, events, printed row, SHA-256 manifest), or verify one.",
@@ -95,11 +98,12 @@ def full_app() -> typer.Typer:
     from wattlog.accounting.cli import register as register_accounting
     from wattlog.dashboards.cli import register as register_dashboards
     from wattlog.telemetry.cli import register as register_telemetry
+    from wattlog.trainer.calibrate_window import measure_window
     from wattlog.trainer.commands import register as register_trainer
 
     app = _new_app()
     register_telemetry(app)
-    register_accounting(app)
+    register_accounting(app, measure_window)
     register_trainer(app)
     register_dashboards(app)
     app.command()(version)

@@ -177,6 +177,16 @@ class RunReader:
         ).scalar_one()
         return float(first), float(last)
 
+    def device_spans(self) -> dict[tuple[str, str], tuple[float, float]]:
+        """(host, device) -> the first start and last end of its energy rows, from the database."""
+        e = ENERGY.c
+        query = (
+            select(e.host, e.device, func.min(e.start_s), func.max(e.end_s))
+            .where(e.run_id == self.run_id)
+            .group_by(e.host, e.device)
+        )
+        return {(h, d): (float(a), float(b)) for h, d, a, b in self._session.execute(query)}
+
     def last_end_before(self, t_s: float) -> float | None:
         """The latest end of an energy row at or before `t_s` (None: no row ends by then).
 

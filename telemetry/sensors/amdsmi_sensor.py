@@ -31,7 +31,7 @@ from typing import Any
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, DeviceLost, NotSupported, SensorError, SensorUnavailable
 from wattlog.records import Kind, Source
-from wattlog.telemetry.sensors.base import COUNTER_STOPPED
+from wattlog.telemetry.sensors.base import COUNTER_CHECK, COUNTER_STOPPED
 from wattlog.telemetry.sensors.profiles import board_profile
 from wattlog.telemetry.types import DeviceInfo, Reading, Vendor
 
@@ -42,8 +42,6 @@ _LOST = (31, 34, 51)  # AMDSMI_STATUS_NOT_FOUND, DRIVER_NOT_LOADED, NO_DRV
 _POWER_KEYS = ("socket_power", "current_socket_power", "average_socket_power")
 # amdsmi_power_info_t: "Unsupported struct members are set to UINT32_MAX" (amdsmi 7.1 docs); Python says "N/A"
 _UNSUPPORTED = (0xFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF)
-COUNTER_CHECK = (0.1, 10.0)
-"""The counter's increase must be within these multiples of power x time (Zeus's start-up check)."""
 
 
 @dataclass

@@ -16,6 +16,10 @@ COUNTER_STOPPED = (
 )
 """Why a device whose counter stops answering mid-run is marked lost (the integrator's energy would
 otherwise stall silently: a counter device's energy comes from its counter alone)."""
+COUNTER_CHECK = (0.1, 10.0)
+"""A counter's increase at start-up must be within these multiples of power x time (Zeus's check),
+else it is not trusted: the AMD backend integrates power instead; the validity gate marks a run that
+still counts it."""
 
 
 @runtime_checkable

@@ -80,6 +80,12 @@ def test_a_bundle_recomputes_its_row_to_the_printed_digit(bundle: Path) -> None:
         "site.json",
         "table.json",
         "versions.json",
+        "series.json",
+        "intensity.json",
+        "profiles.json",
+        "config.json",
+        "exports/row.json",
+        "exports/row.csv",
     }
 
 

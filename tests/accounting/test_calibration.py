@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import pytest
+import typer
+from typer.testing import CliRunner
 
+from wattlog.accounting.calibrate_cli import register
 from wattlog.accounting.calibration import (
+    CalibrationWindow,
     calibrate,
     load_calibration_file,
     load_calibrations,
@@ -120,3 +124,35 @@ def test_wattlog_calibrate_stores_it_and_wattlog_table_uses_it(tmp_path, monkeyp
         in printed
     )
     assert "x1.74" not in printed
+
+
+def test_wattlog_calibrate_without_a_run_measures_its_own_window(tmp_path, monkeypatch) -> None:
+    """`calibrate --site S` hands its window to the measurer (trainer.calibrate_window), then calibrates."""
+    url = f"sqlite:///{tmp_path / 'own.db'}"
+    asked: list[CalibrationWindow] = []
+
+    def measure(window: CalibrationWindow) -> str:
+        asked.append(window)
+        ledger = Ledger(make_engine(window.db or ""), clock=FakeClock(wall_offset_s=T0))
+        run = ledger.start_run("own-window", RunSpec(site=window.site))
+        node = _iv("redfish:bmc/Chassis/1U", Kind.NODE, Source.SAMPLED, 5.04e6, 0.02)
+        ledger.record_intervals(run.id, [node, _iv("gpu0", Kind.GPU, Source.COUNTER, 3.6e6, 0.05)])
+        ledger.end_run(run.id, end_s=T0 + 3600)
+        ledger.engine.dispose()
+        return "own-window"
+
+    app = typer.Typer()
+    register(app, measure)
+    monkeypatch.setenv("WATTLOG_CALIBRATIONS", str(tmp_path / "cal.toml"))
+    args = ["--site", "texas", "--idle-s", "2", "--load-s", "3", "--db", url]
+    done = CliRunner().invoke(app, args)
+    assert done.exit_code == 0, done.output
+    assert asked == [CalibrationWindow("texas", 2.0, 3.0, url)]
+    assert "site texas: x1.400 [x1.307 - x1.503] server/GPU energy, measured by run own-window" in done.output
+    assert load_calibration_file(tmp_path / "cal.toml")["texas"].run == "own-window"
+    without = typer.Typer()
+    register(without)
+    refused = CliRunner().invoke(without, ["--site", "texas", "--db", url])
+    assert refused.exit_code != 0 and "name a run" in str(refused.exception)
+    with pytest.raises(ConfigError, match="--site S"):
+        CalibrationWindow("")

@@ -16,13 +16,16 @@ import sys
 import time
 import urllib.error
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.integration.servers import free_port, http_get
+from wattlog.clock import FakeClock
 from wattlog.errors import SensorUnavailable
 from wattlog.records import Kind, Source
+from wattlog.telemetry.integrator import Integrator
 from wattlog.telemetry.sensors.bmc import BmcConfig
 from wattlog.telemetry.sensors.discovery import DiscoveryConfig, discover
 from wattlog.telemetry.sensors.estimate import EstimateConfig
@@ -140,3 +143,31 @@ def test_discovery_takes_the_bmc_from_the_environment_beside_the_devices(
 def test_a_service_that_does_not_answer_is_unavailable(tmp_path: Path) -> None:
     with pytest.raises(SensorUnavailable, match="did not answer"):
         RedfishNodeSensor(_config(f"http://127.0.0.1:{free_port()}")).devices()
+
+
+def test_a_kwh_counters_step_is_inside_the_band(emulator: tuple[str, Path]) -> None:
+    """An EnergykWh Reading with 3 decimals steps by 3.6 kJ: the first and last readings' quantisation."""
+    url, mockup = emulator
+    sensor = RedfishNodeSensor(_config(url))
+    [node] = sensor.devices()
+    assert node.profile is not None and node.profile.counter_step_mj == 3.6e6
+    unstepped = replace(node, profile=replace(node.profile, counter_step_mj=None))
+    energy_file = mockup / "Chassis" / "1U" / "Sensors" / "TotalEnergy" / "index.json"
+    readings = [sensor.read(node, 0.0)]
+    body = json.loads(energy_file.read_text())
+    body["Reading"] = 3650.129  # 4 steps later: 14.4 kJ over 10 s at 1412 W (14.12 kJ) as the BMC prints it
+    energy_file.write_text(json.dumps(body))
+    readings.append(sensor.read(node, 10.0))
+    sensor.close()
+    figures = []
+    for device in (node, unstepped):
+        integrator = Integrator([device], host="h", clock=FakeClock())
+        for reading in readings:
+            integrator.add(reading)
+        [figure] = integrator.snapshot()
+        figures.append(figure)
+    stepped, plain = figures
+    assert stepped.energy_j == pytest.approx(14_400.0) == plain.energy_j
+    assert stepped.low_j == pytest.approx(plain.low_j - 3600.0)
+    assert stepped.high_j == pytest.approx(plain.high_j + 3600.0)
+    assert stepped.low_j <= 14_400.0 - 3600.0 and stepped.high_j >= 14_400.0 + 3600.0

@@ -274,3 +274,21 @@ def test_utilisation_readings_are_summed_so_two_snapshots_give_the_mean_between(
     assert by_uuid(integ, "g").utilisation_reads == 3 and by_uuid(integ, "g").utilisation_pct_sum == 170.0
     assert mean_utilisation(before, after, Kind.GPU) == pytest.approx(0.8)
     assert mean_utilisation(before, after, Kind.CPU) is None  # no CPU reading between the two
+
+
+def test_the_first_interval_of_a_counter_device_is_its_start_up_check() -> None:
+    clock = FakeClock()
+    integ = Integrator([device("a", counter=True), device("s", counter=False)], host="h", clock=clock)
+    end = feed(integ, "a", 0.0, 2.0, 300.0, counter_mj=1_000_000.0)
+    feed(integ, "s", 0.0, 2.0, 100.0)
+    clock.advance(2.0)
+    integ.take_intervals()
+    checks = {d.device.uuid: d.counter_check for d in integ.snapshot()}
+    assert checks["s"] is None  # no counter: nothing to check
+    assert checks["a"] is not None
+    counter_j, power_j, span_s = checks["a"]
+    assert counter_j == pytest.approx(power_j, rel=0.02) and span_s == pytest.approx(2.0, abs=0.05)
+    feed(integ, "a", 2.0, 3.0, 600.0, counter_mj=end)  # later intervals leave the start-up check as it was
+    clock.advance(1.0)
+    integ.take_intervals()
+    assert {d.device.uuid: d.counter_check for d in integ.snapshot()}["a"] == (counter_j, power_j, span_s)

@@ -12,6 +12,7 @@ import pytest
 
 from wattlog.accounting.ledger import Ledger, Status, make_engine
 from wattlog.errors import ConfigError, LedgerError
+from wattlog.events import EventKind
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 from wattlog.trainer.session import RunSession, SessionConfig
@@ -54,6 +55,9 @@ def test_a_session_records_every_joule_its_agent_measured(tmp_path: Path) -> Non
     assert "source simulated, band" in summary.line()  # every figure names its source and band
     assert Ledger(make_engine(db)).get_run("s").status == "preempted"
     assert session.close(Status.FINISHED).measured_j is None  # a second close does nothing
+    # the validity gate's start-up check of the simulated GPU's counter, recorded at close
+    [check] = [e for e in Ledger(make_engine(db)).events("s") if e.kind == EventKind.COUNTER_CHECK]
+    assert check.payload["host"] == config.agent_settings.host and check.payload["power_j"] > 0
 
 
 def test_a_session_whose_rows_went_to_the_spool_says_incomplete(

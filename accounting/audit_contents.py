@@ -1,0 +1,196 @@
+"""What an audit bundle holds beside the ledger rows, and how the verifier reads it back.
+
+- Power and counter series per device, at the ledger's resolution: each energy row's mean
+  power (joules / seconds) and the device's running energy at the row's end. The ledger keeps
+  energy per device per flush (the agent's `flush_s`, 10 s by default), not samples, so that is
+  the finest series it holds; an agent run with ``flush_s=1`` gives a 1 Hz series
+  (bench/audit_size.py prints the size of a bundle at 1 s rows).
+- The intensity the row used: its label, a constant, or each hour the run used energy in,
+  with where each hour's value comes from (a series stored in the ledger's catalog keeps the
+  source it was stored with).
+- The site's figures and sources, the sensor profiles (the data files the bands read), the
+  run's configuration and the table options the row was printed with, and versions.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from importlib import metadata, resources
+from typing import Any
+
+from wattlog.accounting.devices import Overhead
+from wattlog.accounting.footprint import WaterConvention
+from wattlog.accounting.intensity.base import IntensitySource
+from wattlog.accounting.ranges import Quantity, Range
+from wattlog.accounting.run_table import TableOptions
+from wattlog.accounting.sites import Site
+from wattlog.accounting.validity import ValidityLimits
+from wattlog.errors import ConfigError
+from wattlog.records import EnergyInterval
+
+HOUR_S = 3600
+PROFILE_FILES = ("nvidia.toml", "amd.toml", "gaudi.toml", "node.toml", "unknown_board.toml")
+"""The sensor-profile data files (wattlog.telemetry.sensors) whose numbers the bands read."""
+SITE_FIGURES = ("pue", "wue_onsite_l_per_kwh", "wue_offsite_l_per_kwh", "carbon_intensity_kg_per_kwh")
+"""A site's figures (site.json)."""
+
+
+def power_series(rows: Sequence[EnergyInterval]) -> dict[str, Any]:
+    """Per device: its rows' ends, mean power (W) and running energy (J), in time order."""
+    devices: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        series = devices.setdefault(
+            f"{row.host}/{row.device}",
+            {"kind": str(row.kind), "source": str(row.source), "end_s": [], "power_w": [], "energy_j": []},
+        )
+        span_s = row.end_s - row.start_s
+        total = (series["energy_j"][-1] if series["energy_j"] else 0.0) + row.energy_j
+        series["end_s"].append(row.end_s)
+        series["power_w"].append(row.energy_j / span_s if span_s > 0 else None)
+        series["energy_j"].append(total)
+    spans = sorted(row.end_s - row.start_s for row in rows)
+    return {
+        "resolution_s": spans[len(spans) // 2] if spans else None,
+        "what": "the ledger's rows: mean power per row and the device's energy since the run's start",
+        "devices": devices,
+    }
+
+
+def quantity_doc(value: Quantity) -> float | list[float]:
+    """A quantity as JSON: a number, or [min, max] for a range."""
+    return [value.lo, value.hi] if isinstance(value, Range) else float(value)
+
+
+def _quantity(raw: float | list[float]) -> Quantity:
+    return Range(float(raw[0]), float(raw[1])) if isinstance(raw, list) else float(raw)
+
+
+def site_doc(site: Site) -> dict[str, Any]:
+    """The site's figures, sources and description (its intensity goes to intensity.json)."""
+    return {
+        "name": site.name,
+        **{name: quantity_doc(getattr(site, name)) for name in SITE_FIGURES},
+        "sources": dict(site.sources),
+        "description": site.description,
+    }
+
+
+def intensity_doc(intensity: IntensitySource, rows: Sequence[EnergyInterval]) -> dict[str, Any]:
+    """The intensity the row used: a constant, or each hour of the rows with its provenance."""
+    constant = intensity.constant_kg_per_kwh
+    doc: dict[str, Any] = {"label": intensity.label, "constant": None, "hours": {}, "provenance": {}}
+    if constant is not None:
+        return doc | {"constant": quantity_doc(constant)}
+    provenance = getattr(intensity, "provenance", {})
+    for hour in sorted({int(row.start_s // HOUR_S) * HOUR_S for row in rows}):
+        try:
+            doc["hours"][str(hour)] = quantity_doc(intensity.kg_per_kwh_at(float(hour)))
+        except ConfigError:  # an hour the series lacks stays missing: the gate names it
+            continue
+        if (found := provenance.get(hour)) is not None:
+            doc["provenance"][str(hour)] = {"source": found.source, "estimated": found.estimated}
+    return doc
+
+
+@dataclass(frozen=True, slots=True)
+class BundledIntensity:
+    """The intensity as the bundle recorded it (an IntensitySource read back by the verifier)."""
+
+    label: str
+    constant: Quantity | None
+    hours: Mapping[int, Quantity]
+
+    @classmethod
+    def of(cls, doc: Mapping[str, Any]) -> BundledIntensity:
+        """From intensity.json."""
+        constant = None if doc["constant"] is None else _quantity(doc["constant"])
+        return cls(doc["label"], constant, {int(h): _quantity(v) for h, v in doc["hours"].items()})
+
+    @property
+    def constant_kg_per_kwh(self) -> Quantity | None:
+        """The constant, or None for an hourly series."""
+        return self.constant
+
+    def kg_per_kwh_at(self, t_s: float) -> Quantity:
+        """The hour's value as bundled.
+
+        Raises:
+            ConfigError: The bundle has no value for that hour.
+        """
+        if self.constant is not None:
+            return self.constant
+        hour = int(t_s // HOUR_S) * HOUR_S
+        if hour not in self.hours:
+            raise ConfigError(f"{self.label}: no value bundled for the hour starting {hour}")
+        return self.hours[hour]
+
+
+def profiles_doc() -> dict[str, str]:
+    """The sensor-profile data files, as shipped."""
+    folder = resources.files("wattlog.telemetry.sensors")
+    return {name: folder.joinpath(name).read_text(encoding="utf-8") for name in PROFILE_FILES}
+
+
+def config_doc(
+    run_config: Mapping[str, Any], options: TableOptions, overhead: Overhead | None
+) -> dict[str, Any]:
+    """The run's configuration and the options its row was printed with."""
+    limits = options.validity or ValidityLimits()
+    return {
+        "run_config": dict(run_config),
+        "convention": options.convention.value,
+        "overhead": None if overhead is None else asdict(overhead),
+        "validity": asdict(limits),
+    }
+
+
+def replay_options(
+    site: Mapping[str, Any], intensity: Mapping[str, Any], config: Mapping[str, Any]
+) -> TableOptions:
+    """The table options rebuilt from the bundle alone (its site, intensity, overhead and gate)."""
+    bundled = Site(
+        site["name"],
+        pue=_quantity(site["pue"]),
+        wue_onsite_l_per_kwh=_quantity(site["wue_onsite_l_per_kwh"]),
+        wue_offsite_l_per_kwh=_quantity(site["wue_offsite_l_per_kwh"]),
+        carbon_intensity_kg_per_kwh=_quantity(site["carbon_intensity_kg_per_kwh"]),
+        sources=site["sources"],
+        description=site["description"],
+    )
+    overhead = config["overhead"]
+    found = None if overhead is None else Overhead(**{**overhead, "band": _band(overhead["band"])})
+    return TableOptions(
+        catalog={bundled.name: bundled},
+        site=bundled.name,
+        intensity=BundledIntensity.of(intensity),
+        convention=WaterConvention(config["convention"]),
+        calibrations={} if found is None else {bundled.name: found},
+        validity=ValidityLimits(**config["validity"]),
+    )
+
+
+def _band(raw: list[float] | None) -> tuple[float, float] | None:
+    return None if raw is None else (float(raw[0]), float(raw[1]))
+
+
+def versions_doc() -> dict[str, str]:
+    """wattlog's, Python's and the database layer's versions, and the platform."""
+    found = {"python": platform.python_version(), "platform": platform.platform()}
+    for package in ("wattlog", "sqlalchemy", "sqlmodel"):
+        try:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            found[package] = "unknown (not installed)"
+    return found
+
+
+def check_series(bundled: Mapping[str, Any], rows: Sequence[EnergyInterval]) -> list[str]:
+    """Problems where the bundled series differ from the series the bundled rows give."""
+    recomputed = power_series(rows)
+    if recomputed == bundled:
+        return []
+    devices = sorted(set(recomputed["devices"]) | set(bundled.get("devices", {})))
+    differ = [d for d in devices if recomputed["devices"].get(d) != bundled.get("devices", {}).get(d)]
+    return [f"series.json: the series of {', '.join(differ) or 'the run'} differ from the rows' (changed)"]

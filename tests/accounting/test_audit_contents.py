@@ -1,0 +1,92 @@
+"""The audit bundle's series, intensity, profiles, configuration and exports, each recomputed or refused."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.accounting.test_audit import _rewrite
+from wattlog.accounting.audit import build_bundle, verify_bundle
+from wattlog.accounting.intensity.base import HourlySeries, HourProvenance
+from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
+from wattlog.accounting.ledger.catalog import load_series, save_series
+from wattlog.accounting.run_table import TableOptions
+from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.validity import counter_check_payload
+from wattlog.clock import FakeClock
+from wattlog.events import EventKind
+from wattlog.records import EnergyInterval, Kind, Source
+
+T0 = 1_800_000_000.0  # 2027-01-15T08:00Z
+HOUR = int(T0 // 3600) * 3600
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    """Two GPUs over two hours in 60 s rows, an hourly intensity stored in the ledger's catalog."""
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"), clock=FakeClock(wall_offset_s=T0))
+    provenance = {HOUR: HourProvenance("EIA-930 (ERCO)"), HOUR + 3600: HourProvenance("EIA-930", True)}
+    save_series(ledger, "erco-2027", HourlySeries({HOUR: 0.41, HOUR + 3600: 0.38}, "eia", provenance))
+    run = ledger.start_run("r", RunSpec(site="jupiter", model="tiny", role="final", config={"lr": 3e-4}))
+    rows = [
+        EnergyInterval.of(
+            "n0", f"gpu{g}", Kind.GPU, Source.COUNTER, T0 + t, T0 + t + 60, j, j * 0.95, j * 1.05
+        )
+        for t in range(0, 7200, 60)
+        for g, j in ((0, 7000.0 + t % 37), (1, 6500.0))
+    ]
+    ledger.record_intervals(run.id, rows)
+    for device in ("gpu0", "gpu1"):
+        payload = counter_check_payload("n0", device, 7000.0, 6950.0, 10.0)
+        ledger.record_event(run.id, EventKind.COUNTER_CHECK, payload=payload)
+    ledger.end_run(run.id, end_s=T0 + 7200)
+    options = TableOptions(catalog=site_catalog(), intensity=load_series(ledger, "erco-2027"))
+    return build_bundle(ledger, "r", options, tmp_path / "r.tar.gz")
+
+
+def _json(path: Path, name: str) -> dict:  # type: ignore[type-arg]
+    with tarfile.open(path) as tar:
+        member = tar.extractfile(name)
+        assert member is not None
+        return json.loads(member.read())  # type: ignore[no-any-return]
+
+
+def test_the_bundle_holds_series_intensity_profiles_config_and_exports(bundle: Path) -> None:
+    result = verify_bundle(bundle)
+    assert result.ok, result.problems
+    assert result.printed["validity"] == "valid" and "measurement valid" in result.printed["notes"]
+    series = _json(bundle, "series.json")
+    gpu0 = series["devices"]["n0/gpu0"]
+    assert series["resolution_s"] == 60.0 and len(gpu0["power_w"]) == 120
+    assert gpu0["power_w"][1] == (7000.0 + 60 % 37) / 60 and gpu0["energy_j"][1] == 14023.0
+    intensity = _json(bundle, "intensity.json")
+    assert intensity["hours"] == {str(HOUR): 0.41, str(HOUR + 3600): 0.38}
+    assert intensity["provenance"][str(HOUR + 3600)] == {"source": "EIA-930", "estimated": True}
+    assert "ledger series erco-2027" in intensity["label"]
+    assert "counter_step_mj = 3.6e6" in _json(bundle, "profiles.json")["node.toml"]
+    config = _json(bundle, "config.json")
+    assert config["run_config"] == {"lr": 3e-4} and config["validity"]["max_gap_fraction"] == 0.01
+    assert {"wattlog", "python", "sqlalchemy"} <= set(_json(bundle, "versions.json"))
+    row = _json(bundle, "exports/row.json")["rows"][0]
+    assert row["valid"] is True and row["hourly_intensity"] is True
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new", "refusal"),
+    [
+        ("intensity.json", b"0.38", b"0.18", "co2_t: printed"),
+        ("exports/row.json", b'"valid": true', b'"valid": false', "exports/row.json: the recomputed export"),
+        ("exports/row.csv", b",true,", b",false,", "exports/row.csv: the recomputed export differs"),
+        ("series.json", b"14023.0", b"14024.0", "series.json: the series of n0/gpu0 differ from the rows'"),
+    ],
+)
+def test_one_changed_number_anywhere_is_refused_even_with_a_rewritten_manifest(
+    bundle: Path, name: str, old: bytes, new: bytes, refusal: str
+) -> None:
+    _rewrite(bundle, name, lambda b: b.replace(old, new, 1), fix_manifest=True)
+    result = verify_bundle(bundle)
+    assert not result.ok
+    assert any(problem.startswith(refusal) for problem in result.problems), result.problems
