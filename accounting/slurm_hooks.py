@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from wattlog.accounting.ledger.engine import make_engine
+from wattlog.accounting.ledger.models import Status
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.node import NodeAgent, NodeOptions
 from wattlog.accounting.ranges import Quantity, bounds
@@ -300,20 +301,32 @@ def finish_job(hooks: SlurmHooks, environ: Mapping[str, str], runner: Runner = r
     job = JobEnv.of(environ)
     said = [stop_agent(hooks, job)]
     run = hooks.run_name(job.job_id)
-    engine = make_engine(hooks.db, create=False)
-    try:
-        row, site = job_row(Ledger(engine), run, hooks.site)
-    finally:
-        engine.dispose()
     shown = runner(["scontrol", "show", "job", job.job_id])
     fields = job_fields(shown.stdout) if shown.returncode == 0 else {}
-    if fields.get("BatchHost", job.host) == job.host:
+    batch_host = fields.get("BatchHost", job.host) == job.host
+    engine = make_engine(hooks.db, create=False)
+    try:
+        ledger = Ledger(engine)
+        if batch_host and ledger.get_run(run).status == Status.RUNNING:  # no trainer ended it
+            ledger.end_run(run, job_status(environ))
+        row, site = job_row(ledger, run, hooks.site)
+    finally:
+        engine.dispose()
+    if batch_host:
         said.append(_append_card(row, run, fields.get("StdOut") or _stdout_of(environ, job)))
     try:
         said.append(write_comment(job.job_id, comment(row, run, site, final=True), runner))
     except ConfigError as error:
         said.append(str(error))
     return said
+
+
+def job_status(environ: Mapping[str, str]) -> Status:
+    """The run's status from the job's exit (SLURM_JOB_EXIT_CODE2 is "code:signal")."""
+    code, _, signum = environ.get("SLURM_JOB_EXIT_CODE2", "0:0").partition(":")
+    if signum.strip() not in ("", "0"):
+        return Status.KILLED
+    return Status.FINISHED if code.strip() in ("", "0") else Status.FAILED
 
 
 def _stdout_of(environ: Mapping[str, str], job: JobEnv) -> str:
