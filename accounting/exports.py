@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from wattlog.accounting.efficiency import Efficiency
 from wattlog.accounting.grids import csv_text
 from wattlog.accounting.ranges import Quantity, Range, bounds
 from wattlog.accounting.render import FIGURE_COLUMNS, HEADERS, TableRow
@@ -55,6 +56,13 @@ def _ends(value: Quantity | None, scale: float = 1.0) -> tuple[str, str]:
     return plain(lo * scale), plain(hi * scale)
 
 
+def _number(value: float | str | None) -> str:
+    """A CSV cell: empty where unknown."""
+    if value is None:
+        return ""
+    return plain(value) if isinstance(value, float) else str(value)
+
+
 _EXPONENT = re.compile(r"(?<= )-?\d+(?:\.\d+)?[eE][-+]?\d+(?=,?$)", re.MULTILINE)
 """A number in exponent form at the end of a line of indented JSON (a string there ends in a quote)."""
 
@@ -80,7 +88,8 @@ def rows_csv(rows: Sequence[TableRow]) -> str:
         header += [f"{column}_min", f"{column}_max"]
     header += ["energy_band_mwh_min", "energy_band_mwh_max", "gpu_mwh", "host_mwh"]
     header += ["total_power_j_min", "total_power_j_max", "energy_band_j_min", "energy_band_j_max"]
-    header += ["gpu_j", "host_j", *extra]
+    efficiency = list(Efficiency().fields())
+    header += ["gpu_j", "host_j", *efficiency, *extra]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)
@@ -93,6 +102,7 @@ def rows_csv(rows: Sequence[TableRow]) -> str:
         j = mwh_to_j(1.0)
         line += [*_ends(r.total_power_mwh, j), *_ends(r.energy_band_mwh, j)]
         line += [_ends(r.gpu_mwh, j)[0], _ends(r.host_mwh, j)[0]]
+        line += [_number((r.efficiency or Efficiency()).fields()[name]) for name in efficiency]
         texts = dict(r.extra)
         line += [csv_text(texts.get(h, "")) for h in extra]
         writer.writerow(line)
@@ -134,6 +144,7 @@ def row_dict(row: TableRow) -> dict[str, object]:
         "water_convention": None if row.convention is None else row.convention.value,
         "extra": {header: text for header, text in row.extra},
         "notes": list(dict.fromkeys(row.notes)),
+        "efficiency": (row.efficiency or Efficiency()).fields(),  # null where unknown, never 0
     }
 
 

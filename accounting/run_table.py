@@ -18,15 +18,17 @@ from wattlog.accounting.footprint import CarbonPath, Footprint, WaterConvention,
 from wattlog.accounting.gaps import GapSummary, gaps_of, with_gaps
 from wattlog.accounting.intensity import IntensitySource
 from wattlog.accounting.it_energy import Energy, energy_label
+from wattlog.accounting.job_speed import efficiency_of
 from wattlog.accounting.ledger.models import Role, Status
 from wattlog.accounting.ledger.store import Ledger
-from wattlog.accounting.ledger.views import EnergyTotal, JobNodes, RunInfo
+from wattlog.accounting.ledger.views import EnergyTotal, JobNodes, RankInfo, RunInfo
 from wattlog.accounting.node_boundary import node_boundary
 from wattlog.accounting.prometheus_energy import energy_from_prometheus
 from wattlog.accounting.ranges import Quantity, Range
 from wattlog.accounting.render import TableRow
 from wattlog.accounting.run_energy import read_energy
 from wattlog.accounting.sites import Site, get_site
+from wattlog.accounting.units import mwh_to_j
 from wattlog.accounting.validity import ValidityLimits, run_validity
 from wattlog.errors import ConfigError
 from wattlog.records import EnergyFigure, Kind, Source
@@ -85,12 +87,16 @@ class RunRead:
         nodes: The nodes of its job.
         energy: Its IT energy from the ledger (None: none recorded, or the energy comes from Prometheus).
         gaps: Its gaps (None where not read).
+        ranks: Every rank's latest progress (tokens, FLOPs per token).
+        gpu_seconds: GPU device-seconds of its energy rows.
     """
 
     totals: list[EnergyTotal]
     nodes: JobNodes
     energy: Energy | None
     gaps: GapSummary | None
+    ranks: list[RankInfo] = field(default_factory=list)
+    gpu_seconds: float = 0.0
 
 
 def carbon_path(ledger: Ledger, run: RunInfo, options: TableOptions) -> tuple[Site, CarbonPath]:
@@ -127,6 +133,8 @@ def read_run(
             nodes=read.job_nodes(),
             energy=None if options.prometheus_url else read_energy(read, totals, by_hour=hourly),
             gaps=gaps_of(read) if gaps else None,
+            ranks=read.ranks(),
+            gpu_seconds=read.device_seconds(Kind.GPU)[0],
         )
 
 
@@ -234,7 +242,10 @@ def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
     else:
         row = TableRow.from_energy(label, found, notes=notes)
     assert read.gaps is not None  # read_run reads them unless told not to
-    return with_gaps(row, read.gaps)
+    gpu_j = sum(t.energy_j for t in read.totals if t.figure.kind == Kind.GPU)
+    energy_j = None if row.total_power_mwh is None else mwh_to_j(_mid(row.total_power_mwh))
+    efficiency = efficiency_of(read.ranks, energy_j, (gpu_j, read.gpu_seconds), run.device_model)
+    return replace(with_gaps(row, read.gaps), efficiency=efficiency)
 
 
 def project_rows(ledger: Ledger, project: str, options: TableOptions) -> list[TableRow]:

@@ -24,10 +24,19 @@ from wattlog.accounting.ledger.models import (
     Event,
     GapRecord,
     JobNode,
+    RankProgress,
     Run,
     hour_of,
 )
-from wattlog.accounting.ledger.views import EnergyTotal, EventInfo, GapInfo, JobNodes, RunInfo, interval_of
+from wattlog.accounting.ledger.views import (
+    EnergyTotal,
+    EventInfo,
+    GapInfo,
+    JobNodes,
+    RankInfo,
+    RunInfo,
+    interval_of,
+)
 from wattlog.errors import RunNotFound
 from wattlog.records import BAND_TERMS, EnergyFigure, EnergyInterval, Kind, Source, summed_band
 
@@ -202,3 +211,11 @@ class RunReader:
             measuring=tuple(r.host for r in rows if r.measured),
             indexes=tuple(r.node_index for r in rows),
         )
+
+    def ranks(self) -> list[RankInfo]:
+        """Every rank's latest progress (cumulative tokens, FLOPs per token), by rank."""
+        query = select(RankProgress).where(col(RankProgress.run_id) == self.run_id)
+        return [
+            RankInfo.of(row)
+            for row in self._session.execute(query.order_by(col(RankProgress.rank))).scalars()
+        ]
