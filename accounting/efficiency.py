@@ -6,7 +6,7 @@ boards). From the ledger, per run::
 
     j_per_token      = job energy (J) / every rank's tokens            (the job's, as job_speed)
     j_per_eflop      = job energy (J) / (tokens x FLOPs per token / 1e18)
-    avg_power_w      = GPU energy (J) / GPU device-seconds measured     (mean per GPU)
+    avg_power_w      = GPU energy (J) / (GPUs x the run's span - their gaps)  (mean per GPU)
     power_of_tdp     = avg_power_w / the device model's power limit     (devices.toml, with its source)
 
 :func:`wattlog.accounting.job_speed.run_efficiency` computes them. Each is None ("-") when a

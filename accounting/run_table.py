@@ -88,7 +88,7 @@ class RunRead:
         energy: Its IT energy from the ledger (None: none recorded, or the energy comes from Prometheus).
         gaps: Its gaps (None where not read).
         ranks: Every rank's latest progress (tokens, FLOPs per token).
-        gpu_seconds: GPU device-seconds of its energy rows.
+        span: First start and last end of its energy rows (None: no rows).
     """
 
     totals: list[EnergyTotal]
@@ -96,7 +96,21 @@ class RunRead:
     energy: Energy | None
     gaps: GapSummary | None
     ranks: list[RankInfo] = field(default_factory=list)
-    gpu_seconds: float = 0.0
+    span: tuple[float, float] | None = None
+
+    def gpu_seconds(self) -> float:
+        """GPU-seconds measured: the GPUs x the run's span, less those GPUs' gaps.
+
+        Read from the span's two indexed ends, not a sum over every row (a month of 1,024 GPUs
+        is 737,280 rows); a GPU that joined late counts from the run's start, so the mean
+        power reads low, never high.
+        """
+        gpus = {(t.host, t.device) for t in self.totals if t.figure.kind == Kind.GPU}
+        if self.span is None or not gpus:
+            return 0.0
+        gaps = self.gaps.gaps if self.gaps is not None else ()
+        missed = sum(g.duration_s for g in gaps if (g.host, g.device) in gpus)
+        return max(0.0, len(gpus) * (self.span[1] - self.span[0]) - missed)
 
 
 def carbon_path(ledger: Ledger, run: RunInfo, options: TableOptions) -> tuple[Site, CarbonPath]:
@@ -134,7 +148,7 @@ def read_run(
             energy=None if options.prometheus_url else read_energy(read, totals, by_hour=hourly),
             gaps=gaps_of(read) if gaps else None,
             ranks=read.ranks(),
-            gpu_seconds=read.device_seconds(Kind.GPU)[0],
+            span=read.span(),
         )
 
 
@@ -244,7 +258,7 @@ def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
     assert read.gaps is not None  # read_run reads them unless told not to
     gpu_j = sum(t.energy_j for t in read.totals if t.figure.kind == Kind.GPU)
     energy_j = None if row.total_power_mwh is None else mwh_to_j(_mid(row.total_power_mwh))
-    efficiency = efficiency_of(read.ranks, energy_j, (gpu_j, read.gpu_seconds), run.device_model)
+    efficiency = efficiency_of(read.ranks, energy_j, (gpu_j, read.gpu_seconds()), run.device_model)
     return replace(with_gaps(row, read.gaps), efficiency=efficiency)
 
 
