@@ -21,6 +21,7 @@ from typing import Annotated
 import typer
 
 from wattlog.accounting.slurm_hooks import SlurmHooks, finish_job, scripts, serve_agent, start_agent
+from wattlog.errors import WattlogError
 from wattlog.options import DbOption, SimulateOption
 
 HELP = "SLURM prolog/epilog: an agent per node of each job; its energy, CO2 and water in its AdminComment."
@@ -93,8 +94,12 @@ def write_scripts(
 
 @slurm_app.command("prolog")
 def prolog(ctx: typer.Context) -> None:
-    """Start this node's agent for the job (slurmd's Prolog); return at once."""
-    pid = start_agent(ctx.obj, _environ())
+    """Start this node's agent for the job (slurmd's Prolog); return at once, exit 0 whatever happened."""
+    try:
+        pid = start_agent(ctx.obj, _environ())
+    except (WattlogError, OSError) as error:  # a failing prolog drains the node: the job runs unmeasured
+        print(f"wattlog slurm prolog: no agent started: {error}", file=sys.stderr)
+        return
     print(f"wattlog slurm prolog: agent {pid} started")
 
 
@@ -105,7 +110,11 @@ def epilog(ctx: typer.Context) -> None:
     Exits 0 whatever happened: a failing epilog drains the node. What was not written goes to
     stderr (slurmd's log); the figures stay in the ledger.
     """
-    for line in finish_job(ctx.obj, _environ()):
+    try:
+        said = finish_job(ctx.obj, _environ())
+    except (WattlogError, OSError) as error:
+        said = [f"the job's figures not written: {error}"]
+    for line in said:
         print(f"wattlog slurm epilog: {line}", file=sys.stderr)
 
 

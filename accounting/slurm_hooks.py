@@ -40,7 +40,7 @@ from wattlog.accounting.render import TableFormat, TableRow, footnotes, render
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
 from wattlog.accounting.units import mwh_to_j
-from wattlog.errors import ConfigError
+from wattlog.errors import ConfigError, WattlogError
 from wattlog.telemetry.agent import AgentConfig
 
 Runner = Callable[[list[str]], "subprocess.CompletedProcess[str]"]
@@ -176,10 +176,10 @@ def serve_agent(
 
 def _live_comment(ledger: Ledger, hooks: SlurmHooks, job: JobEnv, runner: Runner) -> str:
     run = hooks.run_name(job.job_id)
-    row, site = job_row(ledger, run, hooks.site)
-    try:
+    try:  # a ledger hiccup or a refused update skips this comment, never the measurement
+        row, site = job_row(ledger, run, hooks.site)
         return write_comment(job.job_id, comment(row, run, site, final=False), runner)
-    except ConfigError as error:
+    except WattlogError as error:
         return str(error)
 
 

@@ -169,3 +169,18 @@ def test_the_scripts_pass_settings_the_cli_reads_back_and_keep_the_url_out_of_ps
     result = CliRunner().invoke(full_app(), ["slurm", *args, "scripts", str(tmp_path / "again")])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "again" / "prolog").read_text().split("exec ")[1] == text.split("exec ")[1]
+
+
+def test_a_failing_hook_exits_0_so_slurm_never_drains_the_node_for_it(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    env = {"SLURM_JOB_ID": "9", "SLURMD_NODENAME": "n1"}
+    prolog = CliRunner().invoke(
+        full_app(), ["slurm", "--state-dir", str(blocker / "state"), "prolog"], env=env
+    )
+    assert prolog.exit_code == 0 and "no agent started" in prolog.output
+    missing = f"sqlite:///{tmp_path / 'no-ledger.db'}"
+    epilog = CliRunner().invoke(
+        full_app(), ["slurm", "--db", missing, "--state-dir", str(tmp_path), "epilog"], env=env
+    )
+    assert epilog.exit_code == 0 and "the job's figures not written" in epilog.output
