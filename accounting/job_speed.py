@@ -105,8 +105,9 @@ def efficiency_of(
     """
     tokens = sum(r.tokens_total for r in ranks)
     flops = next((r.flops_per_token for r in ranks if r.flops_per_token), None)
-    j_per_token = energy_j / tokens if energy_j and tokens > 0 else None
-    j_per_eflop = energy_j / (tokens * flops / EFLOP) if j_per_token is not None and flops else None
+    known = energy_j is not None and energy_j > 0 and tokens > 0
+    j_per_token = energy_j / tokens if known and energy_j is not None else None
+    j_per_eflop = energy_j / (tokens * flops / EFLOP) if known and energy_j is not None and flops else None
     gpu_j, gpu_s = gpu
     avg_power_w = gpu_j / gpu_s if gpu_s > 0 and gpu_j > 0 else None
     model, assumed = (devices or device_catalog()).get(device_model)
