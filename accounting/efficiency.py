@@ -70,8 +70,8 @@ class Efficiency:
 
     def line(self) -> str:
         """One line for a table's notes or the report; "-" where unknown."""
-        per_token = MISSING if self.j_per_token is None else f"{sig3(self.j_per_token)} J/token"
-        per_eflop = MISSING if self.j_per_eflop is None else f"{sig3(self.j_per_eflop)} J"
+        per_token = MISSING if self.j_per_token is None else sig3(self.j_per_token)
+        per_eflop = MISSING if self.j_per_eflop is None else sig3(self.j_per_eflop)
         power = MISSING if self.avg_power_w is None else f"{sig3(self.avg_power_w)} W"
         ratio = self.power_of_tdp
         tdp = (
@@ -79,4 +79,4 @@ class Efficiency:
             if ratio is not None and self.tdp_w is not None
             else f"{MISSING} of TDP"
         )
-        return f"{per_token}, {per_eflop} per 10^18 FLOP, average GPU power {power} = {tdp}"
+        return f"J per token {per_token}, J per 10^18 FLOP {per_eflop}, average GPU power {power} = {tdp}"

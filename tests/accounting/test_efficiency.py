@@ -50,7 +50,7 @@ def test_unknown_parts_are_dashes_and_nulls_never_zero_or_an_assumed_board() -> 
     no_flops = efficiency_of([_rank(0, 1000.0, None)], 500.0, (0.0, 0.0), "")
     assert (no_flops.j_per_token, no_flops.j_per_eflop, no_flops.avg_power_w) == (0.5, None, None)
     assert no_flops.tdp_w is None  # no device model recorded: the catalog's default is not this board
-    assert no_flops.line() == "0.500 J/token, - per 10^18 FLOP, average GPU power - = - of TDP"
+    assert no_flops.line() == "J per token 0.500, J per 10^18 FLOP -, average GPU power - = - of TDP"
     nothing = efficiency_of([], None, (0.0, 0.0), "H100")
     assert not nothing.known and nothing.fields()["j_per_token"] is None
     assert efficiency_of([_rank(0, 0.0, 6e9)], 500.0, (0.0, 0.0), "").j_per_token is None
@@ -88,10 +88,13 @@ def test_a_runs_row_carries_them_into_the_notes_json_and_csv(ledger: Ledger) -> 
         and rows[0].efficiency.tdp_source
     )  # type: ignore[union-attr]
     notes = footnotes(rows)
-    line = "4.54 J/token, 756,000,000 J per 10^18 FLOP, average GPU power 630 W = 90 % of TDP 700 W (H100; "
+    line = (
+        "J per token 4.54, J per 10^18 FLOP 756,000,000, average GPU power 630 W = 90 % of TDP 700 W (H100; "
+    )
     assert any(n.startswith("measured (") and line in n for n in notes)
     assert any(
-        n.startswith("no-tokens (") and ": -, - per 10^18 FLOP, average GPU power 630 W" in n for n in notes
+        n.startswith("no-tokens (") and ": J per token -, J per 10^18 FLOP -, average GPU power 630 W" in n
+        for n in notes
     )
     document = json.loads(rows_json(rows, []))
     assert document["rows"][0]["efficiency"]["j_per_token"] == pytest.approx(4.536)
