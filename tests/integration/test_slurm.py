@@ -1,7 +1,10 @@
 """A real SLURM (slurm-wlm 22.05 on loopback): an sbatch job of two tasks trains under wattlog.
 
 Multi-node tests elsewhere set SLURM's variables by hand; here slurmctld and slurmd
-launch the tasks, so the job identity, node list and ranks are the scheduler's own.
+launch the tasks, so the job identity, node list and ranks are the scheduler's own. The
+cluster also runs what an admin installs (`wattlog slurm scripts`: Prolog, Epilog,
+PrologFlags=Alloc): the prolog's agent measures the node into ``slurm-<job id>``, the job's
+AdminComment carries its figures as JSON and the epilog appends its report card.
 """
 
 from __future__ import annotations
