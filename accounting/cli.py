@@ -17,6 +17,7 @@ from wattlog.accounting.render import TableFormat, render_grid, show
 from wattlog.accounting.runs_cli import register as register_runs
 from wattlog.accounting.scope2_cli import register as register_scope2
 from wattlog.accounting.sites import SITE_FIELDS, Site, site_catalog
+from wattlog.accounting.slurm_cli import register as register_slurm
 from wattlog.accounting.table_cli import register as register_table
 from wattlog.accounting.windows_cli import register as register_windows
 from wattlog.options import FormatOption, SitesFileOption
@@ -42,6 +43,7 @@ def register(app: typer.Typer, measure: WindowMeasure | None = None) -> None:
     register_runs(app)
     register_calibrate(app, measure)
     register_audit(app)
+    register_slurm(app)
 
 
 def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RICH) -> None:

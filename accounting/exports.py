@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from wattlog.accounting.efficiency import Efficiency
 from wattlog.accounting.grids import csv_text
 from wattlog.accounting.ranges import Quantity, Range, bounds
 from wattlog.accounting.render import FIGURE_COLUMNS, HEADERS, TableRow
@@ -57,6 +58,13 @@ def _ends(value: Quantity | None) -> tuple[str, str]:
     return plain(lo), plain(hi)
 
 
+def _number(value: float | str | None) -> str:
+    """A CSV cell: empty where unknown."""
+    if value is None:
+        return ""
+    return plain(value) if isinstance(value, float) else str(value)
+
+
 _EXPONENT = re.compile(r"(?<= )-?\d+(?:\.\d+)?[eE][-+]?\d+(?=,?$)", re.MULTILINE)
 """A number in exponent form at the end of a line of indented JSON (a string there ends in a quote)."""
 
@@ -82,7 +90,8 @@ def rows_csv(rows: Sequence[TableRow]) -> str:
         header += [f"{column}_min", f"{column}_max"]
     header += ["energy_band_mwh_min", "energy_band_mwh_max", "gpu_mwh", "host_mwh"]
     header += ["total_power_j_min", "total_power_j_max", "energy_band_j_min", "energy_band_j_max"]
-    header += ["gpu_j", "host_j", *extra, "valid", "invalid_reasons"]
+    efficiency = list(Efficiency().fields())
+    header += ["gpu_j", "host_j", *efficiency, *extra, "valid", "invalid_reasons"]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)
@@ -94,6 +103,7 @@ def rows_csv(rows: Sequence[TableRow]) -> str:
         line += [_ends(mwh_of(r.gpu_j))[0], _ends(mwh_of(r.host_j))[0]]
         line += [*_ends(r.energy_j), *_ends(r.energy_band_j)]
         line += [_ends(r.gpu_j)[0], _ends(r.host_j)[0]]
+        line += [_number((r.efficiency or Efficiency()).fields()[name]) for name in efficiency]
         texts = dict(r.extra)
         line += [csv_text(texts.get(h, "")) for h in extra]
         valid = "" if r.validity is None else str(not r.validity).lower()
@@ -139,6 +149,7 @@ def row_dict(row: TableRow) -> dict[str, object]:
         "notes": list(dict.fromkeys(row.notes)),
         "valid": None if row.validity is None else not row.validity,
         "invalid_reasons": None if row.validity is None else list(row.validity),
+        "efficiency": (row.efficiency or Efficiency()).fields(),  # null where unknown, never 0
     }
 
 

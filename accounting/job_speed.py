@@ -10,15 +10,22 @@ small on a node with several ranks::
 
     tokens_per_j = sum over ranks of tokens / job energy (J)
     mfu          = sum over ranks of tokens / elapsed s x FLOPs per token / peak FLOP/s of all ranks
+
+and from them a run's J per token, J per 10^18 FLOP and mean GPU power against its board's
+limit (:func:`efficiency_of`, shown beside Table 19).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from wattlog.accounting.devices import DeviceCatalog, device_catalog
+from wattlog.accounting.efficiency import EFLOP, Efficiency
 from wattlog.accounting.extrapolate import job_energy
 from wattlog.accounting.ledger.jobs import job_nodes, rank_progress
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.ledger.views import RankInfo
 from wattlog.accounting.mfu import mfu_of
 from wattlog.accounting.ranges import Range
 
@@ -38,6 +45,7 @@ class JobSpeed:
         tokens_per_s: Tokens of the job per second.
         tokens_per_j: Tokens of the job per joule of its energy (None without energy).
         mfu: Model FLOPs utilisation of the job, 0..1 (None without FLOPs per token and peak FLOP/s).
+        flops_per_token: Model FLOPs per token the ranks reported (None: not given).
     """
 
     ranks: int
@@ -48,6 +56,7 @@ class JobSpeed:
     tokens_per_s: float | None
     tokens_per_j: float | None
     mfu: float | None
+    flops_per_token: float | None = None
 
 
 def job_speed(ledger: Ledger, run: int | str) -> JobSpeed | None:
@@ -74,4 +83,37 @@ def job_speed(ledger: Ledger, run: int | str) -> JobSpeed | None:
         tokens_per_s=tokens_per_s,
         tokens_per_j=tokens / energy_j if energy_j else None,
         mfu=mfu_of(tokens_per_s, flops, peak),
+        flops_per_token=flops,
+    )
+
+
+def efficiency_of(
+    ranks: Sequence[RankInfo],
+    energy_j: float | None,
+    gpu: tuple[float, float],
+    device_model: str,
+    devices: DeviceCatalog | None = None,
+) -> Efficiency:
+    """A run's J per token, J per 10^18 FLOP and mean GPU power / TDP (see accounting.efficiency).
+
+    Args:
+        ranks: Every rank's latest progress (the job's tokens are their sum).
+        energy_j: The job's IT energy (the row's, extrapolated when sampled), J; None if unknown.
+        gpu: GPU energy (J) and GPU device-seconds measured.
+        device_model: The run's recorded device model ("" = none: no TDP, never an assumed one).
+        devices: The device catalog (default: the built-in one).
+    """
+    tokens = sum(r.tokens_total for r in ranks)
+    flops = next((r.flops_per_token for r in ranks if r.flops_per_token), None)
+    known = energy_j is not None and energy_j > 0 and tokens > 0
+    j_per_token = energy_j / tokens if known and energy_j is not None else None
+    j_per_eflop = energy_j / (tokens * flops / EFLOP) if known and energy_j is not None and flops else None
+    gpu_j, gpu_s = gpu
+    avg_power_w = gpu_j / gpu_s if gpu_s > 0 and gpu_j > 0 else None
+    model, assumed = (devices or device_catalog()).get(device_model)
+    tdp_w = None if assumed else model.power_limit_w
+    if tdp_w is None:
+        return Efficiency(j_per_token, j_per_eflop, avg_power_w)
+    return Efficiency(
+        j_per_token, j_per_eflop, avg_power_w, tdp_w, model.sources.get("power_limit_w", ""), model.name
     )

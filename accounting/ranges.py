@@ -114,6 +114,11 @@ def bounds(value: Quantity) -> tuple[float, float]:
     return r.lo, r.hi
 
 
+def midpoint(value: Quantity) -> float:
+    """The middle of a quantity's range; a float is its own middle."""
+    return value.mid if isinstance(value, Range) else float(value)
+
+
 def format_quantity(value: Quantity, spec: str) -> str:
     """Format a float or a range with one format spec ("105-347" for ranges)."""
     return value.format(spec) if isinstance(value, Range) else format(value, spec)

@@ -17,6 +17,7 @@ from typing import cast
 
 from rich.console import Console, RenderableType
 
+from wattlog.accounting.efficiency import Efficiency
 from wattlog.accounting.fitted import FittedTable
 from wattlog.accounting.footprint import Footprint, WaterConvention
 from wattlog.accounting.grids import MISSING as MISSING
@@ -155,6 +156,8 @@ class TableRow:
             "facility" (PUE included); "" if unknown.
         role: What the row is: "published", "run", "subtotal" or "total" (exports use it).
         validity: The validity gate's reasons against the run (empty: valid; None: not gated).
+        efficiency: J per token, J per 10^18 FLOP and mean GPU power / TDP of a recorded run (a
+            line in the notes and fields in the exports, not a column: the paper has none).
     """
 
     model: str
@@ -177,6 +180,7 @@ class TableRow:
     energy_basis: str = "it"
     role: str = "run"
     validity: tuple[str, ...] | None = None
+    efficiency: Efficiency | None = None
 
     def with_notes(self, *notes: str) -> TableRow:
         """A copy with `notes` added."""
@@ -305,6 +309,7 @@ def footnotes(rows: Sequence[TableRow]) -> list[str]:
     notes.extend(f"{r.model}: {note}" for r in rows for note in dict.fromkeys(r.notes))
     # A run's figures also in units of their size: a small run reads "0.000000142" MWh in the table.
     notes.extend(readable_summary(r) for r in rows if r.role == "run" and r.energy_j is not None)
+    notes.extend(f"{r.model}: {r.efficiency.line()}" for r in rows if r.efficiency and r.efficiency.known)
     return notes
 
 

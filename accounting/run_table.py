@@ -1,9 +1,7 @@
 """Table-19 rows of recorded runs: ledger (or Prometheus) energy -> footprint -> TableRow.
 
-A run's row uses the site it was recorded with (or `site` when given). With
-a project, the table shows each final run, a subtotal per other role and the
-whole development, because OPT-175B reported that ablations, baselines and
-downtime roughly doubled its footprint: the final run alone understates it.
+A run's row uses the site it was recorded with (or `site` when given); a project's
+rows (final runs, subtotals, the whole development) are accounting.project_rows'.
 """
 
 from __future__ import annotations
@@ -18,12 +16,13 @@ from wattlog.accounting.footprint import CarbonPath, Footprint, WaterConvention,
 from wattlog.accounting.gaps import GapSummary, gaps_of, with_gaps
 from wattlog.accounting.intensity import IntensitySource
 from wattlog.accounting.it_energy import Energy, energy_label
-from wattlog.accounting.ledger.models import Role, Status
+from wattlog.accounting.job_speed import efficiency_of
+from wattlog.accounting.ledger.models import Status
 from wattlog.accounting.ledger.store import Ledger
-from wattlog.accounting.ledger.views import EnergyTotal, EventInfo, JobNodes, RunInfo
+from wattlog.accounting.ledger.views import EnergyTotal, EventInfo, JobNodes, RankInfo, RunInfo
 from wattlog.accounting.node_boundary import node_boundary
 from wattlog.accounting.prometheus_energy import START_LOOKBACK_S, energy_counted
-from wattlog.accounting.ranges import Quantity, Range
+from wattlog.accounting.ranges import midpoint
 from wattlog.accounting.render import TableRow
 from wattlog.accounting.run_energy import read_energy
 from wattlog.accounting.sites import Site, get_site
@@ -87,6 +86,8 @@ class RunRead:
         gaps: Its gaps (None where not read).
         spans: (host, device) -> its rows' first start and last end (read for the validity gate).
         events: Its events (read for the validity gate).
+        ranks: Every rank's latest progress (tokens, FLOPs per token).
+        span: First start and last end of its energy rows (None: no rows).
     """
 
     totals: list[EnergyTotal]
@@ -95,6 +96,22 @@ class RunRead:
     gaps: GapSummary | None
     spans: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
     events: list[EventInfo] = field(default_factory=list)
+    ranks: list[RankInfo] = field(default_factory=list)
+    span: tuple[float, float] | None = None
+
+    def gpu_seconds(self) -> float:
+        """GPU-seconds measured: the GPUs x the run's span, less those GPUs' gaps.
+
+        Read from the span's two indexed ends, not a sum over every row (a month of 1,024 GPUs
+        is 737,280 rows); a GPU that joined late counts from the run's start, so the mean
+        power reads low, never high.
+        """
+        gpus = {(t.host, t.device) for t in self.totals if t.figure.kind == Kind.GPU}
+        if self.span is None or not gpus:
+            return 0.0
+        gaps = self.gaps.gaps if self.gaps is not None else ()
+        missed = sum(g.duration_s for g in gaps if (g.host, g.device) in gpus)
+        return max(0.0, len(gpus) * (self.span[1] - self.span[0]) - missed)
 
 
 def carbon_path(ledger: Ledger, run: RunInfo, options: TableOptions) -> tuple[Site, CarbonPath]:
@@ -134,6 +151,8 @@ def read_run(
             gaps=gaps_of(read) if gaps else None,
             spans=read.device_spans() if gated else {},
             events=read.events() if gated else [],
+            ranks=read.ranks(),
+            span=read.span(),
         )
 
 
@@ -249,73 +268,10 @@ def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
     else:
         row = TableRow.from_energy(label, found, notes=notes)
     assert read.gaps is not None  # read_run reads them unless told not to
-    return replace(with_gaps(row, read.gaps), validity=verdict)
-
-
-def project_rows(ledger: Ledger, project: str, options: TableOptions) -> list[TableRow]:
-    """Each final run, a subtotal per other role, and the whole development of the project."""
-    runs = ledger.runs(project)
-    if not runs:
-        raise ConfigError(f"project {project!r} has no runs")
-    prints = {
-        run.name: run_footprint(ledger, run, options) if has_site(run, options) else None for run in runs
-    }
-    rows = [run_row(ledger, run, options) for run in runs if run.role == Role.FINAL]
-    for role in Role:
-        group = [run for run in runs if run.role == role]
-        if role is not Role.FINAL and group:
-            rows.append(_sum_row(f"{role.value} runs ({len(group)})", [prints[r.name] for r in group]))
-    total = _sum_row(f"{project}: whole development ({len(runs)} runs)", list(prints.values()))
-    final = [prints[r.name] for r in runs if r.role == Role.FINAL and prints[r.name] is not None]
-    if final and total.energy_j is not None:
-        final_j = sum(f.it_energy_j for f in final if f is not None)
-        if final_j > 0:
-            ratio = _mid(total.energy_j) / final_j
-            total = _with_note(total, f"the whole development used {ratio:.2f}x the final run's energy")
-    rows.append(total)
-    return rows
-
-
-def _sum_row(label: str, footprints: Sequence[Footprint | None]) -> TableRow:
-    """Add footprints; PUE, intensity and WUE show only where all runs share them."""
-    found = [f for f in footprints if f is not None]
-    missing = len(footprints) - len(found)
-    notes = [f"{missing} run(s) recorded no energy"] if missing else []
-    if not found:
-        return TableRow(label, None, None, None, None, None, None, "none", notes=tuple(notes))
-
-    def total(values: Sequence[Quantity]) -> Quantity:
-        out: Quantity = 0.0
-        for value in values:
-            out = out + value
-        return out
-
-    def shared(values: Sequence[Quantity]) -> Quantity | None:
-        return values[0] if all(v == values[0] for v in values) else None
-
-    sites = sorted({f.site for f in found})
-    if len(sites) > 1:
-        notes.append(f"runs at several sites ({', '.join(sites)}): PUE, intensity and WUE vary, sums shown")
-    split = all(f.gpu_j is not None for f in found)
-    band = Range.exact(0.0)
-    for f in found:
-        band = band + f.energy_band_j
-    return TableRow(
-        model=label,
-        energy_j=total([f.it_energy_j for f in found]),
-        pue=shared([f.pue for f in found]),
-        carbon_intensity_kg_per_kwh=shared([f.intensity_kg_per_kwh for f in found]),
-        co2_t=total([f.co2_t for f in found]),
-        wue_l_per_kwh=shared([f.wue_l_per_kwh for f in found]),
-        water_kl=total([f.water_kl for f in found]),
-        energy_source="+".join(sorted({s for f in found for s in f.energy_source.split("+")})),
-        energy_band_j=band,
-        hourly_intensity=any(f.hourly for f in found),
-        gpu_j=sum(f.gpu_j or 0.0 for f in found) if split else None,
-        host_j=sum(f.host_j or 0.0 for f in found) if split else None,
-        convention=found[0].convention,
-        notes=tuple(notes),
-    )
+    gpu_j = sum(t.energy_j for t in read.totals if t.figure.kind == Kind.GPU)
+    energy_j = None if row.energy_j is None else midpoint(row.energy_j)
+    efficiency = efficiency_of(read.ranks, energy_j, (gpu_j, read.gpu_seconds()), run.device_model)
+    return replace(with_gaps(row, read.gaps), validity=verdict, efficiency=efficiency)
 
 
 def _prometheus_rows(run: RunInfo, options: TableOptions, nodes: JobNodes) -> list[EnergyTotal]:
@@ -382,11 +338,3 @@ def _run_notes(run: RunInfo, options: TableOptions) -> tuple[str, ...]:
     if run.restarts:
         notes.append(f"restarted {run.restarts} time(s); energy of every attempt included")
     return tuple(notes)
-
-
-def _with_note(row: TableRow, note: str) -> TableRow:
-    return replace(row, notes=(*row.notes, note))
-
-
-def _mid(value: Quantity) -> float:
-    return value.mid if isinstance(value, Range) else float(value)

@@ -29,10 +29,11 @@ from wattlog.accounting.ledger.views import RunInfo
 from wattlog.accounting.market_columns import MarketFileOption, add_market_columns
 from wattlog.accounting.model_card import model_card_facts
 from wattlog.accounting.power_report import power_grid
+from wattlog.accounting.project_rows import project_rows
 from wattlog.accounting.project_table import GROUPINGS, project_tables, run_phase
 from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import TableFormat, TableRow, footnotes, render, render_grid, show
-from wattlog.accounting.run_table import TableOptions, project_rows, run_row
+from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import get_site, site_catalog
 from wattlog.accounting.validity import ValidityLimits
 from wattlog.accounting.verify import check_ledger

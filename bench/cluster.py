@@ -9,6 +9,8 @@ is computed three ways, from the ledger, Prometheus and VictoriaMetrics:
 
     .venv/bin/python -m bench.cluster [--nodes 64] [--gpus 8] [--seconds 120] [--period-s 1]
                                       [--flush-s 10] [--scrape-s 5] [--sample-nodes K]
+    .venv/bin/python -m bench.cluster --replay [--nodes 1000] ...   # bench/cluster_replay.py: each
+                                      store's ceiling against 1,000 x 8 GPUs of recorded node traffic
 
 The ledger is migrated once before any agent starts (concurrent first opens of a
 new ledger race on Alembic's version table until the migration lock lands).
@@ -363,4 +365,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if "--replay" in sys.argv[1:]:
+        from bench.cluster_replay import main as replay
+
+        sys.exit(replay([a for a in sys.argv[1:] if a != "--replay"]))
     sys.exit(main())

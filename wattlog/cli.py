@@ -71,6 +71,10 @@ COMMANDS = (
         "Live grid carbon intensity, cached in the ledger (providers: `intensity fetch --help`).",
     ),
     ("runs", "List the ledger's runs; relabel (--role final: a Table 19 row), rename or delete one."),
+    (
+        "slurm",
+        "SLURM prolog/epilog: an agent per node of each job; its energy, CO2 and water in its AdminComment.",
+    ),
     ("dashboards", "Grafana dashboards: build the JSON, provision Grafana."),
     ("webhook", "Receive alerts into the ledger; send wattlog's events out."),
 )

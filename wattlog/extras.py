@@ -30,6 +30,7 @@ EXTRA_OF = {
     "redfish": "node",
     "opentelemetry": "otlp",
     "olmo_core": "olmo-core",
+    "torchtitan": "torchtitan",
 }
 """Top-level module -> the wattlog extra that installs it."""
 

@@ -24,6 +24,7 @@ from wattlog.accounting.ledger.models import (
     Event,
     GapRecord,
     JobNode,
+    RankProgress,
     Run,
     hour_of,
 )
@@ -34,6 +35,7 @@ from wattlog.accounting.ledger.views import (
     GapInfo,
     JobNodes,
     NodeOutage,
+    RankInfo,
     RunInfo,
     interval_of,
 )
@@ -242,3 +244,11 @@ class RunReader:
             NodeOutage(host, float(start_s), float(end_s), states.get(host) != LOST)
             for host, start_s, end_s in sorted(self._session.execute(query).all(), key=lambda r: (r[1], r[0]))
         )
+
+    def ranks(self) -> list[RankInfo]:
+        """Every rank's latest progress (cumulative tokens, FLOPs per token), by rank."""
+        query = select(RankProgress).where(col(RankProgress.run_id) == self.run_id)
+        return [
+            RankInfo.of(row)
+            for row in self._session.execute(query.order_by(col(RankProgress.rank))).scalars()
+        ]

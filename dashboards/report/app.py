@@ -84,6 +84,7 @@ def headline(report: RunReport) -> None:
     parts = [f"`{s}` ({SOURCE_NOTES.get(s, s)})" for s in fp.energy_source.split("+")]
     st.markdown(f"**Energy source:** {', '.join(parts)} · site `{fp.site}`")
     st.markdown(f"**Training:** {report.speed_text()}", help=SPEED_HELP)
+    st.markdown(f"**Per unit of work:** {report.efficiency_text()}")
     if {"simulated", "estimated"} & set(fp.energy_source.split("+")):
         st.warning(
             "This energy was not measured by a hardware sensor: read it as "

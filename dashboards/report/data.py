@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from wattlog.accounting.efficiency import Efficiency
 from wattlog.accounting.gaps import GapSummary, run_gaps
 from wattlog.accounting.job_speed import JobSpeed, job_speed
 from wattlog.accounting.ledger.lease import reap_before_reading
@@ -87,6 +88,11 @@ class RunReport:
         per_s, per_j = (MISSING if v is None else sig3(v) for v in (sp.tokens_per_s, sp.tokens_per_j))
         mfu = MISSING if sp.mfu is None else f"{100 * sp.mfu:.1f} %"
         return f"{sig3(sp.tokens)} tokens · {per_s} tok/s · {per_j} tok/J · MFU {mfu}"
+
+    def efficiency_text(self) -> str:
+        """J per token, J per 10^18 FLOP and mean GPU power / TDP of the run; "-" where unknown."""
+        efficiency = self.rows[0].efficiency if self.rows else None
+        return (efficiency or Efficiency()).line()
 
     def table(self) -> pd.DataFrame:
         """Table 19 as shown on the page (formatted like every other wattlog table)."""

@@ -15,7 +15,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,8 +75,8 @@ class Slurm:
         )
 
 
-def _config(root: Path, node: str) -> str:
-    settings = {
+def _config(root: Path, node: str, extra: Mapping[str, object]) -> str:
+    settings: dict[str, object] = {
         "ClusterName": "wattlogtest",
         "SlurmctldHost": f"{node}(127.0.0.1)",
         "SlurmctldPort": free_port(),
@@ -101,6 +101,7 @@ def _config(root: Path, node: str) -> str:
         "SelectTypeParameters": "CR_CPU",
         "MpiDefault": "none",
         "ReturnToService": 2,
+        **extra,
     }
     lines = [f"{key}={value}" for key, value in settings.items()]
     # Two CPUs whatever the machine has: a two-task job fits, and oversubscription is allowed.
@@ -110,8 +111,13 @@ def _config(root: Path, node: str) -> str:
 
 
 @contextlib.contextmanager
-def running_slurm(root: Path, timeout_s: float = 20.0) -> Iterator[Slurm]:
-    """Start munged, slurmctld and slurmd under `root`; stop them (by their own pids) after."""
+def running_slurm(
+    root: Path, timeout_s: float = 20.0, extra: Mapping[str, object] | None = None
+) -> Iterator[Slurm]:
+    """Start munged, slurmctld and slurmd under `root`; stop them (by their own pids) after.
+
+    `extra` adds or overrides slurm.conf settings (e.g. ``Prolog``/``Epilog`` scripts).
+    """
     for folder in ("state", "spool", "log"):
         (root / folder).mkdir(parents=True, exist_ok=True)
     key = root / "munge.key"
@@ -119,7 +125,7 @@ def running_slurm(root: Path, timeout_s: float = 20.0) -> Iterator[Slurm]:
     key.chmod(0o400)
     node = socket.gethostname().split(".", 1)[0]
     conf = root / "slurm.conf"
-    conf.write_text(_config(root, node))
+    conf.write_text(_config(root, node, extra or {}))
     munge = ["munged", "-F", "-f", f"--key-file={key}", f"--socket={root / 'munge.sock'}"]
     munge += [f"--pid-file={root / 'munged.pid'}", f"--log-file={root / 'log' / 'munged.log'}"]
     munge += [f"--seed-file={root / 'munged.seed'}"]

@@ -1,11 +1,16 @@
 """A real SLURM (slurm-wlm 22.05 on loopback): an sbatch job of two tasks trains under wattlog.
 
 Multi-node tests elsewhere set SLURM's variables by hand; here slurmctld and slurmd
-launch the tasks, so the job identity, node list and ranks are the scheduler's own.
+launch the tasks, so the job identity, node list and ranks are the scheduler's own. The
+cluster also runs what an admin installs (`wattlog slurm scripts`: Prolog, Epilog,
+PrologFlags=Alloc): the prolog's agent measures the node into ``slurm-<job id>``, the job's
+AdminComment carries its figures as JSON and the epilog appends its report card.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from pathlib import Path
 
@@ -18,6 +23,7 @@ from tests.integration.slurm_train import STEPS, TOKENS
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.jobs import rank_progress
 from wattlog.accounting.ledger.models import JobNode
+from wattlog.accounting.slurm_hooks import SlurmHooks, scripts
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +46,14 @@ def test_an_sbatch_job_of_two_tasks_is_one_run_with_the_jobs_identity(tmp_path: 
         # The end-of-job report card, where SLURM users look: the job's output file.
         f"{python} -m wattlog table slurm-run --db {db} --site jupiter --format markdown\n"
     )
-    with running_slurm(tmp_path / "slurm") as slurm:
+    # What an admin installs: `wattlog slurm scripts` writes the prolog and epilog slurm.conf names.
+    hooks_db = f"sqlite:///{tmp_path / 'hooks.db'}"
+    hooks = SlurmHooks(site="jupiter", state_dir=tmp_path / "hooks", comment_every_s=0.5, flush_s=0.2)
+    hooks.port, hooks.simulate = -1, 1
+    exports = {"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT), "WATTLOG_DB": hooks_db}
+    prolog, epilog = scripts(hooks, tmp_path / "scripts", exports)
+    extra = {"Prolog": prolog, "Epilog": epilog, "PrologFlags": "Alloc"}
+    with running_slurm(tmp_path / "slurm", extra=extra) as slurm:
         output = tmp_path / "job-%j.out"
         job_id = slurm.run("sbatch", "--parsable", "-n", "2", "-o", str(output), str(script)).strip()
         state = slurm.wait_job(job_id)
@@ -61,3 +74,17 @@ def test_an_sbatch_job_of_two_tasks_is_one_run_with_the_jobs_identity(tmp_path: 
         nodes = session.execute(select(col(JobNode.host), col(JobNode.job_id))).all()
     assert [tuple(n) for n in nodes] == [(slurm.node, job_id)]
     assert {t.host for t in ledger.energy_totals("slurm-run")} == {slurm.node}  # local rank 0 measured
+
+    # The prolog's agent measured the node into the job's run; the epilog stopped it and put the
+    # card in the output file; the first node kept the AdminComment current while the job ran.
+    run = f"slurm-{job_id}"
+    assert f"wattlog: energy, CO2 and water of this job (run {run}" in text
+    hooks_ledger = Ledger(make_engine(hooks_db))
+    totals = hooks_ledger.energy_totals(run)
+    assert {t.host for t in totals} == {slurm.node}
+    figure = json.loads(shown.split("AdminComment=", 1)[1].splitlines()[0])["wattlog"]
+    assert figure["run"] == run and figure["site"] == "jupiter" and "simulated" in figure["source"]
+    # Written while the job ran (SLURM refuses scontrol updates once it ends; slurmdbd's copy, which
+    # sacct reads, takes the epilog's final figure): never above the ledger's final energy.
+    ledger_j = sum(t.energy_j for t in totals)
+    assert 0 < figure["energy_j"] <= ledger_j * 1.001 and figure["co2_g"] > 0 and figure["water_l"] > 0

@@ -1,4 +1,4 @@
-"""Callbacks for the trainers users already run: Hugging Face, Lightning and OLMo-core.
+"""Callbacks for the trainers users already run: Hugging Face, Lightning, OLMo-core and TorchTitan.
 
 - ``wattlog.integrations.hf.WattlogCallback``: a transformers (>= 5) ``TrainerCallback``
   (``pip install wattlog[hf]``).
@@ -6,8 +6,11 @@
   (``pip install wattlog[lightning]``).
 - ``wattlog.integrations.olmo_core.WattlogCallback``: an OLMo-core trainer ``Callback``
   (``pip install wattlog[olmo-core]``).
+- ``wattlog.integrations.torchtitan.attach``: TorchTitan (0.3) has no callback API, so ``attach``
+  wraps its ``Trainer``'s train step, metrics logger, checkpointer and ``train()``
+  (``pip install wattlog[torchtitan]``).
 
-All three drive one :class:`~wattlog.integrations.session.TrackerSession`: every rank reports its
+All four drive one :class:`~wattlog.integrations.session.TrackerSession`: every rank reports its
 steps to its own ``Tracker``, the node's local rank 0 runs the one agent of the node, the
 energy, CO2, water and tokens per joule go into each logging step's metrics (so W&B, MLflow
 or TensorBoard, whichever the user chose, receive them), restarts and exceptions become

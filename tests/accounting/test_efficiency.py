@@ -1,0 +1,105 @@
+"""J per token, J per 10^18 FLOP and mean GPU power / TDP beside Table 19: table notes, JSON, CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from wattlog.accounting.devices import device_catalog
+from wattlog.accounting.efficiency import Efficiency
+from wattlog.accounting.exports import rows_csv, rows_json
+from wattlog.accounting.job_speed import efficiency_of
+from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger.jobs import RankReport, report_rank_progress
+from wattlog.accounting.ledger.runs import RunSpec
+from wattlog.accounting.ledger.views import RankInfo
+from wattlog.accounting.render import footnotes
+from wattlog.accounting.run_table import TableOptions, run_row
+from wattlog.accounting.sites import site_catalog
+from wattlog.records import EnergyInterval, Kind, Source
+
+START_S = 1_764_000_000.0
+HOUR_S = 3600.0
+
+
+def _rank(rank: int, tokens: float, flops: float | None) -> RankInfo:
+    return RankInfo(
+        run_id=1, rank=rank, host="n1", local_rank=rank, tokens_total=tokens, step=10,
+        start_s=START_S, updated_s=START_S + HOUR_S, flops_per_token=flops, peak_flops=None,
+    )  # fmt: skip
+
+
+def test_every_ranks_tokens_and_flops_divide_the_jobs_energy() -> None:
+    ranks = [_rank(0, 600.0, 6e9), _rank(1, 400.0, 6e9)]
+    h100_s = 2 * HOUR_S
+    figures = efficiency_of(ranks, 500.0, (2 * 630.0 * HOUR_S, h100_s), "H100")
+    assert figures.j_per_token == pytest.approx(0.5)  # 500 J / (600 + 400) tokens: not one rank's
+    assert figures.j_per_eflop == pytest.approx(500.0 / (1000 * 6e9 / 1e18))
+    assert figures.avg_power_w == pytest.approx(630.0)
+    h100, _ = device_catalog().get("H100")
+    assert figures.tdp_w == h100.power_limit_w and figures.tdp_source
+    assert figures.power_of_tdp == pytest.approx(630.0 / (h100.power_limit_w or 0))
+    assert f"= 90 % of TDP {h100.power_limit_w:g} W (H100;" in figures.line()
+
+
+def test_unknown_parts_are_dashes_and_nulls_never_zero_or_an_assumed_board() -> None:
+    no_flops = efficiency_of([_rank(0, 1000.0, None)], 500.0, (0.0, 0.0), "")
+    assert (no_flops.j_per_token, no_flops.j_per_eflop, no_flops.avg_power_w) == (0.5, None, None)
+    assert no_flops.tdp_w is None  # no device model recorded: the catalog's default is not this board
+    assert no_flops.line() == "J per token 0.500, J per 10^18 FLOP -, average GPU power - = - of TDP"
+    nothing = efficiency_of([], None, (0.0, 0.0), "H100")
+    assert not nothing.known and nothing.fields()["j_per_token"] is None
+    assert efficiency_of([_rank(0, 0.0, 6e9)], 500.0, (0.0, 0.0), "").j_per_token is None
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Ledger:
+    return Ledger(make_engine(f"sqlite:///{tmp_path / 'ledger.db'}"))
+
+
+def _record(ledger: Ledger, name: str, tokens: float | None) -> None:
+    ledger.start_run(name, RunSpec(site="jupiter", host="n1", device_model="H100"))
+    gpus = [
+        EnergyInterval.of(
+            "n1", f"GPU-{i}", Kind.GPU, Source.COUNTER, START_S, START_S + HOUR_S, *[630.0 * HOUR_S] * 3
+        )
+        for i in range(2)
+    ]
+    ledger.record_intervals(name, gpus)
+    if tokens is not None:
+        report_rank_progress(ledger, name, 0, RankReport("n1", 0, tokens, 10, START_S, flops_per_token=6e9))
+
+
+def test_a_runs_row_carries_them_into_the_notes_json_and_csv(ledger: Ledger) -> None:
+    _record(ledger, "measured", tokens=1e6)
+    _record(ledger, "no-tokens", tokens=None)
+    options = TableOptions(catalog=site_catalog())
+    rows = [run_row(ledger, ledger.get_run(name), options) for name in ("measured", "no-tokens")]
+    energy_j = 2 * 630.0 * HOUR_S
+    assert (
+        rows[0].efficiency
+        == Efficiency(
+            energy_j / 1e6, energy_j / (1e6 * 6e9 / 1e18), 630.0, 700.0, rows[0].efficiency.tdp_source, "H100"
+        )
+        and rows[0].efficiency.tdp_source
+    )  # type: ignore[union-attr]
+    notes = footnotes(rows)
+    line = (
+        "J per token 4.54, J per 10^18 FLOP 756,000,000, average GPU power 630 W = 90 % of TDP 700 W (H100; "
+    )
+    assert any(n.startswith("measured (") and line in n for n in notes)
+    assert any(
+        n.startswith("no-tokens (") and ": J per token -, J per 10^18 FLOP -, average GPU power 630 W" in n
+        for n in notes
+    )
+    document = json.loads(rows_json(rows, []))
+    assert document["rows"][0]["efficiency"]["j_per_token"] == pytest.approx(4.536)
+    assert document["rows"][0]["efficiency"]["power_of_tdp"] == pytest.approx(0.9)
+    assert document["rows"][1]["efficiency"]["j_per_token"] is None  # unknown is null, never 0
+    table = list(csv.DictReader(io.StringIO(rows_csv(rows))))
+    assert float(table[0]["j_per_1e18_flop"]) == pytest.approx(756_000_000.0)
+    assert table[1]["j_per_token"] == "" and float(table[1]["avg_power_w_per_gpu"]) == pytest.approx(630.0)
