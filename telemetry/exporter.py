@@ -53,7 +53,8 @@ class EnergyCollector(Collector):
 
         # HELP wattlog_energy_joules_total Energy used by the device since the agent started (best estimate).
         # TYPE wattlog_energy_joules_total counter
-        # HELP wattlog_energy_uncertainty_joules Ends of the energy's uncertainty band (label bound=low|high).
+        # HELP wattlog_energy_uncertainty_joules Ends of the energy's band (bound=low|high) and their
+        #   sampling-error parts (bound=random_low|random_high).
         # TYPE wattlog_energy_uncertainty_joules gauge
         # HELP wattlog_power_watts Latest power reading of the device.
         # TYPE wattlog_power_watts gauge
@@ -91,7 +92,8 @@ class EnergyCollector(Collector):
         )
         band = GaugeMetricFamily(
             MetricName.ENERGY_UNCERTAINTY_JOULES,
-            "Ends of the energy's uncertainty band (label bound=low|high).",
+            "Ends of the energy's band (bound=low|high) and their sampling-error parts "
+            "(bound=random_low|random_high).",
             labels=[*DEVICE_LABELS, "bound"],
         )
         power = GaugeMetricFamily(
@@ -129,6 +131,10 @@ class EnergyCollector(Collector):
             energy.add_metric(labels, row.energy_j)
             band.add_metric([*labels, "low"], row.low_j)
             band.add_metric([*labels, "high"], row.high_j)
+            # The sampling-error parts of each side: a sum over devices adds them in quadrature, as the
+            # ledger does (wattlog.records.summed_band); the dashboards' band reads them.
+            band.add_metric([*labels, "random_low"], row.random_low_j)
+            band.add_metric([*labels, "random_high"], row.random_high_j)
             if row.power_w is not None:
                 power.add_metric(labels, row.power_w)
             if d.power_limit_w is not None:
