@@ -70,7 +70,7 @@ def _band_and_gaps() -> list[tuple[Panel, int, int]]:
         (row("How sure the energy is"), 24, 1),
         (
             timeseries(
-                "Energy and its band",
+                "Energy and the agent's band (whole run)",
                 [
                     target(
                         f"sum by (run) ({MetricName.ENERGY_JOULES_TOTAL}{{{SELECTOR}}}) / 3600",
@@ -80,9 +80,11 @@ def _band_and_gaps() -> list[tuple[Panel, int, int]]:
                     target(band_end("high"), "{{run}} high", "C"),
                 ],
                 "watth",
-                "Best estimate with the low and high ends of its band (sensor accuracy, sampling, gaps), "
-                "summed over devices as the ledger sums rows: sampling errors in quadrature, the rest "
-                "linearly (the same band as `wattlog table`).",
+                "Best estimate with the low and high ends of the band each agent computes over its whole "
+                "run (sensor accuracy, sampling, gaps), summed over devices as the ledger sums: sampling "
+                "errors in quadrature, the rest linearly. The ledger's band (`wattlog table`, the report) "
+                "sums one band per flush row, each with its own floor, so it is a few % wider: the "
+                "figure to quote.",
             ),
             12,
             8,

@@ -300,7 +300,7 @@ def power_fluctuation_panels(selector: str) -> list[tuple[Panel, int, int]]:
 
     Checkpoint dips show as drops of the min/median lines. `wattlog table --power` and the report
     compute the same names from the ledger's rows, one mean power per flush interval (their
-    Resolution column); these panels read each scrape's latest reading on explicit 15 s steps. Each
+    Resolution column); these panels read each scrape's latest reading (the swing on explicit 5 s steps). Each
     title names its resolution, since a dip shorter than a step is missed by one and not the other.
 
     Args:
@@ -335,8 +335,8 @@ def power_fluctuation_panels(selector: str) -> list[tuple[Panel, int, int]]:
         ),
         (
             timeseries(
-                "Job power swing (10 min window, 15 s steps)",
-                [target(f"max_over_time({job}[10m:15s]) - min_over_time({job}[10m:15s])", "swing")],
+                "Job power swing (10 min window, 5 s steps)",
+                [target(f"max_over_time({job}[10m:5s]) - min_over_time({job}[10m:5s])", "swing")],
                 "watt",
                 "Max - min of the selected GPUs' summed power over the last 10 minutes: what the grid "
                 f"sees. {ledger}",
@@ -346,8 +346,9 @@ def power_fluctuation_panels(selector: str) -> list[tuple[Panel, int, int]]:
         ),
         (
             timeseries(
-                "Job power ramp rate (1 min fit, 15 s steps)",
-                [target(f"abs(deriv({job}[1m:15s]))", "ramp")],
+                "Job power ramp rate (1 min fit, per scrape)",
+                # the sum of each GPU's fitted slope is the slope of their sum: no subquery steps to pick
+                [target(f"abs(sum(deriv({gpu}[1m])))", "ramp")],
                 "si:W/s",  # SI-scaled by Grafana (kW/s on a large job), like every other unit
                 "How fast the selected GPUs' summed power changes (W per second), from a least-squares fit "
                 f"over 1 minute; the ledger's ramp is the steepest step between neighbouring rows. {ledger}",

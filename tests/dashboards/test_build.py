@@ -108,7 +108,10 @@ def test_units_are_scaled_by_grafana_not_fixed_to_mwh_and_tonnes() -> None:
     unit = {t: p.get("fieldConfig", {}).get("defaults", {}).get("unit") for t, p in titles.items()}
     assert unit["Energy so far"] == "watth" and unit["Cumulative energy"] == "watth"
     assert unit["CO2 so far and projected"] == "masskg" and unit["Water so far and projected"] == "litre"
-    assert unit["Energy by device and source"] == "watth" and unit["Energy and its band"] == "watth"
+    assert (
+        unit["Energy by device and source"] == "watth"
+        and unit["Energy and the agent's band (whole run)"] == "watth"
+    )
     every = [str(u) for u in unit.values()] + [
         str(prop["value"])
         for p in titles.values()

@@ -23,8 +23,8 @@ def test_the_row_shows_percent_of_limit_swing_and_ramp() -> None:
     # each title names its resolution: the ledger's `table --power` computes the same names per flush interval
     assert titles == {
         "GPU power, % of power limit (per scrape)": "percent",
-        "Job power swing (10 min window, 15 s steps)": "watt",
-        "Job power ramp rate (1 min fit, 15 s steps)": "si:W/s",
+        "Job power swing (10 min window, 5 s steps)": "watt",
+        "Job power ramp rate (1 min fit, per scrape)": "si:W/s",
     }
     assert all("`wattlog table --power`" in p["description"] for p in power_panels())
     pct = power_panels()[0]

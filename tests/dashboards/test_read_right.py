@@ -81,7 +81,7 @@ def test_efficiency_units_and_mfu_never_above_100_percent() -> None:
 
 
 def test_the_band_adds_sampling_errors_in_quadrature_as_the_ledger() -> None:
-    band = ALL[("wattlog-devices.json", "Energy and its band")]
+    band = ALL[("wattlog-devices.json", "Energy and the agent's band (whole run)")]
     low, high = band["targets"][1]["expr"], band["targets"][2]["expr"]
     assert 'bound="random_low"' in low and "sqrt(" in low and "^ 2" in low
     assert 'bound="random_high"' in high and "sqrt(" in high
