@@ -67,7 +67,7 @@ def tonnes(expr: str, legend: str, refs: str) -> list[dict]:
 
     Give the panel :func:`unit_by_ref` with ``{refs[0]: KG, refs[1]: T}``: 11.4 g, 520 kg, 52 t.
     """
-    low, high = refs
+    low, high = refs[0], refs[1]
     return [
         target(f"({expr}) * 1000 and abs({expr}) < 1", legend, low, instant=True),
         target(f"({expr}) and abs({expr}) >= 1", legend, high, instant=True),
@@ -295,6 +295,22 @@ def dashboard(
     }
 
 
+def _limit_pct(pct: str, ledger: str) -> Panel:
+    """Min, median and max of the GPUs' power as % of their limit."""
+    return timeseries(
+        "GPU power, % of power limit (per scrape)",
+        [
+            target(f"min({pct})", "min"),
+            target(f"quantile(0.5, {pct})", "median", "B"),
+            target(f"max({pct})", "max", "C"),
+        ],
+        "percent",
+        "Each GPU's latest power reading at each scrape as a share of its enforced limit; checkpoints "
+        "show as dips of every line (H100s swing between about 15 % and 85 % of 700 W, Morrison et al., "
+        f"ICLR 2025). {ledger}",
+    )
+
+
 def power_fluctuation_panels(selector: str) -> list[tuple[Panel, int, int]]:
     """A row showing how training power swings: GPU power as % of its limit, the job's swing and ramp.
 
@@ -317,22 +333,7 @@ def power_fluctuation_panels(selector: str) -> list[tuple[Panel, int, int]]:
     ledger = "`wattlog table --power` gives the ledger's figure at its flush interval (Resolution column)."
     return [
         (row("Power fluctuation"), 24, 1),
-        (
-            timeseries(
-                "GPU power, % of power limit (per scrape)",
-                [
-                    target(f"min({pct})", "min"),
-                    target(f"quantile(0.5, {pct})", "median", "B"),
-                    target(f"max({pct})", "max", "C"),
-                ],
-                "percent",
-                "Each GPU's latest power reading at each scrape as a share of its enforced limit; "
-                "checkpoints show as dips of every line (H100s swing between about 15 % and 85 % of 700 W, "
-                f"Morrison et al., ICLR 2025). {ledger}",
-            ),
-            12,
-            8,
-        ),
+        (_limit_pct(pct, ledger), 12, 8),
         (
             timeseries(
                 "Job power swing (10 min window, 5 s steps)",

@@ -111,7 +111,7 @@ def _events(kinds: str) -> str:
     return f'increase({MetricName.TRAIN_EVENTS_TOTAL}{{kind=~"{kinds}", {SELECTOR}}}[$__interval]) > 0'
 
 
-def annotations() -> list[dict]:
+def board_annotations() -> list[dict]:
     """Checkpoints, restarts, other training events and alerts (a region from firing to resolved)."""
     others = f'increase({MetricName.TRAIN_EVENTS_TOTAL}{{kind!~"checkpoint|restart|progress", {SELECTOR}}}'
     return [
@@ -183,7 +183,7 @@ def board(uid: str, title: str, panels: list[tuple[Panel, int, int]], descriptio
         title,
         layout(panels),
         variables=board_variables(),
-        annotations=annotations(),
+        annotations=board_annotations(),
         description=description,
         links=DASHBOARD_LINKS,
     )

@@ -44,6 +44,9 @@ log = logging.getLogger(__name__)
 
 DEVICE_LABELS = ["host", "device", "kind", "source", "run"]
 AGENT_LABELS = ["host", "run"]
+BOUNDS = ("low", "high", "random_low", "random_high")
+"""Values of the band's `bound` label: its two ends, and their parts that are sampling error (summed over
+devices in quadrature, as the ledger sums rows: wattlog.records.summed_band)."""
 
 
 class EnergyCollector(Collector):
@@ -129,12 +132,9 @@ class EnergyCollector(Collector):
             d = row.device
             labels = [self._host, d.uuid, str(d.kind), str(d.source), self._run]
             energy.add_metric(labels, row.energy_j)
-            band.add_metric([*labels, "low"], row.low_j)
-            band.add_metric([*labels, "high"], row.high_j)
-            # The sampling-error parts of each side: a sum over devices adds them in quadrature, as the
-            # ledger does (wattlog.records.summed_band); the dashboards' band reads them.
-            band.add_metric([*labels, "random_low"], row.random_low_j)
-            band.add_metric([*labels, "random_high"], row.random_high_j)
+            ends = (row.low_j, row.high_j, row.random_low_j, row.random_high_j)  # as BOUNDS names them
+            for bound, value in zip(BOUNDS, ends, strict=True):
+                band.add_metric([*labels, bound], value)
             if row.power_w is not None:
                 power.add_metric(labels, row.power_w)
             if d.power_limit_w is not None:
