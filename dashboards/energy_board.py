@@ -120,7 +120,8 @@ def _energy_and_carbon() -> list[tuple[Panel, int, int]]:
                 "watth",
                 "IT energy measured since the agents started, per source (counter, sampled, estimated, "
                 "simulated), summed over every selected run, live or finished (each series' last value in "
-                "the range). PUE is not folded in.",
+                "the range). PUE is not folded in. An agent restarted under the same labels counts from "
+                "its restart here; the ledger (`wattlog table`) keeps every attempt.",
             ),
             6,
             6,
