@@ -11,8 +11,25 @@ from wattlog.dashboards.panels import (
     target,
     timeseries,
 )
-from wattlog.dashboards.queries import board
+from wattlog.dashboards.queries import board, so_far
 from wattlog.metric_names import MetricName
+
+BAND = MetricName.ENERGY_UNCERTAINTY_JOULES
+
+
+def band_end(side: str) -> str:
+    """One end of each run's band as the ledger sums rows (wattlog.records.summed_band), in Wh.
+
+    The sampling-error part of each device's side (bound="random_low"/"random_high") is independent
+    between devices: the sum takes the root of their squares; the rest adds up linearly. An agent that
+    exports no random parts gives the linear sum (`or`).
+    """
+    end = f'sum by (run) ({BAND}{{bound="{side}", {SELECTOR}}})'
+    random = f'{BAND}{{bound="random_{side}", {SELECTOR}}}'
+    sign = "+" if side == "low" else "-"
+    opposite = "-" if side == "low" else "+"
+    quadrature = f"{end} {sign} sum by (run) ({random}) {opposite} sqrt(sum by (run) ({random} ^ 2))"
+    return f"(({quadrature}) or {end}) / 3600"
 
 
 def devices_dashboard() -> dict:
@@ -33,7 +50,11 @@ def _per_gpu_power() -> list[tuple[Panel, int, int]]:
         (
             state_timeline(
                 "Per-GPU power",
-                [target(f'{MetricName.POWER_WATTS}{{kind="gpu", {SELECTOR}}}', "{{host}} {{device}}")],
+                [
+                    target(
+                        f'{MetricName.POWER_WATTS}{{kind="gpu", {SELECTOR}}}', "{{run}} {{host}} {{device}}"
+                    )
+                ],
                 "watt",
                 "One row per GPU, coloured by power: idle, throttled or lost GPUs stand out.",
             ),
@@ -49,31 +70,33 @@ def _band_and_gaps() -> list[tuple[Panel, int, int]]:
         (row("How sure the energy is"), 24, 1),
         (
             timeseries(
-                "Energy and its band",
+                "Energy and the agent's band (whole run)",
                 [
                     target(
-                        f"sum by (run) ({MetricName.ENERGY_JOULES_TOTAL}{{{SELECTOR}}})",
+                        f"sum by (run) ({MetricName.ENERGY_JOULES_TOTAL}{{{SELECTOR}}}) / 3600",
                         "{{run}} best estimate",
                     ),
-                    target(
-                        f"sum by (run, bound) ({MetricName.ENERGY_UNCERTAINTY_JOULES}{{{SELECTOR}}})",
-                        "{{run}} {{bound}}",
-                        "B",
-                    ),
+                    target(band_end("low"), "{{run}} low", "B"),
+                    target(band_end("high"), "{{run}} high", "C"),
                 ],
-                "joule",
-                "Best estimate with the low and high ends of its band (sensor accuracy, sampling, gaps).",
+                "watth",
+                "Best estimate with the low and high ends of the band each agent computes over its whole "
+                "run (sensor accuracy, sampling, gaps), summed over devices as the ledger sums: sampling "
+                "errors in quadrature, the rest linearly. The ledger's band (`wattlog table`, the report) "
+                "sums one band per flush row, each with its own floor, so it is a few % wider: the "
+                "figure to quote.",
             ),
             12,
             8,
         ),
         (
             timeseries(
-                "Gaps (seconds not measured)",
-                [target(f"{MetricName.GAP_SECONDS_TOTAL}{{{SELECTOR}}}", "{{host}} {{device}}")],
+                "Gaps (seconds not measured, agent's count)",
+                [target(f"{MetricName.GAP_SECONDS_TOTAL}{{{SELECTOR}}}", "{{run}} {{host}} {{device}}")],
                 "s",
-                "Seconds inside recorded gaps per device: failed reads, a lost device, late readings. "
-                "Never interpolated over.",
+                "Seconds inside gaps per device as the agent counts them live: failed reads, a lost device, "
+                "late readings, never interpolated over. The ledger's gap figure (`wattlog table`) counts "
+                "the gaps of its stored rows, which a restart or a lost final flush can make differ.",
             ),
             12,
             8,
@@ -89,11 +112,12 @@ def _errors_and_lost() -> list[tuple[Panel, int, int]]:
                 "Gaps and read errors per minute",
                 [
                     target(
-                        f"60 * rate({MetricName.GAPS_TOTAL}{{{SELECTOR}}}[5m])", "gaps {{host}} {{device}}"
+                        f"60 * rate({MetricName.GAPS_TOTAL}{{{SELECTOR}}}[5m])",
+                        "gaps {{run}} {{host}} {{device}}",
                     ),
                     target(
                         f"60 * rate({MetricName.SAMPLE_ERRORS_TOTAL}{{{SELECTOR}}}[5m])",
-                        "read errors {{host}}",
+                        "read errors {{run}} {{host}}",
                         "B",
                     ),
                 ],
@@ -105,9 +129,16 @@ def _errors_and_lost() -> list[tuple[Panel, int, int]]:
         (
             stat(
                 "Lost devices",
-                [target(f"sum by (host) ({MetricName.DEVICE_LOST}{{{SELECTOR}}})", "{{host}}")],
+                [
+                    target(
+                        f"sum by (run, host) ({so_far(f'{MetricName.DEVICE_LOST}{{{SELECTOR}}}')})",
+                        "{{run}} {{host}}",
+                        instant=True,
+                    )
+                ],
                 "none",
-                "Devices the agent marked lost (fell off the bus, stopped answering), per host.",
+                "Devices the agent marked lost (fell off the bus, stopped answering), per run and host, as "
+                "each agent last said in the range (a finished run's count stays).",
                 decimals=0,
             ),
             12,

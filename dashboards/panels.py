@@ -3,8 +3,11 @@
 Plain functions returning plain dicts, so the JSON written to disk is exactly what
 the code says and a diff of the committed files reads like a diff of the code.
 Only current panel types are used (timeseries, stat, state-timeline, table); no `graph`.
-Units are Grafana's own scaling ones (`watth`, `joule`, `massg`, `litre`, `watt`), so a
-short run reads "12 Wh" and "4.8 g" rather than "0.0002 MWh" and "0.000 t".
+Units are Grafana's own scaling ones (`watth`, `litre`, `watt`), so a short run reads
+"12 Wh" rather than "0.0002 MWh" and a large one "131 MWh" rather than "472 GJ". Mass is the
+exception: Grafana's `massg`/`masskg` scale on to "Mg", a unit no reader expects, so a figure
+in tonnes comes as two queries (:func:`tonnes`): kg (read "11.4 g" or "520 kg") below a tonne,
+t ("52 t") from there.
 """
 
 from __future__ import annotations
@@ -24,6 +27,16 @@ SELECTOR = 'run=~"$run", host=~"$host", site=~"$site"'
 """Label filter every query carries: the three dashboard variables."""
 
 Panel = dict[str, Any]
+
+KG, T = "masskg", "masst"
+"""Grafana's kilogram (scales down to g) and tonne units: see :func:`tonnes`."""
+TOK_PER_J = "suffix: tok/J"
+TOK_PER_S = "si:tok/s"  # SI-scaled by Grafana (ktok/s on a large job), like "si:W/s"
+KG_PER_KWH = "suffix: kg/kWh"
+KG_FIXED = "suffix: kg"
+"""Kilograms without scaling: a time-series panel's series share one axis, so they cannot split at 1 t."""
+REPORT_URL = "${report}/?run=${__field.labels.run}"
+"""A series' run in the carbon report (`wattlog report` serves ?run=NAME at the `report` variable's URL)."""
 
 
 def target(expr: str, legend: str = "", ref: str = "A", *, instant: bool = False, fmt: str = "") -> dict:
@@ -47,6 +60,41 @@ def target(expr: str, legend: str = "", ref: str = "A", *, instant: bool = False
     if fmt:
         out["format"] = fmt
     return out
+
+
+def tonnes(expr: str, legend: str, refs: str) -> list[dict]:
+    """An instant figure in tonnes as two queries: kg below 1 t (ref refs[0]), t from 1 t (ref refs[1]).
+
+    Give the panel :func:`unit_by_ref` with ``{refs[0]: KG, refs[1]: T}``: 11.4 g, 520 kg, 52 t.
+    """
+    low, high = refs[0], refs[1]
+    return [
+        target(f"({expr}) * 1000 and abs({expr}) < 1", legend, low, instant=True),
+        target(f"({expr}) and abs({expr}) >= 1", legend, high, instant=True),
+    ]
+
+
+def unit_by_ref(panel: Panel, units: dict[str, str]) -> Panel:
+    """`panel` with the unit of each query's series set by its refId (an override per query)."""
+    for ref, unit in units.items():
+        panel["fieldConfig"]["overrides"].append(
+            {"matcher": {"id": "byFrameRefID", "options": ref}, "properties": [{"id": "unit", "value": unit}]}
+        )
+    return panel
+
+
+def no_value(panel: Panel, text: str) -> Panel:
+    """`panel` saying `text` when its queries return nothing (rather than Grafana's "No data")."""
+    panel["fieldConfig"]["defaults"]["noValue"] = text
+    return panel
+
+
+def report_link(panel: Panel) -> Panel:
+    """`panel` with a data link from each series to its run's carbon report."""
+    panel["fieldConfig"]["defaults"]["links"] = [
+        {"title": "Carbon report of run ${__field.labels.run}", "url": REPORT_URL, "targetBlank": True}
+    ]
+    return panel
 
 
 def _panel(kind: str, title: str, targets: list[dict], unit: str, description: str) -> Panel:
@@ -104,10 +152,25 @@ def state_timeline(title: str, targets: list[dict], unit: str, description: str 
 
 
 def table(title: str, targets: list[dict], unit: str, description: str = "") -> Panel:
-    """A table of an instant query, one row per series, labels as columns."""
+    """A table of an instant query, one row per series, labels as columns (scrape labels hidden)."""
     panel = _panel("table", title, targets, unit, description)
     panel["options"] = {"showHeader": True, "cellHeight": "sm"}
-    panel["transformations"] = [{"id": "labelsToFields", "options": {}}]
+    hidden = {name: True for name in ("Time", "__name__", "job", "instance")}
+    panel["transformations"] = [
+        {"id": "labelsToFields", "options": {}},
+        {"id": "organize", "options": {"excludeByName": hidden}},
+    ]
+    return panel
+
+
+def states(panel: Panel, names: dict[int, tuple[str, str]]) -> Panel:
+    """`panel` showing each value as a named state: {value: (text, colour)}."""
+    options = {
+        str(v): {"text": text, "color": color, "index": i}
+        for i, (v, (text, color)) in enumerate(names.items())
+    }
+    panel["fieldConfig"]["defaults"]["mappings"] = [{"type": "value", "options": options}]
+    panel["fieldConfig"]["defaults"]["color"] = {"mode": "thresholds"}
     return panel
 
 
@@ -184,6 +247,7 @@ def dashboard(
     variables: list[dict],
     annotations: list[dict],
     description: str,
+    links: list[dict],
 ) -> dict:
     """The dashboard object (what /api/dashboards/db takes under `dashboard`).
 
@@ -194,6 +258,7 @@ def dashboard(
         variables: Template variables.
         annotations: Annotation queries besides Grafana's built-in one.
         description: Shown in Grafana's dashboard settings.
+        links: Links shown at the top (to other boards, the report).
 
     Returns:
         The dashboard JSON model.
@@ -223,18 +288,36 @@ def dashboard(
         "timepicker": {},
         "schemaVersion": SCHEMA_VERSION,
         "version": 1,
-        "links": [],
+        "links": links,
         "annotations": {"list": [builtin, *annotations]},
         "templating": {"list": variables},
         "panels": panels,
     }
 
 
+def _limit_pct(pct: str, ledger: str) -> Panel:
+    """Min, median and max of the GPUs' power as % of their limit."""
+    return timeseries(
+        "GPU power, % of power limit (per scrape)",
+        [
+            target(f"min({pct})", "min"),
+            target(f"quantile(0.5, {pct})", "median", "B"),
+            target(f"max({pct})", "max", "C"),
+        ],
+        "percent",
+        "Each GPU's latest power reading at each scrape as a share of its enforced limit; checkpoints "
+        "show as dips of every line (H100s swing between about 15 % and 85 % of 700 W, Morrison et al., "
+        f"ICLR 2025). {ledger}",
+    )
+
+
 def power_fluctuation_panels(selector: str) -> list[tuple[Panel, int, int]]:
     """A row showing how training power swings: GPU power as % of its limit, the job's swing and ramp.
 
-    Checkpoint dips show as drops of the min/median lines; `wattlog table --power` gives
-    the same figures from the ledger (dips counted, depth and duration).
+    Checkpoint dips show as drops of the min/median lines. `wattlog table --power` and the report
+    compute the same names from the ledger's rows, one mean power per flush interval (their
+    Resolution column); these panels read each scrape's latest reading (the swing on explicit 5 s steps). Each
+    title names its resolution, since a dip shorter than a step is missed by one and not the other.
 
     Args:
         selector: The label filter every query carries.
@@ -247,39 +330,29 @@ def power_fluctuation_panels(selector: str) -> list[tuple[Panel, int, int]]:
     # one-to-one on every label (run, instance too): two agents on one host and device never collide
     pct = f"100 * {gpu} / {limit}"
     job = f"sum({gpu})"
+    ledger = "`wattlog table --power` gives the ledger's figure at its flush interval (Resolution column)."
     return [
         (row("Power fluctuation"), 24, 1),
+        (_limit_pct(pct, ledger), 12, 8),
         (
             timeseries(
-                "GPU power, % of power limit",
-                [
-                    target(f"min({pct})", "min"),
-                    target(f"quantile(0.5, {pct})", "median", "B"),
-                    target(f"max({pct})", "max", "C"),
-                ],
-                "percent",
-                "Each GPU's power as a share of its enforced limit; checkpoints show as dips of every line "
-                "(H100s swing between about 15 % and 85 % of 700 W, Morrison et al., ICLR 2025).",
-            ),
-            12,
-            8,
-        ),
-        (
-            timeseries(
-                "Job power swing (10 min)",
-                [target(f"max_over_time({job}[10m:]) - min_over_time({job}[10m:])", "swing")],
+                "Job power swing (10 min window, 5 s steps)",
+                [target(f"max_over_time({job}[10m:5s]) - min_over_time({job}[10m:5s])", "swing")],
                 "watt",
-                "Max - min of the selected GPUs' summed power over the last 10 minutes: what the grid sees.",
+                "Max - min of the selected GPUs' summed power over the last 10 minutes: what the grid "
+                f"sees. {ledger}",
             ),
             6,
             8,
         ),
         (
             timeseries(
-                "Job power ramp rate",
-                [target(f"abs(deriv({job}[1m:]))", "ramp")],
+                "Job power ramp rate (1 min fit, per scrape)",
+                # the sum of each GPU's fitted slope is the slope of their sum: no subquery steps to pick
+                [target(f"abs(sum(deriv({gpu}[1m])))", "ramp")],
                 "si:W/s",  # SI-scaled by Grafana (kW/s on a large job), like every other unit
-                "How fast the selected GPUs' summed power changes (W per second), from a 1-minute fit.",
+                "How fast the selected GPUs' summed power changes (W per second), from a least-squares fit "
+                f"over 1 minute; the ledger's ramp is the steepest step between neighbouring rows. {ledger}",
             ),
             6,
             8,

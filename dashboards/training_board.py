@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from wattlog.dashboards.panels import (
     SELECTOR,
+    TOK_PER_J,
+    TOK_PER_S,
     Panel,
     row,
     target,
     timeseries,
 )
-from wattlog.dashboards.queries import AGENTS_UP, TOKENS_PER_JOULE, board
+from wattlog.dashboards.queries import TOKENS_PER_JOULE, agents_panel, board
 from wattlog.metric_names import MetricName
 
 
@@ -70,25 +72,40 @@ def _throughput() -> list[tuple[Panel, int, int]]:
         (row("Throughput and efficiency"), 24, 1),
         (
             timeseries(
-                "Tokens per second",
+                "Tokens per second (1 min rate)",
                 [
                     target(
                         f"sum by (run) (rate({MetricName.TRAIN_TOKENS_TOTAL}{{{SELECTOR}}}[1m]))", "{{run}}"
                     )
                 ],
-                "none",
+                TOK_PER_S,
             ),
             8,
             8,
         ),
-        (timeseries("Tokens per joule", [target(TOKENS_PER_JOULE, "{{run}}")], "none"), 8, 8),
+        (
+            timeseries(
+                "Tokens per joule (5 min rate)",
+                [target(TOKENS_PER_JOULE, "{{run}}")],
+                TOK_PER_J,
+                "Tokens over the IT energy of the last 5 minutes; the run's whole-run figure is on the "
+                "energy board and in the report.",
+            ),
+            8,
+            8,
+        ),
         (
             timeseries(
                 "MFU",
-                _series(MetricName.TRAIN_MFU_RATIO),
+                [
+                    target(
+                        f"{MetricName.TRAIN_MFU_RATIO}{{{SELECTOR}}} <= 1", "{{run}} {{host}} rank {{rank}}"
+                    )
+                ],
                 "percentunit",
-                "Model FLOPs utilisation: achieved training FLOP/s over the devices' peak "
-                "(needs flops_per_token and peak_flops).",
+                "Model FLOPs utilisation: achieved training FLOP/s over the devices' published peak (only "
+                "when the trainer knows it: flops_per_token and peak_flops). A value above 100 % means the "
+                "peak is wrong and is not drawn.",
             ),
             8,
             8,
@@ -100,5 +117,5 @@ def _agents() -> list[tuple[Panel, int, int]]:
     """Which agents are up."""
     return [
         (row("Agents"), 24, 1),
-        (timeseries("Agents up", [target(AGENTS_UP, "{{host}} {{instance}}")], "none"), 24, 6),
+        (agents_panel(), 24, 6),
     ]

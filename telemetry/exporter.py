@@ -44,6 +44,9 @@ log = logging.getLogger(__name__)
 
 DEVICE_LABELS = ["host", "device", "kind", "source", "run"]
 AGENT_LABELS = ["host", "run"]
+BOUNDS = ("low", "high", "random_low", "random_high")
+"""Values of the band's `bound` label: its two ends, and their parts that are sampling error (summed over
+devices in quadrature, as the ledger sums rows: wattlog.records.summed_band)."""
 
 
 class EnergyCollector(Collector):
@@ -53,7 +56,8 @@ class EnergyCollector(Collector):
 
         # HELP wattlog_energy_joules_total Energy used by the device since the agent started (best estimate).
         # TYPE wattlog_energy_joules_total counter
-        # HELP wattlog_energy_uncertainty_joules Ends of the energy's uncertainty band (label bound=low|high).
+        # HELP wattlog_energy_uncertainty_joules Ends of the energy's band (bound=low|high) and their
+        #   sampling-error parts (bound=random_low|random_high).
         # TYPE wattlog_energy_uncertainty_joules gauge
         # HELP wattlog_power_watts Latest power reading of the device.
         # TYPE wattlog_power_watts gauge
@@ -91,7 +95,8 @@ class EnergyCollector(Collector):
         )
         band = GaugeMetricFamily(
             MetricName.ENERGY_UNCERTAINTY_JOULES,
-            "Ends of the energy's uncertainty band (label bound=low|high).",
+            "Ends of the energy's band (bound=low|high) and their sampling-error parts "
+            "(bound=random_low|random_high).",
             labels=[*DEVICE_LABELS, "bound"],
         )
         power = GaugeMetricFamily(
@@ -127,8 +132,9 @@ class EnergyCollector(Collector):
             d = row.device
             labels = [self._host, d.uuid, str(d.kind), str(d.source), self._run]
             energy.add_metric(labels, row.energy_j)
-            band.add_metric([*labels, "low"], row.low_j)
-            band.add_metric([*labels, "high"], row.high_j)
+            ends = (row.low_j, row.high_j, row.random_low_j, row.random_high_j)  # as BOUNDS names them
+            for bound, value in zip(BOUNDS, ends, strict=True):
+                band.add_metric([*labels, bound], value)
             if row.power_w is not None:
                 power.add_metric(labels, row.power_w)
             if d.power_limit_w is not None:

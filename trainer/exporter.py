@@ -26,10 +26,15 @@ if TYPE_CHECKING:
     from wattlog.trainer.metrics import StepRecord
 
 
-EVENT_KINDS = tuple(sorted(INSTABILITIES)) + (EventKind.RESTART, EventKind.INVALID_TOKENS)
+EVENT_KINDS = tuple(sorted(INSTABILITIES)) + (
+    EventKind.RESTART,
+    EventKind.INVALID_TOKENS,
+    EventKind.CHECKPOINT,
+)
 """Kinds of `wattlog_train_events_total`, exported at 0 from the start: a counter that first appears
 at 1 is invisible to `increase()`, so the first event of each kind would be missed (what the
-detectors emit, the tracker's restart, and token counts that are no count)."""
+detectors emit, the tracker's restart, token counts that are no count, and checkpoints, which the
+dashboards draw as annotations)."""
 
 LABELS = ["run", "rank", "host"]
 

@@ -352,6 +352,7 @@ class Tracker:
             step=at,
             category=EventCategory.PRODUCTIVE,
         )
+        self._state.event(EventKind.CHECKPOINT)  # the dashboards' checkpoint annotation counts these
 
     def add_hook(self, hook: Callable[[Detection], None]) -> None:
         """Call `hook` with every later detection and restart."""

@@ -102,21 +102,34 @@ def test_energy_dashboard_has_the_panels_users_expect() -> None:
 
 
 def test_units_are_scaled_by_grafana_not_fixed_to_mwh_and_tonnes() -> None:
-    # "0.0002 MWh" and "0.000 t" for a short run: Grafana's SI-scaling units read "720 Wh", "239 g".
+    # "0.0002 MWh" and "0.000 t" for a short run: Grafana's SI-scaling units read "720 Wh", "239 g";
+    # every energy in Wh..MWh (never "115 GJ"), mass g..kg..t (never massg's "101 Mg").
     titles = {p["title"]: p for b in BOARDS.values() for p in b["panels"]}
     unit = {t: p.get("fieldConfig", {}).get("defaults", {}).get("unit") for t, p in titles.items()}
     assert unit["Energy so far"] == "watth" and unit["Cumulative energy"] == "watth"
-    assert unit["CO2 so far and projected"] == "massg" and unit["Water so far and projected"] == "litre"
-    assert unit["Energy by device and source"] == "joule" and unit["Energy and its band"] == "joule"
-    assert not any(str(u).startswith("suffix:") for u in unit.values())
-
-
-def test_co2_names_its_intensity_source() -> None:
-    co2 = next(p for p in BOARDS["wattlog-energy.json"]["panels"] if p["title"] == "CO2 so far and projected")
+    assert unit["CO2 so far and projected"] == "masskg" and unit["Water so far and projected"] == "litre"
     assert (
-        "intensity_source" in co2["targets"][0]["expr"]
-        and "{{intensity_source}}" in co2["targets"][0]["legendFormat"]
+        unit["Energy by device and source"] == "watth"
+        and unit["Energy and the agent's band (whole run)"] == "watth"
     )
+    every = [str(u) for u in unit.values()] + [
+        str(prop["value"])
+        for p in titles.values()
+        for o in p.get("fieldConfig", {}).get("overrides", [])
+        for prop in o["properties"]
+        if prop["id"] == "unit"
+    ]
+    assert not {"massg", "joule"} & set(every)
+    # fixed suffixes only where Grafana has no unit: tokens per joule, kg/kWh, hourly kg on one axis
+    assert {u for u in every if u.startswith("suffix:")} == {"suffix: tok/J", "suffix: kg/kWh", "suffix: kg"}
+
+
+def test_co2_names_its_intensity_source_in_a_column_not_in_every_series_name() -> None:
+    panels = {p["title"]: p for p in BOARDS["wattlog-energy.json"]["panels"]}
+    co2 = panels["CO2 so far and projected"]
+    assert all("intensity_source" not in t.get("legendFormat", "") for t in co2["targets"])
+    [source] = panels["Carbon intensity and its source"]["targets"]
+    assert "by (site, intensity_source)" in source["expr"] and source["format"] == "table"
 
 
 def test_devices_dashboard_has_a_row_per_gpu_the_band_gaps_and_lost_devices() -> None:
@@ -156,7 +169,8 @@ def test_training_dashboard_has_health_panels_and_event_annotations() -> None:
 @pytest.mark.parametrize("name", sorted(BOARDS))
 def test_variables_run_host_site_filter_every_query(name: str) -> None:
     board = BOARDS[name]
-    assert [v["name"] for v in board["templating"]["list"]] == ["datasource", "run", "host", "site"]
+    names = [v["name"] for v in board["templating"]["list"]]
+    assert names == ["datasource", "run", "host", "site", "report"]
     for p in board["panels"]:
         for t in p.get("targets", []):
             assert "$run" in t["expr"] and "$site" in t["expr"], (p["title"], t["expr"])

@@ -20,11 +20,13 @@ def power_panels() -> list[dict]:
 
 def test_the_row_shows_percent_of_limit_swing_and_ramp() -> None:
     titles = {p["title"]: p["fieldConfig"]["defaults"]["unit"] for p in power_panels()}
+    # each title names its resolution: the ledger's `table --power` computes the same names per flush interval
     assert titles == {
-        "GPU power, % of power limit": "percent",
-        "Job power swing (10 min)": "watt",
-        "Job power ramp rate": "si:W/s",
+        "GPU power, % of power limit (per scrape)": "percent",
+        "Job power swing (10 min window, 5 s steps)": "watt",
+        "Job power ramp rate (1 min fit, per scrape)": "si:W/s",
     }
+    assert all("`wattlog table --power`" in p["description"] for p in power_panels())
     pct = power_panels()[0]
     assert [t["legendFormat"] for t in pct["targets"]] == ["min", "median", "max"]
     assert all("wattlog_power_limit_watts" in t["expr"] for t in pct["targets"])

@@ -11,6 +11,7 @@ loss after the counters were first scraped at 0 shows the first event is counted
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 import time
@@ -31,7 +32,16 @@ pytestmark = pytest.mark.integration
 RUN, SITE = "panel-demo", "jupiter"
 HOST = socket.gethostname()
 PROMETHEUS_DIR = Path(build.__file__).parent / "prometheus"
-VARIABLES = {"$run": ".*", "$host": ".*", "$site": ".*", "$__interval": "1m", "$__rate_interval": "1m"}
+VARIABLES = {
+    "$run": ".*",
+    "$host": ".*",
+    "$site": ".*",
+    "$__interval": "1m",
+    "$__rate_interval": "1m",
+    "$__range": "1h",
+}
+NO_SUCH_EVENT = {"restarts"}
+"""Annotations of events this demo never has (no run resumes): their query only has to parse."""
 
 
 def queries() -> list[tuple[str, str, str]]:
@@ -40,12 +50,23 @@ def queries() -> list[tuple[str, str, str]]:
     for name, make in build.BOARDS.items():
         board = make()
         items = [(p["title"], t["expr"]) for p in board["panels"] for t in p.get("targets", [])]
-        items += [(a["name"], a["expr"]) for a in board["annotations"]["list"] if "expr" in a]
+        items += [
+            (a["name"], a["expr"])
+            for a in board["annotations"]["list"]
+            if "expr" in a and a["name"] not in NO_SUCH_EVENT
+        ]
         for title, expr in items:
             for variable, value in VARIABLES.items():
                 expr = expr.replace(variable, value)
             out.append((name, title, expr))
     return out
+
+
+def mass_figure(expr: str) -> str:
+    """The figure a query shows: a mass in tonnes comes as a kg query and a t query (panels.tonnes), of
+    which one answers (kg below a tonne, t from a tonne): both count as one figure."""
+    split = re.fullmatch(r"\((.*)\)(?: \* 1000)? and abs\(\1\) (?:<|>=) 1", expr)
+    return split.group(1) if split else expr
 
 
 def trainer_loop(tracker: Tracker, stop: threading.Event, nan_after_s: float) -> None:
@@ -54,6 +75,7 @@ def trainer_loop(tracker: Tracker, stop: threading.Event, nan_after_s: float) ->
     while not stop.is_set():
         if not nan_sent and time.monotonic() - start > nan_after_s:
             tracker.step(loss=float("nan"), tokens=512, grad_norm=1.0, loss_scale=32768.0)
+            tracker.checkpoint()  # after the first scrapes, so increase() sees it
             nan_sent = True
         else:
             tracker.step(loss=2.5, tokens=512, grad_norm=1.0, loss_scale=65536.0)
@@ -118,8 +140,10 @@ def test_every_panel_of_the_three_dashboards_returns_data(servers: Servers, tmp_
             # wants two points of its own resolution): ask again for those, up to a minute.
             pending = queries()
             deadline = time.monotonic() + 60
+            answered: set[str] = set()
             while True:
-                pending = [(b, t, expr) for b, t, expr in pending if not prometheus.query(expr)]
+                answered |= {mass_figure(e) for _, _, e in pending if prometheus.query(e)}
+                pending = [(b, t, expr) for b, t, expr in pending if mass_figure(expr) not in answered]
                 if not pending or time.monotonic() > deadline:
                     break
                 time.sleep(2)

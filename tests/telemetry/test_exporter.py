@@ -99,6 +99,18 @@ def test_energy_is_a_counter_in_joules_with_source_label(registry: CollectorRegi
     assert families["wattlog_power_watts"].type == "gauge"
 
 
+def test_the_bands_sampling_error_parts_are_exported_so_a_sum_over_devices_can_add_them_in_quadrature() -> (
+    None
+):
+    figure = EnergyFigure(GPU.kind, GPU.source, 1500.0, 1400.0, 1600.0, random_low_j=30.0, random_high_j=40.0)
+    row = DeviceEnergy(GPU, figure=figure, power_w=300.0, samples=200, gap_count=0, gap_s=0.0)
+    reg = CollectorRegistry()
+    reg.register(EnergyCollector(lambda: [row], host="node1", run="r1"))
+    assert reg.get_sample_value("wattlog_energy_uncertainty_joules", gpu(bound="random_low")) == 30.0
+    assert reg.get_sample_value("wattlog_energy_uncertainty_joules", gpu(bound="random_high")) == 40.0
+    assert reg.get_sample_value("wattlog_energy_uncertainty_joules", gpu(bound="low")) == 1400.0
+
+
 def test_band_power_gaps_and_loss(registry: CollectorRegistry) -> None:
     assert registry.get_sample_value("wattlog_energy_uncertainty_joules", gpu(bound="low")) == 1400.0
     assert registry.get_sample_value("wattlog_energy_uncertainty_joules", gpu(bound="high")) == 1600.0

@@ -163,6 +163,20 @@ def test_resume_continues_the_run_and_accounts_redone_steps_as_lost_work(
     assert split.joules[Use.PRODUCTIVE] > 0
 
 
+def test_a_checkpoint_is_counted_for_prometheus_from_zero(db_url: str, sim: dict[str, Any]) -> None:
+    # the dashboards' checkpoint annotation is increase() of this counter: it must start at 0
+    series = (
+        f'wattlog_train_events_total{{host="{socket.gethostname()}",kind="checkpoint",rank="0",run="ckpt"}}'
+    )
+    with Tracker("ckpt", db=db_url, **sim) as tracker:
+        assert tracker.metrics_url is not None
+        before = urllib.request.urlopen(tracker.metrics_url, timeout=5).read().decode()
+        tracker.step(loss=torch.tensor(2.0), tokens=10)
+        tracker.checkpoint()
+        after = urllib.request.urlopen(tracker.metrics_url, timeout=5).read().decode()
+    assert f"{series} 0.0" in before and f"{series} 1.0" in after
+
+
 def test_same_name_without_resume_is_a_ledger_error(db_url: str, sim: dict[str, Any]) -> None:
     with Tracker("twice", db=db_url, **sim):
         pass
