@@ -39,7 +39,6 @@ from wattlog.accounting.ranges import Quantity, bounds
 from wattlog.accounting.render import TableFormat, TableRow, footnotes, render
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
-from wattlog.accounting.units import mwh_to_j
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.telemetry.agent import AgentConfig
 
@@ -236,11 +235,10 @@ def _figure(value: Quantity | None, scale: float) -> float | list[float] | None:
 
 def comment(row: TableRow, run: str, site: str, *, final: bool, now: datetime | None = None) -> str:
     """The AdminComment JSON: energy (J), CO2 (g), water (L), source, site, when, and whether final."""
-    energy = row.total_power_mwh
     document = {
         COMMENT_KEY: {
             "run": run,
-            "energy_j": _figure(energy, mwh_to_j(1.0)),
+            "energy_j": _figure(row.energy_j, 1.0),
             "co2_g": _figure(row.co2_t, 1e6),
             "water_l": _figure(row.water_kl, 1e3),
             "source": row.energy_source,
