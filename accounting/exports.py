@@ -91,7 +91,7 @@ def rows_csv(rows: Sequence[TableRow]) -> str:
     header += ["energy_band_mwh_min", "energy_band_mwh_max", "gpu_mwh", "host_mwh"]
     header += ["total_power_j_min", "total_power_j_max", "energy_band_j_min", "energy_band_j_max"]
     efficiency = list(Efficiency().fields())
-    header += ["gpu_j", "host_j", *efficiency, *extra, "valid", "invalid_reasons"]
+    header += ["gpu_j", "host_j", *efficiency, "valid", "invalid_reasons", *extra]  # a run's own columns last
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)
@@ -104,10 +104,10 @@ def rows_csv(rows: Sequence[TableRow]) -> str:
         line += [*_ends(r.energy_j), *_ends(r.energy_band_j)]
         line += [_ends(r.gpu_j)[0], _ends(r.host_j)[0]]
         line += [_number((r.efficiency or Efficiency()).fields()[name]) for name in efficiency]
-        texts = dict(r.extra)
-        line += [csv_text(texts.get(h, "")) for h in extra]
         valid = "" if r.validity is None else str(not r.validity).lower()
         line += [valid, csv_text("; ".join(r.validity or ()))]
+        texts = dict(r.extra)
+        line += [csv_text(texts.get(h, "")) for h in extra]
         writer.writerow(line)
     return buffer.getvalue()
 
