@@ -1,6 +1,6 @@
 """The ledger's commands: `wattlog table` (Table 19 of the OLMo 2 paper for recorded runs, projects
 and published models; a project's development as the follow-up's Tables 1-3; power fluctuation;
-CSV, JSON and model-card exports) and `wattlog compact` (fold old rows into hourly buckets)."""
+CSV, JSON and model-card exports) and `wattlog compact` (accounting.compact_cli)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from rich.text import Text
 from sqlalchemy.engine import make_url
 
 from wattlog.accounting.calibrate_cli import stored_calibrations
+from wattlog.accounting.compact_cli import compact
 from wattlog.accounting.dcgm_energy import dcgm_row_at
 from wattlog.accounting.devices import Overhead
 from wattlog.accounting.exports import grids_csv, grids_json
 from wattlog.accounting.footprint import WaterConvention
 from wattlog.accounting.intensity.registry import formats_help, read_intensity
-from wattlog.accounting.ledger.compaction import return_space
 from wattlog.accounting.ledger.engine import describe_url, make_engine, resolve_url
 from wattlog.accounting.ledger.lease import reap_before_reading
 from wattlog.accounting.ledger.models import Phase
@@ -38,7 +38,6 @@ from wattlog.accounting.sites import get_site, site_catalog
 from wattlog.accounting.validity import ValidityLimits
 from wattlog.accounting.verify import check_ledger
 from wattlog.errors import ConfigError
-from wattlog.numbers import check_number
 from wattlog.options import DbOption, FormatOption, SitesFileOption
 
 # The options of `wattlog table` (shared ones come from wattlog.options).
@@ -377,26 +376,6 @@ def _show_project(
         show(Group(*parts))
     if notes_file is not None:
         _write_notes(notes, notes_file)
-
-
-def compact(
-    older_than_days: Annotated[
-        float, typer.Option("--older-than-days", help="Fold rows of hours older than this.")
-    ] = 7.0,
-    db: DbOption = None,
-) -> None:
-    """Fold the ledger's old flush rows into hourly buckets (totals and hour-by-hour energy kept exactly)."""
-    check_number("--older-than-days", older_than_days, low=0, high=100 * 365, hint="e.g. 7")
-    engine = make_engine(db, create=False)
-    try:
-        ledger = Ledger(engine)
-        check_ledger(ledger, describe_url(db))  # folding impossible rows into buckets would hide them
-        done = ledger.compact_hourly(older_than_days * 86_400)
-        if done.raw_rows:
-            return_space(engine)
-    finally:
-        engine.dispose()
-    print(f"ledger {describe_url(db)}: {done.raw_rows} raw rows folded into {done.hourly_rows} hourly rows")
 
 
 def register(app: typer.Typer) -> None:

@@ -128,5 +128,5 @@ def test_table_prometheus_row_agrees_with_the_ledger_to_a_tenth_of_a_percent(
     options = TableOptions(catalog=site_catalog(None), prometheus_url=httpserver.url_for("/"))
     from_ledger = run_row(ledger, ledger.get_run("solo"), TableOptions(catalog=site_catalog(None)))
     from_prometheus = run_row(ledger, ledger.get_run("solo"), options)
-    assert from_prometheus.total_power_mwh == pytest.approx(from_ledger.total_power_mwh, rel=1e-3)
+    assert from_prometheus.energy_j == pytest.approx(from_ledger.energy_j, rel=1e-3)
     assert any("what each counter counted" in note for note in from_prometheus.notes)

@@ -68,7 +68,7 @@ class Slurm:
 def _row(**figures: object) -> TableRow:
     base: dict[str, object] = {
         "model": "slurm-7",
-        "total_power_mwh": 1e-3,  # 1 kWh = 3.6 MJ
+        "energy_j": 3.6e6,  # 1 kWh
         "pue": 1.2,
         "carbon_intensity_kg_per_kwh": 0.332,
         "co2_t": 0.0003984,

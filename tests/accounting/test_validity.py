@@ -122,7 +122,7 @@ def test_an_intensity_without_the_runs_hours_marks_it_and_the_row_keeps_its_ener
     assert run_row(ledger, run, gated).validity == ()
     row = run_row(ledger, run, replace(gated, intensity=lacking))
     assert row.validity == ("intensity missing for 1 hour(s) with energy (first: 2027-01-15T08:00Z)",)
-    assert row.total_power_mwh is not None and row.co2_t is None  # energy shown; CO2 "-", never 0
+    assert row.energy_j is not None and row.co2_t is None  # energy shown; CO2 "-", never 0
     assert "the intensity lacks 1 hour(s) with energy: CO2 and water not computed" in row.notes
     with pytest.raises(ConfigError, match="refused \\(strict\\): NOT VALID: intensity missing"):
         run_row(ledger, run, TableOptions(catalog=site_catalog(), strict=True, intensity=lacking))

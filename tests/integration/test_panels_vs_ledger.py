@@ -138,7 +138,7 @@ def ledger_figures(db: str, run: str) -> dict[str, Any]:
         "co2_t": float(footprint.co2_t),
         "water_kl": float(footprint.water_kl),
         "tokens": sum(r.tokens_total for r in rank_progress(ledger, run)),
-        "band_j": (footprint.energy_band_mwh.lo * 3.6e9, footprint.energy_band_mwh.hi * 3.6e9),
+        "band_j": (footprint.energy_band_j.lo, footprint.energy_band_j.hi),
     }
 
 

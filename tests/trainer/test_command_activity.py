@@ -102,4 +102,4 @@ def test_the_energy_line_gives_the_band_in_the_figures_unit(tmp_path: Path) -> N
     row = EnergyInterval.of("h", "estimate:cpu", Kind.CPU, Source.ESTIMATED, H0, H0 + 60, 241.0, 120.5, 361.5)
     ledger.record_intervals(run.id, [row])
     [energy, *_] = summary_lines(ledger, "hf", None)
-    assert energy == "Energy: 241 J (band 121 - 362 J; source: estimated)"  # was "band 0.0335 - 0.100 Wh"
+    assert energy == "Energy: 241 J (band 120 - 362 J; source: estimated)"  # was "band 0.0335 - 0.100 Wh"
