@@ -1,7 +1,7 @@
 """An audit bundle: one run's measurement, self-contained, that recomputes its Table-19 row.
 
 `build_bundle` writes a tar.gz with the run (its spec, status, edges, restarts), every
-ledger energy row, its gaps and events, the site and options the row was printed
+ledger energy row, the revisions of their band, its gaps and events, the site and options the row was printed
 with, the printed row itself, versions, and a SHA-256 manifest of all of them.
 `verify_bundle` checks the manifest, replays the bundle into an in-memory ledger,
 recomputes the row and compares it with the printed one, cell for cell, to the
@@ -20,7 +20,7 @@ import json
 import platform
 import tarfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from wattlog.accounting.sites import site_catalog
 from wattlog.clock import FakeClock
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.events import EventKind
-from wattlog.records import EnergyInterval, Gap
+from wattlog.records import BandRevision, EnergyInterval, Gap
 
 MANIFEST = "manifest.json"
 _SPEC_FIELDS = ("project", "role", "model", "site", "host", "phase", "stage", "scale_group", "device_model")
@@ -88,6 +88,7 @@ def build_bundle(ledger: Ledger, run: int | str, options: TableOptions, out: Pat
             "restarts": info.restarts,
         },  # fmt: skip
         "rows.json": _columns([row.as_dict() for row in ledger.energy_rows(info.id)]),
+        "revisions.json": [asdict(r) for r in ledger.band_revisions(info.id)],  # the rows' band, as revised
         "gaps.json": [[g.host, g.device, g.start_s, g.end_s, g.reason] for g in ledger.gaps(info.id)],
         "events.json": [
             {
@@ -186,6 +187,8 @@ def _replay(blobs: Mapping[str, bytes]) -> TableRow:
     rows = [EnergyInterval.from_dict(dict(zip(table["columns"], row, strict=True))) for row in table["rows"]]
     gaps = [Gap(h, d, float(s), float(e), str(r)) for h, d, s, e, r in json.loads(blobs["gaps.json"])]
     ledger.record_intervals(info.id, rows, gaps)
+    revisions = json.loads(blobs.get("revisions.json", b"[]"))  # bundles built before revisions have none
+    ledger.record_revisions(info.id, [BandRevision(**{**r, "terms": tuple(r["terms"])}) for r in revisions])
     for event in json.loads(blobs["events.json"]):
         kind = event.pop("kind")
         if kind == EventKind.RESTART:  # a resume records it, at its time, and counts the restart
