@@ -25,7 +25,7 @@ from wattlog.accounting.sites import site_catalog
 from wattlog.accounting.units import mwh_to_j
 from wattlog.accounting.windows_cli import window_cells
 from wattlog.clock import FakeClock
-from wattlog.records import EnergyFigure, EnergyInterval, band_of_sum
+from wattlog.records import EnergyFigure, band_of_sum
 from wattlog.telemetry.integrator import Integrator
 from wattlog.telemetry.sampler import Sampler
 from wattlog.telemetry.sensors.simulated import SensorModel, SimulatedGpu, SimulatedSensor
@@ -43,7 +43,6 @@ class Recorded:
     energy_j: float
     low_j: float  # the agent's band at the end
     high_j: float
-    window_bands: dict[str, tuple[float, float, float]]  # what the agent gave each window at its close
 
 
 def _record(tmp_path: Path, wall_offset_s: float) -> Recorded:
@@ -77,12 +76,13 @@ def _record(tmp_path: Path, wall_offset_s: float) -> Recorded:
     assert ledger.band_revisions(run), "the trace must make the agent revise its early rows"
     stored_low_j, _ = band_of_sum(ledger.energy_rows(run))
     assert agent.low_j - stored_low_j > 0.1 * agent.energy_j  # the rows as stored are far wider
-    return Recorded(ledger, run, agent.energy_j, agent.low_j, agent.high_j, {})
+    return Recorded(ledger, run, agent.energy_j, agent.low_j, agent.high_j)
 
 
-def _close(low_j: float, high_j: float, r: Recorded) -> None:
-    assert low_j == pytest.approx(r.low_j, abs=1e-3 * r.energy_j)
-    assert high_j == pytest.approx(r.high_j, abs=1e-3 * r.energy_j)
+def _close(low_j: float, high_j: float, agent: Recorded | EnergyFigure) -> None:
+    """The band (low_j, high_j) is the agent's to 0.1 % of the energy on both sides."""
+    assert low_j == pytest.approx(agent.low_j, abs=1e-3 * agent.energy_j)
+    assert high_j == pytest.approx(agent.high_j, abs=1e-3 * agent.energy_j)
 
 
 @pytest.fixture(scope="module")
@@ -169,11 +169,12 @@ def _session(ledger: Ledger, run: int, host: str, trace: TrainingTrace, wall_off
     return integ.snapshot()[0].figure
 
 
-def _agents_band(figures: list[EnergyFigure]) -> Recorded:
+def _agents_band(figures: list[EnergyFigure]) -> EnergyFigure:
     """The agents' band of the sum of their figures (their sampling parts independent: in quadrature)."""
-    parts = [EnergyInterval("h", str(i), 0.0, 1.0, f) for i, f in enumerate(figures)]
-    low_j, high_j = band_of_sum(parts)
-    return Recorded(Ledger(make_engine("sqlite://")), 0, sum(f.energy_j for f in figures), low_j, high_j, {})
+    total = figures[0]
+    for figure in figures[1:]:
+        total = total + figure  # EnergyFigure.__add__: the ledger's summed band
+    return total
 
 
 def _table_band(ledger: Ledger, name: str) -> tuple[float, float]:
