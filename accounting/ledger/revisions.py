@@ -19,7 +19,7 @@ from typing import cast
 from sqlalchemy import Table, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from wattlog.accounting.ledger.models import BandRevisionRecord, EnergyRecord, EnergyRollup
+from wattlog.accounting.ledger.models import BandRevisionRecord, EnergyRecord, EnergyRollup, Resolution
 from wattlog.records import BAND_TERMS, BandRevision, EnergyInterval, Terms, revision_shares
 
 REVISIONS = cast(Table, BandRevisionRecord.__table__)  # type: ignore[attr-defined]
@@ -95,27 +95,42 @@ def hourly_shares(
     """The shares of the run's revisions each (hour, kind, source) of `energy_by_hour` adds.
 
     A revision is shared among the hours of its span by the energy its device spent in each.
+    The devices' hours are summed once; only an hour a span's edge cuts is summed row by row.
     """
     c, e = REVISIONS.c, _ENERGY.c
-    inside = (
-        (e.run_id == c.run_id)
-        & (e.host == c.host)
-        & (e.device == c.device)
-        & (e.start_s < c.end_s)
-        & (e.end_s > c.start_s)
-    )
-    query = select(c.id, e.hour, e.kind, e.source, func.sum(e.energy_j)).join(_ENERGY, inside)
-    query = query.where(c.run_id == run_id)
+    revisions = session.execute(
+        select(c.id, c.host, c.device, c.start_s, c.end_s, *(c[t] for t in BAND_TERMS)).where(
+            c.run_id == run_id
+        )
+    ).all()
+    out: dict[HourKey, list[Terms]] = defaultdict(list)
+    if not revisions:
+        return out
+    query = select(e.host, e.device, e.hour, e.kind, e.source, func.sum(e.energy_j), func.min(e.start_s))
+    query = query.add_columns(func.max(e.end_s)).where(e.run_id == run_id)
+    query = query.where(e.device.in_(sorted({r.device for r in revisions})))
     if kinds is not None:
         query = query.where(e.kind.in_(list(kinds)))
     if exclude_hosts:
         query = query.where(e.host.not_in(list(exclude_hosts)))
-    parts: dict[int, dict[HourKey, float]] = defaultdict(dict)
-    for rid, hour, kind, source, energy_j in session.execute(query.group_by(c.id, e.hour, e.kind, e.source)):
-        parts[rid][(hour, kind, source)] = float(energy_j)
-    out: dict[HourKey, list[Terms]] = defaultdict(list)
-    for rid, terms in _terms_by_id(session, run_id, list(parts)).items():
-        for key, share in revision_shares(terms, parts[rid]).items():
+    hours: dict[tuple[str, str], list[tuple[HourKey, float, float, float]]] = defaultdict(list)
+    for host, device, hour, kind, source, energy_j, first_s, last_s in session.execute(
+        query.group_by(e.host, e.device, e.hour, e.kind, e.source)
+    ):
+        hours[(host, device)].append(((hour, kind, source), float(energy_j), first_s, last_s))
+    for _, host, device, start_s, end_s, *t in revisions:
+        parts: dict[HourKey, float] = {}
+        for key, energy_j, first_s, last_s in hours.get((host, device), ()):
+            if last_s <= start_s or first_s >= end_s:
+                continue  # outside the span
+            if not (first_s >= start_s and last_s <= end_s):  # an edge cuts the hour: its rows inside
+                # every resolution named: the (run, host, resolution, hour) index then finds the hour's rows
+                cut = (e.run_id == run_id) & (e.host == host) & e.resolution.in_(list(Resolution))
+                cut &= (e.hour == key[0]) & (e.device == device)
+                cut &= (e.kind == key[1]) & (e.source == key[2]) & (e.start_s < end_s) & (e.end_s > start_s)
+                energy_j = float(session.execute(select(func.sum(e.energy_j)).where(cut)).scalar() or 0.0)
+            parts[key] = parts.get(key, 0.0) + energy_j
+        for key, share in revision_shares((t[0], t[1], t[2], t[3], t[4], t[5]), parts).items():
             out[key].append(share)
     return out
 
