@@ -93,3 +93,21 @@ def test_revisions_wait_behind_spooled_rows_and_go_in_once_the_ledger_is_back(
     assert len(ledger.band_revisions(run)) == 1
     back.close()
     assert not spool.path.exists()
+
+
+def test_a_bad_revision_line_is_kept_aside_and_the_rest_replayed(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    ledger = Ledger(make_engine(url))
+    run = ledger.start_run("r").id
+    spool = Spool(tmp_path / "spool", describe_url(url), run)
+    row = EnergyInterval.of("h", "gpu0", Kind.GPU, Source.COUNTER, 0.0, 10.0, 1000.0, 500.0, 1200.0)
+    spool.append(run, [row], [])
+    spool.append_revisions(run, [BandRevision("h", "gpu0", 0.0, 10.0, "ok", (400.0, -100.0, 0, 0, 0, 0))])
+    spool.close()
+    bad = f'{{"run": {run}, "type": "revision", "host": "h", "device": "gpu0", "start_s": 0, "end_s": 10, '
+    with spool.path.open("a") as handle:  # five terms, and a NaN: neither is a revision
+        handle.write(bad + '"reason": "x", "terms": [1, 2, 3, 4, 5]}\n')
+        handle.write(bad + '"reason": "x", "terms": [1, 2, 3, 4, 5, NaN]}\n')
+    done = replay_folder(ledger, tmp_path / "spool", describe_url(url))
+    assert done.files == 1 and "2 more" not in done.rejected[0] and "1 more bad line" in done.rejected[0]
+    assert [r.reason for r in ledger.band_revisions(run)] == ["ok"]
