@@ -106,8 +106,8 @@ def hourly_shares(
     out: dict[HourKey, list[Terms]] = defaultdict(list)
     if not revisions:
         return out
-    query = select(e.host, e.device, e.hour, e.kind, e.source, func.sum(e.energy_j), func.min(e.start_s))
-    query = query.add_columns(func.max(e.end_s)).where(e.run_id == run_id)
+    sums = (func.sum(e.energy_j), func.min(e.start_s), func.max(e.end_s))
+    query = select(e.host, e.device, e.hour, e.kind, e.source, *sums).where(e.run_id == run_id)
     query = query.where(e.device.in_(sorted({r.device for r in revisions})))
     if kinds is not None:
         query = query.where(e.kind.in_(list(kinds)))
