@@ -20,6 +20,7 @@ import pytest
 from wattlog.accounting.exports import rows_csv, rows_json
 from wattlog.accounting.ledger import Ledger, LedgerSink, RunSpec, make_engine
 from wattlog.accounting.ledger.windows import windows
+from wattlog.accounting.render import TableRow
 from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
 from wattlog.accounting.sites import site_catalog
 from wattlog.accounting.units import mwh_to_j
@@ -90,12 +91,13 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     return _record(tmp_path_factory.mktemp("readers"), 1_700_000_000.0)
 
 
-def _row(r: Recorded):  # type: ignore[no-untyped-def]
+def _row(r: Recorded) -> TableRow:
     return run_row(r.ledger, r.ledger.get_run(r.run), TableOptions(catalog=site_catalog()))
 
 
 def test_the_table_and_the_reports_footprint_give_the_agents_band(recorded: Recorded) -> None:
     band = _row(recorded).energy_band_mwh
+    assert band is not None
     _close(mwh_to_j(band.lo), mwh_to_j(band.hi), recorded)
     footprint = run_footprint(
         recorded.ledger, recorded.ledger.get_run(recorded.run), TableOptions(catalog=site_catalog())
