@@ -1,15 +1,15 @@
 """An audit bundle: one run's measurement, self-contained, that recomputes its Table-19 row and exports.
 
 `build_bundle` writes a tar.gz with the run (its spec, status, edges, restarts), every
-ledger energy row, its gaps and events (the counters' start-up checks among them), the
-power and counter series per device, the site, the intensity with each hour's provenance,
-the sensor profiles, the configuration and options the row was printed with (the validity
-gate on), the printed row and its JSON and CSV exports, versions, and a SHA-256 manifest of
-all of them (see accounting.audit_contents). `verify_bundle` checks the manifest, replays
-the bundle into an in-memory ledger with the bundle's own site and intensity (never the
-verifier's catalog), recomputes the row, its verdict and its exports and compares them
-with the printed ones, cell for cell and byte for byte, to the last printed digit. A
-changed number fails one or the other, and says where.
+ledger energy row and the revisions of their band, its gaps and events (the counters'
+start-up checks among them), the power and counter series per device, the site, the intensity with
+each hour's provenance, the sensor profiles, the configuration and options the row was
+printed with (the validity gate on), the printed row and its JSON and CSV exports, versions,
+and a SHA-256 manifest of all of them (see accounting.audit_contents). `verify_bundle`
+checks the manifest, replays the bundle into an in-memory ledger with the bundle's own site
+and intensity (never the verifier's catalog), recomputes the row, its verdict and its
+exports and compares them with the printed ones, cell for cell and byte for byte, to the
+last printed digit. A changed number fails one or the other, and says where.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import io
 import json
 import tarfile
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from wattlog.accounting.validity import ValidityLimits
 from wattlog.clock import FakeClock
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.events import EventKind
-from wattlog.records import EnergyInterval, Gap
+from wattlog.records import BandRevision, EnergyInterval, Gap
 
 MANIFEST = "manifest.json"
 _SPEC_FIELDS = ("project", "role", "model", "site", "host", "phase", "stage", "scale_group", "device_model")
@@ -107,6 +107,7 @@ def build_bundle(ledger: Ledger, run: int | str, options: TableOptions, out: Pat
         },  # fmt: skip
         "rows.json": _columns([r.as_dict() for r in rows]),
         "series.json": power_series(rows),
+        "revisions.json": [asdict(r) for r in ledger.band_revisions(info.id)],  # the rows' band, as revised
         "gaps.json": [[g.host, g.device, g.start_s, g.end_s, g.reason] for g in ledger.gaps(info.id)],
         "events.json": [
             {
@@ -226,6 +227,8 @@ def _replay(blobs: Mapping[str, bytes]) -> tuple[TableRow, list[EnergyInterval]]
     rows = _rows(json.loads(blobs["rows.json"]))
     gaps = [Gap(h, d, float(s), float(e), str(r)) for h, d, s, e, r in json.loads(blobs["gaps.json"])]
     ledger.record_intervals(info.id, rows, gaps)
+    revisions = json.loads(blobs.get("revisions.json", b"[]"))  # bundles built before revisions have none
+    ledger.record_revisions(info.id, [BandRevision(**{**r, "terms": tuple(r["terms"])}) for r in revisions])
     for event in json.loads(blobs["events.json"]):
         kind = event.pop("kind")
         if kind == EventKind.RESTART:  # a resume records it, at its time, and counts the restart

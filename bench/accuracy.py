@@ -35,6 +35,12 @@ Two truths: the sensor's own truth (gain x exact integral: what a perfect
 reading of this board would give, so the error is the method's alone) and true
 power (the exact integral: what the planet sees, where only the agent's band
 can be honest).
+
+The band table sets, per trace, the agent's band beside the ledger's: the flushes stored
+in a real (in-memory SQLite) ledger as the agent's sink stores them, the revisions of their
+band after them, read back as `wattlog table` reads them (`Ledger.energy_totals`). Beside it
+the rows summed as stored (before revisions). Last, the windows of bench.windows on the
+fallback path (NVML without field timestamps): how many resolve, their error, NVML calls.
 """
 
 from __future__ import annotations
@@ -46,7 +52,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from bench import windows as bench_windows
 from bench.irregular import IRREGULAR, checkpoint_dips
+from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.clock import FakeClock
 from wattlog.records import BandRevision, EnergyInterval, band_of_sum
 from wattlog.telemetry.integrator import Integrator
@@ -97,8 +105,8 @@ class Result:
     first_flag_s: float | None
     stored_low_j: float  # the band of the run's ledger rows summed as stored, before revisions
     stored_high_j: float
-    table_low_j: float  # the band of the rows summed with their revisions, as `wattlog table` shows it
-    table_high_j: float
+    ledger_low_j: float  # the ledger's band: its rows and their revisions, as `wattlog table` reads it
+    ledger_high_j: float
     revisions: int
 
 
@@ -176,8 +184,23 @@ def _irregular(seconds: float, model: Callable[[int], SensorModel]) -> list[Case
     return out
 
 
-def measure(case: Case, seconds: float) -> Result:
-    """Replay `case` for `seconds` through the real sampler and integrator, plus the other estimators."""
+def ledger_band(
+    ledger: Ledger, name: str, flushes: list[tuple[list[EnergyInterval], list[BandRevision]]]
+) -> tuple[float, float]:
+    """The band `wattlog table` reads of a run whose flushes (rows, then their revisions) went to `ledger`."""
+    run = ledger.start_run(name).id
+    for rows, revisions in flushes:
+        ledger.record_intervals(run, rows)
+        ledger.record_revisions(run, revisions)
+    [total] = ledger.energy_totals(run)
+    return total.low_j, total.high_j
+
+
+def measure(case: Case, seconds: float, ledger: Ledger | None = None) -> Result:
+    """Replay `case` for `seconds` through the real sampler and integrator, plus the other estimators.
+
+    Its flushes are stored in `ledger` (None: a fresh in-memory one) under a new run.
+    """
     clock = FakeClock()
     gpu = SimulatedGpu("GPU-bench", "H100 (simulated)", case.trace, case.model, power_limit_w=700.0)
     sensor = SimulatedSensor([gpu])
@@ -190,16 +213,14 @@ def measure(case: Case, seconds: float) -> Result:
     slow_every = round(SLOW_S / PERIOD_S)
     flush_every, scrape_every = round(FLUSH_S / PERIOD_S), round(SCRAPE_S / PERIOD_S)
     first_flag_s: float | None = None
-    rows: list[EnergyInterval] = []  # what the ledger would store, one row per flush
-    revisions: list[BandRevision] = []  # and the revisions of their band, beside them
+    flushes: list[tuple[list[EnergyInterval], list[BandRevision]]] = []  # rows, then their revisions
     for k in range(n + 1):
         t = k * PERIOD_S
         clock.advance(t - clock.monotonic())
         sampler.tick(t)
         if k and k % scrape_every == 0:  # detection as the live agent runs it, not once at the end
             if k % flush_every == 0:
-                rows += integ.take_intervals()[0]
-                revisions += integ.take_revisions()
+                flushes.append((integ.take_intervals()[0], integ.take_revisions()))
             if first_flag_s is None and any("phase lock" in n for n in integ.snapshot()[0].notes):
                 first_flag_s = t
         avg_w = gpu.average_power_w(t)
@@ -210,8 +231,11 @@ def measure(case: Case, seconds: float) -> Result:
         last_avg_w = avg_w
     end_s = n * PERIOD_S
     integ.finish(end_s)  # as the agent's close: the stretch since the last update, from the latest power
-    rows += integ.take_intervals()[0]  # the last flush, at stop
-    revisions += integ.take_revisions()
+    flushes.append((integ.take_intervals()[0], integ.take_revisions()))  # the last flush, at stop
+    rows = [row for taken, _ in flushes for row in taken]
+    revisions = sum(len(revised) for _, revised in flushes)
+    ledger = ledger if ledger is not None else Ledger(make_engine("sqlite://"))
+    stored = ledger_band(ledger, f"{_label(case)} #{len(ledger.runs())}", flushes)
     snap = integ.snapshot()[0]
     # CodeCarbon reads the counter every 15 s and once more at stop: the sum of differences telescopes
     reads_mj = [gpu.energy_mj(min(k * SLOW_S, end_s)) for k in range(int(end_s // SLOW_S) + 1)]
@@ -232,8 +256,8 @@ def measure(case: Case, seconds: float) -> Result:
         any("phase lock" in note for note in snap.notes),
         first_flag_s,
         *band_of_sum(rows),
-        *band_of_sum(rows, revisions),
-        len(revisions),
+        *stored,
+        revisions,
     )
 
 
@@ -259,25 +283,28 @@ def print_tables(results: list[Result], seconds: float) -> None:
             errs = " | ".join(f"{r.estimates_j[e] / truth(r) - 1:>+13.3%} " for e in ESTIMATORS)
             print(f"{_label(r.case):<{width}} | {errs}")
     print(
-        "\nthe agent's band vs true power (band as % of the true energy; lock detection every flush), the "
-        "ledger's 10 s rows summed as stored, and the table's: those rows with their band's revisions"
+        "\nthe agent's band and the ledger's side by side, vs true power (% of the true energy; lock "
+        "detection every flush). ledger: its 10 s rows with their band's revisions, read back as "
+        "`wattlog table` reads them; apart: the two bands' worst side, of the energy (target <= 0.1 %); "
+        "rows as stored: before revisions"
     )
     print(
-        f"{'trace':<{width}} | {'agent':>9} | {'band':>19} | {'half':>6} | contains | "
-        f"{'rows as stored':>19} | revs | {'table band':>19} | contains | lock flagged (first at) | note"
+        f"{'trace':<{width}} | {'agent':>9} | {'agent band':>19} | {'ledger band':>19} | {'apart':>6} | "
+        f"{'half':>6} | contains (agent, ledger) | {'rows as stored':>19} | revs | "
+        "lock flagged (first at) | note"
     )
     for r in results:
         band = f"{r.low_j / r.true_j - 1:+.1%} .. {r.high_j / r.true_j - 1:+.1%}"
         stored = f"{r.stored_low_j / r.true_j - 1:+.1%} .. {r.stored_high_j / r.true_j - 1:+.1%}"
-        table = f"{r.table_low_j / r.true_j - 1:+.1%} .. {r.table_high_j / r.true_j - 1:+.1%}"
+        ledger = f"{r.ledger_low_j / r.true_j - 1:+.1%} .. {r.ledger_high_j / r.true_j - 1:+.1%}"
         contains = "yes" if r.low_j <= r.true_j <= r.high_j else "NO"
-        table_contains = "yes" if r.table_low_j <= r.true_j <= r.table_high_j else "NO"
+        ledger_contains = "yes" if r.ledger_low_j <= r.true_j <= r.ledger_high_j else "NO"
         agent = r.estimates_j["counter, 25 ms"] / r.true_j - 1
         flag = f"yes ({r.first_flag_s:.0f} s)" if r.lock and r.first_flag_s is not None else "no"
         print(
-            f"{_label(r.case):<{width}} | {agent:>+9.2%} | {band:>19} | {_half(r):>6.1%} | "
-            f"{contains:>8} | {stored:>19} | {r.revisions:>4} | {table:>19} | {table_contains:>8} | "
-            f"{flag:>23} | {r.case.note}"
+            f"{_label(r.case):<{width}} | {agent:>+9.2%} | {band:>19} | {ledger:>19} | "
+            f"{_ledger_apart(r):>6.3%} | {_half(r):>6.1%} | {contains + ', ' + ledger_contains:>24} | "
+            f"{stored:>19} | {r.revisions:>4} | {flag:>23} | {r.case.note}"
         )
     _targets(results)
 
@@ -287,15 +314,15 @@ def _half(r: Result) -> float:
     return (r.high_j - r.low_j) / 2 / r.true_j
 
 
-def _table_half(r: Result) -> float:
-    """Half the table's band width relative to the true energy."""
-    return (r.table_high_j - r.table_low_j) / 2 / r.true_j
+def _ledger_half(r: Result) -> float:
+    """Half the ledger's band width relative to the true energy."""
+    return (r.ledger_high_j - r.ledger_low_j) / 2 / r.true_j
 
 
-def _table_apart(r: Result) -> float:
-    """How far the table's band (rows and revisions summed) is from the agent's, worst side, of the energy."""
+def _ledger_apart(r: Result) -> float:
+    """How far the ledger's band (rows and revisions) is from the agent's, worst side, of the energy."""
     energy_j = r.estimates_j["counter, 25 ms"]
-    return max(abs(r.table_low_j - r.low_j), abs(r.table_high_j - r.high_j)) / energy_j
+    return max(abs(r.ledger_low_j - r.low_j), abs(r.ledger_high_j - r.high_j)) / energy_j
 
 
 def _targets(results: list[Result]) -> None:
@@ -312,8 +339,8 @@ def _targets(results: list[Result]) -> None:
     slow = max(abs(r.estimates_j["1 s avg, 15 s"] / t - 1) for r, t in own)
     bench = [r for r in results if not r.case.control]
     held = sum(r.low_j <= r.true_j <= r.high_j for r in bench)
-    table_held = sum(r.table_low_j <= r.true_j <= r.table_high_j for r in bench)
-    table_widest = max(unlocked, key=_table_half)
+    ledger_held = sum(r.ledger_low_j <= r.true_j <= r.ledger_high_j for r in bench)
+    ledger_widest = max(unlocked, key=_ledger_half)
     controls = ", ".join(
         "yes" if r.low_j <= r.true_j <= r.high_j else "NO" for r in results if r.case.control
     )
@@ -329,10 +356,10 @@ def _targets(results: list[Result]) -> None:
     )
     print(f"  1 s average read every 15 s:             worst {slow:.3%}  (no target: shown beside)")
     print(f"  band contains true energy: {held}/{len(bench)} bench traces (control: {controls or '-'})")
-    print(f"  the table's band (ledger rows summed) contains it: {table_held}/{len(bench)} bench traces")
-    apart = max(results, key=_table_apart)
+    print(f"  the ledger's band (as the table reads it) contains it: {ledger_held}/{len(bench)} bench traces")
+    apart = max(results, key=_ledger_apart)
     print(
-        f"  the table's band vs the agent's, worst side: {_table_apart(apart):.3%} of the energy "
+        f"  the ledger's band vs the agent's, worst side: {_ledger_apart(apart):.3%} of the energy "
         f"({apart.case.name}; target <= 0.1 %)"
     )
     print(
@@ -341,8 +368,8 @@ def _targets(results: list[Result]) -> None:
     )
     print(f"  band half-width on them: worst {_half(widest):.1%} ({widest.case.name}; target <= 12 %)")
     print(
-        f"  the table's band half-width on them: worst {_table_half(table_widest):.1%} "
-        f"({table_widest.case.name}; target <= 12 %)"
+        f"  the ledger's band half-width on them: worst {_ledger_half(ledger_widest):.1%} "
+        f"({ledger_widest.case.name}; target <= 12 %)"
     )
     irregular = [r for r in results if r.case.irregular]
     if irregular:
@@ -360,15 +387,33 @@ def _targets(results: list[Result]) -> None:
     )
 
 
+def print_fallback_windows(count: int) -> None:
+    """bench.windows on the fallback path (NVML without field timestamps): resolved, error, NVML calls."""
+    run = bench_windows.run(count, fallback=True)
+    errors = run.windows
+    mae = sum(abs(e.rel) for e in errors) / len(errors)
+    print(
+        "\nwindows of 10-90 s on the fallback path (NVML without field timestamps, bench.windows "
+        f"--fallback): "
+        f"resolved {sum(e.resolved for e in errors)}/{len(errors)} (target all), within one counter update "
+        f"{sum(e.within_update for e in errors)}/{len(errors)}, mean |error| {mae:.4%} (target <= 0.02 %), "
+        f"NVML calls per GPU per second {run.calls_per_s:.1f} (target <= 45)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run every case and print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=600.0, help="length of each trace (default 600)")
     parser.add_argument("--seeds", type=int, default=4, help="jittered training-like traces (default 4)")
+    parser.add_argument("--windows", type=int, default=20, help="windows on the fallback path (default 20)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    results = [measure(c, args.seconds) for c in cases(args.seconds, args.seeds)]
+    ledger = Ledger(make_engine("sqlite://"))
+    results = [measure(c, args.seconds, ledger) for c in cases(args.seconds, args.seeds)]
     print_tables(results, args.seconds)
+    if args.windows:
+        print_fallback_windows(args.windows)
     print(f"\n{len(results)} traces of {args.seconds:g} s replayed in {time.perf_counter() - started:.1f} s")
     return 0
 

@@ -6,10 +6,10 @@ Nothing here imports beyond the standard library, so any layer may import it wit
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 
 class Kind(StrEnum):
@@ -231,10 +231,58 @@ def band_of_sum(
     """The band (low_j, high_j) of the sum of `rows`' energy, as the ledger gives it (`summed_band`),
     with the `revisions` of their band added."""
     sums = [0.0] * len(BAND_TERMS)
-    for terms in [*(band_terms(row) for row in rows), *(r.terms for r in revisions)]:
+    for terms in (band_terms(row) for row in rows):
         for i, term in enumerate(terms):
             sums[i] += term
-    return summed_band(*sums)
+    return summed_band(*revised_terms(sums, (r.terms for r in revisions)))  # each its whole span
+
+
+Terms = tuple[float, float, float, float, float, float]
+"""What a figure or a revision adds to each of BAND_TERMS."""
+_K = TypeVar("_K")
+
+
+def revision_shares(
+    terms: Terms, energy_j: Mapping[_K, float], whole_j: float | None = None
+) -> dict[_K, Terms]:
+    """The one way a revision's `terms` reach what a reader sums: each part of its span gets a share.
+
+    Every reader of a run's band (the totals, the hours, the windows, the bench) adds a
+    revision through this: a part (a rollup row, an hour, a window) gets the share of its
+    energy in the revised span, so the parts of a span add up to the revision exactly and
+    the band of any sum of them is the agent's. With `whole_j` (the span's energy) the
+    parts may be a piece of the span (a window); without, they are all of it.
+
+    Args:
+        terms: What the revision adds to each of BAND_TERMS.
+        energy_j: The energy of each part inside the revised span, joules.
+        whole_j: The span's energy (None: the parts' sum). A span with no energy is shared evenly.
+    """
+    total_j = sum(energy_j.values()) if whole_j is None else whole_j
+    out: dict[_K, Terms] = {}
+    for key, part_j in energy_j.items():
+        share = part_j / total_j if total_j > 0 else 1.0 / len(energy_j)
+        out[key] = (
+            terms[0] * share,
+            terms[1] * share,
+            terms[2] * share,
+            terms[3] * share,
+            terms[4] * share,
+            terms[5] * share,
+        )
+    return out
+
+
+def revised_terms(sums: Sequence[float], shares: Iterable[Sequence[float]]) -> list[float]:
+    """A part's BAND_TERMS sums with the revisions' shares of it added (`summed_band` gives its band).
+
+    With `revision_shares`, the one path from stored rows and revisions to a band.
+    """
+    out = list(sums)
+    for terms in shares:
+        for i, term in enumerate(terms):
+            out[i] += term
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from wattlog.accounting.ledger.models import (
     hour_of,
 )
 from wattlog.accounting.ledger.node_lease import LOST, NODE_LOST_REASON, describe_collision
+from wattlog.accounting.ledger.revisions import hourly_shares
 from wattlog.accounting.ledger.views import (
     EnergyTotal,
     EventInfo,
@@ -41,7 +42,7 @@ from wattlog.accounting.ledger.views import (
 )
 from wattlog.errors import RunNotFound
 from wattlog.events import EventKind
-from wattlog.records import BAND_TERMS, EnergyFigure, EnergyInterval, Kind, Source, summed_band
+from wattlog.records import BAND_TERMS, EnergyFigure, EnergyInterval, Kind, Source, revised_terms, summed_band
 
 ENERGY = cast(Table, EnergyRecord.__table__)  # type: ignore[attr-defined]
 ROLLUP = cast(Table, EnergyRollup.__table__)  # type: ignore[attr-defined]
@@ -105,7 +106,10 @@ class RunReader:
     def energy_by_hour(
         self, kinds: Sequence[str] | None = None, exclude_hosts: Sequence[str] = ()
     ) -> list[EnergyTotal]:
-        """IT energy per hour spent in (by row start), kind and source (see `Ledger.energy_by_hour`)."""
+        """IT energy per hour spent in (by row start), kind and source (see `Ledger.energy_by_hour`).
+
+        Each hour's band has its share of the run's band revisions (ledger.revisions.hourly_shares).
+        """
         e = ENERGY.c
         query = select(
             e.hour, e.kind, e.source, func.sum(e.energy_j), *(func.sum(e[k]) for k in BAND_TERMS)
@@ -115,8 +119,15 @@ class RunReader:
         if exclude_hosts:
             query = query.where(e.host.not_in(list(exclude_hosts)))
         query = query.group_by(e.hour, e.kind, e.source).order_by(e.hour, e.kind, e.source)
+        shares = hourly_shares(self._session, self.run_id, kinds, exclude_hosts)  # the band revisions' part
         return [
-            EnergyTotal(summed_figure(kind, source, energy_j, band), run_id=self.run_id, hour=hour)
+            EnergyTotal(
+                summed_figure(
+                    kind, source, energy_j, revised_terms(band, shares.get((hour, kind, source), ()))
+                ),
+                run_id=self.run_id,
+                hour=hour,
+            )
             for hour, kind, source, energy_j, *band in self._session.execute(query)
         ]
 

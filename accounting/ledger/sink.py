@@ -87,10 +87,32 @@ class LedgerSink:
         )
 
     def write_revisions(self, revisions: Sequence[BandRevision]) -> None:
-        """Store revisions of the band of rows already written (a telemetry.sinks.RevisionSink)."""
+        """Store revisions of the band of rows already written (a RevisionSink), or spool them.
+
+        They go where the rows went: spooled rows are replayed first, and revisions the ledger
+        refuses follow them into the spool, so a replay stores each once, after its rows.
+
+        Raises:
+            LedgerError: The sink is closed, or the ledger failed and there is no spool (or it
+                cannot be written): the agent keeps the revisions and retries.
+        """
         if self._closed:
             raise LedgerError("LedgerSink is closed: open a new one to keep writing")
-        self.ledger.record_revisions(self.run, revisions)
+        if not revisions:
+            return
+        why = "the rows they revise are spooled"  # no second try at a ledger that just failed
+        if self.spool is None or not self.spool.waiting:
+            try:
+                self.ledger.record_revisions(self.run, revisions)
+                return
+            except LedgerError as error:
+                if self.spool is None:
+                    raise
+                why = str(error)
+        try:
+            self.spool.append_revisions(self.run, revisions)
+        except OSError as spool_error:
+            raise LedgerError(f"{why}; spool {self.spool.path} not writable: {spool_error}") from spool_error
 
     def write_windows(self, windows: Sequence[EnergyInterval]) -> None:
         """Store the windows closed since the last flush (a :class:`wattlog.telemetry.sinks.WindowSink`)."""
@@ -122,7 +144,7 @@ class LedgerSink:
         """Replay the own spool, and once per sink the spools dead processes left; raises LedgerError."""
         if self.spool is None:
             return
-        if self.spool.rows or self.spool.ends or self.spool.lost_gaps:
+        if self.spool.waiting or self.spool.lost_gaps:
             written = self.spool.replay(self.ledger)
             self.rows_written += written
             log.warning("the ledger is back: %d spooled energy rows of run %s replayed", written, self.run)

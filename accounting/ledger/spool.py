@@ -44,7 +44,7 @@ from wattlog.accounting.ledger.spool_lines import (
 )
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.errors import ConfigError, LedgerError
-from wattlog.records import EnergyInterval, Gap
+from wattlog.records import BandRevision, EnergyInterval, Gap
 from wattlog.telemetry.private import private_folder
 
 log = logging.getLogger(__name__)
@@ -122,6 +122,7 @@ class Spool:
         self.joules = 0.0
         self.ends = 0
         self.events = 0
+        self.revisions = 0
         self.lost_rows = 0
         self.lost_j = 0.0
         self._lost: dict[tuple[str, str, str], Gap] = {}  # (run, host, device) -> merged span
@@ -171,6 +172,21 @@ class Spool:
         self._append_lines(json.dumps({"run": run, "type": "event", **event}) + "\n")
         self.events += 1
 
+    def append_revisions(self, run: int | str, revisions: Sequence[BandRevision]) -> None:
+        """Spool band revisions the ledger could not take; replay stores each once, after the rows it revises.
+
+        Raises:
+            OSError: The file cannot be written (nothing of the lines is left in it).
+        """
+        lines = [json.dumps({"run": run, "type": "revision", **asdict(r)}) for r in revisions]
+        self._append_lines("".join(line + "\n" for line in lines))
+        self.revisions += len(revisions)
+
+    @property
+    def waiting(self) -> bool:
+        """Whether lines wait to be replayed (rows, run starts and ends, events, band revisions)."""
+        return bool(self.rows or self.ends or self.events or self.revisions)
+
     def append_start(self, run: str, fields: Mapping[str, Any]) -> None:
         """Spool the start of a run the ledger could not register (Ledger.start_run's keywords).
 
@@ -208,7 +224,7 @@ class Spool:
             LedgerError: The ledger is still unavailable (the file is kept for the next try).
         """
         written = 0
-        if (self.rows or self.ends or self.events) and self._file is not None:
+        if self.waiting and self._file is not None:
             content = read_spool(self.path)
             written = _write(ledger, content.batches)
             if content.bad:  # a disk that returned garbage: keep the lines, say where, replay the rest
@@ -216,7 +232,7 @@ class Spool:
             self._file.truncate(0)
             self._file.seek(0)
             self._write_header(self._file)
-            self.rows = self.ends = self.events = 0
+            self.rows = self.ends = self.events = self.revisions = 0
             self.joules = 0.0
         for (run, host, device), gap in list(self._lost.items()):
             ledger.record_intervals(run_key(run), [], [gap])
@@ -227,7 +243,7 @@ class Spool:
         """Release the file; an empty one is removed, one with rows stays for `wattlog replay`."""
         if self._file is None:
             return
-        if not (self.rows or self.ends or self.events):
+        if not self.waiting:
             with contextlib.suppress(OSError):
                 self.path.unlink()
         self._file.close()
@@ -359,6 +375,8 @@ def _write(ledger: Ledger, batches: Mapping[str, Batch]) -> int:
             written += ledger.record_intervals(key, batch.intervals[i : i + _CHUNK], gaps)
         if batch.events:
             ledger.record_events_once(key, batch.events)
+        if batch.revisions:  # after the rows they revise, so the totals take them (each once)
+            ledger.record_revisions(key, batch.revisions)
         if batch.end is not None:
             ledger.end_run(key, batch.end[0], end_s=batch.end[1])
     return written

@@ -22,7 +22,7 @@ from typing import Any
 from wattlog.accounting.ledger.models import Status
 from wattlog.accounting.ledger.writes import check_interval
 from wattlog.errors import ConfigError
-from wattlog.records import EnergyInterval, Gap, Kind, Source
+from wattlog.records import BandRevision, EnergyInterval, Gap, Kind, Source
 
 _INTERVAL_NUMBERS = ("start_s", "end_s", "energy_j", "low_j", "high_j", "random_low_j", "random_high_j")
 
@@ -35,6 +35,8 @@ class Batch:
     gaps: list[Gap] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     """Ledger.record_event keyword arguments (kind, time_s, step, category, payload)."""
+    revisions: list[BandRevision] = field(default_factory=list)
+    """Band revisions of the run's rows, stored after them."""
     end: tuple[str, float] | None = None  # (status, end_s) of a run whose end the ledger missed
     start: dict[str, Any] | None = None
     """Ledger.start_run keywords of a run the ledger could not register (unreachable at its start)."""
@@ -139,6 +141,8 @@ def _add(batches: dict[str, Batch], item: dict[str, Any]) -> None:
         batch.gaps.append(_gap(item))
     elif kind == "event":
         batch.events.append(_event(item))
+    elif kind == "revision":
+        batch.revisions.append(_revision(item))
     elif kind == "start":
         batch.start = _start(item)
     elif kind == "end":
@@ -185,6 +189,18 @@ def _gap(item: Mapping[str, Any]) -> Gap:
     return Gap(
         _text(item, "host"), _text(item, "device"), start_s, end_s, _text(item, "reason", 100_000)[:500]
     )
+
+
+def _revision(item: Mapping[str, Any]) -> BandRevision:
+    start_s, end_s = _number(item, "start_s"), _number(item, "end_s")
+    terms = item["terms"]
+    if not end_s >= start_s or not isinstance(terms, list) or len(terms) != 6:
+        raise ConfigError(f"a band revision needs start_s <= end_s and 6 terms, got {str(item)[:80]!r}")
+    t = [_number({"terms": x}, "terms") for x in terms]
+    return BandRevision(
+        _text(item, "host"), _text(item, "device"), start_s, end_s, _text(item, "reason", 100_000)[:500],
+        (t[0], t[1], t[2], t[3], t[4], t[5]),
+    )  # fmt: skip
 
 
 _START_TEXTS = ("project", "role", "model", "site", "host", "phase", "stage", "scale_group", "device_model")

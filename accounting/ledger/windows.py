@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from sqlalchemy import insert, select
 from sqlmodel import col
 
 from wattlog.accounting.ledger.models import WindowRecord
+from wattlog.accounting.ledger.revisions import window_shares
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import member_or_text
 from wattlog.errors import ConfigError
-from wattlog.records import EnergyFigure, EnergyInterval, Kind, Source
+from wattlog.records import EnergyFigure, EnergyInterval, Kind, Source, Terms, revised_terms, summed_band
 
 
 def record_windows(ledger: Ledger, run: int | str, windows: Sequence[EnergyInterval]) -> int:
@@ -40,6 +42,9 @@ def record_windows(ledger: Ledger, run: int | str, windows: Sequence[EnergyInter
 def windows(ledger: Ledger, run: int | str) -> list[EnergyInterval]:
     """A run's window rows in start order (one per window and device), as frozen read models.
 
+    A window closed before the agent revised its span's band has its share of the revision
+    (ledger.revisions.window_shares), as the run's totals and hours have theirs.
+
     Raises:
         RunNotFound: No such run.
     """
@@ -47,7 +52,18 @@ def windows(ledger: Ledger, run: int | str) -> list[EnergyInterval]:
         run_id = ledger.run_id(session, run)
         query = select(WindowRecord).where(col(WindowRecord.run_id) == run_id)
         rows = session.execute(query.order_by(col(WindowRecord.start_s), col(WindowRecord.id))).scalars()
-        return [_read(row) for row in rows]
+        read = [_read(row) for row in rows]
+        return [
+            _revised(w, shares) for w, shares in zip(read, window_shares(session, run_id, read), strict=True)
+        ]
+
+
+def _revised(window: EnergyInterval, shares: Sequence[Terms]) -> EnergyInterval:
+    """`window` with its shares of band revisions added (stored: low and high, no sampling part apart)."""
+    if not shares:
+        return window
+    low_j, high_j = summed_band(*revised_terms((window.low_j, window.high_j, 0.0, 0.0, 0.0, 0.0), shares))
+    return replace(window, figure=replace(window.figure, low_j=low_j, high_j=high_j))
 
 
 def _read(row: WindowRecord) -> EnergyInterval:

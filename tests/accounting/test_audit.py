@@ -75,6 +75,7 @@ def test_a_bundle_recomputes_its_row_to_the_printed_digit(bundle: Path) -> None:
         "manifest.json",
         "run.json",
         "rows.json",
+        "revisions.json",
         "gaps.json",
         "events.json",
         "site.json",

@@ -18,7 +18,7 @@ def _run(name: str, counter: str) -> Result:
 
 def _apart(r: Result) -> float:
     energy_j = r.estimates_j["counter, 25 ms"]
-    return max(abs(r.table_low_j - r.low_j), abs(r.table_high_j - r.high_j)) / energy_j
+    return max(abs(r.ledger_low_j - r.low_j), abs(r.ledger_high_j - r.high_j)) / energy_j
 
 
 @pytest.mark.parametrize(
