@@ -23,7 +23,6 @@ from wattlog.accounting.ledger.windows import windows
 from wattlog.accounting.render import TableRow
 from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
 from wattlog.accounting.sites import site_catalog
-from wattlog.accounting.units import mwh_to_j
 from wattlog.accounting.windows_cli import window_cells
 from wattlog.clock import FakeClock
 from wattlog.records import EnergyFigure, band_of_sum
@@ -96,14 +95,14 @@ def _row(r: Recorded) -> TableRow:
 
 
 def test_the_table_and_the_reports_footprint_give_the_agents_band(recorded: Recorded) -> None:
-    band = _row(recorded).energy_band_mwh
+    band = _row(recorded).energy_band_j
     assert band is not None
-    _close(mwh_to_j(band.lo), mwh_to_j(band.hi), recorded)
+    _close(band.lo, band.hi, recorded)
     footprint = run_footprint(
         recorded.ledger, recorded.ledger.get_run(recorded.run), TableOptions(catalog=site_catalog())
     )
-    assert footprint is not None and footprint.energy_band_mwh is not None
-    _close(mwh_to_j(footprint.energy_band_mwh.lo), mwh_to_j(footprint.energy_band_mwh.hi), recorded)
+    assert footprint is not None and footprint.energy_band_j is not None
+    _close(footprint.energy_band_j.lo, footprint.energy_band_j.hi, recorded)
 
 
 def test_the_csv_and_json_exports_give_the_agents_band(recorded: Recorded) -> None:
@@ -151,9 +150,9 @@ def test_the_audit_bundle_carries_the_revisions_and_its_replay_gives_the_agents_
     options = TableOptions(catalog=site_catalog())
     bundle = build_bundle(recorded.ledger, recorded.run, options, tmp_path / "run.tar.gz")
     assert verify_bundle(bundle).ok
-    band = _replay(_read(bundle)).energy_band_mwh  # the row recomputed from the bundle alone
+    band = _replay(_read(bundle))[0].energy_band_j  # the row recomputed from the bundle alone
     assert band is not None
-    _close(mwh_to_j(band.lo), mwh_to_j(band.hi), recorded)
+    _close(band.lo, band.hi, recorded)
 
 
 def _session(ledger: Ledger, run: int, host: str, trace: TrainingTrace, wall_offset_s: float) -> EnergyFigure:
@@ -180,9 +179,9 @@ def _agents_band(figures: list[EnergyFigure]) -> EnergyFigure:
 
 
 def _table_band(ledger: Ledger, name: str) -> tuple[float, float]:
-    band = run_row(ledger, ledger.get_run(name), TableOptions(catalog=site_catalog())).energy_band_mwh
+    band = run_row(ledger, ledger.get_run(name), TableOptions(catalog=site_catalog())).energy_band_j
     assert band is not None
-    return mwh_to_j(band.lo), mwh_to_j(band.hi)
+    return band.lo, band.hi
 
 
 def test_a_run_resumed_after_a_restart_shows_both_agents_band_in_the_table(tmp_path: Path) -> None:
