@@ -34,8 +34,8 @@ from wattlog.dashboards.report.data import (
 from wattlog.dashboards.report.page_html import headline_figures, printable_page, table19_html
 from wattlog.errors import WattlogError
 
-GRAFANA_ENV = "WATTLOG_GRAFANA_URL"
-"""Base URL of the Grafana serving wattlog's boards (`wattlog report --grafana`): the page links to it."""
+# No string statements at the top level: Streamlit's "magic" would print them on the page.
+GRAFANA_ENV = "WATTLOG_GRAFANA_URL"  # the Grafana of wattlog's boards (`wattlog report --grafana`)
 GRAFANA_BOARD = "wattlog-energy"
 SPEED_HELP = (
     "Every rank's tokens over the job's IT energy (accounting.job_speed, as the trainer's panels); "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -144,3 +145,14 @@ def test_project_tables_split_development_and_final_on_demand(ledger_url: str, l
     phases = list(app.table[before].value.index)
     assert phases[:2] == ["development", "final"] and phases[2].startswith("Total")
     assert any("Table 2" in m.value for m in app.markdown)
+
+
+def test_the_page_script_has_no_bare_strings_for_streamlit_magic_to_print() -> None:
+    """Streamlit writes every top-level string statement on the page (an attribute docstring did)."""
+    tree = ast.parse(Path(APP).read_text(encoding="utf-8"))
+    strings = [
+        node.lineno
+        for node in tree.body[1:]  # the module docstring is the one Streamlit leaves out
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    ]
+    assert strings == []
