@@ -38,6 +38,16 @@ TARGET_S = 2.0
 FIRST_FIGURE = ".st-key-headline h3"
 """The headline's first figure (Markdown since the report stopped using st.metric; before: stMetricValue)."""
 START_S = 1_700_000_000.0
+PICKER = '[data-testid="stSelectbox"]'
+PICKER_SEEN = f"""
+new MutationObserver((_, observer) => {{
+  if (document.querySelector('{PICKER}')) {{
+    window.__pickerSeenMs = performance.now();
+    observer.disconnect();
+  }}
+}}).observe(document, {{subtree: true, childList: true}});
+"""
+"""Records when the run picker enters the page (ms since navigation), however the waits are ordered."""
 
 
 def seed_many(url: str, runs: int, rows: int) -> None:
@@ -107,17 +117,19 @@ def first_figures(
                     if context
                     else browser.new_page(viewport={"width": 1440, "height": 3000})
                 )
+                page.add_init_script(PICKER_SEEN)
                 cpu = tree_cpu_s()
                 began = time.perf_counter()
                 page.goto(f"{base}/?run={RUN}", wait_until="commit", timeout=60_000)
-                page.locator('[data-testid="stSelectbox"]').first.wait_for(timeout=60_000)
-                shell = time.perf_counter() - began  # the page drawn its first widget: the script runs
+                # Waited for first, whatever else the page draws before it (the picker used to be
+                # awaited first, which hid first figures drawn before it).
                 page.locator(first_figure).first.wait_for(timeout=60_000)
                 figures, figures_cpu = time.perf_counter() - began, tree_cpu_s() - cpu
                 page.locator('[data-testid="stVegaLiteChart"]').nth(3).wait_for(timeout=60_000)
-                times.append(
-                    Load(shell, figures, time.perf_counter() - began, figures_cpu, tree_cpu_s() - cpu)
-                )
+                charts, charts_cpu = time.perf_counter() - began, tree_cpu_s() - cpu
+                page.locator(PICKER).first.wait_for(timeout=60_000)
+                shell = page.evaluate("window.__pickerSeenMs") / 1000  # the script runs: its first widget
+                times.append(Load(shell, figures, charts, figures_cpu, charts_cpu))
                 page.close()
         finally:
             browser.close()
