@@ -330,10 +330,7 @@ class WebhookReceiver:
             log.error("webhook could not record: %s", error)
             return 503, {"error": str(error)}  # Alertmanager retries on 5xx: the ledger may come back
         log.info(
-            "webhook: payload done: %d recorded, %d resends skipped, %d rejected",
-            recorded,
-            duplicates,
-            len(rejected),
+            "webhook: payload: %d recorded, %d resends, %d rejected", recorded, duplicates, len(rejected)
         )
         answer: dict[str, Any] = {"recorded": recorded, "duplicates": duplicates}
         if rejected:  # 200 all the same: a resend would be rejected again, and the rest is stored
