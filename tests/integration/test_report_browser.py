@@ -52,25 +52,34 @@ def headline_shown(page: Any) -> dict[str, str]:
     return shown
 
 
+CELLS_SCRIPT = """
+([selector, width]) => {
+  const table = document.querySelector(selector);
+  const columns = table.querySelectorAll("thead th").length - 1;
+  const rows = [...table.querySelectorAll("tbody tr")];
+  const off = [];
+  for (const [r, row] of rows.entries()) {
+    const cells = [...row.querySelectorAll("td")];
+    if (cells.length !== columns) off.push(`row ${r}: ${cells.length} of ${columns} cells`);
+    for (const [c, cell] of cells.entries()) {
+      const box = cell.getBoundingClientRect();
+      const shown = box.width > 0 && box.height > 0 && getComputedStyle(cell).visibility !== "hidden";
+      if (!shown || box.left < 0 || box.right > width) off.push(`row ${r} cell ${c}: ${box.right}`);
+    }
+  }
+  const stacked = getComputedStyle(table.querySelector("thead")).display === "none";
+  const label = rows[0].querySelector("td:last-child .wl-label");
+  return {columns, rows: rows.length, off, stacked, labelShown: getComputedStyle(label).display !== "none"};
+}
+"""
+
+
 def every_column_on_screen(page: Any, width: int) -> None:
     """Each Table-19 row shows every cell within `width`: as a table, or stacked in a card with labels."""
-    table = page.locator(TABLE19)
-    rows = table.locator("tbody tr")
-    columns = table.locator("thead th").count() - 1  # the model is each row's header
-    assert columns >= 8 and rows.count() >= 2
-    for r in range(rows.count()):
-        cells = rows.nth(r).locator("td")
-        assert cells.count() == columns, (cells.count(), columns)
-        for c in range(cells.count()):
-            cell = cells.nth(c)
-            box = cell.bounding_box()
-            assert (
-                cell.is_visible() and box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width
-            )
-    stacked = table.locator("thead").is_hidden()
-    if stacked:  # a card: each value carries its column's name
-        label = rows.first.locator(".wl-label").last
-        assert label.is_visible() and label.inner_text().strip() != ""
+    found = page.evaluate(CELLS_SCRIPT, [TABLE19, width])
+    assert found["columns"] >= 8 and found["rows"] >= 2, found
+    assert found["off"] == [], found["off"]
+    assert found["labelShown"] == found["stacked"]  # a card names each value; a table's header does
 
 
 def need(path: str, what: str) -> None:
