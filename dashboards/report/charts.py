@@ -48,6 +48,7 @@ def _event_marks(report: RunReport, x: alt.X) -> alt.LayerChart:
         .mark_rule(color=EVENT_COLOUR, strokeDash=[4, 3], clip=True)
         .encode(x=x, tooltip=["when:N", "kind:N", "status:N", "detail:N"])
     )
+    # Labels right of their rule: the first event (a health check at the start) keeps its label in the plot.
     # An alert's label carries its status: its firing and its resolution are two marks, not a repeat.
     # Events at one instant (a restart and its lost work) share one label, not two on top of each other.
     named = (
@@ -55,7 +56,7 @@ def _event_marks(report: RunReport, x: alt.X) -> alt.LayerChart:
     )
     labels = (
         alt.Chart(named)
-        .mark_text(color=EVENT_COLOUR, angle=270, align="right", baseline="bottom", dy=-2, clip=True)
+        .mark_text(color=EVENT_COLOUR, angle=270, align="right", baseline="top", dy=2, clip=True)
         .encode(x=x, y=alt.value(4), text="kind:N")
     )
     return rules + labels
