@@ -200,23 +200,40 @@ def project_section(ledger: Ledger, run: RunInfo) -> None:
             st.caption(note)
 
 
+def linked_run(ledger: Ledger) -> str | None:
+    """The run a link names (?run=) when the ledger holds it, found without listing every run."""
+    wanted = st.query_params.get("run")
+    found = ledger.find_run(wanted) if wanted else None
+    return wanted if found is not None and found.name == wanted else None
+
+
+def run_names(ledger: Ledger, where: str) -> list[str]:
+    """Every run's name, oldest first; says so and stops when the ledger holds none."""
+    names = [r.name for r in ledger.runs()]
+    if not names:
+        st.info(f"No runs in the ledger {where} yet: run `wattlog demo` first.")
+        st.stop()
+    return names
+
+
 def main() -> None:
-    """Draw the page: the first figures, then the charts and tables below them."""
+    """Draw the page: the first figures, then the charts and tables below them.
+
+    A linked run (?run=, as the boards' links) is drawn before the run list is read: on a ledger
+    of a thousand runs the list then holds back only the picker, drawn into its place above.
+    """
     st.set_page_config(page_title="wattlog carbon report", layout="wide", initial_sidebar_state="collapsed")
     url = resolve_url(None)  # $WATTLOG_DB or the default, as every wattlog command; also the cache key
+    where = describe_url(url)
+    picker = st.container()
     try:
         ledger = open_ledger(url)
-        runs = ledger.runs()
-    except WattlogError as error:
-        st.error(str(error))
-        st.stop()
-    if not runs:
-        st.info(f"No runs in the ledger {describe_url(url)} yet: run `wattlog demo` first.")
-        st.stop()
-    run = choose_run([r.name for r in runs], describe_url(url))
-    if run is None:
-        st.stop()
-    try:
+        run = linked = linked_run(ledger)
+        if linked is None:
+            with picker:
+                run = choose_run(run_names(ledger, where), where)
+        if run is None:
+            st.stop()
         summary = load_summary(ledger, run)
     except WattlogError as error:
         st.error(str(error))
@@ -231,6 +248,12 @@ def main() -> None:
     st.caption(facts)
     headline(summary)
     table19(summary, facts, utc_text(ledger.wall_s()))
+    if linked is not None:
+        with picker:
+            try:
+                choose_run(run_names(ledger, where), where)
+            except WattlogError as error:
+                st.error(str(error))
     grafana_link(r.name)
     details(ledger, summary)
 
