@@ -6,7 +6,9 @@ the HTTP server, streamlit) when it runs, so `wattlog --help` stays light.
 
 from __future__ import annotations
 
+import logging
 import sys
+import time
 
 import typer
 
@@ -72,6 +74,7 @@ def serve(
     from wattlog.numbers import check_port
 
     check_port("--port", port)
+    log_alerts()
     auth = Auth.from_env()
     ledger = Ledger(make_engine(db))
     with WebhookReceiver(AlertRecorder(ledger), auth, host=host, port=port) as receiver:
@@ -81,6 +84,25 @@ def serve(
             # timeout never returns to run the main thread's handler
             while not threading.Event().wait(0.5):
                 pass
+
+
+def log_alerts() -> logging.Logger:
+    """Show the receiver's line per alert (accepted or rejected) on stderr, with the time (UTC).
+
+    The root CLI logs warnings only; a receiver that says nothing about what arrives cannot be
+    checked, so `webhook serve` turns its own module's INFO lines on.
+    """
+    logger = logging.getLogger("wattlog.dashboards.webhooks")
+    logger.setLevel(logging.INFO)
+    if not any(getattr(h, "name", "") == "wattlog-webhook-serve" for h in logger.handlers):
+        handler = logging.StreamHandler()
+        handler.set_name("wattlog-webhook-serve")
+        formatter = logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%dT%H:%M:%SZ")
+        formatter.converter = time.gmtime
+        handler.setFormatter(formatter)
+        logger.addHandler(handler)
+        logger.propagate = False  # one line per alert, not a second copy through the root's handler
+    return logger
 
 
 def send(
@@ -154,10 +176,18 @@ def report(
     db: DbOption = None,
     port: int = typer.Option(8501, help="Port of the report."),
     host: str = typer.Option("127.0.0.1", help="Address to serve on (loopback unless you mean to share it)."),
+    grafana: str = typer.Option(
+        "",
+        "--grafana",
+        envvar="WATTLOG_GRAFANA_URL",
+        show_default=False,
+        help="Base URL of the Grafana with wattlog's boards: each report links to its run there.",
+    ),
 ) -> int:
     """Serve the carbon report (Streamlit) on the ledger: http://HOST:PORT.
 
-    Ctrl-C or SIGTERM stops the Streamlit server with it (exit 130 or 143, by shell convention).
+    A run's report is http://HOST:PORT/?run=NAME (the boards' links open it). Ctrl-C or SIGTERM
+    stops the Streamlit server with it (exit 130 or 143, by shell convention).
     """
     import os
 
@@ -168,6 +198,8 @@ def report(
     if not installed("streamlit"):  # before the URL: a report that cannot start has no address
         raise MissingExtra("streamlit", "dashboards", "wattlog report")
     env = {**os.environ, ENV_VAR: db} if db else dict(os.environ)
+    if grafana:
+        env["WATTLOG_GRAFANA_URL"] = grafana  # the page reads it (report/app.py, GRAFANA_ENV)
     print(f"carbon report of {describe_url(db)} on http://{host}:{port} (Ctrl-C stops)", flush=True)
     with Supervisor(grace_s=5.0) as supervisor:
         outcome = supervisor.run(streamlit_command(host, port), env=env)

@@ -171,6 +171,19 @@ def host_of(alert: Alert) -> str:
     return str(host).strip()
 
 
+def describe(alert: Alert) -> str:
+    """One alert in a log line: name, status, run, host and fingerprint (each cut to 80 characters).
+
+    >>> describe(Alert("r1", "WattlogPowerAboveLimit", "firing", 0.0, "k", {"fingerprint": "ab12"}))
+    "alert 'WattlogPowerAboveLimit' firing (run 'r1', host '-', fingerprint ab12)"
+    """
+    host = host_of(alert) or "-"
+    return (
+        f"alert {alert.name[:80]!r} {alert.status} (run {alert.run[:80] or '-'!r}, host {host[:80]!r}, "
+        f"fingerprint {str(alert.payload.get('fingerprint', '-'))[:80]})"
+    )
+
+
 class AlertRecorder:
     """Records parsed alerts as ledger events, all or nothing per payload, never twice.
 
@@ -198,7 +211,7 @@ class AlertRecorder:
         for i, alert in enumerate(alerts):
             reason = unstorable(alert.run, alert.name, HOST_RUN_PREFIX + host_of(alert), alert.payload)
             if reason:
-                log.warning("webhook: alert %d (%r) rejected: %s", i, alert.name[:80], reason)
+                log.warning("webhook: rejected %s: %s", describe(alert), reason)
                 rejected.append({"index": i, "alertname": alert.name[:200], "reason": reason})
             else:
                 valid.append(alert)
@@ -218,6 +231,7 @@ class AlertRecorder:
             for alert, target in zip(alerts, targets, strict=True):
                 if alert.key in seen[target]:
                     duplicates += 1
+                    log.info("webhook: accepted %s: a resend, already in %s", describe(alert), target)
                     continue
                 if target.startswith(HOST_RUN_PREFIX):
                     self._ensure_host_run(target)
@@ -230,6 +244,7 @@ class AlertRecorder:
                 )
                 seen[target].add(alert.key)
                 recorded += 1
+                log.info("webhook: accepted %s: recorded in %s", describe(alert), target)
             return recorded, duplicates
 
     def _target(self, alert: Alert, known: Mapping[str, set[str]]) -> str:
@@ -314,7 +329,9 @@ class WebhookReceiver:
         except LedgerError as error:
             log.error("webhook could not record: %s", error)
             return 503, {"error": str(error)}  # Alertmanager retries on 5xx: the ledger may come back
-        log.info("webhook: %d alerts recorded, %d duplicates skipped", recorded, duplicates)
+        log.info(
+            "webhook: payload: %d recorded, %d resends, %d rejected", recorded, duplicates, len(rejected)
+        )
         answer: dict[str, Any] = {"recorded": recorded, "duplicates": duplicates}
         if rejected:  # 200 all the same: a resend would be rejected again, and the rest is stored
             answer["rejected"] = rejected

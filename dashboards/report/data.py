@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from wattlog.accounting.calibrate_cli import stored_calibrations
 from wattlog.accounting.efficiency import Efficiency
 from wattlog.accounting.gaps import GapSummary, run_gaps
 from wattlog.accounting.job_speed import JobSpeed, job_speed
@@ -42,42 +43,29 @@ UTC_FORMAT = "%Y-%m-%d %H:%M:%S UTC"
 _MARKDOWN_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#+-|~$"})
 
 
-@dataclass(frozen=True)
-class RunReport:
-    """Everything the page shows for one run.
+@dataclass(frozen=True, kw_only=True)
+class RunSummary:
+    """The page's first figures for one run: what the headline and Table 19 show.
+
+    Read before anything the charts need, so the page draws its figures first.
 
     Attributes:
         run: The ledger's run.
         footprint: Energy, CO2 and water (None when no energy was recorded).
         rows: The run's Table-19 row first, then the paper's reference rows.
-        power: Columns time (UTC), kind, power_w: mean power of each kind per flush interval.
-        cumulative: Columns time (UTC), energy_kwh: cumulative IT energy.
-        by_kind: Columns kind, source, energy_kwh.
-        by_use: Columns use, energy_kwh, share.
-        use_source: Source label of the energy split by use.
-        events: Columns time (UTC), kind, status, category, step, detail (step "" where none: never
-            "None"; status "firing" or "resolved" for an alert, "" otherwise).
-        gaps: Columns start, end (UTC), host, device, reason, detail: stretches not measured.
         speed: Tokens, tok/s, tok/J and MFU of the whole job (None: no rank reported tokens).
     """
 
     run: RunInfo
     footprint: Footprint | None
     rows: list[TableRow]
-    power: pd.DataFrame
-    cumulative: pd.DataFrame
-    by_kind: pd.DataFrame
-    by_use: pd.DataFrame
-    use_source: str
-    events: pd.DataFrame
-    gaps: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=GAP_COLUMNS))
     speed: JobSpeed | None = None
 
     def speed_text(self) -> str:
         """Tokens, tok/s, tok/J and MFU of the job, as the trainer's panels compute them; "-" where unknown.
 
         >>> from wattlog.accounting.job_speed import JobSpeed
-        >>> run = RunReport.__new__(RunReport)
+        >>> run = RunSummary.__new__(RunSummary)
         >>> object.__setattr__(run, "speed", JobSpeed(8, 4.2e9, 3600.0, 8.4e8, "counter", 1.17e6, 5.0, None))
         >>> run.speed_text()
         '4,200,000,000 tokens · 1,170,000 tok/s · 5.00 tok/J · MFU -'
@@ -100,20 +88,48 @@ class RunReport:
         return pd.DataFrame(cells, columns=headers)
 
     def shown_table(self) -> pd.DataFrame:
-        """Table 19 as `st.table` draws it: cells escaped, since it reads them as Markdown.
+        """Table 19 for Markdown (`st.table`): cells escaped, since it reads them as Markdown.
 
         Unescaped, a missing figure "-" renders as a list bullet and "$" starts a formula.
         """
         return self.table().map(markdown_text)
 
+    def run_csv(self) -> str:
+        """The run's own row as `wattlog table RUN --format csv` prints it (no reference rows)."""
+        return to_csv(self.rows[:1])
+
     def downloads(self) -> dict[str, tuple[str, str]]:
-        """File name -> (text, MIME type) for CSV, Markdown and LaTeX."""
+        """File name -> (text, MIME type) for CSV, Markdown and LaTeX of Table 19 with the reference rows."""
         stem = f"wattlog-{self.run.name}"
         return {
             f"{stem}.csv": (to_csv(self.rows), "text/csv"),
             f"{stem}.md": (to_markdown(self.rows), "text/markdown"),
             f"{stem}.tex": (to_latex(self.rows), "application/x-tex"),
         }
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunReport(RunSummary):
+    """Everything the page shows for one run: the summary, then what the charts and tables below it read.
+
+    Attributes:
+        power: Columns time (UTC), kind, power_w: mean power of each kind per flush interval.
+        cumulative: Columns time (UTC), energy_kwh: cumulative IT energy.
+        by_kind: Columns kind, source, energy_kwh.
+        by_use: Columns use, energy_kwh, share.
+        use_source: Source label of the energy split by use.
+        events: Columns time (UTC), kind, status, category, step, detail (step "" where none: never
+            "None"; status "firing" or "resolved" for an alert, "" otherwise).
+        gaps: Columns start, end (UTC), host, device, reason, detail: stretches not measured.
+    """
+
+    power: pd.DataFrame
+    cumulative: pd.DataFrame
+    by_kind: pd.DataFrame
+    by_use: pd.DataFrame
+    use_source: str
+    events: pd.DataFrame
+    gaps: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=GAP_COLUMNS))
 
 
 def markdown_text(text: str) -> str:
@@ -128,6 +144,11 @@ def markdown_text(text: str) -> str:
 def utc_text(seconds: float) -> str:
     """A time the page shows: "2026-09-21 12:26:40 UTC"."""
     return pd.Timestamp(seconds, unit="s", tz="UTC").strftime(UTC_FORMAT)
+
+
+def utc_strings(times: pd.Series) -> pd.Series:
+    """UTC timestamps as the page writes them (UTC_FORMAT)."""
+    return times.dt.strftime(UTC_FORMAT)
 
 
 def _utc(seconds: pd.Series) -> pd.Series:
@@ -227,15 +248,21 @@ def gaps_frame(summary: GapSummary) -> pd.DataFrame:
     return frame
 
 
-def load_report(
+def report_options() -> TableOptions:
+    """How the page turns runs into rows: as `wattlog table` does (built-in sites and
+    ``$WATTLOG_SITES_FILE``'s, stored calibrations)."""
+    return TableOptions(catalog=run_catalog(), calibrations=stored_calibrations())
+
+
+def load_summary(
     ledger: Ledger, run: str, options: TableOptions | None = None, market_file: str | None = None
-) -> RunReport:
-    """Read one run's report from the ledger.
+) -> RunSummary:
+    """Read one run's first figures: the run, its footprint, its Table-19 row and its speed.
 
     Args:
         ledger: The ledger.
         run: Run name or id.
-        options: How runs become rows (default: the built-in sites and ``$WATTLOG_SITES_FILE``'s).
+        options: How runs become rows (default: :func:`report_options`).
         market_file: Instruments and residual mixes: the run's row adds market-based columns, annual
             and hourly matching, as `wattlog table --market-file` (None: ``$WATTLOG_MARKET_FILE``, if set).
 
@@ -243,15 +270,26 @@ def load_report(
         LedgerError: No such run or the database fails.
         ConfigError: The run's site is unknown.
     """
-    options = options or TableOptions(catalog=run_catalog())
+    options = options or report_options()
     reap_before_reading(ledger)  # a run whose agent died shows as lost, with its gap
     row = ledger.get_run(run)
     table_row = run_row(ledger, row, options)
     market_file = market_file or os.environ.get(MARKET_FILE_ENV)
     if market_file:
         table_row = add_market_columns(ledger, [row], [table_row], options, Path(market_file))[0][0]
-    power, cumulative, by_kind = _energy_frames(ledger.energy_rows(row.id))
-    split = energy_split(ledger, row.id)
+    return RunSummary(
+        run=row,
+        footprint=run_footprint(ledger, row, options),
+        rows=[table_row, *reference_table_rows(table19_only=True)],
+        speed=job_speed(ledger, row.id),
+    )
+
+
+def load_details(ledger: Ledger, summary: RunSummary) -> RunReport:
+    """The rest of a run's report: power, energy, the split by use, events and gaps."""
+    run_id = summary.run.id
+    power, cumulative, by_kind = _energy_frames(ledger.energy_rows(run_id))
+    split = energy_split(ledger, run_id)
     by_use = pd.DataFrame(
         [
             {"use": split.label(use, short=True), "energy_kwh": j_to_kwh(joules), "share": split.share(use)}
@@ -259,15 +297,33 @@ def load_report(
         ]
     )
     return RunReport(
-        run=row,
-        footprint=run_footprint(ledger, row, options),
-        rows=[table_row, *reference_table_rows(table19_only=True)],
+        run=summary.run,
+        footprint=summary.footprint,
+        rows=summary.rows,
+        speed=summary.speed,
         power=power,
         cumulative=cumulative,
         by_kind=by_kind,
         by_use=by_use,
         use_source=split.source,
-        events=_events_frame(ledger.events(row.id)),
-        gaps=gaps_frame(run_gaps(ledger, row.id)),
-        speed=job_speed(ledger, row.id),
+        events=_events_frame(ledger.events(run_id)),
+        gaps=gaps_frame(run_gaps(ledger, run_id)),
     )
+
+
+def load_report(
+    ledger: Ledger, run: str, options: TableOptions | None = None, market_file: str | None = None
+) -> RunReport:
+    """Read one run's whole report from the ledger (the summary, then the details).
+
+    Args:
+        ledger: The ledger.
+        run: Run name or id.
+        options: How runs become rows (default: as `wattlog table`, see report_options).
+        market_file: Market-based columns' instruments (see :func:`load_summary`).
+
+    Raises:
+        LedgerError: No such run or the database fails.
+        ConfigError: The run's site is unknown.
+    """
+    return load_details(ledger, load_summary(ledger, run, options, market_file))

@@ -301,3 +301,41 @@ def test_close_reports_nothing_when_every_thread_stopped(receiver: WebhookReceiv
     assert post(receiver, am_payload(alert()))[0] == 200
     assert receiver.close() == ()
     assert receiver.close() == ()  # closing twice is harmless
+
+
+def test_each_accepted_and_rejected_alert_is_one_log_line(
+    receiver: WebhookReceiver, ledger: Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`webhook serve` said nothing about what arrived: now one line per alert, whatever became of it."""
+    bad = alert("r2", fingerprint="bad0")
+    bad["labels"]["alertname"] = "Bad\x00Name"  # a NUL byte: no ledger can store it
+    with caplog.at_level(logging.INFO, logger="wattlog.dashboards.webhooks"):
+        post(receiver, am_payload(alert("r1"), bad))
+        post(receiver, am_payload(alert("r1")))  # Alertmanager's resend
+    lines = [r.getMessage() for r in caplog.records if r.name == "wattlog.dashboards.webhooks"]
+    per_alert = [line for line in lines if "fingerprint" in line]
+    assert len(per_alert) == 3, lines
+    rejected, accepted, resent = per_alert  # the batch's rejections are sorted out first
+    assert (
+        rejected.startswith("webhook: rejected alert 'Bad\\x00Name' firing (run 'r2'") and "NUL" in rejected
+    )
+    assert accepted.startswith("webhook: accepted alert 'WattlogPowerAboveLimit' firing (run 'r1'")
+    assert accepted.endswith("recorded in r1") and resent.endswith("a resend, already in r1")
+    assert all("\n" not in line for line in lines)  # one line each, even for a name with odd bytes
+
+
+def test_webhook_serve_turns_its_lines_on_with_the_time() -> None:
+    from wattlog.dashboards.cli import log_alerts
+
+    logger = log_alerts()
+    try:
+        assert logger.isEnabledFor(logging.INFO) and not logger.propagate
+        [handler] = [h for h in logger.handlers if h.name == "wattlog-webhook-serve"]
+        assert log_alerts().handlers.count(handler) == 1  # twice in one process: still one line per alert
+        record = logging.LogRecord(logger.name, logging.INFO, "", 0, "webhook: x", None, None)
+        assert handler.format(record).endswith("Z INFO webhook: x")
+    finally:
+        for h in [h for h in logger.handlers if h.name == "wattlog-webhook-serve"]:
+            logger.removeHandler(h)
+        logger.setLevel(logging.NOTSET)
+        logger.propagate = True

@@ -37,6 +37,52 @@ CHROMIUM_ARGS = [
 ]
 
 
+HEADLINE = ".st-key-headline"
+FIGURE = "h3"
+"""The headline's figures: Markdown in the container keyed "headline" (st.metric waited for Vega)."""
+TABLE19 = "table.wl-t19"
+
+
+def headline_shown(page: Any) -> dict[str, str]:
+    """Label -> figure of the headline as the browser shows it."""
+    shown = {}
+    columns = page.locator(f'{HEADLINE} [data-testid="stColumn"]')
+    for i in range(columns.count()):
+        label = columns.nth(i).locator("p").first.inner_text().strip()
+        shown[label] = columns.nth(i).locator(FIGURE).first.inner_text().strip()
+    return shown
+
+
+CELLS_SCRIPT = """
+([selector, width]) => {
+  const table = document.querySelector(selector);
+  const columns = table.querySelectorAll("thead th").length - 1;
+  const rows = [...table.querySelectorAll("tbody tr")];
+  const off = [];
+  for (const [r, row] of rows.entries()) {
+    const cells = [...row.querySelectorAll("td")];
+    if (cells.length !== columns) off.push(`row ${r}: ${cells.length} of ${columns} cells`);
+    for (const [c, cell] of cells.entries()) {
+      const box = cell.getBoundingClientRect();
+      const shown = box.width > 0 && box.height > 0 && getComputedStyle(cell).visibility !== "hidden";
+      if (!shown || box.left < 0 || box.right > width) off.push(`row ${r} cell ${c}: ${box.right}`);
+    }
+  }
+  const stacked = getComputedStyle(table.querySelector("thead")).display === "none";
+  const label = rows[0].querySelector("td:last-child .wl-label");
+  return {columns, rows: rows.length, off, stacked, labelShown: getComputedStyle(label).display !== "none"};
+}
+"""
+
+
+def every_column_on_screen(page: Any, width: int) -> None:
+    """Each Table-19 row shows every cell within `width`: as a table, or stacked in a card with labels."""
+    found = page.evaluate(CELLS_SCRIPT, [TABLE19, width])
+    assert found["columns"] >= 8 and found["rows"] >= 2, found
+    assert found["off"] == [], found["off"]
+    assert found["labelShown"] == found["stacked"]  # a card names each value; a table's header does
+
+
 def need(path: str, what: str) -> None:
     if Path(path).exists():
         return
@@ -97,13 +143,9 @@ def test_report_page_shows_the_ledgers_headline_numbers(
             page = browser.new_page(viewport={"width": 1400, "height": 3000})
             page.goto(f"{report_url}/?run={RUN}", wait_until="domcontentloaded", timeout=30_000)
             page.get_by_text(f"Carbon report: {RUN}").wait_for(timeout=30_000)
-            metrics = page.locator('[data-testid="stMetric"]')
-            metrics.nth(2).wait_for(timeout=30_000)
-            shown = {}
-            for i in range(metrics.count()):
-                label = metrics.nth(i).locator('[data-testid="stMetricLabel"]').inner_text().strip()
-                shown[label] = metrics.nth(i).locator('[data-testid="stMetricValue"]').inner_text().strip()
-            assert shown == expected
+            figures = page.locator(f"{HEADLINE} {FIGURE}")
+            figures.nth(2).wait_for(timeout=30_000)
+            assert headline_shown(page) == expected
             page.get_by_text("OLMo 2 7B").first.wait_for(timeout=30_000)  # Table 19 drawn
             body = page.locator("body").inner_text()
             assert "Energy source:" in body and "simulated" in body and "OLMo 2 7B" in body
@@ -140,13 +182,15 @@ def test_a_picked_run_survives_a_reload_and_the_page_reads_at_800_px(
 
             # 800 px wide: every Table 19 column on screen, charts tall enough to read.
             page.locator('[data-testid="stVegaLiteChart"]').nth(3).wait_for(timeout=30_000)
-            table = page.locator('[data-testid="stTable"]').first
+            table = page.locator(TABLE19)
             box = table.bounding_box()
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 800
             for header in ("Total power (MWh)", "Emissions (tCO2eq)", "Water (kL)", "Energy source"):
-                cell = table.get_by_text(header, exact=True).first
+                cell = table.locator("tbody tr").first.locator(".wl-label", has_text=header).first
                 cell_box = cell.bounding_box()
-                assert cell_box is not None and cell_box["x"] + cell_box["width"] <= 800, header
+                assert cell.is_visible() and cell_box is not None, header  # stacked: named in each card
+                assert cell_box["x"] + cell_box["width"] <= 800, header
+            every_column_on_screen(page, 800)
             heights = [
                 page.locator('[data-testid="stVegaLiteChart"]').nth(i).bounding_box()["height"]  # type: ignore[index]
                 for i in range(2)
@@ -221,14 +265,14 @@ def test_screenshots_of_a_small_and_a_32_mwh_run_at_800_and_1440_px(ledger_url: 
                 for width in (800, 1440):
                     page = browser.new_page(viewport={"width": width, "height": 3000})
                     page.goto(f"{url}/?run={run}", wait_until="domcontentloaded", timeout=30_000)
-                    energy = page.locator('[data-testid="stMetricValue"]').first
+                    energy = page.locator(f"{HEADLINE} {FIGURE}").first
                     energy.wait_for(timeout=30_000)
                     assert energy.inner_text().strip().endswith(f" {unit}"), (run, energy.inner_text())
                     page.locator('[data-testid="stVegaLiteChart"]').nth(3).wait_for(timeout=30_000)
-                    table = page.locator('[data-testid="stTable"]').first
-                    box = table.locator("th").last.bounding_box()  # the last column (the 11th at most)
-                    assert box is not None and box["x"] + box["width"] <= width, (run, width)
+                    table = page.locator(TABLE19)
+                    every_column_on_screen(page, width)  # the 11th column too, stacked at 800 px
                     assert table.locator("li").count() == 0  # "-" stays "-", never a list bullet
+                    assert "tok/J" in page.locator("body").inner_text()  # tokens per joule, "-" if unknown
                     height = page.evaluate(
                         "document.querySelector('[data-testid=\"stMain\"]')?.scrollHeight || 3000"
                     )
@@ -236,5 +280,38 @@ def test_screenshots_of_a_small_and_a_32_mwh_run_at_800_and_1440_px(ledger_url: 
                     shot = screenshot(page, tmp_path / f"report-{run}-{width}px.png")
                     assert shot.stat().st_size > 30_000
                     page.close()
+        finally:
+            browser.close()
+
+
+ORDER_SCRIPT = """
+window.__firstSeen = {};
+new MutationObserver(() => {
+  for (const [name, selector] of [["figure", ".st-key-headline h3"], ["table", "table.wl-t19"],
+                                  ["chart", '[data-testid="stVegaLiteChart"]']]) {
+    if (!(name in window.__firstSeen) && document.querySelector(selector)) {
+      window.__firstSeen[name] = performance.now();
+    }
+  }
+}).observe(document, {subtree: true, childList: true});
+"""
+
+
+def test_first_figures_are_on_screen_before_any_chart(report_url: str) -> None:
+    """The headline and Table 19 come first; the charts (Altair here, Vega in the browser) after them."""
+    need(CHROMIUM, CHROMIUM)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            for _ in range(2):  # cold, then warm (the server has imported everything)
+                page = browser.new_page(viewport={"width": 1440, "height": 3000})
+                page.add_init_script(ORDER_SCRIPT)
+                page.goto(f"{report_url}/?run={RUN}", wait_until="commit", timeout=30_000)
+                page.locator('[data-testid="stVegaLiteChart"]').nth(3).wait_for(timeout=30_000)
+                seen = page.evaluate("window.__firstSeen")
+                assert seen["figure"] <= seen["chart"] and seen["table"] <= seen["chart"], seen
+                page.close()
         finally:
             browser.close()

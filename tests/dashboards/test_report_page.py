@@ -1,0 +1,158 @@
+"""The carbon report's downloads, stacking Table 19, project tables, event labels and Grafana link."""
+
+from __future__ import annotations
+
+import ast
+import sqlite3
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from typer.testing import CliRunner
+
+from tests.dashboards.seed import RUN, START_S, seed_ledger
+from wattlog.accounting.ledger import Ledger, Role, RunSpec, make_engine
+from wattlog.accounting.render import footnotes, table_cells
+from wattlog.cli import app as cli_app
+from wattlog.dashboards.report import charts, data
+from wattlog.dashboards.report.data import load_report, load_summary
+from wattlog.dashboards.report.page_html import STACK_BELOW_PX, printable_page, table19_table
+from wattlog.records import EnergyInterval, Kind, Source
+
+APP = str(Path(data.__file__).parent / "app.py")
+
+
+@pytest.fixture(autouse=True)
+def keep_main_module() -> Iterator[None]:
+    """AppTest leaves the page as `__main__`: restore the real one (see test_report.py)."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The seeded ledger, made once for the module (seeding takes about a second)."""
+    path = tmp_path_factory.mktemp("seeded") / "ledger.db"
+    seed_ledger(f"sqlite:///{path}")
+    return path
+
+
+@pytest.fixture
+def ledger_url(seeded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A copy of the seeded ledger of this test's own (SQLite's backup: rows in the WAL come along)."""
+    path = tmp_path / "ledger.db"
+    with sqlite3.connect(seeded) as source, sqlite3.connect(path) as copy:
+        source.backup(copy)
+    url = f"sqlite:///{path}"
+    monkeypatch.setenv("WATTLOG_DB", url)
+    monkeypatch.setenv("WATTLOG_CALIBRATIONS", str(tmp_path / "no-calibrations.toml"))
+    return url
+
+
+@pytest.fixture
+def ledger(ledger_url: str) -> Ledger:
+    return Ledger(make_engine(ledger_url))
+
+
+def run_app(run: str = RUN) -> AppTest:
+    app = AppTest.from_file(APP, default_timeout=30)
+    app.query_params["run"] = run
+    app.run()
+    assert not app.exception, app.exception
+    return app
+
+
+def test_the_runs_csv_is_what_wattlog_table_prints_for_it(ledger_url: str, ledger: Ledger) -> None:
+    result = CliRunner().invoke(cli_app, ["table", RUN, "--format", "csv", "--db", ledger_url])
+    assert result.exit_code == 0, result.output
+    csv = load_summary(ledger, RUN).run_csv()  # what the page's "The run's CSV" button holds
+    assert csv == result.stdout
+    assert csv.count("\n") == 2 and csv.splitlines()[1].startswith('"OLMo mini')  # header + the run only
+
+
+def test_the_printable_page_holds_figures_table_and_notes_for_print(ledger: Ledger) -> None:
+    summary = load_summary(ledger, RUN)
+    page = printable_page(summary, "model OLMo mini · site jupiter", "2026-12-04 09:00:00 UTC")
+    assert page.startswith("<!DOCTYPE html>") and "@media print" in page and "@page" in page
+    assert "<h1>Carbon report: olmo-mini</h1>" in page and "528 kWh" in page and "0.528 MWh" in page
+    assert "OLMo 2 7B" in page and "\\-" not in page  # HTML, not Markdown: a dash stays a dash
+    assert page.count("<li>") == len(footnotes(summary.rows))  # every note of the table, none folded away
+    assert "Read from the ledger at 2026-12-04 09:00:00 UTC" in page
+
+
+def test_table19_cells_carry_their_column_name_for_stacking(ledger: Ledger) -> None:
+    """Below STACK_BELOW_PX each row is a card: every cell must say which column it is."""
+    summary = load_summary(ledger, RUN)
+    headers, cells = table_cells(summary.rows)
+    table = ElementTree.fromstring(table19_table(summary))
+    rows = [tr for tr in table.iter("tr") if tr[0].get("scope") == "row"]
+    assert len(rows) == len(cells) and STACK_BELOW_PX > 800  # 800 px stacks
+    for tr, row in zip(rows, cells, strict=True):
+        assert [td.findtext("span[@class='wl-label']") for td in tr[1:]] == headers[1:]
+        assert [td.findtext("span[@class='wl-value']") for td in tr[1:]] == row[1:]
+    assert "-" in {c for row in cells for c in row}  # the paper's missing figures: shown as "-", unescaped
+
+
+def test_the_page_offers_the_five_downloads(ledger_url: str) -> None:
+    app = run_app()
+    labels = [b.proto.label for b in app.get("download_button")]
+    assert labels == ["The run's CSV", "Table 19 CSV", "Table 19 MD", "Table 19 TEX", "Printable page"]
+
+
+def test_alerts_are_named_with_their_status_on_the_charts(ledger: Ledger) -> None:
+    ledger.record_event(
+        RUN,
+        "alert",
+        time_s=START_S + 31 * 3600,
+        category="alert",
+        payload={"alertname": "WattlogPowerAboveLimit", "status": "resolved"},
+    )
+    report = load_report(ledger, RUN)
+    x, _ = charts._time_axis(report)  # noqa: SLF001
+    labels = charts._event_marks(report, x).layer[1].data  # noqa: SLF001 (the labels' own frame)
+    assert {"alert firing", "alert resolved", "restart, lost_work"} <= set(labels["kind"])
+
+
+def test_grafana_link_names_the_run_where_grafana_is_given(
+    ledger_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert not any("in Grafana" in m.value for m in run_app().markdown)  # none configured: no dead link
+    monkeypatch.setenv("WATTLOG_GRAFANA_URL", "http://grafana.example:3000/")
+    app = run_app()
+    [link] = [m.value for m in app.markdown if "in Grafana" in m.value]
+    assert f"(http://grafana.example:3000/d/wattlog-energy?var-run={RUN})" in link
+
+
+def test_project_tables_split_development_and_final_on_demand(ledger_url: str, ledger: Ledger) -> None:
+    project = ledger.project_of(ledger.get_run(RUN))
+    spec = RunSpec(project=project, site="jupiter", host="node1", role=Role.DEVELOPMENT)
+    ledger.start_run("sweep-1", spec)
+    joules = 3.6e6
+    gpu = EnergyInterval.of(
+        "node1", "GPU-0", Kind.GPU, Source.COUNTER, START_S, START_S + 3600, joules, joules, joules
+    )
+    ledger.record_intervals("sweep-1", [gpu])
+    ledger.end_run("sweep-1", end_s=START_S + 3600)
+    app = run_app()
+    assert f"Project {project}: development and final" in [s.value for s in app.subheader]
+    before = len(app.table)  # nothing read until asked: a project can hold a thousand runs
+    app.toggle(key="project").set_value(True).run()
+    assert not app.exception
+    phases = list(app.table[before].value.index)
+    assert phases[:2] == ["development", "final"] and phases[2].startswith("Total")
+    assert any("Table 2" in m.value for m in app.markdown)
+
+
+def test_the_page_script_has_no_bare_strings_for_streamlit_magic_to_print() -> None:
+    """Streamlit writes every top-level string statement on the page (an attribute docstring did)."""
+    tree = ast.parse(Path(APP).read_text(encoding="utf-8"))
+    strings = [
+        node.lineno
+        for node in tree.body[1:]  # the module docstring is the one Streamlit leaves out
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    ]
+    assert strings == []
