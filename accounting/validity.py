@@ -124,9 +124,9 @@ def run_validity(run: RunInfo, evidence: RunEvidence, limits: ValidityLimits | N
     simulated = sorted({t.device for t in totals if t.source == Source.SIMULATED})
     if simulated:
         reasons.append(f"{len(simulated)} simulated device(s): not a measurement")
-    lost = sorted({g.device for g in evidence.gaps.gaps if g.reason is GapReason.DEVICE_LOST})
+    lost = [(g.host, g.device) for g in evidence.gaps.gaps if g.reason is GapReason.DEVICE_LOST]
     if lost:
-        reasons.append(f"device(s) lost during the run: {', '.join(lost)}")
+        reasons.append(f"device(s) lost during the run: {_listed(lost)}")
     reasons += _gap_share(run, evidence, limits)
     reasons += _edges(run, evidence.spans, limits)
     reasons += _counters(totals, evidence.events)
@@ -193,7 +193,7 @@ def _counters(totals: Sequence[EnergyTotal], events: Sequence[EventInfo]) -> lis
     for device in sorted({(t.host, t.device) for t in totals if t.source == Source.COUNTER}):
         check = checks.get(device)
         if check is None:
-            unchecked.append(device[1])
+            unchecked.append(device)
             continue
         counter_j, power_j = float(check["counter_j"]), float(check["power_j"])
         if power_j > 0 and not low * power_j <= counter_j <= high * power_j:
@@ -201,7 +201,7 @@ def _counters(totals: Sequence[EnergyTotal], events: Sequence[EventInfo]) -> lis
     reasons = []
     if unchecked:
         reasons.append(
-            f"energy counter(s) not checked at start-up against power x time: {', '.join(unchecked)}"
+            f"energy counter(s) not checked at start-up against power x time: {_listed(unchecked)}"
         )
     if failed:
         reasons.append(
@@ -209,3 +209,16 @@ def _counters(totals: Sequence[EnergyTotal], events: Sequence[EventInfo]) -> lis
             f"still counted: {', '.join(failed)}"
         )
     return reasons
+
+
+LISTED = 5
+"""Devices a reason names before "and N more": a 1,024-GPU run's reason stays one readable line."""
+
+
+def _listed(devices: Sequence[Device]) -> str:
+    """Devices by name (host/device where they span hosts), the first few, then how many more."""
+    unique = sorted(set(devices))
+    several_hosts = len({host for host, _ in unique}) > 1
+    names = [f"{host}/{device}" if several_hosts else device for host, device in unique]
+    more = len(names) - LISTED
+    return ", ".join(names[:LISTED]) + (f" and {more} more" if more > 0 else "")

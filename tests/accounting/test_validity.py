@@ -143,3 +143,22 @@ def test_wattlog_table_strict_prints_a_valid_run_and_refuses_an_invalid_one(tmp_
     assert main(["table", "simulated", "--db", url, "--strict"]) != 0
     refused = " ".join(capsys.readouterr().err.split())
     assert "refused (strict): NOT VALID: 1 simulated device(s): not a measurement" in refused
+
+
+def test_a_fleets_unchecked_counters_are_named_by_host_once_each_and_counted(tmp_path) -> None:
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'f.db'}"), clock=FakeClock(wall_offset_s=T0))
+    run = ledger.start_run("fleet", RunSpec(site="jupiter"))
+    rows = [
+        EnergyInterval.of(
+            f"node{n:03d}", "node", Kind.NODE, Source.COUNTER, T0 + s, T0 + s + 500, 1e6, 9.9e5, 1.01e6
+        )
+        for n in range(128)
+        for s in (0.0, 500.0)
+    ]
+    ledger.record_intervals(run.id, rows)
+    ledger.end_run(run.id, end_s=T0 + 1000)
+    # before: "not checked at start-up against power x time: node, node, node, ..." (256 times)
+    assert _verdict(ledger, "fleet") == (
+        "NOT VALID: energy counter(s) not checked at start-up against power x time: "
+        "node000/node, node001/node, node002/node, node003/node, node004/node and 123 more"
+    )

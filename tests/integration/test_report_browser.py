@@ -212,13 +212,14 @@ def seed_sizes(url: str) -> dict[str, str]:
     Returns run name -> the headline unit a reader should see.
     """
     ledger = Ledger(make_engine(url, create=False))
-    ledger.start_run("tiny", RunSpec(model="tiny", site="jupiter", host="node1"))
+    # started at their rows' time (not now, after them) and at a power a board can draw: 342 W
+    ledger.start_run("tiny", RunSpec(model="tiny", site="jupiter", host="node1"), start_s=START_S)
     gpu = EnergyInterval.of(
-        "node1", "GPU-0", Kind.GPU, Source.COUNTER, START_S, START_S + 60, 102_600.0, 1e5, 1.1e5
+        "node1", "GPU-0", Kind.GPU, Source.COUNTER, START_S, START_S + 300, 102_600.0, 1e5, 1.1e5
     )
     ledger.record_intervals("tiny", [gpu])
-    ledger.end_run("tiny", end_s=START_S + 60)
-    ledger.start_run("big", RunSpec(model="big", site="jupiter", host="node000"))
+    ledger.end_run("tiny", end_s=START_S + 300)
+    ledger.start_run("big", RunSpec(model="big", site="jupiter", host="node000"), start_s=START_S)
     joules = 32e6 * 3600 / (128 * 24)  # 32 MWh over 128 nodes x 24 hourly rows
     for hour in range(24):
         start = START_S + hour * 3600
