@@ -1,6 +1,6 @@
 """How soon the carbon report shows its first figures, in headless Chromium, on a ledger of many runs.
 
-    .venv/bin/python bench/report_speed.py [--runs 1000] [--rows 48] [--loads 5]
+    .venv/bin/python -m bench.report_speed [--runs 1000] [--rows 48] [--loads 5]
 
 Seeds a temporary SQLite ledger with `--runs` finished runs of `--rows` hourly energy rows
 each (the last one the seeded report run of tests/dashboards/seed.py), starts `wattlog report`
