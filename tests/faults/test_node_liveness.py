@@ -15,13 +15,13 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.processes import wattlog_session
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.node_lease import NODE_LOST_REASON
 from wattlog.cli import main
@@ -46,21 +46,8 @@ def node(
         "--flush-s", "0.2", "--lease-s", "2.5", "--simulate", "1", "--linger-s", "0",
         "--seconds", str(seconds), "--lock-dir", str(tmp_path / f"locks-{host}"),
     ]  # fmt: skip
-    process = subprocess.Popen(
-        [sys.executable, "-m", "wattlog", *args],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
+    with wattlog_session(args, tmp_path, env) as process:
         yield process
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
 
 
 def _hosts_stored(url: str) -> set[str]:

@@ -14,7 +14,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.servers import free_port, http_get
+from tests.processes import wattlog_session
 from wattlog.accounting.ledger import Ledger, make_engine
 
 SUMMARY = re.compile(r"measured ([\d.]+) J, ([\d.]+) J recorded in the ledger")
@@ -39,21 +39,8 @@ def wattlog(args: list[str], tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
         "PYTHONUNBUFFERED": "1",
         "COLUMNS": "160",
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "wattlog", *args],
-        cwd=tmp_path,  # the installed package, not the repository's folders
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
+    with wattlog_session(args, tmp_path, env) as process:
         yield process
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
 
 
 def wait_for_line(process: subprocess.Popen[str], pattern: str, timeout_s: float = 60.0) -> str:
