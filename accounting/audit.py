@@ -21,7 +21,7 @@ import tarfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wattlog.accounting.audit_contents import (
     check_series,
@@ -35,6 +35,7 @@ from wattlog.accounting.audit_contents import (
 )
 from wattlog.accounting.exports import rows_csv, rows_json
 from wattlog.accounting.ledger.engine import make_engine
+from wattlog.accounting.ledger.jobs import RankReport, rank_progress, report_rank_progress
 from wattlog.accounting.ledger.runs import RunSpec
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.render import FIGURE_COLUMNS, TableRow
@@ -44,6 +45,9 @@ from wattlog.clock import FakeClock
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.events import EventKind
 from wattlog.records import BandRevision, EnergyInterval, Gap
+
+if TYPE_CHECKING:
+    from wattlog.accounting.ledger.views import RankInfo
 
 MANIFEST = "manifest.json"
 _SPEC_FIELDS = ("project", "role", "model", "site", "host", "phase", "stage", "scale_group", "device_model")
@@ -108,6 +112,7 @@ def build_bundle(ledger: Ledger, run: int | str, options: TableOptions, out: Pat
         "rows.json": _columns([r.as_dict() for r in rows]),
         "series.json": power_series(rows),
         "revisions.json": [asdict(r) for r in ledger.band_revisions(info.id)],  # the rows' band, as revised
+        "ranks.json": [_rank_doc(r) for r in rank_progress(ledger, info.id)],  # tokens: J per token
         "gaps.json": [[g.host, g.device, g.start_s, g.end_s, g.reason] for g in ledger.gaps(info.id)],
         "events.json": [
             {
@@ -229,6 +234,8 @@ def _replay(blobs: Mapping[str, bytes]) -> tuple[TableRow, list[EnergyInterval]]
     ledger.record_intervals(info.id, rows, gaps)
     revisions = json.loads(blobs.get("revisions.json", b"[]"))  # bundles built before revisions have none
     ledger.record_revisions(info.id, [BandRevision(**{**r, "terms": tuple(r["terms"])}) for r in revisions])
+    for rank in json.loads(blobs.get("ranks.json", b"[]")):  # bundles built before ranks have none
+        report_rank_progress(ledger, info.id, int(rank.pop("rank")), RankReport(**rank))
     for event in json.loads(blobs["events.json"]):
         kind = event.pop("kind")
         if kind == EventKind.RESTART:  # a resume records it, at its time, and counts the restart
@@ -240,3 +247,9 @@ def _replay(blobs: Mapping[str, bytes]) -> tuple[TableRow, list[EnergyInterval]]
         ledger.end_run(info.id, run["status"], end_s=float(run["end_s"]))
     options = replay_options(json.loads(blobs["site.json"]), json.loads(blobs["intensity.json"]), config)
     return run_row(ledger, ledger.get_run(info.id), options), rows
+
+
+def _rank_doc(rank: RankInfo) -> dict[str, Any]:
+    """One rank's progress as the bundle keeps it: what `report_rank_progress` takes, and its rank."""
+    fields = ("host", "local_rank", "tokens_total", "step", "start_s", "flops_per_token", "peak_flops")
+    return {"rank": rank.rank} | {name: getattr(rank, name) for name in fields}

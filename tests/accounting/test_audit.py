@@ -12,6 +12,7 @@ import pytest
 
 from wattlog.accounting.audit import MANIFEST, build_bundle, verify_bundle
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
+from wattlog.accounting.ledger.jobs import RankReport, report_rank_progress
 from wattlog.accounting.run_table import TableOptions
 from wattlog.accounting.sites import site_catalog
 from wattlog.cli import main
@@ -40,6 +41,8 @@ def bundle(tmp_path: Path) -> Path:
     clock.advance(4000)
     ledger.start_run("audited", resume=True)  # a restart: its downtime is part of the row's notes
     ledger.record_intervals(run.id, [_row("gpu0", Kind.GPU, 4000, 4600, 4.2e5)])
+    # tokens make the exports' J per token: before ranks.json, verify refused any run that had them
+    report_rank_progress(ledger, run.id, 0, RankReport("n0", 0, 4.1e6, 500, T0, flops_per_token=6.0e9))
     ledger.end_run(run.id, end_s=T0 + 4600)
     return build_bundle(ledger, "audited", TableOptions(catalog=site_catalog()), tmp_path / "run.tar.gz")
 
@@ -76,6 +79,7 @@ def test_a_bundle_recomputes_its_row_to_the_printed_digit(bundle: Path) -> None:
         "run.json",
         "rows.json",
         "revisions.json",
+        "ranks.json",
         "gaps.json",
         "events.json",
         "site.json",
