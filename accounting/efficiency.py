@@ -72,11 +72,13 @@ class Efficiency:
         """One line for a table's notes or the report; "-" where unknown."""
         per_token = MISSING if self.j_per_token is None else sig3(self.j_per_token)
         per_eflop = MISSING if self.j_per_eflop is None else sig3(self.j_per_eflop)
-        power = MISSING if self.avg_power_w is None else f"{sig3(self.avg_power_w)} W"
+        head = f"J per token {per_token}, J per 10^18 FLOP {per_eflop}, average GPU power"
+        if self.avg_power_w is None:  # no GPU measured: no power, so nothing to set against a TDP
+            return f"{head} {MISSING}"
         ratio = self.power_of_tdp
         tdp = (
             f"{100 * ratio:.0f} % of TDP {self.tdp_w:g} W ({self.device_model}; {self.tdp_source})"
             if ratio is not None and self.tdp_w is not None
-            else f"{MISSING} of TDP"
+            else f"{MISSING} of TDP (no TDP for this board)"
         )
-        return f"J per token {per_token}, J per 10^18 FLOP {per_eflop}, average GPU power {power} = {tdp}"
+        return f"{head} {sig3(self.avg_power_w)} W = {tdp}"

@@ -50,7 +50,10 @@ def test_unknown_parts_are_dashes_and_nulls_never_zero_or_an_assumed_board() -> 
     no_flops = efficiency_of([_rank(0, 1000.0, None)], 500.0, (0.0, 0.0), "")
     assert (no_flops.j_per_token, no_flops.j_per_eflop, no_flops.avg_power_w) == (0.5, None, None)
     assert no_flops.tdp_w is None  # no device model recorded: the catalog's default is not this board
-    assert no_flops.line() == "J per token 0.500, J per 10^18 FLOP -, average GPU power - = - of TDP"
+    # no GPU power: no "- = - of TDP" after it
+    assert no_flops.line() == "J per token 0.500, J per 10^18 FLOP -, average GPU power -"
+    unknown_board = efficiency_of([_rank(0, 1000.0, None)], 500.0, (630.0, 1.0), "")
+    assert unknown_board.line().endswith("average GPU power 630 W = - of TDP (no TDP for this board)")
     nothing = efficiency_of([], None, (0.0, 0.0), "H100")
     assert not nothing.known and nothing.fields()["j_per_token"] is None
     assert efficiency_of([_rank(0, 0.0, 6e9)], 500.0, (0.0, 0.0), "").j_per_token is None
