@@ -131,6 +131,25 @@ class RunReader:
             for hour, kind, source, energy_j, *band in self._session.execute(query)
         ]
 
+    def energy_j_by_hour(
+        self, kinds: Sequence[str] | None = None, exclude_hosts: Sequence[str] = ()
+    ) -> dict[int, float]:
+        """Joules per hour spent in (by row start), every kind and source summed: what an hourly
+        intensity multiplies (`energy_by_hour`'s filters, without its bands).
+
+        Grouped by the hour alone, the database streams the run's rows in the order of
+        ix_energy_run_hour; grouping by kind and source too made SQLite sort them first, and the
+        bands are six more sums (1.6 s of SQLite's 1.8 s for a 1,024-GPU month).
+        """
+        e = ENERGY.c
+        query = select(e.hour, func.sum(e.energy_j)).where(e.run_id == self.run_id)
+        if kinds is not None:
+            query = query.where(e.kind.in_(list(kinds)))
+        if exclude_hosts:
+            query = query.where(e.host.not_in(list(exclude_hosts)))
+        query = query.group_by(e.hour).order_by(e.hour)
+        return {int(hour): float(joules) for hour, joules in self._session.execute(query)}
+
     def energy_rows(self, kinds: Sequence[str] | None = None) -> list[EnergyInterval]:
         """Energy rows as stored (raw and hourly), of `kinds` (default all), in time order."""
         query = select(EnergyRecord).where(col(EnergyRecord.run_id) == self.run_id)
