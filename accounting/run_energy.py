@@ -76,8 +76,7 @@ def read_energy(read: RunReader, totals: Sequence[EnergyTotal], *, by_hour: bool
         else [(None, ())]
     )
     for kinds, exclude in parts:
-        for hour in read.energy_by_hour(kinds, exclude):
-            assert hour.hour is not None  # hourly sums carry their hour
-            start_s = hour.hour * HOUR_S
-            hours[start_s] = hours.get(start_s, 0.0) + hour.energy_j
+        for hour, joules in read.energy_j_by_hour(kinds, exclude).items():
+            start_s = hour * HOUR_S
+            hours[start_s] = hours.get(start_s, 0.0) + joules
     return energy_from_devices(totals, dict(sorted(hours.items())))

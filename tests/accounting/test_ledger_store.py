@@ -469,3 +469,26 @@ def test_batched_compaction_keeps_totals_and_returns_the_space(ledger: Ledger) -
     if path:  # the file shrinks: a compacted day no longer keeps its raw rows' pages
         assert size() < size_before / 2
     assert {t.device: t.energy_j for t in ledger.energy_totals(run.id)} == pytest.approx(before, rel=1e-12)
+
+
+def test_device_spans_equal_every_rows_first_start_and_last_end(ledger: Ledger) -> None:
+    run = ledger.start_run("spans")
+
+    def row(device: str, start_s: float, end_s: float) -> EnergyInterval:
+        return EnergyInterval.of("n0", device, Kind.GPU, Source.COUNTER, start_s, end_s, 1.0, 1.0, 1.0)
+
+    rows = [row("gpu0", 3600.0 * h + 5, 3600.0 * h + 15) for h in range(6)]  # the run's whole span
+    rows += [row("late", 7300.0, 7310.0), row("late", 20000.0, 20010.0)]  # starts after the first hour
+    rows += [row("early", 100.0, 110.0), row("early", 10000.0, 10010.0)]  # stops before the last hour
+    rows += [row("middle", 9000.0, 9010.0)]  # in neither the first nor the last hour
+    rows += [row("long", 200.0, 21600.0), row("long", 18100.0, 18110.0)]  # its last end is an old row's
+    ledger.record_intervals(run.id, rows)
+    with ledger.reading(run.id) as read:
+        spans = read.device_spans()
+    expected: dict[tuple[str, str], tuple[float, float]] = {}
+    for r in rows:
+        start_s, end_s = expected.get((r.host, r.device), (r.start_s, r.end_s))
+        expected[(r.host, r.device)] = (min(start_s, r.start_s), max(end_s, r.end_s))
+    assert spans == expected
+    with ledger.reading(ledger.start_run("empty").id) as read:
+        assert read.device_spans() == {}

@@ -98,3 +98,29 @@ def test_ledger_totals_and_hours_are_figures_that_add_as_the_ledger_sums(tmp_pat
     by_rows = rows[0].figure + rows[1].figure + rows[2].figure + rows[3].figure
     for figure in (by_hours, by_rows):
         assert astuple(total.figure) == pytest.approx(astuple(figure))
+
+
+def test_hours_are_the_sums_of_energy_by_hour_with_meters_counted_once(tmp_path) -> None:
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"))
+    run = ledger.start_run("r")
+    shapes = [("n0", "m", Kind.NODE, 9.0), ("n0", "gpu0", Kind.GPU, 5.0), ("n1", "gpu0", Kind.GPU, 4.0)]
+    shapes.append(("n1", "cpu", Kind.CPU, 2.0))
+    rows = [
+        EnergyInterval.of(host, device, kind, Source.COUNTER, 1800.0 * i, 1800.0 * (i + 1), j, j, j)
+        for i in range(5)
+        for host, device, kind, j in shapes
+    ]
+    ledger.record_intervals(run.id, rows)
+    energy = ledger_energy(ledger, run.id)
+    assert energy is not None and energy.by_hour_mwh is not None
+    # the node meter counts for n0 (its GPU is inside it), n1's components for n1
+    expected: dict[int, float] = {}
+    for part in (
+        ledger.energy_by_hour(run.id, kinds=["node"]),
+        ledger.energy_by_hour(run.id, exclude_hosts=["n0"]),
+    ):
+        for hour in part:
+            assert hour.hour is not None
+            expected[hour.hour * 3600] = expected.get(hour.hour * 3600, 0.0) + j_to_mwh(hour.energy_j)
+    assert energy.by_hour_mwh == pytest.approx(expected)
+    assert expected == pytest.approx({0: j_to_mwh(30.0), 3600: j_to_mwh(30.0), 7200: j_to_mwh(15.0)})
