@@ -18,12 +18,14 @@ from typing import Any
 import pytest
 
 from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger.jobs import rank_progress
 
 pytest.importorskip("torch")
 from wattlog.integrations.torchtitan import WattlogLogger, attach  # noqa: E402
 
 TOKENS = 256  # labels per batch (batch 2 x sequence 128)
 LOG_FREQ = 2
+FLOPS_PER_TOKEN = 6.0e6  # what TorchTitan's MetricsProcessor counts for its model
 
 
 class Recorded:
@@ -46,6 +48,7 @@ class MetricsProcessor:
     def __init__(self) -> None:
         self.logger: Any = Recorded()
         self.ntokens_since_last_log = 0
+        self.num_flops_per_token = int(FLOPS_PER_TOKEN)
 
     def should_log(self, step: int) -> bool:
         return step == 1 or step % LOG_FREQ == 0
@@ -133,6 +136,8 @@ def test_the_trainers_loggers_get_the_footprint_and_steps_checkpoints_reach_the_
 ) -> None:
     recorded = _run(Trainer(steps=4, checkpointer=Checkpointer(every=2)), "titan", tracker_kwargs)
     assert [step for step, _ in recorded.logged] == [1, 2, 4] and recorded.closed
+    # the first step (warm-up, compilation) is measured: its log line has the figures too
+    assert "wattlog/energy_j" in recorded.logged[0][1], sorted(recorded.logged[0][1])
     last = recorded.logged[-1][1]
     assert last["loss_metrics/global_avg_loss"] == pytest.approx(3.6)  # TorchTitan's own keys stay
     for key in ("wattlog/energy_j", "wattlog/co2_kg", "wattlog/water_l"):
@@ -145,6 +150,8 @@ def test_the_trainers_loggers_get_the_footprint_and_steps_checkpoints_reach_the_
     assert progress[-1].step == 4 and progress[-1].payload["tokens_total"] == 4 * TOKENS
     assert [e.step for e in events if e.kind == "checkpoint"] == [2, 4]
     assert sum(t.energy_j for t in ledger.energy_totals("titan")) > 0
+    # the model's FLOPs per token reach the ledger: the table gives J per 10^18 FLOP
+    assert [r.flops_per_token for r in rank_progress(ledger, "titan")] == [FLOPS_PER_TOKEN]
 
 
 def test_a_restored_job_continues_its_run_and_counts_only_this_attempts_tokens(
