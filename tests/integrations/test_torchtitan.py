@@ -8,11 +8,21 @@ to ``ntokens_seen`` and, every ``log_freq`` steps, calls ``metrics_processor.log
 a metrics dict and hands it to ``metrics_processor.logger.log(metrics, step)``) ->
 ``checkpointer.save(step, last_step=...)`` (True when it saved) -> ``close()``. Where torchtitan
 imports, a further test checks the logger against its real ``LoggerContainer``.
+
+Where torchtitan and triton are installed (not in the project's venv: triton's wheel is ~1 GB),
+the last test trains TorchTitan's real ``Trainer`` on CPU (its llama3 debug model, gloo, one
+process, a restart from its own checkpoint) with wattlog attached: torchtitan_cpu.py says which
+four gaps of TorchTitan 0.3 on a CPU-only torch it patches to get there. About 40 s.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -195,3 +205,37 @@ def test_with_torchtitan_the_logger_sits_in_front_of_its_logger_container() -> N
 
     WattlogLogger(container, Session()).log({"tflops": 1.0}, 10)  # type: ignore[arg-type]
     assert inner.logged == [(10, {"tflops": 1.0, "wattlog/energy_j": 1.0})]
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("torchtitan") is None or importlib.util.find_spec("triton") is None,
+    reason="needs torchtitan>=0.3 and triton (pip install 'wattlog[torchtitan]' triton)",
+)
+def test_a_real_torchtitan_trainer_on_cpu_logs_the_footprint_and_restarts_from_its_checkpoint(
+    tmp_path: Path,
+) -> None:
+    script = Path(__file__).with_name("torchtitan_cpu.py")
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    line = next(x for x in done.stdout.splitlines() if x.startswith("ATTEMPTS "))
+    first, second = json.loads(line.removeprefix("ATTEMPTS "))
+    assert [step for step, _ in first] == [1, 2] and [step for step, _ in second] == [3]
+    for step, metrics in (*first, *second):
+        assert "loss_metrics/global_avg_loss" in metrics  # TorchTitan's own keys stay
+        for key in ("wattlog/energy_j", "wattlog/co2_kg", "wattlog/water_l"):
+            assert metrics[key] > 0, (step, sorted(metrics))
+    assert first[1][1]["wattlog/tokens_per_joule"] > 0
+    print({k: v for k, v in first[1][1].items() if k.startswith("wattlog/")})  # the logged keys (-s)
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'ledger.db'}"))
+    assert ledger.get_run("titan-real").status == "finished"
+    events = ledger.events("titan-real")
+    assert [e.kind for e in events].count("restart") == 1
+    assert [e.step for e in events if e.kind == "checkpoint"] == [2, 3]
+    progress = [e for e in events if e.kind == "progress"]
+    tokens = second[0][1]["n_tokens_seen"] - first[1][1]["n_tokens_seen"]  # this attempt's only
+    assert progress[-1].step == 3 and progress[-1].payload["tokens_total"] == tokens
+    flops = [r.flops_per_token for r in rank_progress(ledger, "titan-real")]
+    assert len(flops) == 1 and flops[0] is not None and flops[0] > 0
+    assert sum(t.energy_j for t in ledger.energy_totals("titan-real")) > 0
