@@ -228,6 +228,13 @@ def test_a_real_torchtitan_trainer_on_cpu_logs_the_footprint_and_restarts_from_i
             assert metrics[key] > 0, (step, sorted(metrics))
     assert first[1][1]["wattlog/tokens_per_joule"] > 0
     print({k: v for k, v in first[1][1].items() if k.startswith("wattlog/")})  # the logged keys (-s)
+    # TorchTitan's own TensorBoard logger (behind ours in its LoggerContainer) wrote them too
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    for folder in sorted((tmp_path / "out" / "tb").iterdir()):
+        events_read = EventAccumulator(str(folder))
+        events_read.Reload()
+        assert "wattlog/energy_j" in events_read.Tags()["scalars"], folder
     ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'ledger.db'}"))
     assert ledger.get_run("titan-real").status == "finished"
     events = ledger.events("titan-real")
