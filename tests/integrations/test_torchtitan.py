@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from tests.integration.servers import free_port
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.jobs import rank_progress
 
@@ -207,20 +208,26 @@ def test_with_torchtitan_the_logger_sits_in_front_of_its_logger_container() -> N
     assert inner.logged == [(10, {"tflops": 1.0, "wattlog/energy_j": 1.0})]
 
 
-@pytest.mark.skipif(
+needs_torchtitan = pytest.mark.skipif(
     importlib.util.find_spec("torchtitan") is None or importlib.util.find_spec("triton") is None,
     reason="needs torchtitan>=0.3 and triton (pip install 'wattlog[torchtitan]' triton)",
 )
+SCRIPT = Path(__file__).with_name("torchtitan_cpu.py")
+
+
+def _attempts(command: list[str], prefix: str) -> list[Any]:
+    """Run torchtitan_cpu.py; the attempts its process `prefix` printed."""
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    line = next(x for x in done.stdout.splitlines() if x.startswith(prefix + " "))
+    return list(json.loads(line.removeprefix(prefix + " ")))
+
+
+@needs_torchtitan
 def test_a_real_torchtitan_trainer_on_cpu_logs_the_footprint_and_restarts_from_its_checkpoint(
     tmp_path: Path,
 ) -> None:
-    script = Path(__file__).with_name("torchtitan_cpu.py")
-    done = subprocess.run(
-        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
-    line = next(x for x in done.stdout.splitlines() if x.startswith("ATTEMPTS "))
-    first, second = json.loads(line.removeprefix("ATTEMPTS "))
+    first, second = _attempts([sys.executable, str(SCRIPT), str(tmp_path)], "ATTEMPTS")
     assert [step for step, _ in first] == [1, 2] and [step for step, _ in second] == [3]
     for step, metrics in (*first, *second):
         assert "loss_metrics/global_avg_loss" in metrics  # TorchTitan's own keys stay
@@ -245,4 +252,25 @@ def test_a_real_torchtitan_trainer_on_cpu_logs_the_footprint_and_restarts_from_i
     assert progress[-1].step == 3 and progress[-1].payload["tokens_total"] == tokens
     flops = [r.flops_per_token for r in rank_progress(ledger, "titan-real")]
     assert len(flops) == 1 and flops[0] is not None and flops[0] > 0
+    assert sum(t.energy_j for t in ledger.energy_totals("titan-real")) > 0
+
+
+@needs_torchtitan
+def test_two_real_torchtitan_ranks_on_cpu_both_report_and_one_agent_measures(tmp_path: Path) -> None:
+    run = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
+    command = [*run, "--master_port", str(free_port())]
+    done = subprocess.run([*command, str(SCRIPT), str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    logged = {
+        line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1])[0]
+        for line in done.stdout.splitlines()
+        if line.startswith("ATTEMPTS-")
+    }
+    assert [step for step, _ in logged["ATTEMPTS-0"]] == [1, 2] and logged["ATTEMPTS-1"] == []  # rank 0 logs
+    assert logged["ATTEMPTS-0"][-1][1]["wattlog/energy_j"] > 0
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'ledger.db'}"))
+    assert ledger.get_run("titan-real").status == "finished"
+    ranks = rank_progress(ledger, "titan-real")
+    assert [(r.rank, r.local_rank, r.step) for r in ranks] == [(0, 0, 2), (1, 1, 2)]
+    assert all(r.tokens_total == 2 * 2 * 64 for r in ranks)  # each rank its own batches (2 x 64 tokens)
     assert sum(t.energy_j for t in ledger.energy_totals("titan-real")) > 0

@@ -16,15 +16,16 @@ CPU as shipped; four gaps, each patched here and nowhere else:
 4. It calls ``torch.distributed.set_timeout``, which torch 2.13 has only as ``_set_pg_timeout``.
 
 The run: a fresh job of 2 steps that saves a checkpoint at step 2, then the same job relaunched
-to 3 steps, which restores it. The tokenizer (word level) and the c4-shaped data set are written
-into WORK, since torchtitan's wheel ships neither (its ``tests/assets`` stay in its repository).
-Prints one JSON line: the metrics each attempt's loggers received.
+to 3 steps, which restores it. Under torchrun (``python -m torch.distributed.run --nproc_per_node
+2 torchtitan_cpu.py WORK``): one job of 2 steps on 2 data-parallel ranks (see DATA_PARALLEL).
+The tokenizer (word level) and the c4-shaped data set are written into WORK, since torchtitan's
+wheel ships neither (its ``tests/assets`` stay in its repository).
 """
 
 from __future__ import annotations
 
 import json
-import socket
+import os
 import sys
 import types
 from pathlib import Path
@@ -94,9 +95,20 @@ def write_assets(work: Path) -> None:
     (work / "c4_test" / "data.json").write_text("\n".join(lines) + "\n")
 
 
-def train(work: Path, steps: int) -> list[tuple[int, dict[str, Any]]]:
+DATA_PARALLEL = [
+    "--parallelism.data_parallel_replicate_degree",
+    "2",
+    "--parallelism.data_parallel_shard_degree",
+    "1",
+]
+"""Two ranks: DDP (FSDP's reduce-scatter uses PREMUL_SUM, which gloo refuses) on the DTensor path
+(under the default spmd_types backend torch 2.13's replicate() refuses the model's plain tensors)."""
+DATA_PARALLEL += ["--parallelism.spmd_backend", "full_dtensor"]
+
+
+def train(work: Path, assets: Path, steps: int, extra: list[str]) -> list[tuple[int, dict[str, Any]]]:
     """One attempt of the job: TorchTitan's own config registry and CLI, wattlog attached."""
-    from torchtitan.components.metrics import BaseLogger
+    from torchtitan.components.metrics import BaseLogger, LoggerContainer
     from torchtitan.config import ConfigManager
 
     from wattlog.integrations.torchtitan import attach
@@ -115,15 +127,16 @@ def train(work: Path, steps: int) -> list[tuple[int, dict[str, Any]]]:
         "--config",
         "llama3_debugmodel",
         "--hf_assets_path",
-        str(work / "tokenizer"),
+        str(assets / "tokenizer"),
     ]
-    args += ["--dataloader.dataset_path", str(work / "c4_test"), "--dump_folder", str(work / "out")]
+    args += ["--dataloader.dataset_path", str(assets / "c4_test"), "--dump_folder", str(work / "out")]
     args += ["--training.steps", str(steps), "--training.seq_len", "64", "--training.local_batch_size", "2"]
     args += ["--metrics.log_freq", "1", "--metrics.enable_tensorboard"]
-    args += ["--checkpoint.enable", "--checkpoint.interval", "2", "--validator.freq", "100"]
+    args += ["--checkpoint.enable", "--checkpoint.interval", "2", "--validator.freq", "100", *extra]
     trainer = ConfigManager().parse_args(args).build()
     recording = Recording()
-    trainer.metrics_processor.logger.add_logger(recording)
+    if isinstance(trainer.metrics_processor.logger, LoggerContainer):  # else not the metrics rank
+        trainer.metrics_processor.logger.add_logger(recording)
     agent = AgentConfig(port=0, flush_s=0.2, lock_dir=work / "locks", linger_s=0.0)
     kwargs = {
         "db": f"sqlite:///{work / 'ledger.db'}",
@@ -140,28 +153,32 @@ def train(work: Path, steps: int) -> list[tuple[int, dict[str, Any]]]:
     return recording.logged
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def main(work: Path) -> None:
-    """Both attempts; one JSON line of what their loggers got."""
-    import os
+    """Under torchrun: one attempt of 2 steps on every rank. Else both attempts, in one process.
 
+    Prints one JSON line per process: the metrics its loggers received, per attempt.
+    """
     patch_torch_for_cpu()
+    sys.path.insert(0, str(Path(__file__).parents[2]))  # run as a script: the repository's tests package
     from torchtitan.models.common.attention import FlexAttention
     from torchtitan.tools.logging import init_logger
 
+    from tests.integration.servers import free_port
+
     FlexAttention._compiled_flex_attn = _sdpa_attention  # type: ignore[method-assign]
     init_logger()
-    write_assets(work)
+    if "WORLD_SIZE" in os.environ:  # torchrun: each rank its own copy of the assets (no race)
+        rank = os.environ["RANK"]
+        write_assets(work / f"assets-{rank}")
+        attempt = train(work, work / f"assets-{rank}", 2, DATA_PARALLEL)
+        print(f"ATTEMPTS-{rank} " + json.dumps([attempt], default=float))
+        return
+    write_assets(work / "assets")
     os.environ.update(WORLD_SIZE="1", RANK="0", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1")
     attempts = []
     for steps in (2, 3):
-        os.environ["MASTER_PORT"] = str(_free_port())
-        attempts.append(train(work, steps))
+        os.environ["MASTER_PORT"] = str(free_port())
+        attempts.append(train(work, work / "assets", steps, []))
     print("ATTEMPTS " + json.dumps(attempts, default=float))
 
 
