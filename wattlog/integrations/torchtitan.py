@@ -13,10 +13,13 @@
 TorchTitan has no callback API, so :func:`attach` wraps the four seams its ``Trainer`` exposes
 (names as in torchtitan 0.3's ``trainer.py``):
 
-- ``train_step``: after each step, this rank reports the step (``trainer.step``) and the tokens
-  it trained on (``trainer.ntokens_seen``, a Python int: nothing is synced); its tracker starts
-  at the first step, after ``checkpointer.load``, so a restored job continues its ledger run
-  with a restart event;
+- ``train_step``: its tracker starts as the job's first step begins (after ``checkpointer.load``,
+  so a restored job continues its ledger run with a restart event; before the step, so the first
+  step's warm-up and compilation are measured and its log line has the figures); after each
+  step this rank reports the step (``trainer.step``) and the tokens it trained on
+  (``trainer.ntokens_seen``, a Python int: nothing is synced). The model's FLOPs per token
+  (``metrics_processor.num_flops_per_token``) go to the tracker, so the run's table and report
+  give joules per 10^18 FLOP;
 - ``metrics_processor.logger``: replaced by a logger that adds ``wattlog/energy_j``,
   ``wattlog/co2_kg``, ``wattlog/water_l`` and ``wattlog/tokens_per_joule`` to the metrics dict
   and then hands it to TorchTitan's own loggers (TensorBoard, W&B), every ``log_freq`` steps;
@@ -25,9 +28,10 @@ TorchTitan has no callback API, so :func:`attach` wraps the four seams its ``Tra
   ``close()`` ends whatever is still open.
 
 Every rank has its tracker; the node's local rank 0 runs the node's agent. Nothing here imports
-torchtitan: importing ``torchtitan.trainer`` needs ``triton``, which does not import on a
-CPU-only machine, and these seams are plain attributes (tests/integrations/test_torchtitan.py
-drives them on a stand-in with TorchTitan's names). Needs ``pip install 'wattlog[torchtitan]'``.
+torchtitan: these seams are plain attributes. tests/integrations/test_torchtitan.py drives them on
+a stand-in with TorchTitan's names and, where torchtitan imports, on its real ``Trainer`` training
+its llama3 debug model on CPU (which TorchTitan 0.3 does not support as shipped: that test says
+what it patches). Needs ``pip install 'wattlog[torchtitan]'``.
 """
 
 from __future__ import annotations
@@ -104,10 +108,14 @@ def attach(
         The rank's tracker session (its ``window("eval")`` measures a block).
     """
     hint = "TorchTitan counts trainer.ntokens_seen per batch; check the data loader's labels."
-    seams = _Seams(session or TrackerSession(run, tracker_kwargs or {}, tokens_hint=hint))
     processor = trainer.metrics_processor
+    kwargs = dict(tracker_kwargs or {})
+    flops = getattr(processor, "num_flops_per_token", None)
+    if isinstance(flops, (int, float)) and flops > 0:  # the model's own count: J per 10^18 FLOP
+        kwargs.setdefault("flops_per_token", float(flops))
+    seams = _Seams(session or TrackerSession(run, kwargs, tokens_hint=hint))
     processor.logger = WattlogLogger(processor.logger, seams.session)
-    trainer.train_step = _after(trainer.train_step, lambda: _report_step(trainer, seams))
+    trainer.train_step = _stepping(trainer.train_step, trainer, seams)
     checkpointer = getattr(trainer, "checkpointer", None)
     if checkpointer is not None:
         checkpointer.save = _saving(checkpointer.save, seams)
@@ -126,16 +134,25 @@ def _after(method: Callable[..., Any], then: Callable[[], None]) -> Callable[...
     return wrapped
 
 
+def _stepping(train_step: Callable[..., Any], trainer: Any, seams: _Seams) -> Callable[..., Any]:
+    @functools.wraps(train_step)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        if not seams.session.active:  # the job's first step: measured from its start
+            restored = trainer.step - 1  # train() has already counted this step
+            resume_step = restored if restored > 0 else None
+            seams.session.start(rank=_rank("RANK"), local_rank=_rank("LOCAL_RANK"), resume_step=resume_step)
+        result = train_step(*args, **kwargs)
+        _report_step(trainer, seams)
+        return result
+
+    return wrapped
+
+
 def _report_step(trainer: Any, seams: _Seams) -> None:
-    """Report the step just trained; start this rank's tracker at the job's first step."""
-    session = seams.session
-    if not session.active:
-        restored = trainer.step - 1  # train() has already counted this step
-        rank, local_rank = _rank("RANK"), _rank("LOCAL_RANK")
-        session.start(rank=rank, local_rank=local_rank, resume_step=restored if restored > 0 else None)
+    """Report the step just trained with the tokens it added to ``trainer.ntokens_seen``."""
     seen = int(trainer.ntokens_seen)
     tokens, seams.tokens_seen = seen - seams.tokens_seen, seen
-    session.step(trainer.step, tokens=tokens)
+    seams.session.step(trainer.step, tokens=tokens)
 
 
 def _count_from(trainer: Any, seams: _Seams) -> None:
