@@ -29,6 +29,7 @@ from wattlog.dashboards.report.data import (
     load_details,
     load_summary,
     markdown_text,
+    no_shortcodes,
     utc_strings,
     utc_text,
 )
@@ -82,7 +83,7 @@ def headline(summary: RunSummary) -> None:
         box.columns(3), headline_figures(summary), helps, captions, strict=True
     ):
         column.markdown(f"{label}\n\n### {markdown_text(value)}", help=f"{paper} {help_text}")
-        column.caption(caption)
+        column.caption(no_shortcodes(caption))
     parts = [f"`{s}` ({SOURCE_NOTES.get(s, s)})" for s in fp.energy_source.split("+")]
     st.markdown(f"**Energy source:** {', '.join(parts)} · site `{fp.site}`")
     st.markdown(f"**Training:** {summary.speed_text()}", help=SPEED_HELP)
@@ -101,7 +102,7 @@ def table19(summary: RunSummary, facts: str, read_at: str) -> None:
     notes = footnotes(summary.rows)
     with st.expander(f"Notes on these figures ({len(notes)})"):
         for note in notes:
-            st.caption(note)
+            st.caption(no_shortcodes(note))
     stem = f"wattlog-{summary.run.name}"
     files = {
         "The run's CSV": (f"{stem}-run.csv", summary.run_csv(), "text/csv"),
@@ -115,7 +116,7 @@ def table19(summary: RunSummary, facts: str, read_at: str) -> None:
         column.download_button(label, text, file_name=name, mime=mime)
     st.caption(
         "The run's CSV is what `wattlog table NAME --format csv` prints; the printable page holds the "
-        f"figures, Table 19 and its notes (read at {read_at})."
+        f"figures, Table 19 and its notes (read at {no_shortcodes(read_at)})."
     )
 
 
@@ -174,7 +175,7 @@ def power_fluctuation(ledger: Ledger, run: RunInfo) -> None:
     cells = power_cells(run.name, figures)
     st.table(static_table(pd.DataFrame([dict(zip(POWER_HEADERS[1:], cells[1:], strict=True))])))
     for note in [*POWER_NOTES, *notes]:
-        st.caption(note)
+        st.caption(no_shortcodes(note))
 
 
 def project_section(ledger: Ledger, run: RunInfo) -> None:
@@ -197,7 +198,7 @@ def project_section(ledger: Ledger, run: RunInfo) -> None:
         st.markdown(f"**{markdown_text(grid.title)}**")
         st.table(static_table(pd.DataFrame(grid.cells, columns=grid.headers)))
         for note in grid.notes:
-            st.caption(note)
+            st.caption(no_shortcodes(note))
 
 
 def linked_run(ledger: Ledger) -> str | None:
@@ -245,7 +246,7 @@ def main() -> None:
         f"model {r.model or '-'} · site {r.site or '-'} · {r.status} · "
         f"{utc_text(r.start_s)} to {end} · restarts {r.restarts}"
     )
-    st.caption(facts)
+    st.caption(no_shortcodes(facts))
     headline(summary)
     table19(summary, facts, utc_text(ledger.wall_s()))
     if linked is not None:

@@ -9,6 +9,7 @@ health checks, the rest) is accounting.split's, which reads only the ledger.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,11 @@ GAP_COLUMNS = ["start", "end", "host", "device", "reason", "detail"]
 UTC_FORMAT = "%Y-%m-%d %H:%M:%S UTC"
 """Every time a person reads on the page: to the second, 24-hour clock, in UTC and labelled so."""
 _MARKDOWN_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#+-|~$"})
+# Streamlit's Markdown loads its emoji plugin (~265 kB of script) before it draws any text with a
+# run like ":15:" (its test, in StreamlitMarkdown's bundle: /:(?!material\/|streamlit:)[\w+-][\w_+-]*:/,
+# on the raw text: a backslash escape does not hide it). Every time on the page ("09:15:00") had one,
+# which held a warm load's first figures back. Such a colon is written as the entity "&#58;".
+_SHORTCODE_COLON = re.compile(r":(?=[\w+-][\w+-]*:)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,7 +145,16 @@ def markdown_text(text: str) -> str:
     >>> markdown_text("-"), markdown_text("1,450 - 4,823"), markdown_text("OLMo 2 7B")
     ('\\-', '1,450 \\- 4,823', 'OLMo 2 7B')
     """
-    return text.translate(_MARKDOWN_SPECIAL)
+    return no_shortcodes(text.translate(_MARKDOWN_SPECIAL))
+
+
+def no_shortcodes(text: str) -> str:
+    """`text` with no emoji-shortcode-like run (":26:"), shown as written: such colons become "&#58;".
+
+    >>> no_shortcodes("2026-09-21 12:26:40 UTC"), no_shortcodes("site: jupiter")
+    ('2026-09-21 12&#58;26:40 UTC', 'site: jupiter')
+    """
+    return _SHORTCODE_COLON.sub("&#58;", text)
 
 
 def utc_text(seconds: float) -> str:

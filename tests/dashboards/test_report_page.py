@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -101,6 +102,18 @@ def test_the_page_offers_the_five_downloads(ledger_url: str) -> None:
     app = run_app()
     labels = [b.proto.label for b in app.get("download_button")]
     assert labels == ["The run's CSV", "Table 19 CSV", "Table 19 MD", "Table 19 TEX", "Printable page"]
+
+
+# Streamlit's own test (StreamlitMarkdown's bundle, 1.67) for text that needs its emoji plugin: ~265 kB
+# of script the browser loads before it draws that Markdown.
+STREAMLIT_SHORTCODE = re.compile(r":(?!material/|streamlit:)[\w+-][\w_+-]*:")
+
+
+def test_no_markdown_on_the_page_makes_the_browser_load_the_emoji_plugin(ledger_url: str) -> None:
+    app = run_app()
+    texts = [e.value for kind in ("title", "caption", "markdown") for e in app.get(kind)]
+    assert any(re.search(r"\d\d&#58;\d\d", text) for text in texts)  # the run's times are there
+    assert [t for t in texts if STREAMLIT_SHORTCODE.search(t)] == []
 
 
 def test_alerts_are_named_with_their_status_on_the_charts(ledger: Ledger) -> None:
