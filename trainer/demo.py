@@ -38,6 +38,7 @@ from wattlog.telemetry.supervise import StopRequested, Supervisor
 from wattlog.telemetry.types import DeviceEnergy
 from wattlog.trainer.callbacks import SpeedCallback
 from wattlog.trainer.example import GPT, ByteTokenizer, batches, generate_corpus, preset
+from wattlog.trainer.session_summary import spooled_text
 from wattlog.trainer.tracker import Tracker
 
 
@@ -144,6 +145,7 @@ def _demo(config: DemoConfig, console: Console, supervisor: Supervisor) -> int:
         print_run_end(t.ledger, run, config.db, table=config.table, console=console)
     else:
         console.print(f"Ledger: {describe_url(config.db)}")
+    spooled = t.summary.spooled_lines if t.summary is not None else 0
     if t.unwritten_rows:  # the figures above lack rows: say so, and fail
         console.print(f"[bold red]INCOMPLETE:[/] the figures of {run} lack {t.unwritten_rows} energy rows.")
         if code == 0:  # a stop by signal keeps its 128 + N; the line above says what is missing
@@ -151,6 +153,8 @@ def _demo(config: DemoConfig, console: Console, supervisor: Supervisor) -> int:
                 f"run {run} is incomplete: {t.unwritten_rows} energy rows are not in the ledger; "
                 "`wattlog replay` stores the spooled ones once it is reachable"
             )
+    elif spooled and code == 0:  # every row stored, but the run's end or events wait in the spool
+        raise LedgerError(f"run {run} is incomplete: {spooled_text(spooled)}")
     return code
 
 

@@ -23,6 +23,7 @@ from wattlog.telemetry.supervise import Ending, StopRequested, Supervisor
 from wattlog.telemetry.types import mean_utilisation
 from wattlog.trainer.activity import RunnableSampler, children_cpu_s, record_activity
 from wattlog.trainer.session import RunSession, SessionConfig, status_for_outcome
+from wattlog.trainer.session_summary import spooled_text
 
 NO_COMMAND = "give the command to run after --, e.g. wattlog run -- python train.py"
 INCOMPLETE = INCOMPLETE_EXIT
@@ -90,25 +91,35 @@ def _show_end(session: RunSession, exit_code: int, console: Console, stderr: Con
             print_run_end(session.ledger, run, db, table=table, console=console)
         except WattlogError as failed:  # the ledger may be down: the line below still says so
             stderr.print(f"cannot show the figures of {run}: {failed}", soft_wrap=True, markup=False)
-    if report_incomplete(session.unwritten_rows, run, console):
+    if report_incomplete(session.unwritten_rows, run, console, session.spooled_lines):
         return exit_code or INCOMPLETE
     return exit_code
 
 
-def report_incomplete(missing: int, run: str, console: Console) -> bool:
-    """Say, under the figures and in one line on stderr, that `missing` rows of the run are not in the ledger.
+def report_incomplete(missing: int, run: str, console: Console, spooled_lines: int = 0) -> bool:
+    """Say, under the figures and in one line on stderr, what of the run is not in the ledger.
+
+    Args:
+        missing: Energy rows not in the ledger (spooled or lost).
+        run: The run's name.
+        console: Where the figures went.
+        spooled_lines: The run's end, events or band revisions spooled at the close (rows all stored).
 
     Returns:
         Whether the run is incomplete (the command must then exit non-zero).
     """
-    if not missing:
+    if missing:
+        console.print(f"[bold red]INCOMPLETE:[/] the figures of {run} above lack {missing} energy rows.")
+        why = (
+            f"{missing} energy rows are not in the ledger; they are spooled (`wattlog replay` stores them "
+            "once the ledger is reachable) or lost (counted in the spool's gaps)"
+        )
+    elif spooled_lines:
+        why = spooled_text(spooled_lines)
+        console.print(f"[bold red]INCOMPLETE:[/] {why}.", soft_wrap=True)
+    else:
         return False
-    console.print(f"[bold red]INCOMPLETE:[/] the figures of {run} above lack {missing} energy rows.")
     Console(stderr=True).print(
-        f"wattlog: run {run} is incomplete: {missing} energy rows are not in the ledger; they are spooled "
-        "(`wattlog replay` stores them once the ledger is reachable) or lost (counted in the spool's gaps)",
-        highlight=False,
-        soft_wrap=True,
-        markup=False,
+        f"wattlog: run {run} is incomplete: {why}", highlight=False, soft_wrap=True, markup=False
     )
     return True

@@ -251,6 +251,12 @@ class RunSession:
         """Energy rows this run measured that are not in the ledger (kept, spooled or lost); 0 if none."""
         return self.agent.unwritten_rows if self.agent is not None else 0
 
+    @property
+    def spooled_lines(self) -> int:
+        """The run's start or end, events and band revisions in this session's spool (not in the ledger)."""
+        spool = self.recording.spool if self.recording is not None else None
+        return spool.ends + spool.events + spool.revisions if spool is not None else 0
+
     def _end_run(self, status: Status) -> None:
         """End the run; if the ledger is down, the end goes to the spool (`wattlog replay` applies it)."""
         assert self.recorder is not None
@@ -303,9 +309,9 @@ class RunSession:
             _safely("fetch the run's grid intensity", self._fetch_intensity)
         recorded = self.recording.recorded_j if self.recording is not None else 0.0
         if self.agent is None:
-            return SessionSummary(status, None, recorded, self.unwritten_rows)
+            return SessionSummary(status, None, recorded, self.unwritten_rows, self.spooled_lines)
         measured = tuple(d.figure for d in self.agent.snapshot())
-        return SessionSummary(status, measured, recorded, self.unwritten_rows)
+        return SessionSummary(status, measured, recorded, self.unwritten_rows, self.spooled_lines)
 
     def _fetch_intensity(self) -> None:
         """Fetch the run's hours from its site's provider (if it names one), within the close's budget."""

@@ -10,7 +10,7 @@ from wattlog.accounting.ledger import Status
 from wattlog.records import EnergyFigure
 from wattlog.telemetry.supervise import Ending, Outcome, StopRequested
 
-__all__ = ["SessionSummary", "status_for_error", "status_for_outcome"]
+__all__ = ["SessionSummary", "spooled_text", "status_for_error", "status_for_outcome"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,12 +23,15 @@ class SessionSummary:
             (None without an agent; empty for a rank that joined another agent's node).
         recorded_j: Joules of those in the ledger (rows still in the spool or lost not counted).
         unwritten_rows: Energy rows not in the ledger: kept for retry, spooled (`wattlog replay`) or lost.
+        spooled_lines: The run's start or end, events and band revisions waiting in the spool for
+            `wattlog replay` (the ledger failed at the close, after the rows were stored).
     """
 
     status: Status
     measured: tuple[EnergyFigure, ...] | None
     recorded_j: float
     unwritten_rows: int = 0
+    spooled_lines: int = 0
 
     @property
     def measured_j(self) -> float | None:
@@ -52,11 +55,12 @@ class SessionSummary:
 
     @property
     def complete(self) -> bool:
-        """Whether every joule measured reached the ledger (to rounding) and no row waits in the spool."""
+        """Whether every joule measured reached the ledger (to rounding) and nothing waits in the spool."""
+        stored = self.unwritten_rows == 0 and self.spooled_lines == 0
         if self.measured_j is None:
-            return self.unwritten_rows == 0
+            return stored
         same = abs(self.measured_j - self.recorded_j) <= 1e-9 * max(1.0, abs(self.measured_j))
-        return same and self.unwritten_rows == 0
+        return same and stored
 
     def line(self) -> str:
         """One line for the user: the energy measured and how much of it is in the ledger."""
@@ -76,9 +80,19 @@ class SessionSummary:
                 f"INCOMPLETE: {self.unwritten_rows} energy rows are not in the ledger, "
                 "spooled for `wattlog replay` or lost"
             )
+        elif self.spooled_lines:
+            verdict = f"INCOMPLETE: {spooled_text(self.spooled_lines)}"
         else:
             verdict = "INCOMPLETE: the rest is not in the ledger"
         return f"measured {self.measured_j:.3f} J, {self.recorded_j:.3f} J recorded in the ledger ({verdict})"
+
+
+def spooled_text(lines: int) -> str:
+    """What `lines` spooled start/end, event and revision lines mean for the run's figures."""
+    return (
+        f"{lines} lines of the run (its end, events or band revisions) are not in the ledger, "
+        "spooled for `wattlog replay`: until then its status, validity and band are not final"
+    )
 
 
 def status_for_error(error: BaseException | None) -> Status:

@@ -53,3 +53,21 @@ def test_a_command_that_cannot_start_has_its_error_printed_last(tmp_path: Path) 
     lines = done.stdout.splitlines()
     assert done.returncode == 127 and len(lines) <= 7, done.stdout  # the start, five lines, the error
     assert lines[-1] == "error: command not found: wattlog-no-such-command"  # was above a 115-line table
+
+
+def test_a_run_whose_end_went_to_the_spool_exits_incomplete(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wattlog.accounting.ledger import Ledger, make_engine
+    from wattlog.errors import LedgerError
+    from wattlog.telemetry.sinks import INCOMPLETE_EXIT
+
+    def down(*args: object, **kwargs: object) -> None:
+        raise LedgerError("could not end the run, nothing was written: connection refused")
+
+    monkeypatch.setattr(Ledger, "end_run", down)  # the ledger fails at the end, after every row landed
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    assert main(["run", "--run", "ends", "--db", db, "--", "true"]) == INCOMPLETE_EXIT  # was 0
+    captured = capsys.readouterr()
+    assert "INCOMPLETE" in captured.out and "wattlog replay" in captured.err
+    assert Ledger(make_engine(db)).get_run("ends").status == "running"  # the end waits in the spool

@@ -78,6 +78,33 @@ def test_a_session_whose_rows_went_to_the_spool_says_incomplete(
     assert "INCOMPLETE" in summary.line() and "wattlog replay" in summary.line()
 
 
+def test_a_session_whose_end_and_events_went_to_the_spool_says_incomplete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    config = SessionConfig("s", db=db, agent_config=AgentConfig(port=None, flush_s=0.05, lock_dir=tmp_path))
+    session = RunSession(config, sensors=[SimulatedSensor(simulated_gpus(1))]).start()
+    time.sleep(0.2)
+
+    def down(*args: object, **kwargs: object) -> None:
+        raise LedgerError("could not write, nothing was written: connection refused")
+
+    # the ledger goes down after the last rows: the counter check and the run's end are spooled
+    with monkeypatch.context() as outage:
+        outage.setattr(Ledger, "record_event", down)
+        outage.setattr(Ledger, "end_run", down)
+        summary = session.close(Status.FINISHED)
+    assert summary.unwritten_rows == 0 and summary.spooled_lines >= 2  # every row stored, not the rest
+    assert not summary.complete and "INCOMPLETE" in summary.line() and "wattlog replay" in summary.line()
+    ledger = Ledger(make_engine(db))
+    assert ledger.get_run("s").status == "running"  # what the exit must not pass off as finished
+    spool = session.recording.spool if session.recording is not None else None
+    assert spool is not None
+    spool.replay(ledger)  # `wattlog replay`'s work, once the ledger is back
+    assert ledger.get_run("s").status == "finished"
+    assert [e.kind for e in ledger.events("s")].count(EventKind.COUNTER_CHECK) == 1
+
+
 def test_session_config_is_validated_once_and_reads_the_environment() -> None:
     config = SessionConfig.from_env(environ={"WATTLOG_RUN_ID": "job-7", "RANK": "3", "LOCAL_RANK": "1"})
     assert (config.run, config.resume, config.rank, config.local_rank) == ("job-7", True, 3, 1)
