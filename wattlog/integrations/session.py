@@ -44,7 +44,10 @@ def figures_of(
     wall: Callable[[], float] = time.time,
     catalog: Mapping[str, Site] | None = None,
 ) -> dict[str, float]:
-    """Energy, CO2, water and efficiency of a tracker's run so far, as flat log keys.
+    """Energy, CO2, water and efficiency this node measured since this attempt began, as flat log keys.
+
+    A restarted run's earlier attempts, and the other nodes of a job, are in the ledger and its
+    table, not here: the keys are what this process's agent measured.
 
     The keys are the same on every machine (``wattlog/energy_j``, ``wattlog/co2_kg``), so
     runs of two clusters share a chart; the energy's source label (``simulated``,
