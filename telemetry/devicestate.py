@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from wattlog.records import Source
 from wattlog.telemetry.publications import PublicationPeriod
+from wattlog.telemetry.sensors.base import counter_trusted
 from wattlog.telemetry.types import DeviceInfo
 from wattlog.telemetry.uncertainty import PhaseLock, Repetition
 
@@ -179,6 +181,23 @@ class DeviceState:
     utilisation_pct_sum: float = 0.0  # the utilisation readings (a slow metric, ~1 Hz) summed, percent
     utilisation_reads: int = 0
     startup: tuple[float, float, float] | None = None  # counter J, power x time J, s: first interval
+    swapped: str = ""  # why its counter was swapped for power x time at start-up (empty: it was not)
+
+    def swap_untrusted_counter(self) -> bool:
+        """Swap the counter for the power readings if the start-up check failed (COUNTER_CHECK).
+
+        A counter far off power x time (a wrong unit, another domain's counter) is not trusted: from
+        here on the device integrates its power readings, under the sampled label and band.
+        """
+        if self.startup is None or counter_trusted(self.startup[0], self.startup[1]):
+            return False
+        counter_j, power_j, _ = self.startup
+        self.info = replace(self.info, source=Source.SAMPLED, has_counter=False)
+        self.swapped = (
+            f"counter read {counter_j:.4g} J against power x time {power_j:.4g} J at start-up: "
+            "not trusted, power integrated"
+        )
+        return True
 
     @property
     def uses_counter(self) -> bool:
