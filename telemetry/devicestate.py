@@ -21,6 +21,7 @@ from wattlog.telemetry.uncertainty import PhaseLock, Repetition
 PUBLICATIONS_KEPT = 256  # recent distinct published values per device, for lock detection (>= 25 s)
 _INTERVALS_KEPT = 64  # recent times between the driver's publications, for its publication period
 _UPDATES_KEPT = 256  # recent counter updates (time, running joules, power then), to resolve window edges
+_CHECK_UPDATES = 3  # counter values seen before its start-up check is taken
 _GAP_PUBLICATIONS = 2.5  # driver-timed power: a stretch this many publication periods long is a gap
 
 
@@ -182,6 +183,11 @@ class DeviceState:
     utilisation_reads: int = 0
     startup: tuple[float, float, float] | None = None  # counter J, power x time J, s: first interval
     swapped: str = ""  # why its counter was swapped for power x time at start-up (empty: it was not)
+
+    def check_due(self) -> bool:
+        """Whether the counter has changed enough (two differences) for its start-up check: one read
+        before its first update would compare 0 J with power x time and swap a sound counter."""
+        return len(self.counter.updates) >= _CHECK_UPDATES
 
     def swap_untrusted_counter(self) -> bool:
         """Swap the counter for the power readings if the start-up check failed (COUNTER_CHECK).

@@ -172,7 +172,7 @@ class Integrator:
                 cur = self._totals(d, now)
                 prev, d.taken = d.taken, cur
                 delta = self._inputs(d, cur, prev)
-                if d.startup is None and delta.from_counter and delta.sampled_j is not None:
+                if d.startup is None and delta.from_counter and d.check_due() and delta.sampled_j is not None:
                     d.startup = (delta.energy_j, delta.sampled_j, delta.measured_s)
                     if d.swap_untrusted_counter():  # this interval too is power x time
                         prev = replace(prev, energy_j=prev.sampled_j)
@@ -352,6 +352,7 @@ class Integrator:
             utilisation_pct_sum=d.utilisation_pct_sum,
             utilisation_reads=d.utilisation_reads,
             counter_check=d.startup,
+            counter_swapped=bool(d.swapped),
         )
 
     def _refresh_locks(self) -> None:
