@@ -1,4 +1,4 @@
-"""`wattlog audit RUN -o run.tar.gz` builds a run's audit bundle; `wattlog audit verify FILE` checks one."""
+"""`wattlog audit RUN -o run.tar.xz` builds a run's audit bundle; `wattlog audit verify FILE` checks one."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def audit(
         typer.echo(f"{bundle}: {'verified' if result.ok else 'REFUSED'}")
         raise typer.Exit(0 if result.ok else 1)
     if output is None:
-        raise ConfigError("wattlog audit RUN -o run.tar.gz: say where to write the bundle")
+        raise ConfigError("wattlog audit RUN -o run.tar.xz: say where to write the bundle")
     engine = make_engine(db, create=False)
     try:
         build_bundle(Ledger(engine), target, TableOptions(catalog=site_catalog(), site=site), output)

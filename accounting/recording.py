@@ -253,7 +253,9 @@ class Recording:
         for device in agent.snapshot():
             if device.counter_check is None:
                 continue
-            payload = counter_check_payload(agent.config.host, device.device.uuid, *device.counter_check)
+            payload = counter_check_payload(
+                agent.config.host, device.device.uuid, *device.counter_check, swapped=device.counter_swapped
+            )
             ledger, run = self.target.ledger, self.target.run_id
             try:
                 ledger.record_event(run, EventKind.COUNTER_CHECK, payload=payload)

@@ -246,7 +246,8 @@ def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
         found = energy_of(read, run, options)
     if found is None:
         empty = ("no energy recorded",) if has_site(run, options) else (SITELESS_NOTE,)
-        return TableRow(label, None, None, None, None, None, None, "none", notes=empty, validity=verdict)
+        reasons = verdict.reasons if verdict is not None else None
+        return TableRow(label, None, None, None, None, None, None, "none", notes=empty, validity=reasons)
     siteless = () if isinstance(found, Footprint) else (SITELESS_NOTE,) if carbon is None else ()
     if missing:
         siteless = (f"the intensity lacks {len(missing)} hour(s) with energy: CO2 and water not computed",)
@@ -262,7 +263,7 @@ def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
     if (boundary := node_boundary(read.totals)) is not None:  # the meter counts; its parts beside it
         notes = (*notes, boundary.note())
     if verdict is not None:
-        notes = (*notes, _verdict_note(verdict))
+        notes = (*notes, verdict.note())
     if isinstance(found, Footprint):
         row = TableRow.from_footprint(label, found, notes=notes)
     else:
@@ -271,7 +272,8 @@ def run_row(ledger: Ledger, run: RunInfo, options: TableOptions) -> TableRow:
     gpu_j = sum(t.energy_j for t in read.totals if t.figure.kind == Kind.GPU)
     energy_j = None if row.energy_j is None else midpoint(row.energy_j)
     efficiency = efficiency_of(read.ranks, energy_j, (gpu_j, read.gpu_seconds()), run.device_model)
-    return replace(with_gaps(row, read.gaps), validity=verdict, efficiency=efficiency)
+    reasons = verdict.reasons if verdict is not None else None
+    return replace(with_gaps(row, read.gaps), validity=reasons, efficiency=efficiency)
 
 
 def _prometheus_rows(run: RunInfo, options: TableOptions, nodes: JobNodes) -> list[EnergyTotal]:
@@ -290,8 +292,8 @@ def _prometheus_rows(run: RunInfo, options: TableOptions, nodes: JobNodes) -> li
 
 def _gate(
     run: RunInfo, read: RunRead, options: TableOptions, missing_hours: Sequence[int]
-) -> tuple[str, ...] | None:
-    """The validity gate's reasons against the run (empty: valid; None: the gate is off).
+) -> Validity | None:
+    """The validity gate's verdict on the run (None: the gate is off).
 
     Raises:
         ConfigError: `strict` and the run is not valid.
@@ -303,11 +305,7 @@ def _gate(
     verdict = run_validity(run, evidence, options.validity)
     if options.strict and not verdict.valid:
         raise ConfigError(f"run {run.name!r} refused (strict): {verdict.note()}")
-    return verdict.reasons
-
-
-def _verdict_note(reasons: tuple[str, ...]) -> str:
-    return Validity(reasons).note()
+    return verdict
 
 
 def _missing_hours(read: RunRead, carbon: CarbonPath | None) -> list[int]:

@@ -227,8 +227,8 @@ def _ledger_table(selection: _Selection, db: str | None, options: TableOptions, 
         return
     engine = make_engine(db, create=False)
     options = replace(options, calibrations={**stored_calibrations(), **options.calibrations})
-    if out.fmt in (TableFormat.CSV, TableFormat.JSON):  # read by machines: each run carries `valid`
-        options = replace(options, validity=options.validity or ValidityLimits())
+    # every format marks an invalid run (text in its notes, CSV/JSON in `valid` too): Table 19's rule
+    options = replace(options, validity=options.validity or ValidityLimits())
     try:
         ledger = Ledger(engine)
         reap_before_reading(ledger)  # a run whose agent died shows as lost, with its gap

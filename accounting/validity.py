@@ -14,7 +14,8 @@ fails closed the same way. What this gate checks, from what the ledger holds:
   (`ValidityLimits.max_gap_fraction`);
 - every energy counter was checked at start-up against power x time (a
   `counter_check` event per device: Zeus's 0.1-10x); a counter that was not checked,
-  or failed and still counts, is not trusted;
+  or failed and still counts, is not trusted; one the agent swapped for power x time
+  (`swapped` in its event) publishes that figure: the run stays valid and the verdict notes it;
 - the measurement window lies inside the run's start and end to within one sensor
   update (`ValidityLimits.sensor_update_s`): a loose window moved a published power
   from 720 W to 440 W (InferenceX PR #2323);
@@ -85,9 +86,12 @@ class Validity:
 
     Attributes:
         reasons: Why the run is not valid, one line each (empty: valid).
+        notes: What the verdict says beside them that does not count against the run (a counter
+            swapped for power x time at start-up).
     """
 
     reasons: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
     def valid(self) -> bool:
@@ -95,15 +99,20 @@ class Validity:
         return not self.reasons
 
     def note(self) -> str:
-        """The table's line: "valid" or "NOT VALID: reason; reason"."""
-        return "measurement valid" if self.valid else f"NOT VALID: {'; '.join(self.reasons)}"
+        """The table's line: "valid" or "NOT VALID: reason; reason", then its notes."""
+        verdict = "measurement valid" if self.valid else f"NOT VALID: {'; '.join(self.reasons)}"
+        return "; ".join((verdict, *self.notes))
 
 
 def counter_check_payload(
-    host: str, device: str, counter_j: float, power_j: float, span_s: float
+    host: str, device: str, counter_j: float, power_j: float, span_s: float, *, swapped: bool = False
 ) -> dict[str, Any]:
-    """The payload of a `counter_check` event: a counter's increase beside power x time at start-up."""
-    return {"host": host, "device": device, "counter_j": counter_j, "power_j": power_j, "span_s": span_s}
+    """The payload of a `counter_check` event: a counter's increase beside power x time at start-up,
+    and whether the agent swapped the counter for power x time (it failed the check)."""
+    return {
+        "host": host, "device": device, "counter_j": counter_j, "power_j": power_j, "span_s": span_s,
+        "swapped": swapped,
+    }  # fmt: skip
 
 
 def run_validity(run: RunInfo, evidence: RunEvidence, limits: ValidityLimits | None = None) -> Validity:
@@ -135,7 +144,7 @@ def run_validity(run: RunInfo, evidence: RunEvidence, limits: ValidityLimits | N
         reasons.append(
             f"intensity missing for {len(hours)} hour(s) with energy (first: {iso_hour(int(hours[0]))})"
         )
-    return Validity(tuple(reasons))
+    return Validity(tuple(reasons), tuple(_swaps(evidence.events)))
 
 
 def _gap_share(run: RunInfo, evidence: RunEvidence, limits: ValidityLimits) -> list[str]:
@@ -209,6 +218,22 @@ def _counters(totals: Sequence[EnergyTotal], events: Sequence[EventInfo]) -> lis
             f"still counted: {', '.join(failed)}"
         )
     return reasons
+
+
+def _swaps(events: Sequence[EventInfo]) -> list[str]:
+    """The counters the agent swapped for power x time at start-up: noted, not held against the run."""
+    swapped = [
+        (str(e.payload.get("host", "")), str(e.payload.get("device", "")))
+        for e in events
+        if e.kind == EventKind.COUNTER_CHECK and e.payload.get("swapped") is True
+    ]
+    if not swapped:
+        return []
+    low, high = COUNTER_CHECK
+    return [
+        f"energy counter(s) outside {low:g}-{high:g}x of power x time at start-up swapped for power x time "
+        f"(figure from power readings, sampled): {_listed(swapped)}"
+    ]
 
 
 LISTED = 5

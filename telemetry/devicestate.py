@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from wattlog.records import Source
 from wattlog.telemetry.publications import PublicationPeriod
+from wattlog.telemetry.sensors.base import counter_trusted
 from wattlog.telemetry.types import DeviceInfo
 from wattlog.telemetry.uncertainty import PhaseLock, Repetition
 
 PUBLICATIONS_KEPT = 256  # recent distinct published values per device, for lock detection (>= 25 s)
 _INTERVALS_KEPT = 64  # recent times between the driver's publications, for its publication period
 _UPDATES_KEPT = 256  # recent counter updates (time, running joules, power then), to resolve window edges
+_CHECK_UPDATES = 3  # counter values seen before its start-up check is taken
 _GAP_PUBLICATIONS = 2.5  # driver-timed power: a stretch this many publication periods long is a gap
 
 
@@ -179,6 +182,28 @@ class DeviceState:
     utilisation_pct_sum: float = 0.0  # the utilisation readings (a slow metric, ~1 Hz) summed, percent
     utilisation_reads: int = 0
     startup: tuple[float, float, float] | None = None  # counter J, power x time J, s: first interval
+    swapped: str = ""  # why its counter was swapped for power x time at start-up (empty: it was not)
+
+    def check_due(self) -> bool:
+        """Whether the counter has changed enough (two differences) for its start-up check: one read
+        before its first update would compare 0 J with power x time and swap a sound counter."""
+        return len(self.counter.updates) >= _CHECK_UPDATES
+
+    def swap_untrusted_counter(self) -> bool:
+        """Swap the counter for the power readings if the start-up check failed (COUNTER_CHECK).
+
+        A counter far off power x time (a wrong unit, another domain's counter) is not trusted: from
+        here on the device integrates its power readings, under the sampled label and band.
+        """
+        if self.startup is None or counter_trusted(self.startup[0], self.startup[1]):
+            return False
+        counter_j, power_j, _ = self.startup
+        self.info = replace(self.info, source=Source.SAMPLED, has_counter=False)
+        self.swapped = (
+            f"counter read {counter_j:.4g} J against power x time {power_j:.4g} J at start-up: "
+            "not trusted, power integrated"
+        )
+        return True
 
     @property
     def uses_counter(self) -> bool:

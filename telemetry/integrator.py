@@ -33,6 +33,7 @@ import time
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 
 from wattlog.clock import Clock, SystemClock
 from wattlog.records import BandRevision, EnergyFigure, EnergyInterval, Gap
@@ -171,9 +172,13 @@ class Integrator:
                 cur = self._totals(d, now)
                 prev, d.taken = d.taken, cur
                 delta = self._inputs(d, cur, prev)
-                evidence = evidence_of(delta)
-                if d.startup is None and delta.from_counter and delta.sampled_j is not None:
+                if d.startup is None and delta.from_counter and d.check_due() and delta.sampled_j is not None:
                     d.startup = (delta.energy_j, delta.sampled_j, delta.measured_s)
+                    if d.swap_untrusted_counter():  # this interval too is power x time
+                        prev = replace(prev, energy_j=prev.sampled_j)
+                        d.taken = cur = self._totals(d, now)
+                        delta = self._inputs(d, cur, prev)
+                evidence = evidence_of(delta)
                 whole = self._inputs(d, prev, Totals())  # the rows taken so far follow the evidence
                 self._revisions.revise(d.info.uuid, whole, self._band.band_parts(d.info, whole))
                 band = self._band.band_parts(d.info, delta)
@@ -347,6 +352,7 @@ class Integrator:
             utilisation_pct_sum=d.utilisation_pct_sum,
             utilisation_reads=d.utilisation_reads,
             counter_check=d.startup,
+            counter_swapped=bool(d.swapped),
         )
 
     def _refresh_locks(self) -> None:

@@ -160,6 +160,8 @@ def notes(d: DeviceState, profile: SensorProfile) -> tuple[str, ...]:
         out.append(f"counter wrapped {counter.wraps}x at {d.info.counter_range_mj:g} mJ")
     if counter.bridged_s:
         out.append(f"{counter.bridged_s:.1f} s without readings bridged exactly by the counter")
+    if d.swapped:
+        out.append(d.swapped)
     if d.health.lost_at is not None:
         out.append(f"lost: {d.health.lost_reason}")
     return tuple(out)

@@ -164,6 +164,7 @@ class DeviceEnergy(FigureView):
         utilisation_reads: How many utilisation readings that is (0: the sensor gives none).
         counter_check: The counter's joules, power x time's joules and the seconds measured over the
             first interval taken (the start-up check of a counter device; None before it or without one).
+        counter_swapped: Whether that check failed and the counter was swapped for power x time.
     """
 
     device: DeviceInfo
@@ -177,6 +178,7 @@ class DeviceEnergy(FigureView):
     utilisation_pct_sum: float = 0.0
     utilisation_reads: int = 0
     counter_check: tuple[float, float, float] | None = None
+    counter_swapped: bool = False
 
 
 def mean_utilisation(

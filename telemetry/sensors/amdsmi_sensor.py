@@ -31,7 +31,7 @@ from typing import Any
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, DeviceLost, NotSupported, SensorError, SensorUnavailable
 from wattlog.records import Kind, Source
-from wattlog.telemetry.sensors.base import COUNTER_CHECK, COUNTER_STOPPED
+from wattlog.telemetry.sensors.base import COUNTER_CHECK, COUNTER_STOPPED, counter_trusted
 from wattlog.telemetry.sensors.profiles import board_profile
 from wattlog.telemetry.types import DeviceInfo, Reading, Vendor
 
@@ -209,7 +209,7 @@ class AmdSmiSensor:
             expected_j = (p0 + p1) / 2 * span_s
             counted_j = (e1 - e0) / 1e3
             low, high = COUNTER_CHECK
-            if expected_j > 0 and not low * expected_j <= counted_j <= high * expected_j:
+            if not counter_trusted(counted_j, expected_j):
                 failed[d.uuid] = (
                     f"energy counter failed the start-up check ({counted_j:.4g} J vs {expected_j:.4g} J "
                     f"from power x {span_s:.2g} s, outside {low:g}-{high:g}x): power integrated instead"

@@ -18,8 +18,17 @@ COUNTER_STOPPED = (
 otherwise stall silently: a counter device's energy comes from its counter alone)."""
 COUNTER_CHECK = (0.1, 10.0)
 """A counter's increase at start-up must be within these multiples of power x time (Zeus's check),
-else it is not trusted: the AMD backend integrates power instead; the validity gate marks a run that
-still counts it."""
+else it is not trusted: the backend (AMD) or the integrator integrates power instead; the validity
+gate marks a run that still counts it."""
+
+
+def counter_trusted(counter_j: float, power_j: float) -> bool:
+    """Whether a counter's increase passes the start-up check against power x time (COUNTER_CHECK).
+
+    Without power x time (zero) there is nothing to check against: trusted.
+    """
+    low, high = COUNTER_CHECK
+    return power_j <= 0 or low * power_j <= counter_j <= high * power_j
 
 
 @runtime_checkable

@@ -28,8 +28,8 @@ def _row(device: str, kind: Kind, start: float, end: float, joules: float) -> En
     )
 
 
-@pytest.fixture
-def bundle(tmp_path: Path) -> Path:
+@pytest.fixture(params=["run.tar.xz", "run.tar.gz"])
+def bundle(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
     clock = FakeClock(start_s=0.0, wall_offset_s=T0)
     ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"), clock=clock)
     run = ledger.start_run("audited", RunSpec(site="jupiter", model="OLMo-tiny", role="final"))
@@ -44,17 +44,17 @@ def bundle(tmp_path: Path) -> Path:
     # tokens make the exports' J per token: before ranks.json, verify refused any run that had them
     report_rank_progress(ledger, run.id, 0, RankReport("n0", 0, 4.1e6, 500, T0, flops_per_token=6.0e9))
     ledger.end_run(run.id, end_s=T0 + 4600)
-    return build_bundle(ledger, "audited", TableOptions(catalog=site_catalog()), tmp_path / "run.tar.gz")
+    return build_bundle(ledger, "audited", TableOptions(catalog=site_catalog()), tmp_path / request.param)
 
 
 def _rewrite(path: Path, name: str, change, *, fix_manifest: bool) -> None:  # noqa: ANN001 - bytes -> bytes
-    with tarfile.open(path, "r:gz") as tar:
+    with tarfile.open(path, "r:*") as tar:
         blobs = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
     blobs[name] = change(blobs[name])
     if fix_manifest:  # a forger who also rewrites the hashes: the recomputation still catches it
         manifest = {n: hashlib.sha256(b).hexdigest() for n, b in blobs.items() if n != MANIFEST}
         blobs[MANIFEST] = json.dumps(manifest).encode()
-    with tarfile.open(path, "w:gz") as tar:
+    with tarfile.open(path, "w:xz" if path.name.endswith(".xz") else "w:gz") as tar:
         for n, blob in blobs.items():
             member = tarfile.TarInfo(n)
             member.size = len(blob)
@@ -124,8 +124,10 @@ def test_wattlog_audit_builds_verifies_and_refuses_a_tampered_bundle(tmp_path: P
     ledger.record_intervals(run.id, [_row("gpu0", Kind.GPU, 0, 3600, 2.52e6)])
     ledger.end_run(run.id, end_s=T0 + 3600)
     ledger.engine.dispose()
-    out = tmp_path / "r.tar.gz"
+    out = tmp_path / "r.tar.xz"
     assert main(["audit", "r", "-o", str(out), "--db", url]) == 0
+    with tarfile.open(out, "r:xz") as tar:  # xz, as its name says
+        assert tar.getnames()
     assert main(["audit", "verify", str(out)]) == 0
     assert "total_power_mwh: 700 Wh (printed 700 Wh)" in capsys.readouterr().out
     _rewrite(out, "table.json", lambda b: b.replace(b"700 Wh", b"650 Wh"), fix_manifest=False)

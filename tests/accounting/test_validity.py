@@ -162,3 +162,20 @@ def test_a_fleets_unchecked_counters_are_named_by_host_once_each_and_counted(tmp
         "NOT VALID: energy counter(s) not checked at start-up against power x time: "
         "node000/node, node001/node, node002/node, node003/node, node004/node and 123 more"
     )
+
+
+def test_a_counter_swapped_for_power_x_time_keeps_the_run_valid_and_the_verdict_notes_it(
+    ledger: Ledger,
+) -> None:
+    run = ledger.start_run("swapped", RunSpec(site="jupiter"))
+    ledger.record_intervals(run.id, [_row("gpu0", Source.SAMPLED), _row("gpu1")], [])
+    _check(ledger, run.id, "gpu1")
+    payload = counter_check_payload("n", "gpu0", 7000.0 * 20, 7000.0, 10.0, swapped=True)
+    ledger.record_event(run.id, EventKind.COUNTER_CHECK, payload=payload)
+    ledger.end_run(run.id, end_s=T0 + 1000)
+    row = run_row(ledger, ledger.get_run("swapped"), GATE)
+    assert row.validity == ()
+    assert _verdict(ledger, "swapped") == (
+        "measurement valid; energy counter(s) outside 0.1-10x of power x time at start-up swapped for "
+        "power x time (figure from power readings, sampled): gpu0"
+    )

@@ -292,3 +292,41 @@ def test_the_first_interval_of_a_counter_device_is_its_start_up_check() -> None:
     clock.advance(1.0)
     integ.take_intervals()
     assert {d.device.uuid: d.counter_check for d in integ.snapshot()}["a"] == (counter_j, power_j, span_s)
+
+
+@pytest.mark.parametrize("scale", [20.0, 0.05])
+def test_a_counter_that_fails_its_start_up_check_is_swapped_for_power_x_time(scale: float) -> None:
+    clock = FakeClock()
+    integ = Integrator([device("a", counter=True)], host="h", clock=clock)
+    counter_mj = 1_000_000.0
+    for k in range(int(round(2.0 / PERIOD_S))):  # the counter runs `scale` x what power reads (300 W)
+        counter_mj += 300.0 * scale * PERIOD_S * 1e3 if k else 0.0
+        integ.add(Reading("a", k * PERIOD_S, energy_mj=counter_mj, power_w=300.0))
+    clock.advance(2.0)
+    (first,), _ = integ.take_intervals()
+    power_j = integ.sampled_energy_j("a")
+    assert first.figure.source == Source.SAMPLED and first.figure.energy_j == pytest.approx(power_j)
+    assert first.figure.low_j <= power_j <= first.figure.high_j
+    for k in range(int(round(2.0 / PERIOD_S)), int(round(3.0 / PERIOD_S))):  # later: power integrated
+        counter_mj += 300.0 * scale * PERIOD_S * 1e3
+        integ.add(Reading("a", k * PERIOD_S, energy_mj=counter_mj, power_w=300.0))
+    clock.advance(1.0)
+    (second,), _ = integ.take_intervals()
+    e = by_uuid(integ, "a")
+    assert second.figure.source == Source.SAMPLED
+    assert first.figure.energy_j + second.figure.energy_j == pytest.approx(integ.sampled_energy_j("a"))
+    assert e.figure.source == Source.SAMPLED and e.energy_j == pytest.approx(300.0 * (3.0 - PERIOD_S))
+    assert e.figure.low_j <= e.energy_j <= e.figure.high_j
+    assert e.counter_check is not None and e.counter_check[0] == pytest.approx(e.counter_check[1] * scale)
+    assert any("at start-up: not trusted, power integrated" in n for n in e.notes), e.notes
+
+
+def test_a_sound_counter_stays_a_counter() -> None:
+    clock = FakeClock()
+    integ = Integrator([device("a", counter=True)], host="h", clock=clock)
+    feed(integ, "a", 0.0, 2.0, 300.0, counter_mj=1_000_000.0)
+    clock.advance(2.0)
+    (first,), _ = integ.take_intervals()
+    e = by_uuid(integ, "a")
+    assert first.figure.source == Source.COUNTER and e.figure.source == Source.COUNTER
+    assert not any("not trusted" in n for n in e.notes)
