@@ -8,22 +8,22 @@ without moving its rows (PostgreSQL refuses a partition whose range DEFAULT alre
 would be compacted by the slow DELETE path forever. DEFAULT only catches what the creation could
 not place (a race lost to such rows); compaction folds it by DELETE like SQLite.
 
-Compacting a day (:func:`compact_days`) reads its rows, folds the raw ones, drops the partition
-and creates it again holding the hourly rows: no DELETE of millions of rows, no VACUUM, and the
-raw day's disk space is returned at once.
+Compacting a day (:func:`replace_day`, called by
+:func:`wattlog.accounting.ledger.compaction.fold_in_batches`) reads its rows, folds the raw ones,
+drops the partition and creates it again holding the hourly rows: no DELETE of millions of rows,
+no VACUUM, and the raw day's disk space is returned at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
+from typing import Any
 
 from sqlalchemy import insert, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from wattlog.accounting.ledger.compaction import _KEYS, _SUMMED, fold_rows
 from wattlog.accounting.ledger.models import Resolution
 from wattlog.accounting.ledger.reader import ENERGY
 
@@ -105,28 +105,22 @@ def _create_sql(day: int, *, if_not_exists: bool = False) -> str:
     )
 
 
-def compact_days(
-    transaction: Callable[[str], AbstractContextManager[Session]], before_hour: int
+def whole_days(session: Session, before_hour: int) -> list[int]:
+    """Days with their own partition whose hours all precede `before_hour` ([] unless partitioned)."""
+    connection = session.connection()
+    if not is_partitioned(connection):
+        return []
+    return [d for d in day_partitions(connection) if (d + 1) * DAY_HOURS <= before_hour]
+
+
+def replace_day(
+    session: Session, day: int, fold: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
 ) -> tuple[int, int]:
-    """Fold every day partition whose hours all precede `before_hour`; returns (raw rows, hourly rows).
+    """Replace one day's partition by one holding its hourly rows and `fold` of its raw ones.
 
-    One transaction a day: the partition is locked (writers of that day wait, others do not until
-    the swap), its raw rows folded, the partition dropped and created again with the day's
-    hourly rows (those folded now and those it already held). Totals are exactly the sums.
+    The partition is locked first (that day's writers wait, others only during the swap), so
+    every raw row read is folded and none is added meanwhile. Returns (raw rows, rows folded).
     """
-    with transaction("list the day partitions") as session:
-        connection = session.connection()
-        days = day_partitions(connection) if is_partitioned(connection) else []
-    raw_rows = hourly_rows = 0
-    for day in (d for d in days if (d + 1) * DAY_HOURS <= before_hour):
-        with transaction(f"compact day {day}'s partition") as session:
-            raw, hourly = _swap_day(session, day)
-        raw_rows += raw
-        hourly_rows += hourly
-    return raw_rows, hourly_rows
-
-
-def _swap_day(session: Session, day: int) -> tuple[int, int]:
     name = partition_name(day)
     session.execute(text(f"LOCK TABLE {name} IN ACCESS EXCLUSIVE MODE"))
     raw_sql = text(f"SELECT * FROM {name} WHERE resolution = :raw")
@@ -135,8 +129,7 @@ def _swap_day(session: Session, day: int) -> tuple[int, int]:
         return 0, 0
     kept_sql = text(f"SELECT * FROM {name} WHERE resolution <> :raw")
     kept = [dict(r._mapping) for r in session.execute(kept_sql, {"raw": Resolution.RAW.value})]
-    columns = (*_KEYS, "start_s", "end_s", *_SUMMED)
-    folded = fold_rows([{c: row[c] for c in columns} for row in raw])
+    folded = fold(raw)
     session.execute(text(f"DROP TABLE {name}"))
     session.execute(text(_create_sql(day)))
     for rows in (kept, folded):

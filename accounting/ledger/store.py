@@ -19,7 +19,6 @@ import logging
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Engine, select
@@ -30,7 +29,6 @@ from sqlmodel import col
 from wattlog.accounting.ledger.compaction import BATCH_ROWS, Compaction, fold_in_batches
 from wattlog.accounting.ledger.models import Event, Project, Role, Run, Status, hour_of
 from wattlog.accounting.ledger.node_lease import close_node_gaps
-from wattlog.accounting.ledger.partitions import compact_days
 from wattlog.accounting.ledger.reader import RunReader, find_run
 from wattlog.accounting.ledger.revisions import revisions_of, store_revisions
 from wattlog.accounting.ledger.runs import RunSpec, member, project_row, resume_run, run_labels
@@ -387,9 +385,7 @@ class Ledger:
                 f"older_than_s must be >= 0 and batch_rows >= 1, got {older_than_s}, {batch_rows}"
             )
         before_hour = hour_of((self._clock.wall() if now_s is None else now_s) - older_than_s)
-        days_raw, days_hourly = compact_days(self.transaction, before_hour)  # PostgreSQL: whole days
         done = fold_in_batches(self.transaction, before_hour, batch_rows)
-        done = replace(done, raw_rows=done.raw_rows + days_raw, hourly_rows=done.hourly_rows + days_hourly)
         logger.info("compacted %d raw rows into %d hourly rows", done.raw_rows, done.hourly_rows)
         return done
 
