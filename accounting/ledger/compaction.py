@@ -79,8 +79,9 @@ def fold_in_batches(
             raw, hourly = replace_day(session, day, _fold_selected)
         raw_rows += raw
         hourly_rows += hourly
-    counts = [(h, n) for h, n in counts if h // DAY_HOURS not in days]  # left: SQLite, DEFAULT, today
-    for hours in _batches([(int(h), int(n)) for h, n in counts], batch_rows):
+    # the hours left: SQLite's, DEFAULT's, and those of a day not yet whole
+    left = [(int(h), int(n)) for h, n in counts if int(h) // DAY_HOURS not in days]
+    for hours in _batches(left, batch_rows):
         with transaction(f"compact {len(hours)} hours of raw rows") as session:
             for hour in hours:
                 raw, hourly = fold_hour(session, hour)
