@@ -69,8 +69,10 @@ def day_partitions(connection: Connection) -> list[int]:
 def ensure_days(session: Session, hours: Iterable[int]) -> None:
     """Create the partitions of these hours' days that are missing (PostgreSQL, partitioned only).
 
-    Race-safe between agents: creation is serialised by an advisory lock held to the end of the
-    flush's transaction, and runs in a savepoint, so a creation PostgreSQL refuses (DEFAULT
+    Race-safe between agents: creation is serialised by an advisory lock held to the end of this
+    transaction, which must be its own, before the flush's (`Ledger.record_intervals`): a flush that
+    had already read the table would hold a lock the creation waits for (deadlock). It runs in a
+    savepoint, so a creation PostgreSQL refuses (DEFAULT
     already holds rows of that day) leaves the flush's rows to DEFAULT instead of failing it.
     """
     connection = session.connection()

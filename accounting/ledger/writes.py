@@ -14,7 +14,6 @@ from sqlalchemy import Select, Table, delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from wattlog.accounting.ledger.models import Event, GapRecord, Resolution, hour_of
-from wattlog.accounting.ledger.partitions import ensure_days
 from wattlog.accounting.ledger.reader import ENERGY, ROLLUP
 from wattlog.accounting.ledger.revisions import add_revisions_to_rollup
 from wattlog.errors import ConfigError, LedgerError
@@ -45,7 +44,6 @@ def store_flush(
     gaps = new_gaps(session, run_id, gaps)
     if intervals:
         stored = [energy_row(run_id, row) for row in intervals]
-        ensure_days(session, {row["hour"] for row in stored})
         session.execute(insert(ENERGY), stored)
         add_to_rollup(session, stored)
     if gaps:
