@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from wattlog.accounting.ledger.models import Resolution
+from wattlog.accounting.ledger.partitions import DAY_HOURS, replace_day, whole_days
 from wattlog.accounting.ledger.reader import ENERGY
 from wattlog.records import BAND_TERMS
 
@@ -56,7 +57,9 @@ def fold_in_batches(
     """Fold the raw rows of hours before `before_hour`, about `batch_rows` rows per transaction.
 
     Each hour is folded whole in one transaction (its buckets need all its rows), so a
-    failure leaves every hour either folded or raw, totals exact either way.
+    failure leaves every hour either folded or raw, totals exact either way. On a partitioned
+    PostgreSQL ledger each whole past day is folded in one transaction that replaces its
+    partition (no DELETE, no VACUUM); the hours left (DEFAULT's, SQLite's) are deleted in batches.
 
     Args:
         transaction: Opens one committed transaction (`Ledger.transaction`).
@@ -66,11 +69,19 @@ def fold_in_batches(
     e = ENERGY.c
     old = (e.resolution == Resolution.RAW.value) & (e.hour < before_hour)
     with transaction("list the hours to compact") as session:
+        days = whole_days(session, before_hour)  # PostgreSQL: whole past days, folded by partition
         counts = list(
             session.execute(select(e.hour, func.count()).where(old).group_by(e.hour).order_by(e.hour))
         )
     raw_rows = hourly_rows = 0
-    for hours in _batches([(int(h), int(n)) for h, n in counts], batch_rows):
+    for day in days:
+        with transaction(f"compact day {day}'s partition") as session:
+            raw, hourly = replace_day(session, day, _fold_selected)
+        raw_rows += raw
+        hourly_rows += hourly
+    # the hours left: SQLite's, DEFAULT's, and those of a day not yet whole
+    left = [(int(h), int(n)) for h, n in counts if int(h) // DAY_HOURS not in days]
+    for hours in _batches(left, batch_rows):
         with transaction(f"compact {len(hours)} hours of raw rows") as session:
             for hour in hours:
                 raw, hourly = fold_hour(session, hour)
@@ -103,6 +114,12 @@ def fold_hour(session: Session, hour: int) -> tuple[int, int]:
     if folded:
         session.execute(insert(ENERGY), folded)
     return len(rows), len(folded)
+
+
+def _fold_selected(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`fold_rows` of full rows (id and resolution dropped: the folded rows are new)."""
+    columns = (*_KEYS, "start_s", "end_s", *_SUMMED)
+    return fold_rows([{c: row[c] for c in columns} for row in rows])
 
 
 def return_space(engine: Engine) -> None:

@@ -29,6 +29,7 @@ from sqlmodel import col
 from wattlog.accounting.ledger.compaction import BATCH_ROWS, Compaction, fold_in_batches
 from wattlog.accounting.ledger.models import Event, Project, Role, Run, Status, hour_of
 from wattlog.accounting.ledger.node_lease import close_node_gaps
+from wattlog.accounting.ledger.partitions import ensure_days
 from wattlog.accounting.ledger.reader import RunReader, find_run
 from wattlog.accounting.ledger.revisions import revisions_of, store_revisions
 from wattlog.accounting.ledger.runs import RunSpec, member, project_row, resume_run, run_labels
@@ -268,6 +269,9 @@ class Ledger:
             LedgerError: The run does not exist or the database fails (nothing written).
         """
         check_flush(intervals, gaps)
+        if self.engine.dialect.name == "postgresql":  # before the flush reads the table: no deadlock
+            with self.transaction("add the flush's day partitions") as session:
+                ensure_days(session, {hour_of(row.start_s) for row in intervals})
         with self.transaction(f"record {len(intervals)} energy rows") as session:
             return store_flush(session, _id_of(find_run(session, run)), intervals, gaps)
 
