@@ -29,7 +29,7 @@ from wattlog.accounting.ledger.reader import ENERGY
 
 DAY_HOURS = 24
 _PREFIX = f"{ENERGY.name}_d"
-_KNOWN = "wattlog_energy_days"
+_KNOWN = "known_energy_days"
 """Key in a DBAPI connection's info dict: days this connection saw exist (skips the catalog read)."""
 _LOCK_KEY = 0x776C_6461  # advisory lock serialising partition creation between agents ("wlda")
 

@@ -25,7 +25,11 @@ def test_closing_a_recording_stores_one_counter_check_per_counter_device(tmp_pat
     config = RecordingConfig(agent, spool_dir=tmp_path / "spool")
     recording = Recording(config, LedgerTarget(ledger, run.id), sensors=[SimulatedSensor(simulated_gpus(2))])
     with recording:
-        time.sleep(0.2)  # a few flushes: the first interval is the check
+        assert recording.agent is not None
+        deadline = time.monotonic() + 30.0  # checked after three counter values (~0.3 s): waited for
+        while any(d.counter_check is None for d in recording.agent.snapshot()):
+            assert time.monotonic() < deadline, "the simulated counters were never checked"
+            time.sleep(0.02)
     recording.close()  # a second close stores nothing more
     checks = [e.payload for e in ledger.events(run.id) if e.kind == EventKind.COUNTER_CHECK]
     assert sorted(c["device"] for c in checks) == ["GPU-sim-0000", "GPU-sim-0001"]

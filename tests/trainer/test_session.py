@@ -41,6 +41,15 @@ def test_wattlog_run_works_without_torch(tmp_path: Path) -> None:
     assert Ledger(make_engine(db)).get_run("x").status == "finished"
 
 
+def counter_checked(session: RunSession, timeout_s: float = 30.0) -> None:
+    """Wait until the agent has checked its counter at start-up (after three counter values, ~0.3 s)."""
+    deadline = time.monotonic() + timeout_s
+    assert session.agent is not None
+    while any(d.counter_check is None for d in session.agent.snapshot()):
+        assert time.monotonic() < deadline, "the simulated counter was never checked"
+        time.sleep(0.02)
+
+
 def test_a_session_records_every_joule_its_agent_measured(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'l.db'}"
     config = SessionConfig(
@@ -48,6 +57,7 @@ def test_a_session_records_every_joule_its_agent_measured(tmp_path: Path) -> Non
     )
     session = RunSession(config, sensors=[SimulatedSensor(simulated_gpus(1))]).start()
     assert session.run_id is not None and session.metrics_url is None
+    counter_checked(session)
     summary = session.close(Status.PREEMPTED)
     stored = sum(t.energy_j for t in Ledger(make_engine(db)).energy_totals("s"))
     assert summary.complete and summary.measured_j == pytest.approx(stored) and summary.recorded_j == stored
@@ -84,7 +94,7 @@ def test_a_session_whose_end_and_events_went_to_the_spool_says_incomplete(
     db = f"sqlite:///{tmp_path / 'l.db'}"
     config = SessionConfig("s", db=db, agent_config=AgentConfig(port=None, flush_s=0.05, lock_dir=tmp_path))
     session = RunSession(config, sensors=[SimulatedSensor(simulated_gpus(1))]).start()
-    time.sleep(0.2)
+    counter_checked(session)
 
     def down(*args: object, **kwargs: object) -> None:
         raise LedgerError("could not write, nothing was written: connection refused")
