@@ -13,9 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from wattlog.accounting.exports import plain
 from wattlog.accounting.ledger.instruments import load_uses
@@ -36,15 +33,6 @@ HEADERS = {
 
 MARKET_FILE_ENV = "WATTLOG_MARKET_FILE"
 """The market file the report reads (the table takes ``--market-file``)."""
-
-MarketFileOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--market-file",
-        help="TOML with [sites.NAME.market] tables: adds market-based CO2 (annual and hourly matching) "
-        "beside the location-based column.",
-    ),
-]
 
 
 def add_market_columns(

@@ -1,13 +1,16 @@
 """The ledger's commands: `wattlog table` (Table 19 of the OLMo 2 paper for recorded runs, projects
 and published models; a project's development as the follow-up's Tables 1-3; power fluctuation;
-CSV, JSON and model-card exports) and `wattlog compact` (accounting.compact_cli)."""
+CSV, JSON and model-card exports) and `wattlog compact` (accounting.compact_cli).
+
+What only some options use (--dcgm, --market-file, --power, --project, --reference, the HF card)
+is imported where that option is handled: a plain `wattlog table RUN` is a new process each time,
+and its import time is most of its second (issue 27)."""
 
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated
 
 import typer
 from rich.console import Group
@@ -16,142 +19,75 @@ from sqlalchemy.engine import make_url
 
 from wattlog.accounting.calibrate_cli import stored_calibrations
 from wattlog.accounting.compact_cli import compact
-from wattlog.accounting.dcgm_energy import dcgm_row_at
 from wattlog.accounting.devices import Overhead
-from wattlog.accounting.exports import grids_csv, grids_json
 from wattlog.accounting.footprint import WaterConvention
-from wattlog.accounting.intensity.registry import formats_help, read_intensity
+from wattlog.accounting.intensity.registry import read_intensity
 from wattlog.accounting.ledger.engine import describe_url, make_engine, resolve_url
 from wattlog.accounting.ledger.lease import reap_before_reading
 from wattlog.accounting.ledger.models import Phase
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import RunInfo
-from wattlog.accounting.market_columns import MarketFileOption, add_market_columns
-from wattlog.accounting.model_card import model_card_facts
-from wattlog.accounting.power_report import power_grid
-from wattlog.accounting.project_rows import project_rows
 from wattlog.accounting.project_table import GROUPINGS, project_tables, run_phase
-from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import TableFormat, TableRow, footnotes, render, render_grid, show
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import get_site, site_catalog
+from wattlog.accounting.table_options import (
+    AuthorityOption,
+    ByOption,
+    DcgmOption,
+    EndOption,
+    GpusOption,
+    HostsOption,
+    IntensityFormatOption,
+    IntensityOption,
+    MarketFileOption,
+    NotesFileOption,
+    OverheadOption,
+    OverheadSourceOption,
+    PowerOption,
+    ProjectOption,
+    PrometheusOption,
+    ReferenceOption,
+    RunsOption,
+    SiteOption,
+    SlurmJobOption,
+    StartOption,
+    StrictOption,
+    WaterOption,
+)
 from wattlog.accounting.validity import ValidityLimits
 from wattlog.accounting.verify import check_ledger
 from wattlog.errors import ConfigError
 from wattlog.options import DbOption, FormatOption, SitesFileOption
 
-# The options of `wattlog table` (shared ones come from wattlog.options).
-_RunsOption = Annotated[list[str] | None, typer.Argument(help="Run names or ids (default: every run).")]
-_ProjectOption = Annotated[
-    str | None,
-    typer.Option("--project", help="Total a project's whole development beside its final run."),
-]
-_ByOption = Annotated[
-    str | None,
-    typer.Option("--by", help="With --project: the follow-up's Tables 1-3, grouped by group|stage|phase."),
-]
-_ReferenceOption = Annotated[
-    bool, typer.Option("--reference", help="Add the published rows (Table 19, OPT-175B) before the runs.")
-]
-_NotesFileOption = Annotated[
-    Path | None, typer.Option("--notes", help="Write the notes to this file (CSV: else to stderr).")
-]
-_SiteOption = Annotated[str | None, typer.Option("--site", help="Site for every run (default: as recorded).")]
-_IntensityOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--intensity",
-        help="Hourly carbon intensity file (overrides the site's source), in one of the formats of "
-        "--intensity-format.",
-    ),
-]
-_IntensityFormatOption = Annotated[
-    str,
-    typer.Option("--intensity-format", help=f"The file's format: {formats_help()}."),
-]
-_AuthorityOption = Annotated[
-    str | None, typer.Option("--authority", help="EIA-930 balancing authority code (e.g. ERCO).")
-]
-_WaterOption = Annotated[WaterConvention, typer.Option("--water-convention", help="paper or green-grid.")]
-_PrometheusOption = Annotated[
-    str | None,
-    typer.Option(
-        "--prometheus", help="Take energy from this Prometheus (what its counters counted in the run)."
-    ),
-]
-_DcgmOption = Annotated[
-    bool,
-    typer.Option(
-        "--dcgm",
-        help="With --prometheus: GPU energy of --start..--end from dcgm-exporter's "
-        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter (no ledger needed).",
-    ),
-]
-_StartOption = Annotated[
-    str | None, typer.Option("--start", help="With --dcgm: start, ISO 8601 (UTC) or Unix seconds.")
-]
-_EndOption = Annotated[str | None, typer.Option("--end", help="With --dcgm: end, likewise.")]
-_HostsOption = Annotated[
-    str, typer.Option("--hosts", help="With --dcgm: SLURM node list (node[01-04]) or host names.")
-]
-_GpusOption = Annotated[
-    str, typer.Option("--gpus", help="With --dcgm: GPU indices or UUIDs, comma-separated.")
-]
-_SlurmJobOption = Annotated[
-    str | None,
-    typer.Option("--slurm-job", help="With --dcgm: job id (dcgm-exporter's hpc_job label)."),
-]
-_OverheadOption = Annotated[
-    float | None,
-    typer.Option(
-        "--overhead",
-        help="Multiply GPU energy by this for the rest of the server on runs that measured only GPUs "
-        "(e.g. 1.74, Olmo 3 follow-up arXiv 2605.01158).",
-    ),
-]
-_OverheadSourceOption = Annotated[
-    str | None, typer.Option("--overhead-source", help="Where your --overhead factor comes from.")
-]
-_PowerOption = Annotated[
-    bool, typer.Option("--power", help="Also show power fluctuation: % of limit, dips, swing, ramp.")
-]
-_StrictOption = Annotated[
-    bool,
-    typer.Option(
-        "--strict",
-        help="Gate every run (finished, nothing simulated, every device for the whole run, gaps under 1 %, "
-        "counters checked at start-up, rows inside the run, intensity hours covered): each row says "
-        "'measurement valid', and a run that is not is refused, with its reasons (CSV/JSON: always gated).",
-    ),
-]
 _DCGM_NEEDS = "--dcgm needs --prometheus URL, --start, --end and --site (see `wattlog sites`)"
 
 
 def table(
-    runs: _RunsOption = None,
-    project: _ProjectOption = None,
-    by: _ByOption = None,
-    reference: _ReferenceOption = False,
+    runs: RunsOption = None,
+    project: ProjectOption = None,
+    by: ByOption = None,
+    reference: ReferenceOption = False,
     fmt: FormatOption = TableFormat.RICH,
-    notes_file: _NotesFileOption = None,
+    notes_file: NotesFileOption = None,
     db: DbOption = None,
-    site: _SiteOption = None,
+    site: SiteOption = None,
     sites_file: SitesFileOption = None,
-    intensity: _IntensityOption = None,
-    intensity_format: _IntensityFormatOption = "auto",
-    authority: _AuthorityOption = None,
-    water: _WaterOption = WaterConvention.PAPER,
-    prometheus: _PrometheusOption = None,
-    dcgm: _DcgmOption = False,
-    start: _StartOption = None,
-    end: _EndOption = None,
-    hosts: _HostsOption = "",
-    gpus: _GpusOption = "",
-    slurm_job: _SlurmJobOption = None,
-    overhead: _OverheadOption = None,
-    overhead_source: _OverheadSourceOption = None,
-    power: _PowerOption = False,
-    strict: _StrictOption = False,
+    intensity: IntensityOption = None,
+    intensity_format: IntensityFormatOption = "auto",
+    authority: AuthorityOption = None,
+    water: WaterOption = WaterConvention.PAPER,
+    prometheus: PrometheusOption = None,
+    dcgm: DcgmOption = False,
+    start: StartOption = None,
+    end: EndOption = None,
+    hosts: HostsOption = "",
+    gpus: GpusOption = "",
+    slurm_job: SlurmJobOption = None,
+    overhead: OverheadOption = None,
+    overhead_source: OverheadSourceOption = None,
+    power: PowerOption = False,
+    strict: StrictOption = False,
     market_file: MarketFileOption = None,
 ) -> None:
     """Print a Table-19-style footprint of runs: energy, PUE, carbon intensity, tCO2eq, WUE, water."""
@@ -159,22 +95,14 @@ def table(
     out = _Output(fmt, notes_file)
     hourly = read_intensity(intensity, intensity_format, authority=authority) if intensity else None
     if dcgm:
+        from wattlog.accounting.dcgm_energy import dcgm_row_at  # HTTP client and parsers: --dcgm only
+
         if not prometheus or not start or not end or not site:
             raise ConfigError(_DCGM_NEEDS)
-        chosen = get_site(site, site_catalog(sites_file))
-        row = dcgm_row_at(
-            db,
-            prometheus,
-            start,
-            end,
-            chosen,
-            hosts=hosts,
-            gpus=gpus,
-            job=slurm_job,
-            intensity=hourly,
-            convention=water,
-        )
-        rows = [*(reference_table_rows() if reference else []), row]
+        where = get_site(site, site_catalog(sites_file))
+        scope = {"hosts": hosts, "gpus": gpus, "job": slurm_job, "intensity": hourly, "convention": water}
+        row = dcgm_row_at(db, prometheus, start, end, where, **scope)
+        rows = [*(_reference_rows() if reference else []), row]
         _emit(rows, out, [*footnotes(rows), f"Energy: {prometheus} (dcgm-exporter)."])
         return
     options = TableOptions(
@@ -187,6 +115,13 @@ def table(
         strict=strict,
     )
     _ledger_table(_Selection(runs or [], project, by, reference, power, market_file), db, options, out)
+
+
+def _reference_rows() -> list[TableRow]:
+    """The published rows (Table 19, OPT-175B), read only when asked for."""
+    from wattlog.accounting.reference import reference_table_rows
+
+    return reference_table_rows()
 
 
 def _check_choice(runs: bool, project: str | None, by: str | None, market_clash: bool) -> None:
@@ -221,7 +156,7 @@ class _Selection:
 
 def _ledger_table(selection: _Selection, db: str | None, options: TableOptions, out: _Output) -> None:
     """The table of recorded runs (after the published rows, with --reference)."""
-    rows: list[TableRow] = reference_table_rows() if selection.reference else []
+    rows: list[TableRow] = _reference_rows() if selection.reference else []
     if selection.reference and not selection.runs and not selection.project and _no_sqlite_file(db):
         _emit(rows, out, [*footnotes(rows), f"No ledger at {describe_url(db)}: published rows only."])
         return
@@ -238,6 +173,8 @@ def _ledger_table(selection: _Selection, db: str | None, options: TableOptions, 
             return
         chosen, run_rows, tail = _chosen_rows(ledger, selection, options, describe_url(db))
         if selection.market_file is not None:  # market-based beside location-based, method named
+            from wattlog.accounting.market_columns import add_market_columns
+
             run_rows, market_notes = add_market_columns(
                 ledger, chosen, run_rows, options, selection.market_file
             )
@@ -259,6 +196,8 @@ def _chosen_rows(
     if selection.project:
         chosen = ledger.runs(selection.project)
         _check_runs(ledger, chosen, where)
+        from wattlog.accounting.project_rows import project_rows
+
         return chosen, project_rows(ledger, selection.project, options), tail
     if selection.runs:
         chosen = [ledger.get_run(r) for r in selection.runs]
@@ -303,10 +242,14 @@ def _show_runs(
     if out.fmt is TableFormat.HF:
         if len(chosen) != 1 or selection.project:
             raise ConfigError("--format hf describes one run: give exactly one run name")
+        from wattlog.accounting.model_card import model_card_facts
+
         print(model_card_facts(ledger, chosen[0], rows[-1], options), end="")
         return
     _emit(rows, out, [*footnotes(rows), *tail])
     if selection.power and chosen:
+        from wattlog.accounting.power_report import power_grid
+
         headers, cells, notes = power_grid(ledger, chosen)
         show(render_grid(headers, cells, notes, _grid_format(out.fmt), right=set(range(1, 8))))
 
@@ -355,6 +298,8 @@ def _show_project(
 ) -> None:
     grids = project_tables(ledger, project, by, options)
     if fmt in (TableFormat.JSON, TableFormat.CSV):
+        from wattlog.accounting.exports import grids_csv, grids_json
+
         show(grids_json(grids) if fmt is TableFormat.JSON else grids_csv(grids))
         if fmt is TableFormat.CSV or notes_file is not None:
             _write_notes([n for g in grids for n in g.notes], notes_file)

@@ -6,6 +6,9 @@ times in one process:
 
 - `wattlog table RUN` end to end (in-process `main`, so imports are paid once), without and with a
   restart event in the run;
+- the same as a new process, what a user waits for (`python -m wattlog table RUN`, the median of
+  `--rounds` runs, imports and bytecode cache included), beside the floor no table can go under:
+  a new interpreter importing SQLModel and the ledger's models;
 - with an hourly intensity series (`--intensity` over the month: the table sums hour by hour);
 - with `--raw-days N`, N days of the month kept raw (rows every `--raw-step-s`, 10 s on real
   agents: 62 M rows for 1,024 GPUs x 7 days, past this machine, so a longer step stands in);
@@ -15,7 +18,7 @@ times in one process:
   the shown run only.
 
     .venv/bin/python -m bench.ledger_table [--gpus 1024] [--days 30] [--raw-days 7] [--raw-step-s 600]
-        [--backends sqlite,postgresql] [--no-baselines]
+        [--backends sqlite,postgresql] [--no-baselines] [--rounds 7]
 """
 
 from __future__ import annotations
@@ -23,6 +26,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
+import resource
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -101,6 +109,35 @@ def table(url: str, run: str, *extra: str) -> None:
         raise RuntimeError(f"wattlog table {run} exited {code}")
 
 
+FLOOR = ["-c", "import sqlmodel, wattlog.accounting.ledger.models"]
+"""What every table pays in a new process: SQLAlchemy's ORM, SQLModel and the ledger's models."""
+
+
+def new_process_s(args: list[str], rounds: int) -> tuple[float, float]:
+    """The median wall and CPU (user + sys) seconds of `rounds` fresh `python ARGS` processes."""
+    # bytecode cached, as in an installed wattlog (a machine may set PYTHONDONTWRITEBYTECODE)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    walls, cpus = [], []
+    for _ in range(rounds + 1):  # the first writes the bytecode cache: not counted
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        subprocess.run([sys.executable, *args], stdout=subprocess.DEVNULL, check=True, env=env)
+        walls.append(time.perf_counter() - t)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(walls[1:]), statistics.median(cpus[1:])
+
+
+def process_line(url: str, label: str, rounds: int, *extra: str) -> str:
+    """One case as a new process, beside the import floor timed in the same rounds (wall / CPU)."""
+    table_wall, table_cpu = new_process_s(["-m", "wattlog", "table", "month", "--db", url, *extra], rounds)
+    floor_wall, floor_cpu = new_process_s(FLOOR, rounds)
+    return (
+        f"  new process {label:24s} {table_wall:5.3f} s wall, {table_cpu:5.3f} s CPU "
+        f"(median of {rounds}; import floor {floor_wall:.3f} s wall, {floor_cpu:.3f} s CPU)"
+    )
+
+
 def hourly_series(path: Path, days: int) -> Path:
     """An hourly intensity CSV over the month (0.2-0.5 kg/kWh through each day)."""
     lines = ["timestamp,kg_co2_per_kwh"]
@@ -129,10 +166,13 @@ def bench(url: str, args: argparse.Namespace, folder: Path) -> list[str]:
     series = str(hourly_series(folder / "grid.csv", args.days))
     table(url, "month")  # warm: imports, caches
     lines.append(f"wattlog table month (no restart)       {seconds(lambda: table(url, 'month')):7.3f} s")
+    lines.append(process_line(url, "(no restart)", args.rounds))
     hourly_s = seconds(lambda: table(url, "month", "--intensity", series))
     lines.append(f"wattlog table month --intensity hourly {hourly_s:7.3f} s")
+    lines.append(process_line(url, "--intensity hourly", args.rounds, "--intensity", series))
     ledger.record_event("month", "restart", time_s=T0 + 86_400.0 * args.days / 2)
     lines.append(f"wattlog table month (with a restart)   {seconds(lambda: table(url, 'month')):7.3f} s")
+    lines.append(process_line(url, "(with a restart)", args.rounds))
     if args.no_baselines:
         ledger.engine.dispose()
         return lines
@@ -159,6 +199,7 @@ def main_() -> None:
     parser.add_argument("--raw-step-s", type=int, default=600, help="seconds per raw row (divides 3600)")
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--no-baselines", action="store_true", help="skip the before-issue-27 timings")
+    parser.add_argument("--rounds", type=int, default=7, help="new processes timed per case")
     args = parser.parse_args()
     with ExitStack() as stack:
         for backend in args.backends.split(","):

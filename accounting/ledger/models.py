@@ -132,13 +132,20 @@ IMPOSSIBLE_ENERGY_SQL = (
 starts). Both engines keep a partial index of such rows, so checking a run's rows reads that (empty)
 index, not its 737,280 rows; a query uses it only when its WHERE holds this exact text."""
 
+LONG_ROW_SQL = "end_s - start_s > 3600"
+"""An energy row longer than an hour (an import or a published figure; flushes and hourly rows are
+not): a partial index holds only these, so a reader bounds how far back a row can reach without
+scanning the run's rows; as above, a query uses it only with this exact text."""
+
 
 class EnergyRecord(SQLModel, table=True):
     """IT energy of one device over one flush interval (raw) or one hour (hourly), with its source."""
 
     __tablename__ = "energy_record"
     __table_args__ = (
-        Index("ix_energy_run_hour", "run_id", "hour"),
+        # energy_j too: a run's joules per hour (what an hourly intensity multiplies) read from
+        # the index alone, without a lookup of each row (SQLite: 0.15-0.24 -> 0.08 s, 1,024-GPU month)
+        Index("ix_energy_run_hour", "run_id", "hour", "energy_j"),
         Index("ix_energy_resolution_hour", "resolution", "hour"),
         # a flush's duplicate check reads its own host's raw keys of the hour, never the whole fleet's
         # (resolution before hour: with it after, SQLite plans on ix_energy_resolution_hour instead)
@@ -148,6 +155,9 @@ class EnergyRecord(SQLModel, table=True):
             "run_id",
             sqlite_where=text(IMPOSSIBLE_ENERGY_SQL),
             postgresql_where=text(IMPOSSIBLE_ENERGY_SQL),
+        ),
+        Index(
+            "ix_energy_long", "run_id", sqlite_where=text(LONG_ROW_SQL), postgresql_where=text(LONG_ROW_SQL)
         ),
     )
 
