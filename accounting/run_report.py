@@ -26,6 +26,7 @@ from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
 from wattlog.accounting.split import energy_split
 from wattlog.accounting.units import readable, readable_range, sig3, unit_for
+from wattlog.accounting.validity import ValidityLimits
 
 
 def split_table(ledger: Ledger, run: str) -> Table:
@@ -44,7 +45,10 @@ def split_table(ledger: Ledger, run: str) -> Table:
 def print_run_report(ledger: Ledger, run: str, db: str | None, console: Console | None = None) -> None:
     """Print the published rows, then the run's row; its figures in readable units; its energy split."""
     console = console or Console()
-    row = run_row(ledger, ledger.get_run(run), TableOptions(catalog=site_catalog()))
+    # gated as `wattlog table` is: the row beside Table 19 is marked when not fit to publish
+    row = run_row(
+        ledger, ledger.get_run(run), TableOptions(catalog=site_catalog(), validity=ValidityLimits())
+    )
     rows = [*reference_table_rows(table19_only=True), row]
     show(render(rows, TableFormat.RICH, footnotes(rows)), console)
     console.print(split_table(ledger, run))

@@ -39,6 +39,7 @@ from wattlog.accounting.ranges import Quantity, bounds
 from wattlog.accounting.render import TableFormat, TableRow, footnotes, render
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.validity import ValidityLimits
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.telemetry.agent import AgentConfig
 
@@ -219,8 +220,9 @@ def _alive(pid: int) -> bool:
 
 
 def job_row(ledger: Ledger, run: str, site: str) -> tuple[TableRow, str]:
-    """The run's Table-19 row and its site (`site` when given, else the one recorded)."""
-    options = TableOptions(catalog=site_catalog(None), site=site or None)
+    """The run's Table-19 row, gated like every table's (a simulated or gappy run is marked), and its
+    site (`site` when given, else the one recorded)."""
+    options = TableOptions(catalog=site_catalog(None), site=site or None, validity=ValidityLimits())
     info = ledger.get_run(run)
     return run_row(ledger, info, options), site or info.site
 
@@ -234,7 +236,8 @@ def _figure(value: Quantity | None, scale: float) -> float | list[float] | None:
 
 
 def comment(row: TableRow, run: str, site: str, *, final: bool, now: datetime | None = None) -> str:
-    """The AdminComment JSON: energy (J), CO2 (g), water (L), source, site, when, and whether final."""
+    """The AdminComment JSON: energy (J), CO2 (g), water (L), source, site, whether the measurement
+    passed the validity gate (null: not gated; the card says why not), when, and whether final."""
     document = {
         COMMENT_KEY: {
             "run": run,
@@ -243,6 +246,7 @@ def comment(row: TableRow, run: str, site: str, *, final: bool, now: datetime | 
             "water_l": _figure(row.water_kl, 1e3),
             "source": row.energy_source,
             "site": site or None,
+            "valid": None if row.validity is None else not row.validity,
             "final": final,
             "at": (now or datetime.now(UTC)).isoformat(timespec="seconds"),
         }

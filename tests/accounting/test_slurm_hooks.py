@@ -88,9 +88,15 @@ def test_the_comment_gives_joules_grams_and_litres_and_null_where_unknown() -> N
         "water_l": 1.548,
         "source": "counter",
         "site": "jupiter",
+        "valid": None,  # the row was not gated
         "final": True,
         "at": "2026-12-04T03:00:00+00:00",
     }
+    gated = json.loads(comment(_row(validity=("1 simulated device(s)",)), "s", "", final=True))["wattlog"]
+    assert (
+        gated["valid"] is False
+        and json.loads(comment(_row(validity=()), "s", "", final=True))["wattlog"]["valid"]
+    )
     siteless = _row(co2_t=None, water_kl=Range(0.001, 0.002), pue=None)
     figure = json.loads(comment(siteless, "slurm-7", "", final=False, now=NOW))["wattlog"]
     assert figure["co2_g"] is None and figure["site"] is None  # unknown is null, never 0
@@ -154,7 +160,11 @@ def test_agent_then_epilog_measure_comment_end_the_run_and_append_the_card(tmp_p
     # before the first flush the figure is unknown (null), never 0; the final one includes the last flush
     measured = [c["energy_j"] for c in live if c["energy_j"] is not None]
     assert isinstance(final["energy_j"], float) and measured and final["energy_j"] >= max(measured)  # type: ignore[type-var]
-    assert "wattlog: energy, CO2 and water of this job (run slurm-7" in out.read_text()
+    card = out.read_text()
+    assert "wattlog: energy, CO2 and water of this job (run slurm-7" in card
+    # gated as `wattlog table` is: a simulated device is no measurement (the card once said nothing)
+    assert final["valid"] is False and "slurm-7 (slurm-7, development) (NOT VALID)" in card
+    assert "NOT VALID: 1 simulated device(s)" in card
     assert Ledger(make_engine(db)).get_run("slurm-7").status == Status.FINISHED
 
 
