@@ -28,6 +28,18 @@ def tracker_kwargs(tmp_path: Path) -> dict[str, Any]:
     }
 
 
+def wait_for_energy(session: Any, timeout_s: float = 30.0) -> None:
+    """Wait until the session's agent has integrated energy (its figures carry ``wattlog/energy_j``).
+
+    A loop of instant stand-in steps logs within the agent's first readings, before the simulated
+    counters' first update, where the energy is unknown and no energy key is logged.
+    """
+    deadline = time.monotonic() + timeout_s
+    while "wattlog/energy_j" not in session.figures():
+        assert time.monotonic() < deadline, f"no energy integrated in {timeout_s} s"
+        time.sleep(0.02)
+
+
 def import_error_without(module: str, blocked: str) -> str:
     """The ImportError message of importing `module` in a fresh interpreter where `blocked` is missing."""
     code = (

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.integrations.conftest import import_error_without
+from tests.integrations.conftest import import_error_without, wait_for_energy
 from wattlog.accounting.ledger import Ledger, make_engine
 
 pytest.importorskip("olmo_core.train.callbacks")
@@ -41,6 +41,8 @@ def fit(callback: WattlogCallback, steps: int, crash_at: int | None = None) -> l
                 raise RuntimeError("simulated crash")
             callback.post_train_batch()
             metrics = {"train/CE loss": 3.0}
+            if callback.trainer.global_step == steps:  # stand-in steps are instant: let energy accrue
+                wait_for_energy(callback.session)
             callback.pre_log_metrics(callback.trainer.global_step, metrics)
             logged.append(metrics)
             if callback.trainer.global_step == 2:

@@ -8,16 +8,17 @@ from typing import Any
 
 import pytest
 
+from tests.integrations.conftest import wait_for_energy
 from wattlog.integrations.session import TrackerSession, figures_of, source_of
 from wattlog.records import EnergyFigure, Kind, Source
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo
 from wattlog.trainer.callbacks.speed import SpeedFigures
 
 
-def device(uuid: str, source: Source, energy_j: float) -> DeviceEnergy:
+def device(uuid: str, source: Source, energy_j: float, samples: int = 10) -> DeviceEnergy:
     info = DeviceInfo(uuid=uuid, name=uuid, kind=Kind.GPU, source=source, has_counter=True)
     return DeviceEnergy(
-        info, EnergyFigure(info.kind, info.source, energy_j, energy_j, energy_j), 100.0, 10, 0, 0.0
+        info, EnergyFigure(info.kind, info.source, energy_j, energy_j, energy_j), 100.0, samples, 0, 0.0
     )
 
 
@@ -36,6 +37,16 @@ class FakeTracker:
 
 def test_a_rank_without_the_agent_adds_nothing() -> None:
     assert figures_of(FakeTracker(site="jupiter")) == {}  # type: ignore[arg-type]
+
+
+def test_before_the_first_integrated_interval_the_energy_is_absent_not_0() -> None:
+    # found on OLMo-core's callback: a logging step within the agent's first reading logged
+    # energy_j 0.0 (band 0 - 0) beside power_w 1,307 W, a measurement of nothing
+    for samples in (1, 5):  # one reading; readings, but the counter has not moved since the first
+        early = FakeTracker(site="jupiter", devices=[device("g0", Source.COUNTER, 0.0, samples=samples)])
+        assert figures_of(early) == {"wattlog/power_w": 100.0}  # type: ignore[arg-type]
+    started = FakeTracker(site="jupiter", devices=[device("g0", Source.COUNTER, 50.0, samples=2)])
+    assert figures_of(started)["wattlog/energy_j"] == 50.0  # type: ignore[arg-type]
 
 
 def test_no_site_gives_energy_only_and_mixed_sources_say_so() -> None:
@@ -82,7 +93,7 @@ def test_every_rank_reports_and_only_the_nodes_local_rank_0_measures(tracker_kwa
         assert first.tracker is not None and first.tracker.agent is not None
         assert second.tracker is not None and second.tracker.agent is None
         assert second.figures() == {}  # nothing measured twice: the node's energy is rank 0's
-        assert "wattlog/energy_j" in first.figures()
+        wait_for_energy(first)  # rank 0's agent measures
     finally:
         second.end()
         first.end()

@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from tests.integration.servers import free_port
+from tests.integrations.conftest import wait_for_energy
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.jobs import rank_progress
 
@@ -103,9 +104,12 @@ class Trainer:
         self.metrics_processor = MetricsProcessor()
         self.checkpointer = checkpointer
         checkpointer.trainer = self
+        self.session: Any = None  # the tracker session attach() returned
 
     def train_step(self, data_iterator: Any) -> None:
         next(data_iterator)
+        if self.step == 1 and self.session is not None:  # warm-up: long enough for a counter update
+            wait_for_energy(self.session)
         self.ntokens_seen += TOKENS
         self.metrics_processor.ntokens_since_last_log += TOKENS
         if self.step == self.crash_at:
@@ -134,7 +138,7 @@ def tracker_kwargs(tracker_kwargs: dict[str, Any]) -> dict[str, Any]:
 
 def _run(trainer: Trainer, run: str, kwargs: dict[str, Any]) -> Recorded:
     recorded = trainer.metrics_processor.logger
-    attach(trainer, run=run, tracker_kwargs=kwargs)
+    trainer.session = attach(trainer, run=run, tracker_kwargs=kwargs)
     try:
         trainer.train()
     finally:

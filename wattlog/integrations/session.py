@@ -67,22 +67,27 @@ def figures_of(
         catalog: Sites by name (None: the built-in catalog and ``$WATTLOG_SITES_FILE``'s).
 
     Returns:
-        {} on a rank that measures nothing (its node's agent runs on local rank 0).
+        {} on a rank that measures nothing (its node's agent runs on local rank 0); only the power
+        before the agent has integrated its first interval.
     """
     devices = tracker.snapshot()
     if not devices:
         return {}
-    energy_j = sum(d.energy_j for d in devices)
-    out: dict[str, float] = {
-        f"{PREFIX}/energy_j": energy_j,
-        # the band beside the figure: summed over devices, as the energy is
-        f"{PREFIX}/energy_j_low": sum(d.low_j for d in devices),
-        f"{PREFIX}/energy_j_high": sum(d.high_j for d in devices),
-        f"{PREFIX}/energy_kwh": j_to_kwh(energy_j),
-    }
+    out: dict[str, float] = {}
     power_w = tracker.power_w()
     if power_w is not None:
         out[f"{PREFIX}/power_w"] = power_w
+    if not any(d.samples >= 2 and d.high_j > 0 for d in devices):
+        # nothing integrated yet (a logging step within the agent's first readings, or before a
+        # counter's first update): the energy is unknown, so no energy, CO2 or water key, never a
+        # 0 J figure with a 0 - 0 J band beside 1,300 W
+        return out
+    energy_j = sum(d.energy_j for d in devices)
+    out[f"{PREFIX}/energy_j"] = energy_j
+    # the band beside the figure: summed over devices, as the energy is
+    out[f"{PREFIX}/energy_j_low"] = sum(d.low_j for d in devices)
+    out[f"{PREFIX}/energy_j_high"] = sum(d.high_j for d in devices)
+    out[f"{PREFIX}/energy_kwh"] = j_to_kwh(energy_j)
     if tracker.site:
         site = get_site(tracker.site, catalog if catalog is not None else run_catalog())
         mwh = j_to_mwh(energy_j)
