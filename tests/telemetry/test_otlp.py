@@ -130,6 +130,7 @@ def test_otlp_totals_over_http_equal_the_ledger(tmp_path: Path, httpserver: HTTP
     ledger_j = {t.device: t.energy_j for t in ledger.energy_totals(run.id)}
     assert set(receiver.energy_j) == set(ledger_j)
     for device, joules in ledger_j.items():
+        print(f"{device}: OTLP hw.energy {receiver.energy_j[device]:.3f} J, ledger {joules:.3f} J")  # -s
         assert joules > 0
         assert receiver.energy_j[device] == pytest.approx(joules, rel=1e-3)
 
