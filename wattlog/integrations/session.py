@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -25,6 +25,7 @@ from wattlog.accounting.ranges import Quantity, bounds
 from wattlog.accounting.sites import Site, get_site, run_catalog
 from wattlog.accounting.units import j_to_kwh, j_to_mwh
 from wattlog.events import EventCategory, EventKind
+from wattlog.telemetry.types import DeviceEnergy
 from wattlog.trainer.callbacks.speed import SpeedFigures
 from wattlog.trainer.tracker import Tracker
 
@@ -77,17 +78,11 @@ def figures_of(
     power_w = tracker.power_w()
     if power_w is not None:
         out[f"{PREFIX}/power_w"] = power_w
-    if not any(d.samples >= 2 and d.high_j > 0 for d in devices):
-        # nothing integrated yet (a logging step within the agent's first readings, or before a
-        # counter's first update): the energy is unknown, so no energy, CO2 or water key, never a
-        # 0 J figure with a 0 - 0 J band beside 1,300 W
+    energy = _energy_keys(devices)
+    if not energy:  # unknown yet: no energy, CO2 or water key
         return out
-    energy_j = sum(d.energy_j for d in devices)
-    out[f"{PREFIX}/energy_j"] = energy_j
-    # the band beside the figure: summed over devices, as the energy is
-    out[f"{PREFIX}/energy_j_low"] = sum(d.low_j for d in devices)
-    out[f"{PREFIX}/energy_j_high"] = sum(d.high_j for d in devices)
-    out[f"{PREFIX}/energy_kwh"] = j_to_kwh(energy_j)
+    out.update(energy)
+    energy_j = energy[f"{PREFIX}/energy_j"]
     if tracker.site:
         site = get_site(tracker.site, catalog if catalog is not None else run_catalog())
         mwh = j_to_mwh(energy_j)
@@ -102,6 +97,24 @@ def figures_of(
     if speed is not None and speed.mfu is not None:
         out[f"{PREFIX}/mfu"] = speed.mfu
     return out
+
+
+def _energy_keys(devices: Sequence[DeviceEnergy]) -> dict[str, float]:
+    """The devices' energy summed, with its band beside it ({} while nothing is integrated).
+
+    Nothing is integrated during the agent's first readings, or before a counter's first update:
+    the energy is unknown then, and a 0 J figure with a 0 - 0 J band beside 1,300 W would say it
+    was measured as nothing.
+    """
+    if not any(d.samples >= 2 and d.high_j > 0 for d in devices):
+        return {}
+    energy_j = sum(d.energy_j for d in devices)
+    return {
+        f"{PREFIX}/energy_j": energy_j,
+        f"{PREFIX}/energy_j_low": sum(d.low_j for d in devices),
+        f"{PREFIX}/energy_j_high": sum(d.high_j for d in devices),
+        f"{PREFIX}/energy_kwh": j_to_kwh(energy_j),
+    }
 
 
 def source_of(tracker: Tracker) -> str | None:
