@@ -58,12 +58,16 @@ def print_run_report(ledger: Ledger, run: str, db: str | None, console: Console 
 
 
 def summary_lines(ledger: Ledger, run: str, db: str | None) -> list[str]:
-    """Four lines: energy (band, source), CO2 and water (or what to pass), the ledger, the table's command."""
+    """Energy (band, source), the validity gate's verdict when the run fails it, CO2 and water (or
+    what to pass), the ledger, the table's command."""
     info = ledger.get_run(run)
-    row = run_row(ledger, info, TableOptions(catalog=site_catalog()))
+    row = run_row(ledger, info, TableOptions(catalog=site_catalog(), validity=ValidityLimits()))
     db_part = f" --db {db}" if db else ""
+    # the last lines a run prints: a figure not fit to publish says so here too, not only in a table
+    verdict = [f"NOT VALID to publish: {'; '.join(row.validity)}"] if row.validity else []
     return [
         _energy_line(row, ledger.energy_totals(info.id)),
+        *verdict,
         _impact_line(row, info.site),
         f"Ledger: {describe_url(db)}",
         f"Full table beside Table 19: wattlog table {run} --reference{db_part}",

@@ -51,7 +51,9 @@ def test_a_command_that_cannot_start_has_its_error_printed_last(tmp_path: Path) 
         check=False,
     )
     lines = done.stdout.splitlines()
-    assert done.returncode == 127 and len(lines) <= 7, done.stdout  # the start, five lines, the error
+    # the start, five lines, the gate's verdict (a failed run is not fit to publish), the error
+    assert done.returncode == 127 and len(lines) <= 8, done.stdout
+    assert "NOT VALID to publish: run failed, not finished" in lines
     assert lines[-1] == "error: command not found: wattlog-no-such-command"  # was above a 115-line table
 
 

@@ -22,11 +22,13 @@ def test_a_tracker_ends_with_the_runs_closing_lines(
 ) -> None:
     _run("py-run", db_url, sim, site="jupiter")
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 4  # before: nothing at all
+    assert len(lines) == 5  # before: nothing at all
     assert lines[0].startswith("Energy: ") and "(band " in lines[0] and "source: simulated" in lines[0]
-    assert lines[1].startswith("CO2 ") and "water " in lines[1] and "(site jupiter)" in lines[1]
-    assert lines[2].startswith("Ledger: ")
-    assert lines[3] == f"Full table beside Table 19: wattlog table py-run --reference --db {db_url}"
+    # the gate's verdict where a run ends, not only in its table (before: simulated, and nothing said)
+    assert lines[1] == "NOT VALID to publish: 2 simulated device(s): not a measurement"
+    assert lines[2].startswith("CO2 ") and "water " in lines[2] and "(site jupiter)" in lines[2]
+    assert lines[3].startswith("Ledger: ")
+    assert lines[4] == f"Full table beside Table 19: wattlog table py-run --reference --db {db_url}"
 
 
 def test_without_a_site_the_tracker_says_what_to_pass(
@@ -35,7 +37,8 @@ def test_without_a_site_the_tracker_says_what_to_pass(
     _run("no-site", db_url, sim, site="")
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("Energy: ") and "source: simulated" in lines[0]
-    assert lines[1].startswith("CO2, water: no site given; pass site=...")
+    assert lines[1].startswith("NOT VALID to publish: ")
+    assert lines[2].startswith("CO2, water: no site given; pass site=...")
 
 
 def test_quiet_silences_and_table_prints_the_run_beside_table_19(
