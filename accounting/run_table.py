@@ -47,7 +47,7 @@ class TableOptions:
         calibrations: Site -> its measured multiplier (accounting.calibration), used instead of
             `overhead` for that site's runs that measured only GPUs (the constant stays the fallback).
         validity: Gate each run with these limits and mark an invalid one "NOT VALID: ..." in its
-            notes (None: no gate, unless `strict`).
+            notes: on by default, so no path publishes a row ungated (None: no gate, unless `strict`).
         strict: Refuse a run the gate finds invalid (ConfigError naming its reasons).
     """
 
@@ -59,7 +59,7 @@ class TableOptions:
     now_s: Callable[[], float] = field(default=time.time)
     overhead: Overhead | None = None
     calibrations: Mapping[str, Overhead] = field(default_factory=dict)
-    validity: ValidityLimits | None = None
+    validity: ValidityLimits | None = field(default_factory=ValidityLimits)
     strict: bool = False
 
 

@@ -39,7 +39,6 @@ from wattlog.accounting.ranges import Quantity, bounds
 from wattlog.accounting.render import TableFormat, TableRow, footnotes, render
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
-from wattlog.accounting.validity import ValidityLimits
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.telemetry.agent import AgentConfig
 
@@ -222,7 +221,7 @@ def _alive(pid: int) -> bool:
 def job_row(ledger: Ledger, run: str, site: str) -> tuple[TableRow, str]:
     """The run's Table-19 row, gated like every table's (a simulated or gappy run is marked), and its
     site (`site` when given, else the one recorded)."""
-    options = TableOptions(catalog=site_catalog(None), site=site or None, validity=ValidityLimits())
+    options = TableOptions(catalog=site_catalog(None), site=site or None)
     info = ledger.get_run(run)
     return run_row(ledger, info, options), site or info.site
 

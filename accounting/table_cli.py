@@ -55,7 +55,6 @@ from wattlog.accounting.table_options import (
     StrictOption,
     WaterOption,
 )
-from wattlog.accounting.validity import ValidityLimits
 from wattlog.accounting.verify import check_ledger
 from wattlog.errors import ConfigError
 from wattlog.options import DbOption, FormatOption, SitesFileOption
@@ -162,8 +161,6 @@ def _ledger_table(selection: _Selection, db: str | None, options: TableOptions, 
         return
     engine = make_engine(db, create=False)
     options = replace(options, calibrations={**stored_calibrations(), **options.calibrations})
-    # every format marks an invalid run (text in its notes, CSV/JSON in `valid` too): Table 19's rule
-    options = replace(options, validity=options.validity or ValidityLimits())
     try:
         ledger = Ledger(engine)
         reap_before_reading(ledger)  # a run whose agent died shows as lost, with its gap

@@ -29,7 +29,6 @@ from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
 from wattlog.accounting.sites import run_catalog
 from wattlog.accounting.split import energy_split
 from wattlog.accounting.units import j_to_kwh, sig3
-from wattlog.accounting.validity import ValidityLimits
 from wattlog.events import EventKind
 from wattlog.records import Kind
 
@@ -268,7 +267,7 @@ def report_options() -> TableOptions:
     """How the page turns runs into rows: as `wattlog table`'s exports do (built-in sites and
     ``$WATTLOG_SITES_FILE``'s, stored calibrations, the validity gate on), so the run's CSV
     download is byte for byte the CLI's."""
-    return TableOptions(catalog=run_catalog(), calibrations=stored_calibrations(), validity=ValidityLimits())
+    return TableOptions(catalog=run_catalog(), calibrations=stored_calibrations())
 
 
 def load_summary(

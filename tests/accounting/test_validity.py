@@ -104,11 +104,15 @@ def test_each_reason_marks_the_run_and_strict_refuses_it(ledger: Ledger, name: s
         run_row(ledger, ledger.get_run(name), TableOptions(catalog=site_catalog(), strict=True))
 
 
-def test_the_gap_limit_is_a_setting_and_the_gate_is_off_unless_asked(ledger: Ledger) -> None:
+def test_the_gap_limit_is_a_setting_and_the_gate_is_on_unless_turned_off(ledger: Ledger) -> None:
     loose = TableOptions(catalog=site_catalog(), validity=ValidityLimits(max_gap_fraction=0.05))
     assert "measurement valid" in run_row(ledger, ledger.get_run("gappy"), loose).notes
+    # on by default: every path that builds a row (table, SLURM card, run summary, report) is gated;
+    # before, each had to ask, and the SLURM card and the run summary did not
     plain = run_row(ledger, ledger.get_run("simulated"), TableOptions(catalog=site_catalog()))
-    assert not [n for n in plain.notes if "VALID" in n]
+    assert plain.validity and [n for n in plain.notes if "NOT VALID" in n]
+    off = run_row(ledger, ledger.get_run("simulated"), TableOptions(catalog=site_catalog(), validity=None))
+    assert off.validity is None and not [n for n in off.notes if "VALID" in n]
     with pytest.raises(ConfigError, match="max_gap_fraction"):
         ValidityLimits(max_gap_fraction=1.5)
 
