@@ -40,11 +40,12 @@ HEAVY = (
 )
 
 
-def _time(args: list[str]) -> tuple[float, float]:
-    """Wall seconds and CPU seconds (user + sys: less sensitive to the load) of one fresh process."""
+def process_seconds(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + sys: less sensitive to the load) of one fresh
+    ``python ARGS`` process, its output swallowed (`env`: None inherits this one's)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run([sys.executable, *args], stdout=subprocess.DEVNULL, check=True)
+    subprocess.run([sys.executable, *args], stdout=subprocess.DEVNULL, check=True, env=env)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -79,7 +80,7 @@ def main() -> None:
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in CASES}
     for _ in range(rounds):
         for name, args in CASES.items():
-            times[name].append(_time(args))
+            times[name].append(process_seconds(args))
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs, {rounds} rounds")
     for name, values in times.items():
         wall, cpu = [v[0] for v in values], [v[1] for v in values]

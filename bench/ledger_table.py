@@ -27,10 +27,7 @@ import argparse
 import contextlib
 import io
 import os
-import resource
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -40,6 +37,7 @@ from typing import Any
 
 from sqlalchemy import insert, text
 
+from bench.cli_start import process_seconds
 from bench.ingest import T0
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.ledger.models import Resolution, hour_of
@@ -117,15 +115,9 @@ def new_process_s(args: list[str], rounds: int) -> tuple[float, float]:
     """The median wall and CPU (user + sys) seconds of `rounds` fresh `python ARGS` processes."""
     # bytecode cached, as in an installed wattlog (a machine may set PYTHONDONTWRITEBYTECODE)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    walls, cpus = [], []
-    for _ in range(rounds + 1):  # the first writes the bytecode cache: not counted
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t = time.perf_counter()
-        subprocess.run([sys.executable, *args], stdout=subprocess.DEVNULL, check=True, env=env)
-        walls.append(time.perf_counter() - t)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return statistics.median(walls[1:]), statistics.median(cpus[1:])
+    # the first writes the bytecode cache: not counted
+    walls, cpus = zip(*[process_seconds(args, env) for _ in range(rounds + 1)][1:], strict=True)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def process_line(url: str, label: str, rounds: int, *extra: str) -> str:
