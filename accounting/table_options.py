@@ -89,9 +89,10 @@ StrictOption = Annotated[
     bool,
     typer.Option(
         "--strict",
-        help="Gate every run (finished, nothing simulated, every device for the whole run, gaps under 1 %, "
-        "counters checked at start-up, rows inside the run, intensity hours covered): each row says "
-        "'measurement valid', and a run that is not is refused, with its reasons (CSV/JSON: always gated).",
+        help="Refuse a run the validity gate finds invalid, with its reasons (finished, nothing simulated, "
+        "every device for the whole run, gaps under 1 %, counters checked at start-up, rows inside the run, "
+        "intensity hours covered); each row shown says 'measurement valid'. Without it every format still "
+        "marks an invalid run.",
     ),
 ]
 MarketFileOption = Annotated[
