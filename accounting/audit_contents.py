@@ -40,8 +40,9 @@ SITE_FIGURES = ("pue", "wue_onsite_l_per_kwh", "wue_offsite_l_per_kwh", "carbon_
 def power_series(rows: Sequence[EnergyInterval]) -> dict[str, Any]:
     """Per device: its rows' ends and mean power (W, to the milliwatt, NVML's own unit), in time order.
 
-    The counter series is the running sum of the device's `energy_j` in rows.json: written out
-    again it held the bundle's least compressible numbers (a 1,024-GPU month 1.41 GB, bench.audit_size).
+    The counter series is the running sum of the device's `energy_j` in the rows (rows/, coded as
+    accounting.audit_rows says): written out again it held the bundle's least compressible numbers
+    (a 1,024-GPU month 1.41 GB, bench.audit_size).
     """
     devices: dict[str, dict[str, Any]] = {}
     for row in rows:
@@ -57,7 +58,8 @@ def power_series(rows: Sequence[EnergyInterval]) -> dict[str, Any]:
         "resolution_s": spans[len(spans) // 2] if spans else None,
         "what": (
             "the ledger's rows: mean power per row (W, to the mW); each device's energy counter since the "
-            "run's start is the running sum of its rows' energy_j in rows.json"
+            "run's start is the running sum of its rows' energy_j (rows/energy_j.bin, coded as "
+            "rows/streams.json says)"
         ),
         "devices": devices,
     }

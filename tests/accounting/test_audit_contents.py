@@ -62,7 +62,7 @@ def test_the_bundle_holds_series_intensity_profiles_config_and_exports(bundle: P
     gpu0 = series["devices"]["n0/gpu0"]
     assert series["resolution_s"] == 60.0 and len(gpu0["power_w"]) == 120
     assert gpu0["power_w"][1] == round((7000.0 + 60 % 37) / 60, 3)  # W to the mW
-    assert "running sum" in series["what"] and "energy_j" not in gpu0  # the counter: rows.json's running sum
+    assert "running sum" in series["what"] and "energy_j" not in gpu0  # the counter: the rows' running sum
     intensity = _json(bundle, "intensity.json")
     assert intensity["hours"] == {str(HOUR): 0.41, str(HOUR + 3600): 0.38}
     assert intensity["provenance"][str(HOUR + 3600)] == {"source": "EIA-930", "estimated": True}
