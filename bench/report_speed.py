@@ -11,6 +11,9 @@ change to the report's Python shortens); the first load is cold (the server impo
 the rest warm (a new browser tab each time, the server already running; with --cached the tabs
 share the browser's cache, as a person reopening the report). Also the CPU seconds of server and
 browser together (less sensitive to the machine's load). Target: warm first figures under 2 s.
+Then the same loads of a floor (bench/report_floor_app.py: a heading, a select box and four charts
+in Streamlit, nothing of the report), served the same way in the same run: what no change to the
+report can go below, and the report's time as a ratio of it.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from pathlib import Path
 import psutil
 
 from tests.dashboards.seed import RUN, seed_ledger
-from tests.integration.servers import free_port, wattlog_process
+from tests.integration.servers import free_port, serving_process, wattlog_process
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
+from wattlog.dashboards.cli import streamlit_command
 from wattlog.records import EnergyInterval, Kind, Source
 
 CHROMIUM = "/usr/bin/chromium"
@@ -136,6 +140,39 @@ def first_figures(
     return times
 
 
+def floor_times(folder: Path, loads: int, cached: bool) -> list[Load]:
+    """The same loads of bench/report_floor_app.py, served as `wattlog report` serves the report."""
+    port = free_port()
+    command = streamlit_command("127.0.0.1", port, app=Path(__file__).with_name("report_floor_app.py"))
+    base = f"http://127.0.0.1:{port}"
+    health = f"{base}/_stcore/health"
+    with serving_process(
+        command, folder / "floor.log", health, "floor", healthy=lambda b: b == b"ok", timeout_s=60
+    ):
+        return first_figures(base, loads, FIRST_FIGURE, cached)
+
+
+def print_warm(report: list[Load], floor: list[Load]) -> None:
+    """The warm loads' medians: the report's against the target and against the floor's."""
+    median = statistics.median(w.figures_s for w in report)
+    verdict = "under" if median < TARGET_S else "OVER"
+    print(
+        f"warm first figures: median {median:.2f} s, max {max(w.figures_s for w in report):.2f} s "
+        f"({verdict} {TARGET_S} s); CPU (server + browser) median "
+        f"{statistics.median(w.figures_cpu_s for w in report):.2f} s to the figures, "
+        f"{statistics.median(w.charts_cpu_s for w in report):.2f} s to the charts"
+    )
+    if floor:
+        floor_s = statistics.median(w.figures_s for w in floor)
+        floor_charts = statistics.median(w.charts_s for w in floor)
+        charts = statistics.median(w.charts_s for w in report)
+        print(
+            f"the floor (a Streamlit page of a heading, a select box and four charts, nothing of the "
+            f"report): first figure median {floor_s:.2f} s, charts {floor_charts:.2f} s; the report "
+            f"{median / floor_s:.2f}x ({median - floor_s:+.2f} s) and {charts / floor_charts:.2f}x"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=1000)
@@ -174,22 +211,15 @@ def main() -> None:
             timeout_s=60,
         ):
             times = first_figures(base, args.loads, args.first_figure, args.cached)
+        floor = floor_times(Path(tmp), args.loads, args.cached)
     for i, load in enumerate(times):
         kind = "cold" if i == 0 else "warm"
         print(
             f"load {i + 1} ({kind}): picker {load.picker_s:.2f} s, first figures {load.figures_s:.2f} s "
             f"(CPU {load.figures_cpu_s:.2f} s), charts {load.charts_s:.2f} s (CPU {load.charts_cpu_s:.2f} s)"
         )
-    warm = times[1:]
-    if warm:
-        median = statistics.median(w.figures_s for w in warm)
-        verdict = "under" if median < TARGET_S else "OVER"
-        print(
-            f"warm first figures: median {median:.2f} s, max {max(w.figures_s for w in warm):.2f} s "
-            f"({verdict} {TARGET_S} s); CPU (server + browser) median "
-            f"{statistics.median(w.figures_cpu_s for w in warm):.2f} s to the figures, "
-            f"{statistics.median(w.charts_cpu_s for w in warm):.2f} s to the charts"
-        )
+    if len(times) > 1:
+        print_warm(times[1:], floor[1:])
     print(f"load average over the last minute: {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
 
 

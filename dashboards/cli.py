@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from pathlib import Path
 
 import typer
 
@@ -149,12 +150,10 @@ def send(
     print(f"sent {len(events)} events of run {run}")
 
 
-def streamlit_command(host: str, port: int) -> list[str]:
-    """The `streamlit run` command line of the carbon report (headless, no usage statistics)."""
-    import sys
-    from pathlib import Path
-
-    app = Path(__file__).parent / "report" / "app.py"
+def streamlit_command(host: str, port: int, app: Path | None = None) -> list[str]:
+    """The `streamlit run` command line of the carbon report, or of another page `app` served the same
+    way (bench.report_speed's floor), headless, with no usage statistics."""
+    app = app or Path(__file__).parent / "report" / "app.py"
     return [
         sys.executable,
         "-m",

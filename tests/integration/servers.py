@@ -365,9 +365,30 @@ def wattlog_process(
 
     It runs in a session of its own so that its children (`streamlit run`) stop with it.
     """
+    command = [sys.executable, "-c", "from wattlog.cli import run; run()", *args]
+    name = f"wattlog {args[0]}"
+    with serving_process(
+        command, log_path, health_url, name, healthy=healthy, env=env, timeout_s=timeout_s
+    ) as p:
+        yield p
+
+
+@contextlib.contextmanager
+def serving_process(
+    command: Sequence[str],
+    log_path: Path,
+    health_url: str,
+    name: str,
+    *,
+    healthy: Callable[[bytes], bool] = lambda body: True,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 20.0,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Run `command` (`name` in messages) in a session of its own until `health_url` answers
+    healthy; stop it, and its children, after."""
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-c", "from wattlog.cli import run; run()", *args],
+            command,
             env={**os.environ, **(env or {})},
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -382,7 +403,7 @@ def wattlog_process(
                 except (urllib.error.URLError, OSError):
                     pass
                 assert process.poll() is None, log_path.read_text()
-                assert time.monotonic() < deadline, f"wattlog {args[0]} not healthy after {timeout_s} s"
+                assert time.monotonic() < deadline, f"{name} not healthy after {timeout_s} s"
                 time.sleep(0.1)
             yield process
         finally:
