@@ -12,6 +12,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from wattlog.accounting.fitted import FittedTable
+from wattlog.accounting.recording import spooled_text
 from wattlog.accounting.units import readable, readable_range
 from wattlog.telemetry.agent import Agent
 from wattlog.telemetry.agent_cli import health_line
@@ -56,7 +57,7 @@ def device_grid(rows: list[DeviceEnergy]) -> FittedTable:
     return FittedTable(HEADERS, cells, notes, _RIGHT, title=TITLE)
 
 
-def print_ending(agent: Agent, console: Console, who: str, exit_code: int) -> int:
+def print_ending(agent: Agent, console: Console, who: str, exit_code: int, spooled_lines: int = 0) -> int:
     """Print what a closed agent measured (each device's energy, band and source) and its health.
 
     Args:
@@ -64,19 +65,22 @@ def print_ending(agent: Agent, console: Console, who: str, exit_code: int) -> in
         console: Where the table goes; a loss goes to stderr in one line.
         who: The command's name in that line (e.g. "wattlog agent").
         exit_code: The exit code so far (the command's).
+        spooled_lines: The run's start, events or band revisions in the spool (Recording.spooled_lines).
 
     Returns:
-        `exit_code`, or INCOMPLETE_EXIT when it was 0 but rows are not all stored.
+        `exit_code`, or INCOMPLETE_EXIT when it was 0 but rows, events or revisions are not all stored.
     """
     console.print(device_grid(agent.snapshot()))
     stats = agent.stats()
     if stats is not None:
         console.print(health_line(stats))
-    if not agent.unwritten_rows:
+    if agent.unwritten_rows:
+        why = f"{agent.unwritten_rows} energy rows could not be written"
+    elif spooled_lines:
+        why = spooled_text(spooled_lines)
+    else:
         return exit_code
-    Console(stderr=True, highlight=False, soft_wrap=True).print(
-        f"{who}: incomplete: {agent.unwritten_rows} energy rows could not be written", markup=False
-    )
+    Console(stderr=True, highlight=False, soft_wrap=True).print(f"{who}: incomplete: {why}", markup=False)
     return exit_code or INCOMPLETE_EXIT
 
 

@@ -289,6 +289,20 @@ class Recording:
         """Energy rows measured that no sink stored: kept for retry, spooled, or lost; 0 when all landed."""
         return self.agent.unwritten_rows if self.agent is not None else 0
 
+    @property
+    def spooled_lines(self) -> int:
+        """The run's start or end, events and band revisions in the spool, not in the ledger."""
+        spool = self.spool
+        return spool.ends + spool.events + spool.revisions if spool is not None else 0
+
     def describe_ledger(self) -> str | None:
         """One line on the ledger writes (rows, flushes, latency); None without a ledger."""
         return self.ledger_sink.sink.describe() if self.ledger_sink is not None else None
+
+
+def spooled_text(lines: int) -> str:
+    """What `lines` spooled start/end, event and revision lines mean for the run's figures."""
+    return (
+        f"{lines} lines of the run (its end, events or band revisions) are not in the ledger, "
+        "spooled for `wattlog replay`: until then its status, validity and band are not final"
+    )

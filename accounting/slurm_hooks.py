@@ -36,6 +36,7 @@ from wattlog.accounting.ledger.models import Status
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.node import NodeAgent, NodeOptions
 from wattlog.accounting.ranges import Quantity, bounds
+from wattlog.accounting.recording import spooled_text
 from wattlog.accounting.render import TableFormat, TableRow, footnotes, render
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
@@ -149,7 +150,8 @@ def serve_agent(
     """What the prolog starts: measure the node until `stop`; the first node keeps the comment current.
 
     Returns:
-        0, or 1 when energy rows did not reach the ledger (spooled for `wattlog replay`, or lost).
+        0, or 1 when energy rows, or the run's events or band revisions, did not reach the ledger
+        (spooled for `wattlog replay`, or lost).
     """
     job = JobEnv.of(environ)
     run = hooks.run_name(job.job_id)
@@ -170,7 +172,16 @@ def serve_agent(
                 print(f"wattlog slurm agent: {_live_comment(node.ledger, hooks, job, runner)}", flush=True)
     finally:
         node.close()
-    return 1 if node.unwritten_rows else 0
+    spooled = node.recording.spooled_lines if node.recording is not None else 0
+    if node.unwritten_rows or spooled:  # the epilog's log says why the agent failed the job's record
+        why = (
+            f"{node.unwritten_rows} energy rows are not in the ledger (spooled for `wattlog replay`, or lost)"
+            if node.unwritten_rows
+            else spooled_text(spooled)
+        )
+        print(f"wattlog slurm agent: incomplete: {why}", flush=True)
+        return 1
+    return 0
 
 
 def _live_comment(ledger: Ledger, hooks: SlurmHooks, job: JobEnv, runner: Runner) -> str:

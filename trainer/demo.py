@@ -25,6 +25,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from wattlog.accounting.devices import device_catalog
 from wattlog.accounting.ledger import describe_url
+from wattlog.accounting.recording import spooled_text
 from wattlog.accounting.run_report import print_run_end
 from wattlog.accounting.sites import get_site
 from wattlog.accounting.units import readable
@@ -38,7 +39,6 @@ from wattlog.telemetry.supervise import StopRequested, Supervisor
 from wattlog.telemetry.types import DeviceEnergy
 from wattlog.trainer.callbacks import SpeedCallback
 from wattlog.trainer.example import GPT, ByteTokenizer, batches, generate_corpus, preset
-from wattlog.trainer.session_summary import spooled_text
 from wattlog.trainer.tracker import Tracker
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
+from wattlog.accounting.recording import spooled_text
 from wattlog.accounting.run_report import print_run_end
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.events import Activity
@@ -23,7 +24,6 @@ from wattlog.telemetry.supervise import Ending, StopRequested, Supervisor
 from wattlog.telemetry.types import mean_utilisation
 from wattlog.trainer.activity import RunnableSampler, children_cpu_s, record_activity
 from wattlog.trainer.session import RunSession, SessionConfig, status_for_outcome
-from wattlog.trainer.session_summary import spooled_text
 
 NO_COMMAND = "give the command to run after --, e.g. wattlog run -- python train.py"
 INCOMPLETE = INCOMPLETE_EXIT

@@ -254,8 +254,7 @@ class RunSession:
     @property
     def spooled_lines(self) -> int:
         """The run's start or end, events and band revisions in this session's spool (not in the ledger)."""
-        spool = self.recording.spool if self.recording is not None else None
-        return spool.ends + spool.events + spool.revisions if spool is not None else 0
+        return self.recording.spooled_lines if self.recording is not None else 0
 
     def _end_run(self, status: Status) -> None:
         """End the run; if the ledger is down, the end goes to the spool (`wattlog replay` applies it)."""

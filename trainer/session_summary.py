@@ -7,10 +7,11 @@ from dataclasses import dataclass
 
 from wattlog.accounting.it_energy import energy_label
 from wattlog.accounting.ledger import Status
+from wattlog.accounting.recording import spooled_text
 from wattlog.records import EnergyFigure
 from wattlog.telemetry.supervise import Ending, Outcome, StopRequested
 
-__all__ = ["SessionSummary", "spooled_text", "status_for_error", "status_for_outcome"]
+__all__ = ["SessionSummary", "status_for_error", "status_for_outcome"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,14 +86,6 @@ class SessionSummary:
         else:
             verdict = "INCOMPLETE: the rest is not in the ledger"
         return f"measured {self.measured_j:.3f} J, {self.recorded_j:.3f} J recorded in the ledger ({verdict})"
-
-
-def spooled_text(lines: int) -> str:
-    """What `lines` spooled start/end, event and revision lines mean for the run's figures."""
-    return (
-        f"{lines} lines of the run (its end, events or band revisions) are not in the ledger, "
-        "spooled for `wattlog replay`: until then its status, validity and band are not final"
-    )
 
 
 def status_for_error(error: BaseException | None) -> Status:

@@ -9,6 +9,8 @@ says so and exits non-zero.
 
 from __future__ import annotations
 
+import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from tests.telemetry.fakes import ConstantSensor
 from wattlog.accounting.ledger import Ledger, describe_url, make_engine
 from wattlog.accounting.ledger.spool import replay_folder
 from wattlog.accounting.node import NodeAgent, NodeOptions
+from wattlog.accounting.slurm_hooks import SlurmHooks, serve_agent
 from wattlog.cli import main
 from wattlog.errors import LedgerError
 from wattlog.telemetry.agent import AgentConfig
@@ -28,6 +31,17 @@ ENV = {"SLURM_JOB_ID": "77", "SLURM_NNODES": "1", "SLURM_NODEID": "0"}
 
 def _down(*args: object, **kwargs: object) -> int:
     raise LedgerError("could not record rows, nothing was written: connection refused")
+
+
+def _node_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, list[str]]:
+    """A ledger URL and a 0.4 s `wattlog node` of one simulated GPU writing to it, spooling under tmp_path."""
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    monkeypatch.setenv("WATTLOG_SPOOL_DIR", str(tmp_path / "spool"))
+    args = [
+        "node", "--run", "job", "--db", url, "--host", "n1", "--port", "-1", "--seconds", "0.4",
+        "--flush-s", "0.1", "--simulate", "1", "--linger-s", "0", "--lock-dir", str(tmp_path / "locks"),
+    ]  # fmt: skip
+    return url, args
 
 
 def _total_j(url: str, run: str) -> float:
@@ -62,12 +76,7 @@ def test_a_node_spools_every_row_of_a_ledger_outage_and_a_replay_stores_them_all
 def test_wattlog_node_in_an_outage_says_so_exits_incomplete_and_leaves_a_replayable_spool(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'l.db'}"
-    monkeypatch.setenv("WATTLOG_SPOOL_DIR", str(tmp_path / "spool"))
-    args = [
-        "node", "--run", "job", "--db", url, "--host", "n1", "--port", "-1", "--seconds", "0.4",
-        "--flush-s", "0.1", "--simulate", "1", "--linger-s", "0", "--lock-dir", str(tmp_path / "locks"),
-    ]  # fmt: skip
+    url, args = _node_command(tmp_path, monkeypatch)
     with monkeypatch.context() as outage:
         outage.setattr("wattlog.accounting.ledger.store.Ledger.record_intervals", _down)
         assert main(args) == INCOMPLETE_EXIT
@@ -76,3 +85,35 @@ def test_wattlog_node_in_an_outage_says_so_exits_incomplete_and_leaves_a_replaya
     assert len(list((tmp_path / "spool").glob("*.jsonl"))) == 1
     assert main(["replay", "--db", url, "--spool-dir", str(tmp_path / "spool")]) == 0
     assert _total_j(url, "job") > 0 and not list((tmp_path / "spool").glob("*.jsonl"))
+
+
+def test_wattlog_node_whose_counter_checks_went_to_the_spool_exits_incomplete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, args = _node_command(tmp_path, monkeypatch)
+    with (
+        monkeypatch.context() as outage
+    ):  # the ledger fails after the last rows: the close's event is spooled
+        outage.setattr("wattlog.accounting.ledger.store.Ledger.record_event", _down)
+        assert main(args) == INCOMPLETE_EXIT  # was 0: every row stored, the gate's evidence not
+    assert "incomplete: 1 lines of the run" in capsys.readouterr().err
+    assert _total_j(url, "job") > 0 and not Ledger(make_engine(url)).events("job")
+    assert main(["replay", "--db", url, "--spool-dir", str(tmp_path / "spool")]) == 0
+    assert [e.kind for e in Ledger(make_engine(url)).events("job")] == ["counter_check"]
+
+
+def test_a_slurm_agent_whose_counter_checks_went_to_the_spool_fails_the_prolog_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hooks = SlurmHooks(db=f"sqlite:///{tmp_path / 'l.db'}", state_dir=tmp_path / "state", flush_s=0.1)
+    hooks.port, hooks.simulate = -1, 1
+    environ = {**ENV, "SLURMD_NODENAME": "n1", "WATTLOG_SPOOL_DIR": str(tmp_path / "spool")}
+    stop = threading.Event()
+    timer = threading.Timer(0.4, stop.set)
+    timer.start()
+    with monkeypatch.context() as outage:
+        outage.setattr("wattlog.accounting.ledger.store.Ledger.record_event", _down)
+        code = serve_agent(hooks, environ, stop, lambda args: subprocess.CompletedProcess(args, 0, "", ""))
+    timer.cancel()
+    assert code == 1  # was 0
+    assert "wattlog slurm agent: incomplete: 1 lines of the run" in capsys.readouterr().out
