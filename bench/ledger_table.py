@@ -7,8 +7,10 @@ times in one process:
 - `wattlog table RUN` end to end (in-process `main`, so imports are paid once), without and with a
   restart event in the run;
 - the same as a new process, what a user waits for (`python -m wattlog table RUN`, the median of
-  `--rounds` runs, imports and bytecode cache included), beside the floor no table can go under:
-  a new interpreter importing SQLModel and the ledger's models;
+  `--rounds` runs, imports and bytecode cache included), beside the floor no table can go under
+  (a new interpreter importing SQLModel and the ledger's models) and the same table with the
+  interpreter's untrimmed teardown (`sys.exit(main())`, before wattlog.cli.run froze the
+  collector at exit), the three taking turns in each round;
 - with an hourly intensity series (`--intensity` over the month: the table sums hour by hour);
 - with `--raw-days N`, N days of the month kept raw (rows every `--raw-step-s`, 10 s on real
   agents: 62 M rows for 1,024 GPUs x 7 days, past this machine, so a longer step stands in);
@@ -107,26 +109,34 @@ def table(url: str, run: str, *extra: str) -> None:
         raise RuntimeError(f"wattlog table {run} exited {code}")
 
 
-FLOOR = ["-c", "import sqlmodel, wattlog.accounting.ledger.models"]
-"""What every table pays in a new process: SQLAlchemy's ORM, SQLModel and the ledger's models."""
+FLOOR = ["-c", "import gc, sqlmodel, wattlog.accounting.ledger.models; gc.collect(); gc.freeze()"]
+"""What every table pays in a new process: SQLAlchemy's ORM, SQLModel and the ledger's models, and
+an exit as quick as `wattlog.cli.run`'s."""
+UNTRIMMED_EXIT = ["-c", "import sys; from wattlog.cli import main; sys.exit(main())"]
+"""`wattlog` before its exit was trimmed (wattlog.cli.run): the interpreter's own teardown."""
 
 
-def new_process_s(args: list[str], rounds: int) -> tuple[float, float]:
-    """The median wall and CPU (user + sys) seconds of `rounds` fresh `python ARGS` processes."""
+def new_process_s(cases: list[list[str]], rounds: int) -> list[tuple[float, float]]:
+    """Per case, the median wall and CPU (user + sys) seconds of `rounds` fresh `python ARGS`
+    processes, the cases taking turns in each round (a drift in the machine's load hits all alike)."""
     # bytecode cached, as in an installed wattlog (a machine may set PYTHONDONTWRITEBYTECODE)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    # the first writes the bytecode cache: not counted
-    walls, cpus = zip(*[process_seconds(args, env) for _ in range(rounds + 1)][1:], strict=True)
-    return statistics.median(walls), statistics.median(cpus)
+    # the first round writes the bytecode cache: not counted
+    times = [[process_seconds(args, env) for args in cases] for _ in range(rounds + 1)][1:]
+    return [
+        (statistics.median(r[i][0] for r in times), statistics.median(r[i][1] for r in times))
+        for i in range(len(cases))
+    ]
 
 
 def process_line(url: str, label: str, rounds: int, *extra: str) -> str:
-    """One case as a new process, beside the import floor timed in the same rounds (wall / CPU)."""
-    table_wall, table_cpu = new_process_s(["-m", "wattlog", "table", "month", "--db", url, *extra], rounds)
-    floor_wall, floor_cpu = new_process_s(FLOOR, rounds)
+    """One case as a new process, beside the import floor and the untrimmed exit, timed in the same rounds."""
+    table = ["table", "month", "--db", url, *extra]
+    cases = [["-m", "wattlog", *table], [*UNTRIMMED_EXIT, *table], FLOOR]
+    (wall, cpu), (untrimmed, _), (floor_wall, floor_cpu) = new_process_s(cases, rounds)
     return (
-        f"  new process {label:24s} {table_wall:5.3f} s wall, {table_cpu:5.3f} s CPU "
-        f"(median of {rounds}; import floor {floor_wall:.3f} s wall, {floor_cpu:.3f} s CPU)"
+        f"  new process {label:24s} {wall:5.3f} s wall, {cpu:5.3f} s CPU (median of {rounds}; "
+        f"import floor {floor_wall:.3f} s wall, {floor_cpu:.3f} s CPU; untrimmed exit {untrimmed:.3f} s wall)"
     )
 
 

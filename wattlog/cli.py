@@ -8,6 +8,7 @@ upwards (import-linter checks it).
 from __future__ import annotations
 
 import functools
+import gc
 import logging
 import sys
 from typing import Any
@@ -202,4 +203,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     """Console-script entry point."""
-    sys.exit(main())
+    code = main()
+    # The interpreter's teardown walks every tracked object in several collections while it clears
+    # the modules: with SQLAlchemy's and pydantic's graphs loaded, 0.28-0.33 s of every command here
+    # (bench.ledger_table). One collection now (a cycle's finalizers still run, files still flush),
+    # then the survivors frozen out of the collector: the teardown takes 0.02 s.
+    gc.collect()
+    gc.freeze()
+    sys.exit(code)
