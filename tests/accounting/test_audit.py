@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import random
 import tarfile
 from dataclasses import replace
 from pathlib import Path
@@ -65,9 +66,13 @@ def _rewrite_energy(path: Path, old_j: float, new_j: float, *, fix_manifest: boo
     _rewrite_members(path, changed, fix_manifest=fix_manifest)
 
 
-def _rewrite_members(path: Path, change, *, fix_manifest: bool) -> None:  # noqa: ANN001 - members -> changed ones
+def _members(path: Path) -> dict[str, bytes]:
     with tarfile.open(path, "r:*") as tar:
-        blobs = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+
+
+def _rewrite_members(path: Path, change, *, fix_manifest: bool) -> None:  # noqa: ANN001 - members -> changed ones
+    blobs = _members(path)
     blobs |= {name: blob for name, blob in change(blobs).items() if blobs[name] != blob}
     if fix_manifest:  # a forger who also rewrites the hashes: the recomputation still catches it
         manifest = {n: hashlib.sha256(b).hexdigest() for n, b in blobs.items() if n != MANIFEST}
@@ -155,3 +160,45 @@ def test_wattlog_audit_builds_verifies_and_refuses_a_tampered_bundle(tmp_path: P
     assert main(["audit", "verify", str(out)]) == 1
     captured = capsys.readouterr()
     assert "REFUSED" in captured.out and "FAILED table.json: SHA-256 differs" in captured.err
+
+
+def test_a_run_whose_rows_came_late_verifies(tmp_path: Path) -> None:
+    """A spool replayed after an outage writes its rows after later ones: the ledger's totals then
+    summed them in another order than the replay does, and the exports' last digits differed."""
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"), clock=FakeClock(wall_offset_s=T0))
+    run = ledger.start_run("late", RunSpec(site="jupiter"))
+    draw, flushes, end = random.Random(3), [], T0
+    for _ in range(300):  # every joule with every digit of a double, edges late by up to 40 ms, as an agent's
+        start, end = end, end + 10 + draw.random() * 0.04
+        joules = [draw.uniform(6000, 8000) for _ in range(4)]
+        flushes.append(
+            [
+                EnergyInterval.of(
+                    "n0",
+                    f"g{g}",
+                    Kind.GPU,
+                    Source.COUNTER,
+                    start,
+                    end,
+                    j,
+                    j * 0.95,
+                    j * 1.05,
+                    j / 1e3,
+                    j / 5e2,
+                )
+                for g, j in enumerate(joules)
+            ]
+        )
+    for flush in flushes[:100] + flushes[150:] + flushes[100:150]:  # flushes 100-149 spooled, replayed last
+        ledger.record_intervals(run.id, flush)
+    ledger.end_run(run.id, end_s=end)
+    bundle = build_bundle(ledger, "late", TableOptions(catalog=site_catalog()), tmp_path / "late.tar.xz")
+    result = verify_bundle(bundle)
+    assert result.ok, result.problems  # was refused: "exports/row.json: ... 0.0023429427221925503 vs ...51"
+
+
+def test_a_number_changed_past_the_summing_tolerance_is_refused(bundle: Path) -> None:
+    changed = 2520000.0 * (1 + 1e-9)  # past any reordering of three rows' sum, far below any printed digit
+    _rewrite_energy(bundle, 2520000.0, changed, fix_manifest=True)
+    [problem] = [p for p in verify_bundle(bundle).problems if p.startswith("exports/row.json")]
+    assert "the recomputed export differs from the bundled one, line" in problem
