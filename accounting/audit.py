@@ -2,44 +2,46 @@
 
 `build_bundle` writes a tar.xz (a tar.gz where the name ends .tar.gz or .tgz) with the run (its
 spec, status, edges, restarts), every ledger energy row (coded column by column, every float kept
-exactly: accounting.audit_rows) and the revisions of their band, its
-gaps and events (the counters'
-start-up checks among them), the power and counter series per device, the site, the intensity with
-each hour's provenance, the sensor profiles, the configuration and options the row was
-printed with (the validity gate on), the printed row and its JSON and CSV exports, versions,
-and a SHA-256 manifest of all of them (see accounting.audit_contents). `verify_bundle`
-checks the manifest, replays the bundle into an in-memory ledger with the bundle's own site
-and intensity (never the verifier's catalog), recomputes the row, its verdict and its
-exports and compares them with the printed ones: the cells to the last printed digit, the
-exports word for word and number for number, to within the rounding of summing the run's rows in
-another order (`summing_tolerance`: a few parts in 10^13 for a thousand rows). A changed number
-fails one or the other, and says where.
+exactly: accounting.audit_rows) and the revisions of their band, its gaps and events (the
+counters' start-up checks among them), the power series per device (accounting.audit_series),
+the site, the intensity with each hour's provenance, the sensor profiles, the configuration and
+options the row was printed with (the validity gate on), the printed row and its JSON and CSV
+exports, versions, and a SHA-256 manifest of all of them (accounting.audit_files). The rows are
+read, coded and replayed a batch at a time, through files in a private temporary folder: a run
+of millions of rows is never held in memory.
+
+`verify_bundle` checks the manifest, replays the bundle into a ledger of its own with the
+bundle's own site and intensity (never the verifier's catalog), recomputes the row, its verdict,
+its series and its exports and compares them with the printed ones: the cells to the last printed
+digit, the exports word for word and number for number, to within the rounding of summing the
+run's rows in another order (`summing_tolerance`: a few parts in 10^13 for a thousand rows). A
+changed number fails one or the other, and says where.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import math
 import re
-import tarfile
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wattlog.accounting.audit_contents import (
-    check_series,
+    HOUR_S,
     config_doc,
     intensity_doc,
-    power_series,
     profiles_doc,
     replay_options,
     site_doc,
     versions_doc,
 )
-from wattlog.accounting.audit_rows import decode_rows, encode_rows
+from wattlog.accounting.audit_files import check_manifest, extract_bundle, sha256_of, write_bundle
+from wattlog.accounting.audit_rows import STREAMS, RowCoder, member_names, row_batches
+from wattlog.accounting.audit_series import SERIES, Digest, PowerSeries
 from wattlog.accounting.exports import rows_csv, rows_json
 from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.jobs import RankReport, rank_progress, report_rank_progress
@@ -51,12 +53,18 @@ from wattlog.accounting.validity import ValidityLimits
 from wattlog.clock import FakeClock
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.events import EventKind
-from wattlog.records import BandRevision, EnergyInterval, Gap
+from wattlog.records import BandRevision, Gap
 
 if TYPE_CHECKING:
-    from wattlog.accounting.ledger.views import RankInfo
+    from wattlog.accounting.ledger.views import EventInfo, RankInfo, RunInfo
 
-MANIFEST = "manifest.json"
+_DOCS = (
+    "run.json", "config.json", "gaps.json", "revisions.json", "ranks.json", "events.json", "site.json",
+    "intensity.json",
+)  # fmt: skip
+"""The bundle's JSON documents the replay reads."""
+Progress = Callable[[int], None]
+"""Hears how many rows a long bundle or verify has done so far."""
 _SPEC_FIELDS = ("project", "role", "model", "site", "host", "phase", "stage", "scale_group", "device_model")
 
 
@@ -68,11 +76,13 @@ class AuditResult:
         problems: One line per failed check (empty: the bundle verifies).
         printed: The row's cells as printed when the bundle was built.
         recomputed: The same cells recomputed from the bundle alone (empty if it could not be).
+        row: The row recomputed from the bundle alone, its figures as numbers (None if it could not be).
     """
 
     problems: tuple[str, ...]
     printed: Mapping[str, str]
     recomputed: Mapping[str, str]
+    row: TableRow | None = None
 
     @property
     def ok(self) -> bool:
@@ -92,8 +102,11 @@ def _exports(row: TableRow) -> dict[str, bytes]:
     return {"exports/row.json": rows_json([row], []).encode(), "exports/row.csv": rows_csv([row]).encode()}
 
 
-def build_bundle(ledger: Ledger, run: int | str, options: TableOptions, out: Path) -> Path:
-    """Write the audit bundle of `run` (its row as `options` print it, the gate on) to `out` (xz, see _gzip).
+def build_bundle(
+    ledger: Ledger, run: int | str, options: TableOptions, out: Path, progress: Progress | None = None
+) -> Path:
+    """Write the audit bundle of `run` (its row as `options` print it, the gate on) to `out` (xz, or
+    gzip where the name ends .tar.gz or .tgz); `progress` hears the rows coded so far.
 
     Raises:
         ConfigError: The run has no site (a bundle recomputes a full row).
@@ -104,98 +117,108 @@ def build_bundle(ledger: Ledger, run: int | str, options: TableOptions, out: Pat
         raise ConfigError(f"run {info.name!r} has no site: pass --site to audit its full row")
     options = replace(options, site=site_name, validity=options.validity or ValidityLimits(), strict=False)
     site, carbon = carbon_path(ledger, info, options)
-    rows = ledger.energy_rows(info.id)
-    spec = {name: str(getattr(info, name, "") or "") for name in _SPEC_FIELDS if name != "project"}
     row = run_row(ledger, info, options)
-    files = {
-        "run.json": {
-            "name": info.name,
-            "spec": spec | {"project": ledger.project_of(info), "site": site.name},
-            "status": str(info.status),
-            "start_s": info.start_s,
-            "end_s": info.end_s,
-            "restarts": info.restarts,
-        },  # fmt: skip
-        "series.json": power_series(rows),
-        "revisions.json": [asdict(r) for r in ledger.band_revisions(info.id)],  # the rows' band, as revised
-        "ranks.json": [_rank_doc(r) for r in rank_progress(ledger, info.id)],  # tokens: J per token
-        "gaps.json": [[g.host, g.device, g.start_s, g.end_s, g.reason] for g in ledger.gaps(info.id)],
-        "events.json": [
-            {
-                "kind": str(e.kind),
-                "time_s": e.time_s,
-                "step": e.step,
-                "category": str(e.category),
-                "payload": dict(e.payload),
-            }
-            for e in ledger.events(info.id)
-        ],  # fmt: skip
-        "site.json": site_doc(site),
-        "intensity.json": intensity_doc(carbon.intensity, rows),
-        "profiles.json": profiles_doc(),
-        "config.json": config_doc(info.config, options, overhead_for(info, options)),
-        "table.json": printed_cells(row),
-        "versions.json": versions_doc(),
-    }
-    # compact JSON, and the rows (most of a bundle: a 1,024-GPU month's must stay under 1 GB,
-    # bench.audit_size) coded column by column against the previous row, losslessly
-    blobs = {
-        name: json.dumps(body, separators=(",", ":"), sort_keys=True).encode() for name, body in files.items()
-    }
-    blobs |= encode_rows(rows) | _exports(row)
-    blobs[MANIFEST] = json.dumps(
-        {n: hashlib.sha256(b).hexdigest() for n, b in blobs.items()}, indent=1
-    ).encode()
-    with tarfile.open(out, "w:gz") if _gzip(out) else tarfile.open(out, "w:xz") as tar:
-        for name, blob in sorted(blobs.items()):
-            member = tarfile.TarInfo(name)
-            member.size = len(blob)
-            tar.addfile(member, io.BytesIO(blob))
+    with tempfile.TemporaryDirectory(prefix="wattlog-audit-") as folder:
+        header, hours = _write_rows(ledger, info.id, Path(folder), progress)
+        docs = {
+            "run.json": _run_doc(ledger, info, site.name),
+            "revisions.json": [
+                asdict(r) for r in ledger.band_revisions(info.id)
+            ],  # the rows' band, as revised
+            "ranks.json": [_rank_doc(r) for r in rank_progress(ledger, info.id)],  # tokens: J per token
+            "gaps.json": [[g.host, g.device, g.start_s, g.end_s, g.reason] for g in ledger.gaps(info.id)],
+            "events.json": [_event_doc(e) for e in ledger.events(info.id)],
+            "site.json": site_doc(site),
+            "intensity.json": intensity_doc(carbon.intensity, hours),
+            "profiles.json": profiles_doc(),
+            "config.json": config_doc(info.config, options, overhead_for(info, options)),
+            "table.json": printed_cells(row),
+            "versions.json": versions_doc(),
+        }
+        blobs = {
+            n: json.dumps(body, separators=(",", ":"), sort_keys=True).encode() for n, body in docs.items()
+        }
+        files = {name: Path(folder, name) for name in (*member_names(), SERIES)}
+        write_bundle(out, blobs | {STREAMS: header} | _exports(row), files)
     return out
 
 
-def _gzip(out: Path) -> bool:
-    """Whether `out` asks for gzip by its name; else xz (lzma, stdlib): a 1,024-GPU month's series and
-    rows ~2.7x smaller than gzip's (10 s rows), under 1 GB."""
-    return out.name.endswith((".tar.gz", ".tgz"))
+def _run_doc(ledger: Ledger, info: RunInfo, site: str) -> dict[str, Any]:
+    """run.json: what the replay starts the run with, its status, edges and restarts."""
+    spec = {name: str(getattr(info, name, "") or "") for name in _SPEC_FIELDS if name != "project"}
+    return {
+        "name": info.name,
+        "spec": spec | {"project": ledger.project_of(info), "site": site},
+        "status": str(info.status),
+        "start_s": info.start_s,
+        "end_s": info.end_s,
+        "restarts": info.restarts,
+    }
 
 
-def _rows(blobs: Mapping[str, bytes]) -> list[EnergyInterval]:
-    """The bundle's rows: coded column by column (accounting.audit_rows), or, in a bundle built before
-    that, rows.json's JSON columns."""
-    if "rows.json" not in blobs:
-        return decode_rows(blobs)
-    table = json.loads(blobs["rows.json"])
-    columns, values = table["columns"], table["values"]
-    return [EnergyInterval.from_dict(dict(zip(columns, r, strict=True))) for r in zip(*values, strict=True)]
+def _event_doc(event: EventInfo) -> dict[str, Any]:
+    fields = {"time_s": event.time_s, "step": event.step, "category": str(event.category)}
+    return {"kind": str(event.kind), **fields, "payload": dict(event.payload)}
 
 
-def verify_bundle(path: Path) -> AuditResult:
-    """Check the manifest's hashes, then recompute the row, series and exports from the bundle alone."""
-    blobs = _read(path)
-    problems = _check_manifest(blobs)
-    printed = json.loads(blobs.get("table.json", b"{}"))
-    if problems:
-        return AuditResult(tuple(problems), printed, {})
-    try:
-        row, rows = _replay(blobs)
-        series = json.loads(blobs["series.json"])
-    except (WattlogError, KeyError, TypeError, ValueError) as e:  # rows the ledger itself refuses
-        return AuditResult((f"the bundle cannot be replayed: {e}",), printed, {})
+def _write_rows(
+    ledger: Ledger, run_id: int, folder: Path, progress: Progress | None
+) -> tuple[bytes, set[int]]:
+    """The run's rows coded into `folder`/rows/ and their series into `folder`/series.json, a batch at
+    a time (the rows, most of a bundle, coded column by column against the previous row, losslessly:
+    a 1,024-GPU month's bundle must stay small, bench.audit_size); the rows' header and their hours."""
+    (folder / "rows").mkdir()
+    series, hours = PowerSeries(), set()
+    with ExitStack() as files, ledger.reading(run_id, "bundle the rows") as read:
+        coder = RowCoder(
+            {name: files.enter_context(Path(folder, name).open("wb")) for name in member_names()}
+        )
+        for batch in read.energy_row_batches():
+            for row in batch:
+                coder.add(row)
+                series.add(row)
+                hours.add(int(row.start_s // HOUR_S) * HOUR_S)
+            if progress is not None:
+                progress(coder.rows)
+        header = coder.header()
+    with Path(folder, SERIES).open("wb") as sink:
+        series.write(sink)
+    return header, hours
+
+
+def verify_bundle(path: Path, progress: Progress | None = None) -> AuditResult:
+    """Check the manifest's hashes, then recompute the row, series and exports from the bundle alone
+    (replayed into a ledger in a private temporary folder; `progress` hears the rows replayed)."""
+    with tempfile.TemporaryDirectory(prefix="wattlog-verify-") as folder:
+        members = extract_bundle(path, Path(folder))
+        problems = check_manifest(members)
+        printed = json.loads(_member(members, "table.json") or b"{}")
+        if problems:
+            return AuditResult(tuple(problems), printed, {})
+        try:
+            row, rows, series_digest = _replay(members, Path(folder), progress)
+        except (WattlogError, KeyError, TypeError, ValueError) as e:  # rows the ledger itself refuses
+            return AuditResult((f"the bundle cannot be replayed: {e}",), printed, {})
+        if series_digest != sha256_of(members[SERIES]):
+            problems.append(f"{SERIES}: differs from the series the bundled rows give (changed)")
+        exports = {name: _member(members, name) for name in _exports(row)}
     recomputed = printed_cells(row)
-    problems = [
+    problems += [
         f"{column}: printed {printed.get(column)!r}, recomputed {value!r}"
         for column, value in recomputed.items()
         if printed.get(column) != value
     ]
-    problems += check_series(series, rows)
-    tolerance = summing_tolerance(len(rows))
+    tolerance = summing_tolerance(rows)
     problems += [
         f"{name}: the recomputed export differs from the bundled one{difference}"
         for name, blob in _exports(row).items()
-        if (difference := _difference(blobs.get(name), blob, tolerance))
+        if (difference := _difference(exports[name], blob, tolerance))
     ]
-    return AuditResult(tuple(problems), printed, recomputed)
+    return AuditResult(tuple(problems), printed, recomputed, row)
+
+
+def _member(members: Mapping[str, Path], name: str) -> bytes | None:
+    return members[name].read_bytes() if name in members else None
 
 
 def summing_tolerance(rows: int) -> float:
@@ -235,55 +258,60 @@ def _same_line(old: str, new: str, tolerance: float) -> bool:
     )
 
 
-def _read(path: Path) -> dict[str, bytes]:
-    try:
-        with tarfile.open(path, "r:*") as tar:  # xz or gzip
-            return {m.name: f.read() for m in tar.getmembers() if m.isfile() and (f := tar.extractfile(m))}
-    except (OSError, tarfile.TarError) as e:
-        raise ConfigError(f"cannot read audit bundle {path}: {e}") from e
-
-
-def _check_manifest(blobs: Mapping[str, bytes]) -> list[str]:
-    if MANIFEST not in blobs:
-        return ["no manifest.json: not an audit bundle"]
-    manifest = json.loads(blobs[MANIFEST])
-    problems = [f"{name}: listed in the manifest, missing" for name in manifest if name not in blobs]
-    problems += [
-        f"{name}: not in the manifest" for name in blobs if name not in manifest and name != MANIFEST
-    ]
-    problems += [
-        f"{name}: SHA-256 differs from the manifest (changed after the bundle was built)"
-        for name, digest in manifest.items()
-        if name in blobs and hashlib.sha256(blobs[name]).hexdigest() != digest
-    ]
-    return problems
-
-
-def _replay(blobs: Mapping[str, bytes]) -> tuple[TableRow, list[EnergyInterval]]:
-    """The run's row recomputed in a fresh in-memory ledger from the bundle's files, and its rows."""
-    run: dict[str, Any] = json.loads(blobs["run.json"])
-    config: dict[str, Any] = json.loads(blobs["config.json"])
+def _replay(
+    members: Mapping[str, Path], folder: Path, progress: Progress | None
+) -> tuple[TableRow, int, str]:
+    """The run's row recomputed in a fresh ledger (a file in `folder`) from the bundle's files, the
+    number of rows, and the SHA-256 of the series those rows give (written as the builder wrote it)."""
+    if "rows.json" in members:
+        raise ConfigError("rows.json: a bundle of an older wattlog (JSON rows); build it again with this one")
+    doc = {name: json.loads(members[name].read_bytes()) for name in _DOCS}
+    run, config = doc["run.json"], doc["config.json"]
     clock = FakeClock(start_s=0.0, wall_offset_s=float(run["start_s"]))
-    ledger = Ledger(make_engine("sqlite://"), clock=clock)
-    info = ledger.start_run(run["name"], RunSpec(**run["spec"], config=config["run_config"]))
-    rows = _rows(blobs)
-    gaps = [Gap(h, d, float(s), float(e), str(r)) for h, d, s, e, r in json.loads(blobs["gaps.json"])]
-    ledger.record_intervals(info.id, rows, gaps)
-    revisions = json.loads(blobs.get("revisions.json", b"[]"))  # bundles built before revisions have none
-    ledger.record_revisions(info.id, [BandRevision(**{**r, "terms": tuple(r["terms"])}) for r in revisions])
-    for rank in json.loads(blobs.get("ranks.json", b"[]")):  # bundles built before ranks have none
-        report_rank_progress(ledger, info.id, int(rank.pop("rank")), RankReport(**rank))
-    for event in json.loads(blobs["events.json"]):
-        kind = event.pop("kind")
-        if kind == EventKind.RESTART:  # a resume records it, at its time, and counts the restart
-            clock.advance(float(event["time_s"]) - clock.wall())
-            ledger.start_run(run["name"], resume=True)
-        else:
-            ledger.record_event(info.id, kind, **event)
-    if run["end_s"] is not None:
-        ledger.end_run(info.id, run["status"], end_s=float(run["end_s"]))
-    options = replay_options(json.loads(blobs["site.json"]), json.loads(blobs["intensity.json"]), config)
-    return run_row(ledger, ledger.get_run(info.id), options), rows
+    ledger = Ledger(make_engine(f"sqlite:///{folder / 'replay.db'}"), clock=clock)
+    try:
+        info = ledger.start_run(run["name"], RunSpec(**run["spec"], config=config["run_config"]))
+        gaps = [Gap(h, d, float(s), float(e), str(r)) for h, d, s, e, r in doc["gaps.json"]]
+        ledger.record_intervals(info.id, [], gaps)
+        rows, series_digest = _replay_rows(ledger, info.id, members, progress)
+        ledger.record_revisions(
+            info.id, [BandRevision(**{**r, "terms": tuple(r["terms"])}) for r in doc["revisions.json"]]
+        )
+        for rank in doc["ranks.json"]:
+            report_rank_progress(ledger, info.id, int(rank.pop("rank")), RankReport(**rank))
+        for event in doc["events.json"]:
+            kind = event.pop("kind")
+            if kind == EventKind.RESTART:  # a resume records it, at its time, and counts the restart
+                clock.advance(float(event["time_s"]) - clock.wall())
+                ledger.start_run(run["name"], resume=True)
+            else:
+                ledger.record_event(info.id, kind, **event)
+        if run["end_s"] is not None:
+            ledger.end_run(info.id, run["status"], end_s=float(run["end_s"]))
+        options = replay_options(doc["site.json"], doc["intensity.json"], config)
+        return run_row(ledger, ledger.get_run(info.id), options), rows, series_digest
+    finally:
+        ledger.engine.dispose()
+
+
+def _replay_rows(
+    ledger: Ledger, run_id: int, members: Mapping[str, Path], progress: Progress | None
+) -> tuple[int, str]:
+    """The bundle's rows recorded a batch at a time, in their order; their count and their series'
+    SHA-256."""
+    series, count = PowerSeries(), 0
+    with ExitStack() as files:
+        sources = {name: files.enter_context(members[name].open("rb")) for name in member_names()}
+        for batch in row_batches(members[STREAMS].read_bytes(), sources):
+            ledger.record_intervals(run_id, batch)
+            for row in batch:
+                series.add(row)
+            count += len(batch)
+            if progress is not None:
+                progress(count)
+    digest = Digest()
+    series.write(digest)
+    return count, digest.hexdigest()
 
 
 def _rank_doc(rank: RankInfo) -> dict[str, Any]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from wattlog.accounting.audit import build_bundle, verify_bundle
+from wattlog.accounting.audit import Progress, build_bundle, verify_bundle
 from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.run_table import TableOptions
@@ -31,7 +32,7 @@ def audit(
     if target == "verify":
         if bundle is None:
             raise ConfigError("wattlog audit verify BUNDLE: name the bundle to check")
-        result = verify_bundle(bundle)
+        result = verify_bundle(bundle, _progress("replayed"))
         for column, text in result.recomputed.items():
             if column != "notes":
                 typer.echo(f"{column}: {text} (printed {result.printed.get(column)})")
@@ -43,10 +44,24 @@ def audit(
         raise ConfigError("wattlog audit RUN -o run.tar.xz: say where to write the bundle")
     engine = make_engine(db, create=False)
     try:
-        build_bundle(Ledger(engine), target, TableOptions(catalog=site_catalog(), site=site), output)
+        options = TableOptions(catalog=site_catalog(), site=site)
+        build_bundle(Ledger(engine), target, options, output, _progress("coded"))
     finally:
         engine.dispose()
     typer.echo(f"audit bundle of run {target!r}: {output} ({output.stat().st_size} bytes)")
+
+
+def _progress(done: str, every_s: float = 2.0) -> Progress:
+    """A line on stderr every `every_s` at most while a long run's rows are coded or replayed."""
+    last = time.monotonic()
+
+    def tell(rows: int) -> None:
+        nonlocal last
+        if time.monotonic() - last >= every_s:
+            last = time.monotonic()
+            typer.echo(f"wattlog audit: {rows:,} rows {done}", err=True)
+
+    return tell
 
 
 def register(app: typer.Typer) -> None:

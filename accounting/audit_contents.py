@@ -1,7 +1,6 @@
 """What an audit bundle holds beside the ledger rows, and how the verifier reads it back.
 
-- Power and counter series per device, at the ledger's resolution: each energy row's mean
-  power (joules / seconds) and the device's running energy at the row's end. The ledger keeps
+- Power series per device (accounting.audit_series), at the ledger's resolution: the ledger keeps
   energy per device per flush (the agent's `flush_s`, 10 s by default), not samples, so that is
   the finest series it holds; an agent run with ``flush_s=1`` gives a 1 Hz series
   (bench/audit_size.py prints the size of a bundle at 1 s rows).
@@ -15,7 +14,7 @@
 from __future__ import annotations
 
 import platform
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from importlib import metadata, resources
 from typing import Any
@@ -28,41 +27,12 @@ from wattlog.accounting.run_table import TableOptions
 from wattlog.accounting.sites import Site
 from wattlog.accounting.validity import ValidityLimits
 from wattlog.errors import ConfigError
-from wattlog.records import EnergyInterval
 
 HOUR_S = 3600
 PROFILE_FILES = ("nvidia.toml", "amd.toml", "gaudi.toml", "node.toml", "unknown_board.toml")
 """The sensor-profile data files (wattlog.telemetry.sensors) whose numbers the bands read."""
 SITE_FIGURES = ("pue", "wue_onsite_l_per_kwh", "wue_offsite_l_per_kwh", "carbon_intensity_kg_per_kwh")
 """A site's figures (site.json)."""
-
-
-def power_series(rows: Sequence[EnergyInterval]) -> dict[str, Any]:
-    """Per device: its rows' ends and mean power (W, to the milliwatt, NVML's own unit), in time order.
-
-    The counter series is the running sum of the device's `energy_j` in the rows (rows/, coded as
-    accounting.audit_rows says): written out again it held the bundle's least compressible numbers
-    (a 1,024-GPU month 1.41 GB, bench.audit_size).
-    """
-    devices: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        series = devices.setdefault(
-            f"{row.host}/{row.device}",
-            {"kind": str(row.kind), "source": str(row.source), "end_s": [], "power_w": []},
-        )
-        span_s = row.end_s - row.start_s
-        series["end_s"].append(row.end_s)
-        series["power_w"].append(round(row.energy_j / span_s, 3) if span_s > 0 else None)
-    spans = sorted(row.end_s - row.start_s for row in rows)
-    return {
-        "resolution_s": spans[len(spans) // 2] if spans else None,
-        "what": (
-            "the ledger's rows: mean power per row (W, to the mW); each device's energy counter since the "
-            "run's start is the running sum of its rows' energy_j (rows/energy_j.bin, coded as "
-            "rows/streams.json says)"
-        ),
-        "devices": devices,
-    }
 
 
 def quantity_doc(value: Quantity) -> float | list[float]:
@@ -84,14 +54,14 @@ def site_doc(site: Site) -> dict[str, Any]:
     }
 
 
-def intensity_doc(intensity: IntensitySource, rows: Sequence[EnergyInterval]) -> dict[str, Any]:
-    """The intensity the row used: a constant, or each hour of the rows with its provenance."""
+def intensity_doc(intensity: IntensitySource, hours: Iterable[int]) -> dict[str, Any]:
+    """The intensity the row used: a constant, or each hour the rows started in with its provenance."""
     constant = intensity.constant_kg_per_kwh
     doc: dict[str, Any] = {"label": intensity.label, "constant": None, "hours": {}, "provenance": {}}
     if constant is not None:
         return doc | {"constant": quantity_doc(constant)}
     provenance = getattr(intensity, "provenance", {})
-    for hour in sorted({int(row.start_s // HOUR_S) * HOUR_S for row in rows}):
+    for hour in sorted(hours):
         try:
             doc["hours"][str(hour)] = quantity_doc(intensity.kg_per_kwh_at(float(hour)))
         except ConfigError:  # an hour the series lacks stays missing: the gate names it
@@ -191,13 +161,3 @@ def versions_doc() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             found[package] = "unknown (not installed)"
     return found
-
-
-def check_series(bundled: Mapping[str, Any], rows: Sequence[EnergyInterval]) -> list[str]:
-    """Problems where the bundled series differ from the series the bundled rows give."""
-    recomputed = power_series(rows)
-    if recomputed == bundled:
-        return []
-    devices = sorted(set(recomputed["devices"]) | set(bundled.get("devices", {})))
-    differ = [d for d in devices if recomputed["devices"].get(d) != bundled.get("devices", {}).get(d)]
-    return [f"series.json: the series of {', '.join(differ) or 'the run'} differ from the rows' (changed)"]

@@ -23,12 +23,14 @@ a sum's last digit depends on it.
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import math
 import struct
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
+from typing import BinaryIO
 
 from wattlog.errors import ConfigError
 from wattlog.records import EnergyInterval, Kind, Source
@@ -101,70 +103,108 @@ def _signed(bits: int) -> int:
     return bits - _WRAP if bits >= _WRAP // 2 else bits
 
 
-def encode_rows(rows: Sequence[EnergyInterval]) -> dict[str, bytes]:
-    """The bundle members that hold `rows`: their streams, each row's stream, one file per column."""
-    streams: dict[tuple[str, ...], int] = {}
-    previous: list[tuple[float, ...]] = []
-    order = bytearray()
-    columns = {name: bytearray() for name in COLUMNS}
-    outs = [columns[name] for name in COLUMNS]
-    for row in rows:
-        index = streams.setdefault(_stream_key(row), len(streams))
-        if index == len(previous):
-            previous.append((0.0,) * len(COLUMNS))
+def member_names() -> tuple[str, ...]:
+    """The binary members of the rows: each row's stream, then one file per column."""
+    return (ORDER, *(column_file(name) for name in COLUMNS))
+
+
+class RowCoder:
+    """Codes rows one at a time into binary sinks (files, for a run of millions of rows), then says
+    what `header` must be written beside them."""
+
+    _CHUNK = 1 << 20
+
+    def __init__(self, sinks: Mapping[str, BinaryIO]) -> None:
+        self._sinks = [sinks[name] for name in member_names()]
+        self._buffers = [bytearray() for _ in self._sinks]
+        self._streams: dict[tuple[str, ...], int] = {}
+        self._previous: list[tuple[float, ...]] = []
+        self.rows = 0
+
+    def add(self, row: EnergyInterval) -> None:
+        """Code one row against the previous row of its stream."""
+        index = self._streams.setdefault(_stream_key(row), len(self._streams))
+        if index == len(self._previous):
+            self._previous.append((0.0,) * len(COLUMNS))
+        order, *columns = self._buffers
         _put(order, index)
         values = _values(row)
-        guesses = _predictions(previous[index], values[0], values[2])
-        for out, value, guess in zip(outs, values, guesses, strict=True):
+        guesses = _predictions(self._previous[index], values[0], values[2])
+        for out, value, guess in zip(columns, values, guesses, strict=True):
             _put(out, _signed(_bits(value) - _bits(guess)))
-        previous[index] = values
-    header = {
-        "format": FORMAT,
-        "coding": CODING,
-        "rows": len(rows),
-        "columns": list(COLUMNS),
-        "streams": list(streams),
-    }
-    members = {STREAMS: json.dumps(header, separators=(",", ":")).encode(), ORDER: bytes(order)}
-    return members | {column_file(name): bytes(columns[name]) for name in COLUMNS}
+        self._previous[index] = values
+        self.rows += 1
+        if len(columns[2]) > self._CHUNK:  # the energy's column grows fastest
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what is coded so far to the sinks."""
+        for sink, buffer in zip(self._sinks, self._buffers, strict=True):
+            sink.write(buffer)
+            buffer.clear()
+
+    def header(self) -> bytes:
+        """rows/streams.json: the format, how to read it, the row count and the streams (flushes first)."""
+        self.flush()
+        streams = list(self._streams)
+        header = {"format": FORMAT, "coding": CODING, "rows": self.rows, "columns": list(COLUMNS)}
+        return json.dumps(header | {"streams": streams}, separators=(",", ":")).encode()
 
 
-def _varints(blob: bytes) -> Iterator[int]:
+def encode_rows(rows: Iterable[EnergyInterval]) -> dict[str, bytes]:
+    """The bundle members that hold `rows`, in memory: their streams, each row's stream, the columns."""
+    sinks = {name: io.BytesIO() for name in member_names()}
+    coder = RowCoder(sinks)
+    for row in rows:
+        coder.add(row)
+    return {STREAMS: coder.header()} | {name: sink.getvalue() for name, sink in sinks.items()}
+
+
+def _varints(source: BinaryIO, chunk: int = 1 << 20) -> Iterator[int]:
     """The signed residuals of a column file, in order; a number cut off at the end is an error."""
     coded = shift = 0
-    for byte in blob:
-        coded |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            yield coded // 2 if coded % 2 == 0 else -(coded + 1) // 2
-            coded = shift = 0
+    while block := source.read(chunk):
+        for byte in block:
+            coded |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                yield coded // 2 if coded % 2 == 0 else -(coded + 1) // 2
+                coded = shift = 0
     if shift:
         raise ConfigError("a column file of the bundle's rows ends inside a number")
 
 
 def decode_rows(members: Mapping[str, bytes]) -> list[EnergyInterval]:
-    """The rows `encode_rows` wrote, every float exactly as it was, in their order.
-
-    Raises:
-        ConfigError: A member is missing, of another format, or holds another number of rows.
-        ValueError: A stream names an unknown kind or source.
-    """
+    """The rows `encode_rows` wrote, every float exactly as it was, in their order (see `row_batches`)."""
     try:
-        header = json.loads(members[STREAMS])
-        order = _varints(members[ORDER])
-        columns = [_varints(members[column_file(name)]) for name in COLUMNS]
+        sources = {name: io.BytesIO(members[name]) for name in member_names()}
+        header = members[STREAMS]
     except KeyError as e:
         raise ConfigError(f"the bundle's rows lack {e.args[0]}") from e
+    return [row for batch in row_batches(header, sources) for row in batch]
+
+
+def row_batches(
+    header_text: bytes, sources: Mapping[str, BinaryIO], batch_rows: int = 20_000
+) -> Iterator[list[EnergyInterval]]:
+    """The rows a RowCoder wrote, `batch_rows` at a time, every float exactly as it was, in order.
+
+    Raises:
+        ConfigError: Of another format, or the files hold another number of rows or streams.
+        ValueError: A stream names an unknown kind or source.
+    """
+    header = json.loads(header_text)
     if header.get("format") != FORMAT or header.get("columns") != list(COLUMNS):
         raise ConfigError(f"{STREAMS}: format {header.get('format')!r}, this wattlog reads {FORMAT!r}")
+    order, *columns = (_varints(sources[name]) for name in member_names())
     streams = [tuple(s) for s in header["streams"]]
     previous = [(0.0,) * len(COLUMNS)] * len(streams)
-    rows: list[EnergyInterval] = []
+    count, batch = 0, []
     try:
         for index in itertools.islice(order, int(header["rows"])):
             if not 0 <= index < len(streams):
                 raise ConfigError(
-                    f"{ORDER}: row {len(rows)} names stream {index}, {STREAMS} lists {len(streams)}"
+                    f"{ORDER}: row {count} names stream {index}, {STREAMS} lists {len(streams)}"
                 )
             residuals = [next(column) for column in columns]
             last = previous[index]
@@ -174,12 +214,19 @@ def decode_rows(members: Mapping[str, bytes]) -> list[EnergyInterval]:
             previous[index] = values = tuple(
                 _double(_bits(g) + r) for g, r in zip(guesses, residuals, strict=True)
             )
-            rows.append(_row(streams[index], values))
+            batch.append(_row(streams[index], values))
+            count += 1
+            if len(batch) == batch_rows:
+                yield batch
+                batch = []
     except StopIteration as e:
-        raise ConfigError(f"the bundle's rows: fewer numbers or streams than {STREAMS} says ({e!r})") from e
-    if len(rows) != header["rows"] or any(next(it, None) is not None for it in (order, *columns)):
+        raise ConfigError(
+            f"the bundle's rows: fewer numbers than the {header['rows']} rows {STREAMS} says"
+        ) from e
+    if count != header["rows"] or any(next(it, None) is not None for it in (order, *columns)):
         raise ConfigError(f"the bundle's rows: not the {header['rows']} rows {STREAMS} says")
-    return rows
+    if batch:
+        yield batch
 
 
 def _row(stream: Sequence[str], values: Sequence[float]) -> EnergyInterval:

@@ -11,7 +11,7 @@ with its hours) and the run's name is looked up once.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 from sqlalchemy import Table, case, func, select, text
@@ -154,11 +154,19 @@ class RunReader:
 
     def energy_rows(self, kinds: Sequence[str] | None = None) -> list[EnergyInterval]:
         """Energy rows as stored (raw and hourly), of `kinds` (default all), in time order."""
+        return [row for batch in self.energy_row_batches(kinds) for row in batch]
+
+    def energy_row_batches(
+        self, kinds: Sequence[str] | None = None, batch_rows: int = 20_000
+    ) -> Iterator[list[EnergyInterval]]:
+        """`energy_rows`, `batch_rows` at a time: a run of millions of rows read without holding them all."""
         query = select(EnergyRecord).where(col(EnergyRecord.run_id) == self.run_id)
         if kinds is not None:
             query = query.where(col(EnergyRecord.kind).in_(list(kinds)))
         query = query.order_by(col(EnergyRecord.start_s), col(EnergyRecord.id))
-        return [interval_of(row) for row in self._session.execute(query).scalars()]
+        result = self._session.execute(query.execution_options(yield_per=batch_rows)).scalars()
+        for part in result.partitions():
+            yield [interval_of(row) for row in part]
 
     def device_seconds(self, kind: str) -> tuple[float, int]:
         """Device-seconds of rows of one kind and how many devices recorded any."""

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from wattlog.accounting.audit import MANIFEST, build_bundle, verify_bundle
+from wattlog.accounting.audit import build_bundle, verify_bundle
+from wattlog.accounting.audit_files import MANIFEST
 from wattlog.accounting.audit_rows import COLUMNS, decode_rows, encode_rows
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.ledger.jobs import RankReport, report_rank_progress

@@ -145,12 +145,13 @@ def test_a_window_closed_before_the_evidence_gets_the_band_the_agent_gives_one_a
 def test_the_audit_bundle_carries_the_revisions_and_its_replay_gives_the_agents_band(
     recorded: Recorded, tmp_path: Path
 ) -> None:
-    from wattlog.accounting.audit import _read, _replay, build_bundle, verify_bundle
+    from wattlog.accounting.audit import build_bundle, verify_bundle
 
     options = TableOptions(catalog=site_catalog())
     bundle = build_bundle(recorded.ledger, recorded.run, options, tmp_path / "run.tar.gz")
-    assert verify_bundle(bundle).ok
-    band = _replay(_read(bundle))[0].energy_band_j  # the row recomputed from the bundle alone
+    result = verify_bundle(bundle)
+    assert result.ok and result.row is not None
+    band = result.row.energy_band_j  # the row recomputed from the bundle alone
     assert band is not None
     _close(band.lo, band.hi, recorded)
 
