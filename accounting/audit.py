@@ -39,7 +39,7 @@ from wattlog.accounting.audit_contents import (
     site_doc,
     versions_doc,
 )
-from wattlog.accounting.audit_files import check_manifest, extract_bundle, sha256_of, write_bundle
+from wattlog.accounting.audit_files import MANIFEST, check_manifest, extract_bundle, sha256_of, write_bundle
 from wattlog.accounting.audit_rows import STREAMS, RowCoder, member_names, row_batches
 from wattlog.accounting.audit_series import SERIES, Digest, PowerSeries
 from wattlog.accounting.exports import rows_csv, rows_json
@@ -63,6 +63,11 @@ _DOCS = (
     "intensity.json",
 )  # fmt: skip
 """The bundle's JSON documents the replay reads."""
+_FILES = frozenset(
+    {*_DOCS, "profiles.json", "table.json", "versions.json", "exports/row.json", "exports/row.csv"}
+    | {STREAMS, *member_names(), SERIES, MANIFEST}
+)
+"""Every file a bundle holds (`build_bundle` writes them; the verifier refuses others)."""
 Progress = Callable[[int], None]
 """Hears how many rows a long bundle or verify has done so far."""
 _SPEC_FIELDS = ("project", "role", "model", "site", "host", "phase", "stage", "scale_group", "device_model")
@@ -190,8 +195,9 @@ def verify_bundle(path: Path, progress: Progress | None = None) -> AuditResult:
     """Check the manifest's hashes, then recompute the row, series and exports from the bundle alone
     (replayed into a ledger in a private temporary folder; `progress` hears the rows replayed)."""
     with tempfile.TemporaryDirectory(prefix="wattlog-verify-") as folder:
-        members = extract_bundle(path, Path(folder))
+        members = extract_bundle(path, Path(folder, "bundle"))  # apart from the replay's ledger
         problems = check_manifest(members)
+        problems += [f"{name}: not a file an audit bundle holds" for name in members if name not in _FILES]
         printed = json.loads(_member(members, "table.json") or b"{}")
         if problems:
             return AuditResult(tuple(problems), printed, {})

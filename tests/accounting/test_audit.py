@@ -74,7 +74,7 @@ def _members(path: Path) -> dict[str, bytes]:
 
 def _rewrite_members(path: Path, change, *, fix_manifest: bool) -> None:  # noqa: ANN001 - members -> changed ones
     blobs = _members(path)
-    blobs |= {name: blob for name, blob in change(blobs).items() if blobs[name] != blob}
+    blobs |= {name: blob for name, blob in change(blobs).items() if blobs.get(name) != blob}
     if fix_manifest:  # a forger who also rewrites the hashes: the recomputation still catches it
         manifest = {n: hashlib.sha256(b).hexdigest() for n, b in blobs.items() if n != MANIFEST}
         blobs[MANIFEST] = json.dumps(manifest).encode()

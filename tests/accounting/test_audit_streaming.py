@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.accounting.test_audit import _rewrite_members
 from tests.accounting.test_audit_rows import _steady_rows
 from wattlog.accounting.audit import build_bundle, verify_bundle
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
@@ -72,3 +73,16 @@ def test_a_bundle_naming_a_member_outside_itself_is_refused(tmp_path: Path) -> N
     with pytest.raises(ConfigError, match="points outside it"):
         verify_bundle(bundle)
     assert not (tmp_path.parent / "outside.json").exists()
+
+
+def test_a_bundle_cannot_bring_its_own_replay_ledger(tmp_path: Path) -> None:
+    """A forger's file named like the verifier's replay database, listed in a rewritten manifest,
+    lands beside the bundle's files, not under the verifier's ledger, and is refused as a file no
+    bundle holds (on main the replay opened it as its ledger: "file is not a database")."""
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"), clock=FakeClock(wall_offset_s=T0))
+    run = ledger.start_run("r", RunSpec(site="jupiter"))
+    ledger.record_intervals(run.id, _steady_rows(devices=1, steps=3))
+    ledger.end_run(run.id, end_s=T0 + 30)
+    bundle = build_bundle(ledger, "r", TableOptions(catalog=site_catalog()), tmp_path / "r.tar.gz")
+    _rewrite_members(bundle, lambda blobs: {"replay.db": b"not the verifier's"}, fix_manifest=True)
+    assert verify_bundle(bundle).problems == ("replay.db: not a file an audit bundle holds",)
