@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.waiting import wait_until
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
 from wattlog.clock import FakeClock
@@ -26,10 +26,12 @@ def test_closing_a_recording_stores_one_counter_check_per_counter_device(tmp_pat
     recording = Recording(config, LedgerTarget(ledger, run.id), sensors=[SimulatedSensor(simulated_gpus(2))])
     with recording:
         assert recording.agent is not None
-        deadline = time.monotonic() + 30.0  # checked after three counter values (~0.3 s): waited for
-        while any(d.counter_check is None for d in recording.agent.snapshot()):
-            assert time.monotonic() < deadline, "the simulated counters were never checked"
-            time.sleep(0.02)
+        agent = recording.agent  # checked after three counter values (~0.3 s): waited for
+
+        def checked() -> bool:
+            return all(d.counter_check is not None for d in agent.snapshot())
+
+        wait_until(checked, 30.0, "the simulated counters were never checked")
     recording.close()  # a second close stores nothing more
     checks = [e.payload for e in ledger.events(run.id) if e.kind == EventKind.COUNTER_CHECK]
     assert sorted(c["device"] for c in checks) == ["GPU-sim-0000", "GPU-sim-0001"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import wait_until
 from wattlog.accounting.ledger import Ledger, LedgerSink, RunSpec, make_engine
 from wattlog.accounting.render import TableRow
 from wattlog.accounting.run_table import TableOptions, run_row
@@ -54,10 +55,11 @@ def _row_of(tmp_path: Path, sensors: list[Sensor]) -> tuple[Ledger, TableRow, di
     run = ledger.start_run("r", RunSpec(model="m", site="jupiter", host="node0"))
     config = AgentConfig(port=0, flush_s=3600.0, host="node0", lock_dir=tmp_path / "locks")
     with Agent(config, sensors=sensors, sinks=[LedgerSink(ledger, run.id)]) as agent:
-        deadline = time.monotonic() + 10
-        while min((e.samples for e in agent.snapshot()), default=0) < 12:
-            assert time.monotonic() < deadline, "the sampler produced no readings"
-            time.sleep(0.02)
+
+        def sampled() -> bool:
+            return min((e.samples for e in agent.snapshot()), default=0) >= 12
+
+        wait_until(sampled, 10, "the sampler produced no readings")
         vendors = {d.uuid: d.vendor for d in agent.devices}
         assert agent.metrics_url is not None
         scraped = urllib.request.urlopen(agent.metrics_url, timeout=5).read().decode()

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 from pytest_httpserver import HTTPServer
 
+from tests.waiting import wait_until
 from wattlog.dashboards.notify import Notifier, detection_hook, events_to_send, redact
 from wattlog.dashboards.webhooks import SIGNATURE_HEADER, sign
 from wattlog.errors import ConfigError, WattlogError
@@ -123,16 +124,13 @@ def test_cli_sends_a_runs_events_from_the_ledger(httpserver: HTTPServer, tmp_pat
 
 
 def test_detection_hook_sends_in_the_background(httpserver: HTTPServer) -> None:
-    import time
 
     from wattlog.trainer.detectors import Detection
 
     httpserver.expect_request("/hook", method="POST").respond_with_data("ok")
     hook = detection_hook(Notifier(httpserver.url_for("/hook")), "r1", clock=lambda: 1796234400.0)
     hook(Detection("loss_scale_collapse", 42, 0.01, 0.03125, "loss scale 0.01 <= 2^-5"))
-    deadline = time.monotonic() + 5
-    while not httpserver.log and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: httpserver.log, 5, "the hook posted nothing")
     sent = json.loads(httpserver.log[0][0].get_data())
     assert (sent["run"], sent["kind"], sent["step"]) == ("r1", "loss_scale_collapse", 42)
     assert sent["payload"] == {"value": 0.01, "threshold": 0.03125}

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.processes import wattlog_session
+from tests.waiting import wait_until
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.node_lease import NODE_LOST_REASON
 from wattlog.cli import main
@@ -58,11 +59,11 @@ def _hosts_stored(url: str) -> set[str]:
 
 
 def _wait_for_rows(url: str, hosts: set[str], process: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 60
-    while not hosts <= _hosts_stored(url):
+    def stored() -> bool:
         assert process.poll() is None, process.stdout.read() if process.stdout else ""
-        assert time.monotonic() < deadline, f"no rows from {hosts - _hosts_stored(url)}"
-        time.sleep(0.2)
+        return hosts <= _hosts_stored(url)
+
+    wait_until(stored, 60, lambda: f"no rows from {hosts - _hosts_stored(url)}", 0.2)
 
 
 def test_killed_nodes_of_a_live_run_are_gaps_on_them_and_a_restart_is_counted(

@@ -14,11 +14,11 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.waiting import wait_until
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
@@ -137,9 +137,8 @@ def test_a_close_that_cannot_finish_does_not_keep_the_process_from_ending(
     try:
         CloseOnSignals(lambda signum: release.wait(30), timeout_s=0.2).install()
         os.kill(os.getpid(), signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        while not chained and time.monotonic() < deadline:
-            time.sleep(0.01)  # the handler runs in the main thread between these
+        # the handler runs in the main thread between the polls
+        wait_until(lambda: chained, 10, "the user's handler never ran", 0.01)
         assert chained == [signal.SIGTERM]  # the user's handler ran although close never returned
         # the stop is checked, not assumed: the closer still running is said
         assert any("took over" in r.getMessage() and "SIGTERM" in r.getMessage() for r in caplog.records)

@@ -11,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.conftest import Servers
 from tests.integration.servers import http_get
+from tests.waiting import wait_until
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.exporter import delete
 from wattlog.telemetry.sensors.simulated import SensorModel, SimulatedSensor, simulated_gpus
@@ -88,10 +89,7 @@ def test_pushgateway_receives_the_final_values_and_forgets_them_on_delete(
         port=None, host=HOST, pushgateway_url=gateway.url, push_job="itest-job", lock_dir=tmp_path
     )
     with Agent(config, sensors=[constant_gpus()]) as agent:
-        deadline = time.monotonic() + 10
-        while min(e.samples for e in agent.snapshot()) < 8:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        wait_until(lambda: min(e.samples for e in agent.snapshot()) >= 8, 10, "fewer than 8 readings", 0.01)
     final = {e.device.uuid: e.energy_j for e in agent.snapshot()}  # close() pushed these
     pushed = _energy_series(http_get(f"{gateway.url}/metrics").decode())
     assert pushed == {("itest-job", HOST, uuid): energy for uuid, energy in final.items()}

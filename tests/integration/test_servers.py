@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.integration.conftest import Servers
 from tests.integration.servers import ServerFailed, http_json
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -32,12 +32,14 @@ def test_prometheus_loads_rules_and_finds_its_alertmanager(servers: Servers, tmp
     groups = http_json(f"{prometheus.url}/api/v1/rules")["data"]["groups"]
     assert [r["name"] for g in groups for r in g["rules"]] == ["AlwaysFiring"]
     prometheus.wait_for('ALERTS{alertname="AlwaysFiring"}', timeout_s=15)
-    deadline = time.monotonic() + 20  # Prometheus discovers its Alertmanager within ~5 s, then sends
-    while "AlwaysFiring" not in {
-        a["labels"]["alertname"] for a in http_json(f"{alertmanager.url}/api/v2/alerts")
-    }:
-        assert time.monotonic() < deadline, "the alert never reached Alertmanager"
-        time.sleep(0.25)
+
+    def received() -> bool:
+        return "AlwaysFiring" in {
+            a["labels"]["alertname"] for a in http_json(f"{alertmanager.url}/api/v2/alerts")
+        }
+
+    # Prometheus discovers its Alertmanager within ~5 s, then sends
+    wait_until(received, 20, "the alert never reached Alertmanager", 0.25)
 
     prometheus.stop()
     assert prometheus.process.returncode is not None

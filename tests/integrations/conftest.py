@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.waiting import wait_until
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 
@@ -34,10 +35,9 @@ def wait_for_energy(session: Any, timeout_s: float = 30.0) -> None:
     A loop of instant stand-in steps logs within the agent's first readings, before the simulated
     counters' first update, where the energy is unknown and no energy key is logged.
     """
-    deadline = time.monotonic() + timeout_s
-    while "wattlog/energy_j" not in session.figures():
-        assert time.monotonic() < deadline, f"no energy integrated in {timeout_s} s"
-        time.sleep(0.02)
+    wait_until(
+        lambda: "wattlog/energy_j" in session.figures(), timeout_s, f"no energy integrated in {timeout_s} s"
+    )
 
 
 def import_error_without(module: str, blocked: str) -> str:

@@ -15,6 +15,7 @@ import pytest
 from pytest_httpserver import HTTPServer
 
 from tests.telemetry.fakes import ConstantSensor
+from tests.waiting import wait_until
 from wattlog.errors import ConfigError, SensorUnavailable, WattlogError
 from wattlog.records import BandRevision, EnergyInterval, Gap, Source
 from wattlog.telemetry.agent import Agent, AgentConfig
@@ -62,10 +63,7 @@ def simulated(n: int = 2) -> SimulatedSensor:
 
 
 def wait_for_samples(agent: Agent, n: int = 4) -> None:
-    deadline = time.monotonic() + 10
-    while min((e.samples for e in agent.snapshot()), default=0) < n:
-        assert time.monotonic() < deadline, "the sampler produced no readings"
-        time.sleep(0.01)
+    wait_until(lambda: min((e.samples for e in agent.snapshot()), default=0) >= n, 10, "no readings", 0.01)
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.waiting import wait_until
 from wattlog.clock import FakeClock, SystemClock
 from wattlog.errors import ConfigError, DeviceLost, SensorError
 from wattlog.records import Kind, Source
@@ -260,9 +261,7 @@ def test_shared_wakes_read_every_publication_once_for_any_periods_and_phases(
 def test_stop_is_noticed_at_once_while_nothing_is_due_for_an_hour() -> None:
     sensor = PacedSensor(["a"], every_s=3600.0)
     sampler = Sampler([sensor], ListSink(), period_s=0.025, clock=SystemClock()).start()
-    deadline = time.monotonic() + 5.0
-    while sensor.reads["a"] == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: sensor.reads["a"], 5.0, "the sampler never read", 0.01)
     assert sensor.reads["a"] == 1
     time.sleep(0.1)  # the thread now waits for a deadline an hour away
     started = time.monotonic()

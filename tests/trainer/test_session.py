@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import wait_until
 from wattlog.accounting.ledger import Ledger, Status, make_engine
 from wattlog.errors import ConfigError, LedgerError
 from wattlog.events import EventKind
@@ -43,11 +44,13 @@ def test_wattlog_run_works_without_torch(tmp_path: Path) -> None:
 
 def counter_checked(session: RunSession, timeout_s: float = 30.0) -> None:
     """Wait until the agent has checked its counter at start-up (after three counter values, ~0.3 s)."""
-    deadline = time.monotonic() + timeout_s
-    assert session.agent is not None
-    while any(d.counter_check is None for d in session.agent.snapshot()):
-        assert time.monotonic() < deadline, "the simulated counter was never checked"
-        time.sleep(0.02)
+    agent = session.agent
+    assert agent is not None
+
+    def checked() -> bool:
+        return all(d.counter_check is not None for d in agent.snapshot())
+
+    wait_until(checked, timeout_s, "the simulated counter was never checked")
 
 
 def test_a_session_records_every_joule_its_agent_measured(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from tests.trainer.conftest import NoSyncTensor, SyncError, no_sync
+from tests.waiting import wait_until
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.windows import windows
 from wattlog.accounting.split import Use, energy_split
@@ -90,9 +91,7 @@ def test_run_energy_events_and_metrics_reach_the_ledger_and_prometheus(
         time.sleep(0.35)
         tracker.step(loss=float("nan"), tokens=64)
         tracker.drain()
-        deadline = time.monotonic() + 5.0
-        while not tracker.energy_j() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(tracker.energy_j, 5.0, "no energy measured", 0.05)
         assert tracker.energy_j() is not None and tracker.energy_j() > 0  # type: ignore[operator]
         assert tracker.metrics_url is not None
         body = urllib.request.urlopen(tracker.metrics_url, timeout=5).read().decode()

@@ -1,0 +1,18 @@
+"""One way for a test to wait for something another thread or process does: poll until it holds."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+def wait_until(
+    ready: Callable[[], object], timeout_s: float, failure: str | Callable[[], str], poll_s: float = 0.02
+) -> None:
+    """Return once `ready()` is true, polling every `poll_s`; fail with `failure` (a message, or what
+    gives one when it is needed: a log read at the time) after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        if time.monotonic() >= deadline:
+            raise AssertionError(failure() if callable(failure) else failure)
+        time.sleep(poll_s)
