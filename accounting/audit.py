@@ -68,8 +68,9 @@ _FILES = frozenset(
     | {STREAMS, *member_names(), SERIES, MANIFEST}
 )
 """Every file a bundle holds (`build_bundle` writes them; the verifier refuses others)."""
-Progress = Callable[[int], None]
-"""Hears how many rows a long bundle or verify has done so far."""
+Progress = Callable[[str, int], None]
+"""Hears what a long bundle or verify is doing and how far it is: ("coding rows", rows so far),
+("compressing", bytes to compress), ("replaying rows", rows so far)."""
 _SPEC_FIELDS = ("project", "role", "model", "site", "host", "phase", "stage", "scale_group", "device_model")
 
 
@@ -111,7 +112,7 @@ def build_bundle(
     ledger: Ledger, run: int | str, options: TableOptions, out: Path, progress: Progress | None = None
 ) -> Path:
     """Write the audit bundle of `run` (its row as `options` print it, the gate on) to `out` (xz, or
-    gzip where the name ends .tar.gz or .tgz); `progress` hears the rows coded so far.
+    gzip where the name ends .tar.gz or .tgz); `progress` hears the rows coded, then the compression.
 
     Raises:
         ConfigError: The run has no site (a bundle recomputes a full row).
@@ -144,6 +145,8 @@ def build_bundle(
             n: json.dumps(body, separators=(",", ":"), sort_keys=True).encode() for n, body in docs.items()
         }
         files = {name: Path(folder, name) for name in (*member_names(), SERIES)}
+        if progress is not None:  # xz takes minutes for a month of rows: say it has started
+            progress("compressing", sum(path.stat().st_size for path in files.values()))
         write_bundle(out, blobs | {STREAMS: header} | _exports(row), files)
     return out
 
@@ -184,7 +187,7 @@ def _write_rows(
                 series.add(row)
                 hours.add(int(row.start_s // HOUR_S) * HOUR_S)
             if progress is not None:
-                progress(coder.rows)
+                progress("coding rows", coder.rows)
         header = coder.header()
     with Path(folder, SERIES).open("wb") as sink:
         series.write(sink)
@@ -314,7 +317,7 @@ def _replay_rows(
                 series.add(row)
             count += len(batch)
             if progress is not None:
-                progress(count)
+                progress("replaying rows", count)
     digest = Digest()
     series.write(digest)
     return count, digest.hexdigest()

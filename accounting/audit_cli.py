@@ -32,7 +32,7 @@ def audit(
     if target == "verify":
         if bundle is None:
             raise ConfigError("wattlog audit verify BUNDLE: name the bundle to check")
-        result = verify_bundle(bundle, _progress("replayed"))
+        result = verify_bundle(bundle, _progress())
         for column, text in result.recomputed.items():
             if column != "notes":
                 typer.echo(f"{column}: {text} (printed {result.printed.get(column)})")
@@ -45,21 +45,22 @@ def audit(
     engine = make_engine(db, create=False)
     try:
         options = TableOptions(catalog=site_catalog(), site=site)
-        build_bundle(Ledger(engine), target, options, output, _progress("coded"))
+        build_bundle(Ledger(engine), target, options, output, _progress())
     finally:
         engine.dispose()
     typer.echo(f"audit bundle of run {target!r}: {output} ({output.stat().st_size} bytes)")
 
 
-def _progress(done: str, every_s: float = 2.0) -> Progress:
-    """A line on stderr every `every_s` at most while a long run's rows are coded or replayed."""
-    last = time.monotonic()
+def _progress(every_s: float = 2.0) -> Progress:
+    """A line on stderr when a long bundle or verify starts a step, and every `every_s` within one."""
+    last, step = time.monotonic(), ""
 
-    def tell(rows: int) -> None:
-        nonlocal last
-        if time.monotonic() - last >= every_s:
-            last = time.monotonic()
-            typer.echo(f"wattlog audit: {rows:,} rows {done}", err=True)
+    def tell(doing: str, count: int) -> None:
+        nonlocal last, step
+        if doing != step or time.monotonic() - last >= every_s:
+            last, step = time.monotonic(), doing
+            amount = f"{count / 1e6:,.1f} MB" if doing == "compressing" else f"{count:,}"
+            typer.echo(f"wattlog audit: {doing}: {amount}", err=True)
 
     return tell
 

@@ -52,15 +52,20 @@ def test_bundles_are_built_and_verified_a_batch_at_a_time(
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where build and verify unpack
     monkeypatch.setattr(RunReader, "energy_rows", _whole_run)
     monkeypatch.setattr(RunReader, "energy_row_batches", small_batches)
-    heard: list[int] = []
+    heard: list[tuple[str, int]] = []
     bundle = build_bundle(
-        ledger, "long", TableOptions(catalog=site_catalog()), tmp_path / "b.tar.xz", heard.append
+        ledger,
+        "long",
+        TableOptions(catalog=site_catalog()),
+        tmp_path / "b.tar.xz",
+        lambda *said: heard.append(said),
     )
-    assert batches == [100] * 12 and heard == list(range(100, 1201, 100))
-    replayed: list[int] = []
-    result = verify_bundle(bundle, replayed.append)
+    assert batches == [100] * 12 and heard[:-1] == [("coding rows", n) for n in range(100, 1201, 100)]
+    assert heard[-1][0] == "compressing" and heard[-1][1] > 1200  # bytes: the rows' files and series
+    replayed: list[tuple[str, int]] = []
+    result = verify_bundle(bundle, lambda *said: replayed.append(said))
     assert result.ok, result.problems
-    assert replayed[-1] == 1200 and len(replayed) == 1  # the rows decoded 20,000 at a time
+    assert replayed == [("replaying rows", 1200)]  # the rows decoded 20,000 at a time
     assert not list(scratch.iterdir())  # what they wrote went with their private folders
 
 
