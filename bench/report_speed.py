@@ -11,22 +11,25 @@ change to the report's Python shortens); the first load is cold (the server impo
 the rest warm (a new browser tab each time, the server already running; with --cached the tabs
 share the browser's cache, as a person reopening the report). Also the CPU seconds of server and
 browser together (less sensitive to the machine's load). Target: warm first figures under 2 s.
-Then the same loads of a floor (bench/report_floor_app.py: a heading, a select box and four charts
-in Streamlit, nothing of the report), served the same way in the same run: what no change to the
-report can go below, and the report's time as a ratio of it.
+Beside it, taking turns with it load by load, a floor (bench/report_floor_app.py: a heading, a
+select box and four charts in Streamlit, nothing of the report), served the same way: what no
+change to the report can go below, and the report's time as a ratio of it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import sqlite3
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -100,48 +103,55 @@ class Load:
     charts_cpu_s: float
 
 
-def first_figures(
-    base: str, loads: int, first_figure: str = FIRST_FIGURE, cached: bool = False
-) -> list[Load]:
-    """Seconds (and CPU seconds of server and browser) to the run picker, first figure and fourth chart.
+def first_figures(pages: Sequence[tuple[str, str]], loads: int, cached: bool = False) -> list[list[Load]]:
+    """Per page (its base URL, its first figure's selector): seconds (and CPU seconds of servers and
+    browser) to the run picker, first figure and fourth chart of `loads` loads, the pages taking turns
+    (a drift in the machine's load hits all alike).
 
     `cached`: every tab in one browser context, so the page's scripts come from the browser's cache
     after the first load (a person opening the report again); else each tab starts with an empty cache.
     """
     from playwright.sync_api import sync_playwright
 
-    times = []
+    times: list[list[Load]] = [[] for _ in pages]
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         context = browser.new_context(viewport={"width": 1440, "height": 3000}) if cached else None
         try:
             for _ in range(loads):
-                page = (
-                    context.new_page()
-                    if context
-                    else browser.new_page(viewport={"width": 1440, "height": 3000})
-                )
-                page.add_init_script(PICKER_SEEN)
-                cpu = tree_cpu_s()
-                began = time.perf_counter()
-                page.goto(f"{base}/?run={RUN}", wait_until="commit", timeout=60_000)
-                # Waited for first, whatever else the page draws before it (the picker used to be
-                # awaited first, which hid first figures drawn before it).
-                page.locator(first_figure).first.wait_for(timeout=60_000)
-                figures, figures_cpu = time.perf_counter() - began, tree_cpu_s() - cpu
-                page.locator('[data-testid="stVegaLiteChart"]').nth(3).wait_for(timeout=60_000)
-                charts, charts_cpu = time.perf_counter() - began, tree_cpu_s() - cpu
-                page.locator(PICKER).first.wait_for(timeout=60_000)
-                shell = page.evaluate("window.__pickerSeenMs") / 1000  # the script runs: its first widget
-                times.append(Load(shell, figures, charts, figures_cpu, charts_cpu))
-                page.close()
+                for (base, first_figure), page_times in zip(pages, times, strict=True):
+                    page = (
+                        context.new_page()
+                        if context
+                        else browser.new_page(viewport={"width": 1440, "height": 3000})
+                    )
+                    page_times.append(_load(page, base, first_figure))
+                    page.close()
         finally:
             browser.close()
     return times
 
 
-def floor_times(folder: Path, loads: int, cached: bool) -> list[Load]:
-    """The same loads of bench/report_floor_app.py, served as `wattlog report` serves the report."""
+def _load(page: Any, base: str, first_figure: str) -> Load:  # noqa: ANN401 - a Playwright page
+    """One load of `base`?run=RUN in a new tab."""
+    page.add_init_script(PICKER_SEEN)
+    cpu = tree_cpu_s()
+    began = time.perf_counter()
+    page.goto(f"{base}/?run={RUN}", wait_until="commit", timeout=60_000)
+    # Waited for first, whatever else the page draws before it (the picker used to be
+    # awaited first, which hid first figures drawn before it).
+    page.locator(first_figure).first.wait_for(timeout=60_000)
+    figures, figures_cpu = time.perf_counter() - began, tree_cpu_s() - cpu
+    page.locator('[data-testid="stVegaLiteChart"]').nth(3).wait_for(timeout=60_000)
+    charts, charts_cpu = time.perf_counter() - began, tree_cpu_s() - cpu
+    page.locator(PICKER).first.wait_for(timeout=60_000)
+    shell = page.evaluate("window.__pickerSeenMs") / 1000  # the script runs: its first widget
+    return Load(shell, figures, charts, figures_cpu, charts_cpu)
+
+
+@contextlib.contextmanager
+def serving_floor(folder: Path) -> Iterator[str]:
+    """bench/report_floor_app.py served as `wattlog report` serves the report; its base URL."""
     port = free_port()
     command = streamlit_command("127.0.0.1", port, app=Path(__file__).with_name("report_floor_app.py"))
     base = f"http://127.0.0.1:{port}"
@@ -149,7 +159,7 @@ def floor_times(folder: Path, loads: int, cached: bool) -> list[Load]:
     with serving_process(
         command, folder / "floor.log", health, "floor", healthy=lambda b: b == b"ok", timeout_s=60
     ):
-        return first_figures(base, loads, FIRST_FIGURE, cached)
+        yield base
 
 
 def print_warm(report: list[Load], floor: list[Load]) -> None:
@@ -203,15 +213,18 @@ def main() -> None:
                 source.backup(kept)
         port = free_port()
         base = f"http://127.0.0.1:{port}"
-        with wattlog_process(
-            ["report", "--db", url, "--port", str(port)],
-            Path(tmp) / "report.log",
-            f"{base}/_stcore/health",
-            healthy=lambda body: body == b"ok",
-            timeout_s=60,
+        with (
+            wattlog_process(
+                ["report", "--db", url, "--port", str(port)],
+                Path(tmp) / "report.log",
+                f"{base}/_stcore/health",
+                healthy=lambda body: body == b"ok",
+                timeout_s=60,
+            ),
+            serving_floor(Path(tmp)) as floor_base,
         ):
-            times = first_figures(base, args.loads, args.first_figure, args.cached)
-        floor = floor_times(Path(tmp), args.loads, args.cached)
+            pages = [(base, args.first_figure), (floor_base, FIRST_FIGURE)]
+            times, floor = first_figures(pages, args.loads, args.cached)
     for i, load in enumerate(times):
         kind = "cold" if i == 0 else "warm"
         print(
