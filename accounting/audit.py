@@ -128,10 +128,9 @@ def build_bundle(
         header, hours = _write_rows(ledger, info.id, Path(folder), progress)
         docs = {
             "run.json": _run_doc(ledger, info, site.name),
-            "revisions.json": [
-                asdict(r) for r in ledger.band_revisions(info.id)
-            ],  # the rows' band, as revised
-            "ranks.json": [_rank_doc(r) for r in rank_progress(ledger, info.id)],  # tokens: J per token
+            # the rows' band as revised, and the ranks' tokens (J per token)
+            "revisions.json": [asdict(r) for r in ledger.band_revisions(info.id)],
+            "ranks.json": [_rank_doc(r) for r in rank_progress(ledger, info.id)],
             "gaps.json": [[g.host, g.device, g.start_s, g.end_s, g.reason] for g in ledger.gaps(info.id)],
             "events.json": [_event_doc(e) for e in ledger.events(info.id)],
             "site.json": site_doc(site),
@@ -200,7 +199,12 @@ def verify_bundle(path: Path, progress: Progress | None = None) -> AuditResult:
     with tempfile.TemporaryDirectory(prefix="wattlog-verify-") as folder:
         members = extract_bundle(path, Path(folder, "bundle"))  # apart from the replay's ledger
         problems = check_manifest(members)
-        problems += [f"{name}: not a file an audit bundle holds" for name in members if name not in _FILES]
+        if "rows.json" in members:  # stop 33's bundles: JSON rows, no rows/ files
+            problems.append(
+                "rows.json: a bundle of an older wattlog (JSON rows); build it again with this one"
+            )
+        unknown = [name for name in members if name not in _FILES and name != "rows.json"]
+        problems += [f"{name}: not a file an audit bundle holds" for name in unknown]
         printed = json.loads(_member(members, "table.json") or b"{}")
         if problems:
             return AuditResult(tuple(problems), printed, {})
@@ -272,8 +276,6 @@ def _replay(
 ) -> tuple[TableRow, int, str]:
     """The run's row recomputed in a fresh ledger (a file in `folder`) from the bundle's files, the
     number of rows, and the SHA-256 of the series those rows give (written as the builder wrote it)."""
-    if "rows.json" in members:
-        raise ConfigError("rows.json: a bundle of an older wattlog (JSON rows); build it again with this one")
     doc = {name: json.loads(members[name].read_bytes()) for name in _DOCS}
     run, config = doc["run.json"], doc["config.json"]
     clock = FakeClock(start_s=0.0, wall_offset_s=float(run["start_s"]))

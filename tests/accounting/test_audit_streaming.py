@@ -84,10 +84,23 @@ def test_a_bundle_cannot_bring_its_own_replay_ledger(tmp_path: Path) -> None:
     """A forger's file named like the verifier's replay database, listed in a rewritten manifest,
     lands beside the bundle's files, not under the verifier's ledger, and is refused as a file no
     bundle holds (on main the replay opened it as its ledger: "file is not a database")."""
+    bundle = _small_bundle(tmp_path)
+    _rewrite_members(bundle, lambda blobs: {"replay.db": b"not the verifier's"}, fix_manifest=True)
+    assert verify_bundle(bundle).problems == ("replay.db: not a file an audit bundle holds",)
+
+
+def test_a_bundle_of_json_rows_is_told_to_be_built_again(tmp_path: Path) -> None:
+    bundle = _small_bundle(tmp_path)
+    _rewrite_members(bundle, lambda blobs: {"rows.json": b'{"columns": [], "values": []}'}, fix_manifest=True)
+    assert verify_bundle(bundle).problems == (
+        "rows.json: a bundle of an older wattlog (JSON rows); build it again with this one",
+    )
+
+
+def _small_bundle(tmp_path: Path) -> Path:
+    """The bundle of a run of three rows of one device."""
     ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"), clock=FakeClock(wall_offset_s=T0))
     run = ledger.start_run("r", RunSpec(site="jupiter"))
     ledger.record_intervals(run.id, _steady_rows(devices=1, steps=3))
     ledger.end_run(run.id, end_s=T0 + 30)
-    bundle = build_bundle(ledger, "r", TableOptions(catalog=site_catalog()), tmp_path / "r.tar.gz")
-    _rewrite_members(bundle, lambda blobs: {"replay.db": b"not the verifier's"}, fix_manifest=True)
-    assert verify_bundle(bundle).problems == ("replay.db: not a file an audit bundle holds",)
+    return build_bundle(ledger, "r", TableOptions(catalog=site_catalog()), tmp_path / "r.tar.gz")
