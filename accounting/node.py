@@ -193,6 +193,11 @@ class NodeAgent:
         """Energy rows measured that are not in the ledger (spooled for `wattlog replay`, or lost)."""
         return self.recording.unwritten_rows if self.recording is not None else 0
 
+    @property
+    def spooled_lines(self) -> int:
+        """The run's start, events and band revisions this node spooled, not in the ledger."""
+        return self.recording.spooled_lines if self.recording is not None else 0
+
     def close(self) -> None:
         """Stop the agent (its last flush goes to the ledger, or to the spool) and release the ledger."""
         if self.recording is not None:

@@ -145,7 +145,7 @@ def _run_node(options: NodeOptions, command: list[str] | None, seconds: float | 
         console.print(
             f"wattlog node: {spool.rows} energy rows spooled to {spool.path}: `wattlog replay` stores them"
         )
-    return print_ending(node_agent.agent, console, "wattlog node", code, recording.spooled_lines)
+    return print_ending(node_agent.agent, console, "wattlog node", code, node_agent.spooled_lines)
 
 
 def agent(

@@ -172,7 +172,7 @@ def serve_agent(
                 print(f"wattlog slurm agent: {_live_comment(node.ledger, hooks, job, runner)}", flush=True)
     finally:
         node.close()
-    spooled = node.recording.spooled_lines if node.recording is not None else 0
+    spooled = node.spooled_lines
     if node.unwritten_rows or spooled:  # the epilog's log says why the agent failed the job's record
         why = (
             f"{node.unwritten_rows} energy rows are not in the ledger (spooled for `wattlog replay`, or lost)"
