@@ -214,7 +214,8 @@ def verify_bundle(path: Path, progress: Progress | None = None) -> AuditResult:
             return AuditResult((f"the bundle cannot be replayed: {e}",), printed, {})
         if series_digest != sha256_of(members[SERIES]):
             problems.append(f"{SERIES}: differs from the series the bundled rows give (changed)")
-        exports = {name: _member(members, name) for name in _exports(row)}
+        recomputed_exports = _exports(row)
+        bundled_exports = {name: _member(members, name) for name in recomputed_exports}
     recomputed = printed_cells(row)
     problems += [
         f"{column}: printed {printed.get(column)!r}, recomputed {value!r}"
@@ -224,8 +225,8 @@ def verify_bundle(path: Path, progress: Progress | None = None) -> AuditResult:
     tolerance = summing_tolerance(rows)
     problems += [
         f"{name}: the recomputed export differs from the bundled one{difference}"
-        for name, blob in _exports(row).items()
-        if (difference := _difference(exports[name], blob, tolerance))
+        for name, blob in recomputed_exports.items()
+        if (difference := _difference(bundled_exports[name], blob, tolerance))
     ]
     return AuditResult(tuple(problems), printed, recomputed, row)
 
