@@ -23,12 +23,11 @@ a sum's last digit depends on it.
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import math
 import struct
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import BinaryIO
 
@@ -151,15 +150,6 @@ class RowCoder:
         return json.dumps(header | {"streams": streams}, separators=(",", ":")).encode()
 
 
-def encode_rows(rows: Iterable[EnergyInterval]) -> dict[str, bytes]:
-    """The bundle members that hold `rows`, in memory: their streams, each row's stream, the columns."""
-    sinks = {name: io.BytesIO() for name in member_names()}
-    coder = RowCoder(sinks)
-    for row in rows:
-        coder.add(row)
-    return {STREAMS: coder.header()} | {name: sink.getvalue() for name, sink in sinks.items()}
-
-
 def _varints(source: BinaryIO, chunk: int = 1 << 20) -> Iterator[int]:
     """The signed residuals of a column file, in order; a number cut off at the end is an error."""
     coded = shift = 0
@@ -172,16 +162,6 @@ def _varints(source: BinaryIO, chunk: int = 1 << 20) -> Iterator[int]:
                 coded = shift = 0
     if shift:
         raise ConfigError("a column file of the bundle's rows ends inside a number")
-
-
-def decode_rows(members: Mapping[str, bytes]) -> list[EnergyInterval]:
-    """The rows `encode_rows` wrote, every float exactly as it was, in their order (see `row_batches`)."""
-    try:
-        sources = {name: io.BytesIO(members[name]) for name in member_names()}
-        header = members[STREAMS]
-    except KeyError as e:
-        raise ConfigError(f"the bundle's rows lack {e.args[0]}") from e
-    return [row for batch in row_batches(header, sources) for row in batch]
 
 
 def row_batches(

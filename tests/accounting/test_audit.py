@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.accounting.audit_coding import decode_rows, encode_rows
 from wattlog.accounting.audit import build_bundle, verify_bundle
 from wattlog.accounting.audit_files import MANIFEST
-from wattlog.accounting.audit_rows import COLUMNS, decode_rows, encode_rows
+from wattlog.accounting.audit_rows import COLUMNS
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.ledger.jobs import RankReport, report_rank_progress
 from wattlog.accounting.run_table import TableOptions

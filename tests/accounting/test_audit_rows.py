@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.accounting.audit_coding import decode_rows, encode_rows
 from wattlog.accounting.audit import build_bundle
-from wattlog.accounting.audit_rows import COLUMNS, ORDER, STREAMS, column_file, decode_rows, encode_rows
+from wattlog.accounting.audit_rows import COLUMNS, ORDER, STREAMS, column_file
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.run_table import TableOptions
 from wattlog.accounting.sites import site_catalog
