@@ -15,7 +15,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, Table, func, or_, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from wattlog.accounting.ledger.models import IMPOSSIBLE_ENERGY_SQL, EnergyRecord, EnergyRollup
+from wattlog.accounting.ledger.models import IMPOSSIBLE_ENERGY_SQL, EnergyRecord
+from wattlog.accounting.ledger.rollups import IMPOSSIBLE_SUMS_SQL, EnergyHourRollup, EnergyRollup
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.errors import LedgerError
 
@@ -48,6 +49,7 @@ def impossible_rows(ledger: Ledger, where: str, runs: Sequence[int] | None = Non
             for table, what in (
                 (EnergyRecord.__table__, "energy rows"),  # type: ignore[attr-defined]
                 (EnergyRollup.__table__, "energy totals"),  # type: ignore[attr-defined]
+                (EnergyHourRollup.__table__, "hourly energy sums"),  # type: ignore[attr-defined]
             ):
                 problems += _bad_energy(connection, table, what, runs)
     except SQLAlchemyError as error:
@@ -89,13 +91,15 @@ def _bad_energy(connection, table: Table, what: str, runs: Sequence[int] | None)
     if table is EnergyRecord.__table__:  # type: ignore[attr-defined]
         # the partial index's own text, so the query reads the index
         bad = text(f"({IMPOSSIBLE_ENERGY_SQL})")  # type: ignore[assignment]
+    elif table is EnergyHourRollup.__table__:  # type: ignore[attr-defined]
+        bad = text(f"({IMPOSSIBLE_SUMS_SQL})")  # type: ignore[assignment]
     if runs is not None:
         bad = c.run_id.in_(list(runs)) & bad
     count = connection.execute(select(func.count()).select_from(table).where(bad)).scalar_one()
     if not count:
         return []
     examples = connection.execute(
-        select(c.run_id, c.device, c.energy_j, c.low_j, c.high_j).where(bad).limit(_SHOWN)
+        select(c.run_id, c.get("device", c.host), c.energy_j, c.low_j, c.high_j).where(bad).limit(_SHOWN)
     ).all()
     shown = ", ".join(
         f"run {run} {device}: {energy} J, band [{low}, {high}]" for run, device, energy, low, high in examples

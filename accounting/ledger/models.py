@@ -14,6 +14,8 @@ from typing import Any
 from sqlalchemy import JSON, Column, Index, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
+from wattlog.accounting.ledger.rollups import EnergyHourRollup, EnergyRollup, EnergySums
+
 SECONDS_PER_HOUR = 3600
 
 
@@ -138,7 +140,7 @@ not): a partial index holds only these, so a reader bounds how far back a row ca
 scanning the run's rows; as above, a query uses it only with this exact text."""
 
 
-class EnergyRecord(SQLModel, table=True):
+class EnergyRecord(EnergySums, table=True):
     """IT energy of one device over one flush interval (raw) or one hour (hourly), with its source."""
 
     __tablename__ = "energy_record"
@@ -171,40 +173,7 @@ class EnergyRecord(SQLModel, table=True):
     hour: int  # hour_of(start_s): rows are bucketed by the hour they start in
     start_s: float
     end_s: float
-    energy_j: float
-    low_j: float
-    high_j: float
-    # The sampling-error parts of the band's sides, and their squares, summed over the rows an hourly
-    # row folds: sums of rows add them in quadrature (wattlog.records.summed_band). 0 in old rows.
-    random_low_j: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
-    random_high_j: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
-    random_low_sq: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
-    random_high_sq: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
-
-
-class EnergyRollup(SQLModel, table=True):
-    """Running total of one device's energy in one run, kept in the same transaction as its records.
-
-    A rollup, so a table of a 1,024-GPU month reads 1,280 rows rather than
-    summing a million; `Ledger.rebuild_totals` recomputes it from the records.
-    """
-
-    __tablename__ = "energy_total"
-
-    run_id: int = Field(foreign_key="run.id", primary_key=True)
-    host: str = Field(primary_key=True, max_length=200)
-    device: str = Field(primary_key=True, max_length=200)
-    kind: str = Field(primary_key=True, max_length=20)
-    source: str = Field(primary_key=True, max_length=20)
-    energy_j: float
-    low_j: float
-    high_j: float
-    records: int  # raw rows added (compaction leaves it alone)
-    # as in EnergyRecord: sums of the band's sampling-error parts and of their squares
-    random_low_j: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
-    random_high_j: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
-    random_low_sq: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
-    random_high_sq: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
+    # energy_j and its band terms: EnergySums
 
 
 class BandRevisionRecord(SQLModel, table=True):
@@ -357,6 +326,7 @@ TABLES = (
     Run,
     EnergyRecord,
     EnergyRollup,
+    EnergyHourRollup,
     GapRecord,
     Event,
     SiteRecord,

@@ -19,7 +19,8 @@ from typing import cast
 from sqlalchemy import Table, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from wattlog.accounting.ledger.models import BandRevisionRecord, EnergyRecord, EnergyRollup, Resolution
+from wattlog.accounting.ledger.models import BandRevisionRecord, EnergyRecord, Resolution
+from wattlog.accounting.ledger.rollups import EnergyRollup
 from wattlog.records import BAND_TERMS, BandRevision, EnergyInterval, Terms, revision_shares
 
 REVISIONS = cast(Table, BandRevisionRecord.__table__)  # type: ignore[attr-defined]

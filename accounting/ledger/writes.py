@@ -10,17 +10,19 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Select, Table, delete, func, insert, select
+from sqlalchemy import ColumnElement, Select, Table, delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from wattlog.accounting.ledger.models import Event, GapRecord, Resolution, hour_of
-from wattlog.accounting.ledger.reader import ENERGY, ROLLUP
+from wattlog.accounting.ledger.reader import ENERGY, HOURS, ROLLUP
 from wattlog.accounting.ledger.revisions import add_revisions_to_rollup
 from wattlog.errors import ConfigError, LedgerError
 from wattlog.records import BAND_TERMS, EnergyInterval, Gap, band_terms
 
 KEY = ("run_id", "host", "device", "kind", "source")
 """The rollup's key: one total per device, kind and source of a run."""
+HOUR_KEY = ("run_id", "hour", "host", "kind", "source")
+"""The hourly rollup's key: one sum per hour, host, kind and source of a run."""
 
 
 def check_flush(intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
@@ -65,24 +67,31 @@ def store_flush(
 
 
 def rebuild_rollup(session: Session, run_id: int | None) -> int:
-    """Recompute the rollup of one run (None: of every run) from its energy rows; returns rollup rows."""
+    """Recompute the rollups of one run (None: of every run) from its energy rows: the device totals
+    (with the band revisions) and the hours; returns device-total rows."""
+    _rebuild(session, HOURS, HOUR_KEY, run_id)
+    rows = _rebuild(session, ROLLUP, KEY, run_id)
+    add_revisions_to_rollup(session, run_id)  # the band revisions stored beside the rows
+    return rows
+
+
+def _rebuild(session: Session, table: Table, key: Sequence[str], run_id: int | None) -> int:
+    """Replace `table`'s rows (of one run, or all) by the energy rows summed by `key`."""
     e = ENERGY.c
-    query = select(
-        *(e[k] for k in KEY),
-        func.sum(e.energy_j),
-        *(func.sum(e[k]) for k in BAND_TERMS),
-        func.count(),
-    ).group_by(*(e[k] for k in KEY))
-    wipe = delete(ROLLUP)
+    sums: list[ColumnElement[Any]] = [func.sum(e.energy_j), *(func.sum(e[k]) for k in BAND_TERMS)]
+    columns = [*key, "energy_j", *BAND_TERMS]
+    if "records" in table.c:
+        sums.append(func.count())
+        columns.append("records")
+    query = select(*(e[k] for k in key), *sums).group_by(*(e[k] for k in key))
+    wipe = delete(table)
     if run_id is not None:
         query = query.where(e.run_id == run_id)
-        wipe = wipe.where(ROLLUP.c.run_id == run_id)
+        wipe = wipe.where(table.c.run_id == run_id)
     session.execute(wipe)
-    columns = [*KEY, "energy_j", *BAND_TERMS, "records"]
     rows = [dict(zip(columns, row, strict=True)) for row in session.execute(query)]
     if rows:
-        session.execute(insert(ROLLUP), rows)
-    add_revisions_to_rollup(session, run_id)  # the band revisions stored beside the rows
+        session.execute(insert(table), rows)
     return len(rows)
 
 
@@ -206,24 +215,33 @@ def check_interval(row: EnergyInterval) -> None:
 
 
 def add_to_rollup(session: Session, stored: Sequence[dict[str, Any]]) -> None:
-    """Add a flush's rows (as inserted) to the per-device totals with one upsert (SQLite and PostgreSQL)."""
+    """Add a flush's rows (as inserted) to the device totals and to the hours, one upsert each
+    (SQLite and PostgreSQL)."""
+    _add_sums(session, ROLLUP, KEY, stored)
+    _add_sums(session, HOURS, HOUR_KEY, stored)
+
+
+def _add_sums(session: Session, table: Table, key: Sequence[str], stored: Sequence[dict[str, Any]]) -> None:
+    """Add the rows' energy and band terms (and, where `table` counts them, the rows) by `key`."""
     added = ("energy_j", *BAND_TERMS)
     sums: dict[tuple[Any, ...], dict[str, float]] = {}
     records: Counter[tuple[Any, ...]] = Counter()
     for row in stored:
-        key = tuple(row[k] for k in KEY)
-        acc = sums.setdefault(key, dict.fromkeys(added, 0.0))
+        group = tuple(row[k] for k in key)
+        acc = sums.setdefault(group, dict.fromkeys(added, 0.0))
         for name in added:
             acc[name] += row[name]
-        records[key] += 1
+        records[group] += 1
+    counted = "records" in table.c
     values = [
-        {**dict(zip(KEY, key, strict=True)), **acc, "records": records[key]} for key, acc in sums.items()
+        {**dict(zip(key, group, strict=True)), **acc, **({"records": records[group]} if counted else {})}
+        for group, acc in sums.items()
     ]
-    statement = upsert_into(session, ROLLUP).values(values)
+    statement = upsert_into(session, table).values(values)
     new = statement.excluded
+    summed = (*added, "records") if counted else added
     statement = statement.on_conflict_do_update(
-        index_elements=list(KEY),
-        set_={name: ROLLUP.c[name] + new[name] for name in ("energy_j", *BAND_TERMS, "records")},
+        index_elements=list(key), set_={name: table.c[name] + new[name] for name in summed}
     )
     session.execute(statement)
 

@@ -4,12 +4,12 @@ migration 0008 adds to an existing ledger in place (tests/integration reruns the
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import inspect, text
+from sqlalchemy import Engine, inspect, text
 from sqlalchemy.orm import Session
 
 from tests.accounting.test_ledger_engine import schema_diff
 from wattlog.accounting.ledger import Ledger, make_engine
-from wattlog.accounting.ledger.engine import HEAD_REVISION, upgrade
+from wattlog.accounting.ledger.engine import HEAD_REVISION, MIGRATIONS
 from wattlog.accounting.ledger.writes import held_keys, held_keys_query
 from wattlog.records import EnergyInterval, Kind, Source
 
@@ -70,13 +70,13 @@ def test_sqlite_plans_the_held_keys_read_on_the_host_hour_index(tmp_path) -> Non
 def test_a_ledger_from_before_the_index_upgrades_in_place_keeping_every_row(
     ledger_url: str,
 ) -> None:
+    ledger = Ledger(make_engine(ledger_url))
+    ledger.start_run("fleet")
+    ledger.record_intervals("fleet", flush("node0", 0) + flush("node1", 0))
+    before = [(t.host, t.device, t.energy_j, t.rows) for t in ledger.energy_totals("fleet")]
+    ledger.engine.dispose()
     engine = make_engine(ledger_url, migrate=False)
-    with engine.begin() as connection:
-        upgrade(connection, "0008")
-    old = Ledger(engine)  # the 0008 schema takes today's writes: 0009 adds an index only
-    old.start_run("fleet")
-    old.record_intervals("fleet", flush("node0", 0) + flush("node1", 0))
-    before = [(t.host, t.device, t.energy_j, t.rows) for t in old.energy_totals("fleet")]
+    downgrade(engine, "0008")  # the schema an older wattlog left, its rows kept
     assert "ix_energy_run_host_resolution_hour" not in index_names(engine)
     engine.dispose()
 
@@ -89,6 +89,18 @@ def test_a_ledger_from_before_the_index_upgrades_in_place_keeping_every_row(
     assert [(t.host, t.device, t.energy_j, t.rows) for t in ledger.energy_totals("fleet")] == before
     assert ledger.record_intervals("fleet", flush("node0", 0)) == 0  # the old rows still dedupe
     engine.dispose()
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    """Take the ledger's schema back to `revision` with the migrations' own downgrades."""
+    from alembic import command
+    from alembic.config import Config
+
+    with engine.begin() as connection:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        config.attributes["connection"] = connection
+        command.downgrade(config, revision)
 
 
 def index_names(engine) -> set[str]:  # type: ignore[no-untyped-def]
