@@ -112,9 +112,13 @@ def table(url: str, run: str, *extra: str) -> None:
         raise RuntimeError(f"wattlog table {run} exited {code}")
 
 
-FLOOR = ["-c", "import gc, sqlmodel, wattlog.accounting.ledger.models; gc.collect(); gc.freeze()"]
-"""What every table pays in a new process: SQLAlchemy's ORM, SQLModel and the ledger's models, and
-an exit as quick as `wattlog.cli.run`'s."""
+FLOOR = [
+    "-c",
+    "import gc; gc.disable(); import sqlmodel, wattlog.accounting.ledger.models; gc.freeze(); gc.enable(); "
+    "gc.collect(); gc.freeze()",
+]
+"""What every table pays in a new process: SQLAlchemy's ORM, SQLModel and the ledger's models,
+imported with the collector paused and an exit as quick, as `wattlog.cli.run` does both."""
 UNTRIMMED_EXIT = ["-c", "import sys; from wattlog.cli import main; sys.exit(main())"]
 """`wattlog` before its exit was trimmed (wattlog.cli.run): the interpreter's own teardown."""
 

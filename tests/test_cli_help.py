@@ -42,3 +42,28 @@ def test_help_does_not_import_markdown_or_pygments_and_still_renders() -> None:
     assert " Usage: wattlog [OPTIONS] COMMAND" in done.stdout and "health-check" in done.stdout
     # typer's formatter imported them for nothing: 0.15 s of the 0.4 s `wattlog --help` took
     assert done.stdout.splitlines()[-1] == "0 False False False False"
+
+
+FROZEN = """
+import gc, sys
+from wattlog import cli
+paused = []
+built = cli.command_app
+cli.command_app = lambda command: paused.append(not gc.isenabled()) or built(command)
+code = cli.main(["table", "--help"], freeze_imports={freeze})
+print(code, paused, gc.isenabled(), gc.get_freeze_count() > 10_000)
+"""
+
+
+def test_a_new_process_imports_its_command_with_the_collector_paused_then_frozen() -> None:
+    """`run` imports SQLAlchemy, SQLModel and the models with no collections (0.05-0.08 s of a table),
+    and the command itself runs with the collector on; a caller of `main` keeps its collector."""
+    for freeze, expected in ((True, "0 [True] True True"), (False, "0 [False] True False")):
+        done = subprocess.run(
+            [sys.executable, "-c", FROZEN.format(freeze=freeze)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        assert done.stdout.splitlines()[-1] == expected

@@ -7,10 +7,12 @@ upwards (import-linter checks it).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import logging
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import typer
@@ -161,11 +163,13 @@ def version() -> None:
     print(f"wattlog {__version__}")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, freeze_imports: bool = False) -> int:
     """Run the CLI and return its exit code; a WattlogError becomes one line on stderr, exit 2.
 
     Args:
         argv: Arguments without the program name (default: sys.argv[1:]).
+        freeze_imports: Import the command's modules with the collector paused, then freeze what
+            they made out of it (a new process: `run`; a long-lived caller keeps its collector as it is).
 
     Returns:
         The process exit code.
@@ -177,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         # typer's help formatter imports rich's Markdown (markdown-it) and Traceback (pygments) at its
         # top: 0.15 s of `wattlog --help`, which renders neither (markup mode "rich", nothing raised).
         import_deferring("typer.rich_utils", HELP_DEFERRED)
-    app = help_app() if light else (command_app(args[0]) or full_app())
+    with _imports_frozen(freeze_imports):
+        app = help_app() if light else (command_app(args[0]) or full_app())
     try:
         try:
             result = app(args=args, prog_name="wattlog", standalone_mode=False)
@@ -201,9 +206,26 @@ def main(argv: list[str] | None = None) -> int:
     return result if isinstance(result, int) else 0
 
 
+@contextlib.contextmanager
+def _imports_frozen(freeze: bool) -> Iterator[None]:
+    """With `freeze`: no collections inside (importing SQLAlchemy, SQLModel and the ledger's models
+    allocates about a million objects, none of them garbage, and triggered some 240 collections,
+    0.05-0.08 s of a `wattlog table`, bench.ledger_table), then the modules' objects frozen out of
+    later collections and the collector on again for the command itself."""
+    if not freeze:
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
+
+
 def run() -> None:
     """Console-script entry point."""
-    code = main()
+    code = main(freeze_imports=True)
     # The interpreter's teardown walks every tracked object in several collections while it clears
     # the modules: with SQLAlchemy's and pydantic's graphs loaded, 0.28-0.33 s of every command here
     # (bench.ledger_table). One collection now (a cycle's finalizers still run, files still flush),
