@@ -14,13 +14,11 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Table, case, func, select, text
+from sqlalchemy import ColumnElement, Table, case, func, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from wattlog.accounting.ledger.models import (
-    LONG_ROW_SQL,
-    SECONDS_PER_HOUR,
     EnergyRecord,
     Event,
     GapRecord,
@@ -198,71 +196,28 @@ class RunReader:
         )
 
     def span(self) -> tuple[float, float] | None:
-        """The first start and last end of the run's energy rows (None: no rows).
-
-        Read from the first and last hours only (index ix_energy_run_hour): a row lasts at most an
-        hour, so no row of an earlier hour ends after the rows of the last two.
-        """
-        e = ENERGY.c
-        # min and max apart: SQLite answers one of them from the index's end, both together by a
-        # scan of the run's index entries (0.4 s for a 1,024-GPU month)
-        of_run = e.run_id == self.run_id
-        first_hour = self._session.execute(select(func.min(e.hour)).where(of_run)).scalar()
-        last_hour = self._session.execute(select(func.max(e.hour)).where(of_run)).scalar()
-        if first_hour is None or last_hour is None:
-            return None
-        first = self._session.execute(
-            select(func.min(e.start_s)).where((e.run_id == self.run_id) & (e.hour == first_hour))
-        ).scalar_one()
-        last = self._session.execute(
-            select(func.max(e.end_s)).where((e.run_id == self.run_id) & (e.hour >= last_hour - 2))
-        ).scalar_one()
-        return float(first), float(last)
+        """The first start and last end of the run's energy rows (None: no rows), from the device
+        totals (ledger.rollups.EnergyRollup)."""
+        r = ROLLUP.c
+        query = select(func.min(r.first_start_s), func.max(r.last_end_s)).where(r.run_id == self.run_id)
+        first, last = self._session.execute(query).one()
+        return None if first is None or last is None else (float(first), float(last))
 
     def device_spans(self) -> dict[tuple[str, str], tuple[float, float]]:
-        """(host, device) -> the first start and last end of its energy rows, from the database.
-
-        Grouping all the run's rows by device made SQLite sort them (1.5 s for a 1,024-GPU month).
-        A device's first start lies in its first hour (rows are bucketed by start), and its last
-        end in the hours the run's longest row reaches back from its last hour; so a device with
-        rows in the run's first and last hours is read from those, any other from its host's rows.
-        """
-        e = ENERGY.c
-        of_run = e.run_id == self.run_id
-        first = self._session.execute(select(func.min(e.hour)).where(of_run)).scalar()
-        last = self._session.execute(select(func.max(e.hour)).where(of_run)).scalar()
-        if first is None or last is None:
-            return {}
-        query = select(e.host, e.device, func.min(e.start_s), func.max(e.end_s), func.max(e.hour))
-        query = query.group_by(e.host, e.device)
-        # between, not ==: with hour = ?, SQLite (no statistics) plans on the host index, which reads
-        # every row of the run (0.1 s for a 1,024-GPU month) instead of the first hour's
-        in_first = of_run & e.hour.between(first, first)
-        starts = {(h, d): a for h, d, a, _, _ in self._session.execute(query.where(in_first))}
-        back = hour_of(last * SECONDS_PER_HOUR - self._longest_row_s())
-        ends = {
-            (h, d): b
-            for h, d, _, b, top in self._session.execute(query.where(of_run & (e.hour >= back)))
-            if top == last
-        }
+        """(host, device) -> the first start and last end of its energy rows, from the device totals:
+        the rows' own span would be read from the run's last hours of rows (a million for 1,024
+        GPUs at 10 s)."""
         r = ROLLUP.c
-        known = {
-            (h, d) for h, d in self._session.execute(select(r.host, r.device).where(r.run_id == self.run_id))
+        query = (
+            select(r.host, r.device, func.min(r.first_start_s), func.max(r.last_end_s))
+            .where(r.run_id == self.run_id)
+            .group_by(r.host, r.device)
+        )
+        return {
+            (host, device): (float(first), float(last))
+            for host, device, first, last in self._session.execute(query)
+            if first is not None and last is not None
         }
-        spans = {k: (float(starts[k]), float(ends[k])) for k in starts.keys() & ends.keys()}
-        rest = sorted({h for h, _ in (known | starts.keys() | ends.keys()) - spans.keys()})
-        if rest:
-            for h, d, a, b, _ in self._session.execute(query.where(of_run & e.host.in_(rest))):
-                spans[(h, d)] = (float(a), float(b))
-        return spans
-
-    def _longest_row_s(self) -> float:
-        """An upper bound on how long one of the run's energy rows lasts: an hour, or the longest
-        row past an hour (read from the partial index ix_energy_long, not the run's rows)."""
-        e = ENERGY.c
-        longer = select(func.max(e.end_s - e.start_s)).where((e.run_id == self.run_id) & text(LONG_ROW_SQL))
-        longest = self._session.execute(longer).scalar()
-        return max(float(SECONDS_PER_HOUR), float(longest or 0.0))
 
     def last_end_before(self, t_s: float) -> float | None:
         """The latest end of an energy row at or before `t_s` (None: no row ends by then).

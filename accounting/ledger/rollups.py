@@ -49,6 +49,11 @@ class EnergyRollup(EnergySums, table=True):
     kind: str = Field(primary_key=True, max_length=20)
     source: str = Field(primary_key=True, max_length=20)
     records: int  # raw rows added (compaction leaves it alone)
+    # The first start and last end of its rows (compaction keeps both): a table reads a device's
+    # span here, not in the run's last hours of rows (a million for 1,024 GPUs at 10 s). Null only
+    # in a ledger migration 0017 has not filled yet.
+    first_start_s: float | None = None
+    last_end_s: float | None = None
 
 
 class EnergyHourRollup(EnergySums, table=True):

@@ -6,7 +6,6 @@ Each function works inside a transaction the caller opened (see `Ledger.transact
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -21,6 +20,8 @@ from wattlog.records import BAND_TERMS, EnergyInterval, Gap, band_terms
 
 KEY = ("run_id", "host", "device", "kind", "source")
 """The rollup's key: one total per device, kind and source of a run."""
+SPAN = ("first_start_s", "last_end_s")
+"""What the device totals keep beside their sums: their rows' first start and last end."""
 HOUR_KEY = ("run_id", "hour", "host", "kind", "source")
 """The hourly rollup's key: one sum per hour, host, kind and source of a run."""
 
@@ -80,9 +81,9 @@ def _rebuild(session: Session, table: Table, key: Sequence[str], run_id: int | N
     e = ENERGY.c
     sums: list[ColumnElement[Any]] = [func.sum(e.energy_j), *(func.sum(e[k]) for k in BAND_TERMS)]
     columns = [*key, "energy_j", *BAND_TERMS]
-    if "records" in table.c:
-        sums.append(func.count())
-        columns.append("records")
+    if "records" in table.c:  # the device totals: also the rows counted and their span
+        sums += [func.count(), func.min(e.start_s), func.max(e.end_s)]
+        columns += ["records", *SPAN]
     query = select(*(e[k] for k in key), *sums).group_by(*(e[k] for k in key))
     wipe = delete(table)
     if run_id is not None:
@@ -222,28 +223,43 @@ def add_to_rollup(session: Session, stored: Sequence[dict[str, Any]]) -> None:
 
 
 def _add_sums(session: Session, table: Table, key: Sequence[str], stored: Sequence[dict[str, Any]]) -> None:
-    """Add the rows' energy and band terms (and, where `table` counts them, the rows) by `key`."""
+    """Add the rows' energy and band terms by `key`; where `table` is the device totals, also count
+    the rows and widen the span to theirs."""
     added = ("energy_j", *BAND_TERMS)
-    sums: dict[tuple[Any, ...], dict[str, float]] = {}
-    records: Counter[tuple[Any, ...]] = Counter()
+    devices = "records" in table.c
+    sums: dict[tuple[Any, ...], dict[str, Any]] = {}
     for row in stored:
         group = tuple(row[k] for k in key)
-        acc = sums.setdefault(group, dict.fromkeys(added, 0.0))
+        acc = sums.get(group)
+        if acc is None:
+            acc = sums[group] = dict.fromkeys(added, 0.0)
+            if devices:
+                acc.update(records=0, first_start_s=row["start_s"], last_end_s=row["end_s"])
         for name in added:
             acc[name] += row[name]
-        records[group] += 1
-    counted = "records" in table.c
-    values = [
-        {**dict(zip(key, group, strict=True)), **acc, **({"records": records[group]} if counted else {})}
-        for group, acc in sums.items()
-    ]
+        if devices:
+            acc["records"] += 1
+            acc["first_start_s"] = min(acc["first_start_s"], row["start_s"])
+            acc["last_end_s"] = max(acc["last_end_s"], row["end_s"])
+    values = [{**dict(zip(key, group, strict=True)), **acc} for group, acc in sums.items()]
     statement = upsert_into(session, table).values(values)
     new = statement.excluded
-    summed = (*added, "records") if counted else added
-    statement = statement.on_conflict_do_update(
-        index_elements=list(key), set_={name: table.c[name] + new[name] for name in summed}
-    )
+    updates = {name: table.c[name] + new[name] for name in (*added, "records") if name in table.c}
+    if devices:
+        least, greatest = _extremes(session)
+        first, last = table.c.first_start_s, table.c.last_end_s
+        updates[first.name] = least(func.coalesce(first, new.first_start_s), new.first_start_s)
+        updates[last.name] = greatest(func.coalesce(last, new.last_end_s), new.last_end_s)
+    statement = statement.on_conflict_do_update(index_elements=list(key), set_=updates)
     session.execute(statement)
+
+
+def _extremes(session: Session) -> tuple[Any, Any]:
+    """The smaller and the larger of two values: SQLite's scalar min and max, PostgreSQL's LEAST
+    and GREATEST (min and max are aggregates there)."""
+    if session.get_bind().dialect.name == "postgresql":
+        return func.least, func.greatest
+    return func.min, func.max
 
 
 def upsert_into(session: Session, table: Table) -> Any:

@@ -1,6 +1,7 @@
-"""A run's hours come from the hourly rollup kept with every flush, never from its rows: a table
-with an hourly intensity over a week of raw 10 s rows read 62 M rows for 1,024 GPUs (about 6 s on
-SQLite). tests/integration/test_ledger_scale_pg.py reruns these on PostgreSQL."""
+"""A run's hours (hourly rollup, 0016) and its devices' spans (device totals, 0017) are kept with
+every flush, never read from its rows: a table with an hourly intensity over a week of raw 10 s rows
+read 62 M rows for 1,024 GPUs (about 6 s on SQLite), its spans a million (the last raw hours).
+tests/integration/test_ledger_scale_pg.py reruns these on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -22,6 +23,13 @@ from wattlog.errors import LedgerError
 from wattlog.records import EnergyInterval, Kind, Source
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z, an hour's start
+DEVICES = [
+    (host, device)
+    for host in ("n0", "n1")
+    for device in ("bmc", "cpu", "gpu0")
+    if (host, device) != ("n0", "bmc")
+]
+LATE = (T0 + 5 * 3_600.0, T0 + 5 * 3_600.0 + 10.0)
 
 
 @pytest.fixture
@@ -64,6 +72,12 @@ def hours_of(ledger: Ledger) -> list[tuple[int | None, str, float, float, float]
     return [(h.hour, h.kind, h.energy_j, h.low_j, h.high_j) for h in ledger.energy_by_hour("r")]
 
 
+def spans_of(ledger: Ledger) -> tuple[object, ...]:
+    """The run's span and its devices' (from the device totals since 0017)."""
+    with ledger.reading("r") as read:
+        return read.span(), read.device_spans()
+
+
 def test_a_runs_hours_are_read_from_the_rollup_and_add_up_to_its_rows(ledger_url: str) -> None:
     ledger = Ledger(make_engine(ledger_url))
     fill(ledger)
@@ -88,28 +102,39 @@ def test_a_runs_hours_are_read_from_the_rollup_and_add_up_to_its_rows(ledger_url
 def test_compaction_and_a_rebuild_leave_the_hours_as_they_were(ledger_url: str) -> None:
     ledger = Ledger(make_engine(ledger_url))
     fill(ledger)
-    before = hours_of(ledger)
+    before, spans = hours_of(ledger), spans_of(ledger)
+    assert spans == ((T0, T0 + 3 * 3_600.0), dict.fromkeys(DEVICES, (T0, T0 + 3 * 3_600.0)))
     compaction = ledger.compact_hourly(0, now_s=T0 + 10 * 3_600.0)
     assert compaction.raw_rows == 90
-    assert hours_of(ledger) == before
+    assert hours_of(ledger) == before and spans_of(ledger) == spans
     with ledger.engine.begin() as connection:
         connection.execute(HOURS.delete())
-    assert hours_of(ledger) == []
+        connection.execute(text("UPDATE energy_total SET first_start_s = NULL, last_end_s = NULL"))
+    assert hours_of(ledger) == [] and spans_of(ledger) == (None, {})
     ledger.rebuild_totals("r")
-    assert hours_of(ledger) == before
+    assert hours_of(ledger) == before and spans_of(ledger) == spans
     ledger.engine.dispose()
 
 
-def test_a_ledger_from_before_the_hourly_rollup_gets_its_hours_from_its_rows(ledger_url: str) -> None:
+def test_a_ledger_from_before_the_rollups_of_hours_and_spans_gets_them_from_its_rows(ledger_url: str) -> None:
     ledger = Ledger(make_engine(ledger_url))
     fill(ledger)
-    before = hours_of(ledger)
+    before, spans = hours_of(ledger), spans_of(ledger)
     ledger.engine.dispose()
     engine = make_engine(ledger_url, migrate=False)
     downgrade(engine, "0015")
     engine.dispose()
-    ledger = Ledger(make_engine(ledger_url))  # upgraded to head: 0016 sums the rows
-    assert hours_of(ledger) == before
+    ledger = Ledger(make_engine(ledger_url))  # upgraded to head: 0016 sums the rows, 0017 spans them
+    assert hours_of(ledger) == before and spans_of(ledger) == spans
+    ledger.record_intervals(
+        "r", [EnergyInterval.of("n0", "gpu0", Kind.GPU, Source.COUNTER, *LATE, 5.0, 5.0, 5.0)]
+    )
+    later_span, later = spans_of(ledger)
+    assert (
+        later_span == (T0, LATE[1])
+        and later[("n0", "gpu0")] == (T0, LATE[1])
+        and later[("n1", "gpu0")] == spans[1][("n1", "gpu0")]
+    )
     ledger.engine.dispose()
 
 

@@ -3,8 +3,8 @@
 - checking a run's energy rows reads a partial index of impossible rows (empty in a sound
   ledger), not every row of the run (1.4 s for a 1,024-GPU month on SQLite before);
 - a run's device spans (first start, last end: the validity gate's "every device for the whole
-  run") read the run's first and last hours and an index of rows longer than an hour, not every
-  row (0.21 s of 0.43 s for a 1,024-GPU month on SQLite: the longest row was found by a scan);
+  run") are kept in the device totals, not read from the rows (every row: 0.43 s for a
+  1,024-GPU month on SQLite; the first and last hours: a million rows once the last day is raw);
 - `wattlog table` mounts only its own module's commands, not every package's.
 """
 
@@ -45,15 +45,16 @@ def test_checking_a_runs_rows_reads_the_index_of_impossible_rows(tmp_path: Path)
     ledger.engine.dispose()
 
 
-def _spans_work(ledger: Ledger, hours: int) -> int:
-    """SQLite virtual-machine steps (in hundreds) that reading the device spans of a run of 8
-    devices x `hours` hours (one 10 s row each per hour) takes: the database's work, not the clock."""
-    run = ledger.start_run(f"r{hours}")
+def _spans_work(ledger: Ledger, hours: int, last_rows: int = 1) -> int:
+    """SQLite virtual-machine steps (in hundreds) that reading the run's span and its device spans
+    take, for a run of 8 devices x `hours` hours (one 10 s row each per hour, `last_rows` in the
+    last hour, as a raw hour holds 360): the database's work, not the clock."""
+    run = ledger.start_run(f"r{hours}-{last_rows}")
     rows = [
-        EnergyInterval.of(
-            "n", f"g{d}", Kind.GPU, Source.COUNTER, 3600.0 * h, 3600.0 * h + 10, 7e3, 6.9e3, 7.1e3
-        )
+        EnergyInterval.of("n", f"g{d}", Kind.GPU, Source.COUNTER, start, start + 10, 7e3, 6.9e3, 7.1e3)
         for h in range(hours)
+        for k in range(last_rows if h == hours - 1 else 1)
+        if (start := 3600.0 * h + 10.0 * k) is not None
         for d in range(8)
     ]
     ledger.record_intervals(run.id, rows)
@@ -70,9 +71,9 @@ def _spans_work(ledger: Ledger, hours: int) -> int:
 
     event.listen(ledger.engine, "before_cursor_execute", _counted)
     with ledger.reading(run.id) as read:
-        spans = read.device_spans()
+        spans, span = read.device_spans(), read.span()
     event.remove(ledger.engine, "before_cursor_execute", _counted)
-    assert spans[("n", "g0")] == (0.0, 3600.0 * (hours - 1) + 10)
+    assert spans[("n", "g0")] == span == (0.0, 3600.0 * (hours - 1) + 10.0 * last_rows)
     return steps[0]
 
 
@@ -81,6 +82,15 @@ def test_a_runs_device_spans_read_its_first_and_last_hours_not_every_row(tmp_pat
     short, long = _spans_work(ledger, 4), _spans_work(ledger, 400)
     # 100 times the rows: the same work give or take the indexes' depth (before: 100 times the work)
     assert long < 3 * short, (short, long)
+    ledger.engine.dispose()
+
+
+def test_a_runs_spans_cost_the_same_whatever_its_last_hours_hold(tmp_path: Path) -> None:
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"))
+    few, raw = _spans_work(ledger, 4, 1), _spans_work(ledger, 4, 360)
+    # read from the device totals: 360 times the rows in the last hour, the same work (before 0017:
+    # the last hours' rows were read, a million for a 1,024-GPU run raw at 10 s)
+    assert raw < 2 * few, (few, raw)
     ledger.engine.dispose()
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.accounting.test_energy_hours import (  # noqa: F401  (rerun with the fixture below)
-    test_a_ledger_from_before_the_hourly_rollup_gets_its_hours_from_its_rows,
+    test_a_ledger_from_before_the_rollups_of_hours_and_spans_gets_them_from_its_rows,
     test_a_runs_hours_are_read_from_the_rollup_and_add_up_to_its_rows,
     test_compaction_and_a_rebuild_leave_the_hours_as_they_were,
     test_deleting_a_run_deletes_its_hours_and_an_impossible_hour_is_refused,

@@ -1,0 +1,51 @@
+"""The device totals keep their rows' first start and last end, filled from the rows.
+
+Revision ID: 0017
+Revises: 0016
+Create Date: 2026-12-04 20:00:00
+
+A table read each device's span from the run's first hour and last hours of rows: a 1,024-GPU run
+whose last day is raw at 10 s has a million rows in its last three hours. energy_total now widens
+each device's span with every flush (compaction keeps it: a folded row spans what it folds).
+Filling it reads every existing row once.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0017"
+down_revision = "0016"
+branch_labels = None
+depends_on = None
+
+_KEY = ("run_id", "host", "device", "kind", "source")
+SPANS = f"""
+SELECT {", ".join(_KEY)}, MIN(start_s), MAX(end_s) FROM energy_record GROUP BY {", ".join(_KEY)}
+"""
+FILL = f"""
+UPDATE energy_total SET first_start_s = :first, last_end_s = :last
+WHERE {" AND ".join(f"{k} = :{k}" for k in _KEY)}
+"""
+
+
+def upgrade() -> None:
+    """Apply this revision."""
+    with op.batch_alter_table("energy_total") as batch:
+        batch.add_column(sa.Column("first_start_s", sa.Float(), nullable=True))
+        batch.add_column(sa.Column("last_end_s", sa.Float(), nullable=True))
+    connection = op.get_bind()
+    spans = [
+        {**dict(zip(_KEY, key, strict=True)), "first": first, "last": last}
+        for *key, first, last in connection.execute(sa.text(SPANS))
+    ]
+    if spans:
+        connection.execute(sa.text(FILL), spans)
+
+
+def downgrade() -> None:
+    """Revert this revision."""
+    with op.batch_alter_table("energy_total") as batch:
+        batch.drop_column("last_end_s")
+        batch.drop_column("first_start_s")
