@@ -222,13 +222,14 @@ class RunReader:
     def last_end_before(self, t_s: float) -> float | None:
         """The latest end of an energy row at or before `t_s` (None: no row ends by then).
 
-        The hours just before `t_s` are read first (index ix_energy_run_hour); only a run silent
-        for longer is searched further back.
+        The hour of `t_s` and the two before it are each one seek in ix_energy_run_hour_end (a row
+        lasts at most an hour, bar imports); only a run silent for longer is searched further back.
         """
         e = ENERGY.c
         ends = select(func.max(e.end_s)).where((e.run_id == self.run_id) & (e.end_s <= t_s))
         hour = hour_of(t_s)
-        last = self._session.execute(ends.where(e.hour.between(hour - 2, hour))).scalar()
+        found = [self._session.execute(ends.where(e.hour == h)).scalar() for h in range(hour - 2, hour + 1)]
+        last = max((end for end in found if end is not None), default=None)
         if last is None:
             last = self._session.execute(ends.where(e.hour < hour - 2)).scalar()
         return None if last is None else float(last)

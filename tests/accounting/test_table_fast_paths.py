@@ -10,7 +10,9 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy import event
@@ -45,11 +47,10 @@ def test_checking_a_runs_rows_reads_the_index_of_impossible_rows(tmp_path: Path)
     ledger.engine.dispose()
 
 
-def _spans_work(ledger: Ledger, hours: int, last_rows: int = 1) -> int:
-    """SQLite virtual-machine steps (in hundreds) that reading the run's span and its device spans
-    take, for a run of 8 devices x `hours` hours (one 10 s row each per hour, `last_rows` in the
-    last hour, as a raw hour holds 360): the database's work, not the clock."""
-    run = ledger.start_run(f"r{hours}-{last_rows}")
+def _fill(ledger: Ledger, name: str, hours: int, last_rows: int = 1) -> int:
+    """A run of 8 devices x `hours` hours: one 10 s row each per hour, `last_rows` in the last hour
+    (a raw hour holds 360); returns its id."""
+    run = ledger.start_run(name)
     rows = [
         EnergyInterval.of("n", f"g{d}", Kind.GPU, Source.COUNTER, start, start + 10, 7e3, 6.9e3, 7.1e3)
         for h in range(hours)
@@ -58,6 +59,12 @@ def _spans_work(ledger: Ledger, hours: int, last_rows: int = 1) -> int:
         for d in range(8)
     ]
     ledger.record_intervals(run.id, rows)
+    assert run.id is not None
+    return run.id
+
+
+def _work(ledger: Ledger, read: Callable[[], object]) -> int:
+    """SQLite virtual-machine steps (in hundreds) that `read` takes: the database's work, not the clock."""
     steps = [0]
 
     def count() -> int:
@@ -70,11 +77,35 @@ def _spans_work(ledger: Ledger, hours: int, last_rows: int = 1) -> int:
         raw.set_progress_handler(count, 100)
 
     event.listen(ledger.engine, "before_cursor_execute", _counted)
-    with ledger.reading(run.id) as read:
-        spans, span = read.device_spans(), read.span()
-    event.remove(ledger.engine, "before_cursor_execute", _counted)
-    assert spans[("n", "g0")] == span == (0.0, 3600.0 * (hours - 1) + 10.0 * last_rows)
+    try:
+        read()
+    finally:
+        event.remove(ledger.engine, "before_cursor_execute", _counted)
     return steps[0]
+
+
+def _spans_work(ledger: Ledger, hours: int, last_rows: int = 1) -> int:
+    """The work of reading the run's span and its device spans (see `_fill`, `_work`)."""
+    run_id = _fill(ledger, f"r{hours}-{last_rows}", hours, last_rows)
+    with ledger.reading(run_id) as read:
+        work = _work(ledger, lambda: (read.device_spans(), read.span()))
+        spans, span = read.device_spans(), read.span()
+    assert spans[("n", "g0")] == span == (0.0, 3600.0 * (hours - 1) + 10.0 * last_rows)
+    return work
+
+
+def test_the_last_end_before_a_restart_is_a_seek_whatever_the_hours_hold(tmp_path: Path) -> None:
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"))
+    works = []
+    for last_rows in (1, 360):
+        run_id = _fill(ledger, f"r{last_rows}", 3, last_rows)
+        restart_s = 2 * 3600.0 + 10.0 * last_rows - 5.0  # inside the last row
+        with ledger.reading(run_id) as read:
+            works.append(_work(ledger, functools.partial(read.last_end_before, restart_s)))
+            assert read.last_end_before(restart_s) == {1: 3610.0, 360: 10_790.0}[last_rows]
+    # 360 times the rows in the restart's hour: the same work (before: each row of the three hours read)
+    assert works[1] < 2 * works[0] + 2, works
+    ledger.engine.dispose()
 
 
 def test_a_runs_device_spans_read_its_first_and_last_hours_not_every_row(tmp_path: Path) -> None:

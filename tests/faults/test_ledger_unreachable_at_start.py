@@ -89,7 +89,9 @@ def test_a_damaged_ledger_is_refused_in_one_line(tmp_path: Path) -> None:
     ledger.engine.dispose()
     with sqlite3.connect(db) as connection:
         connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        [root] = connection.execute("SELECT rootpage FROM sqlite_master WHERE name = 'ix_energy_run_hour'")
+        [root] = connection.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = 'ix_energy_run_hour_end'"
+        )
     data = bytearray(db.read_bytes())
     data[(root[0] - 1) * 4096 : (root[0] - 1) * 4096 + 8] = b"\xff" * 8  # an index page the run start skips
     db.write_bytes(bytes(data))

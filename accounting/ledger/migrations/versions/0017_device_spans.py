@@ -1,4 +1,5 @@
-"""The device totals keep their rows' first start and last end, filled from the rows.
+"""The device totals keep their rows' first start and last end, filled from the rows; the hour index
+ends in end_s, not energy_j.
 
 Revision ID: 0017
 Revises: 0016
@@ -7,7 +8,9 @@ Create Date: 2026-12-04 20:00:00
 A table read each device's span from the run's first hour and last hours of rows: a 1,024-GPU run
 whose last day is raw at 10 s has a million rows in its last three hours. energy_total now widens
 each device's span with every flush (compaction keeps it: a folded row spans what it folds).
-Filling it reads every existing row once.
+The latest end before a restart read those hours' rows too; with end_s last in the hour index it is
+one seek per hour (the joules per hour that energy_j served come from energy_hour since 0016).
+Filling the spans and building the index read every existing row once.
 """
 
 from __future__ import annotations
@@ -42,10 +45,14 @@ def upgrade() -> None:
     ]
     if spans:
         connection.execute(sa.text(FILL), spans)
+    op.drop_index("ix_energy_run_hour", table_name="energy_record")
+    op.create_index("ix_energy_run_hour_end", "energy_record", ["run_id", "hour", "end_s"])
 
 
 def downgrade() -> None:
     """Revert this revision."""
+    op.drop_index("ix_energy_run_hour_end", table_name="energy_record")
+    op.create_index("ix_energy_run_hour", "energy_record", ["run_id", "hour", "energy_j"])
     with op.batch_alter_table("energy_total") as batch:
         batch.drop_column("last_end_s")
         batch.drop_column("first_start_s")
