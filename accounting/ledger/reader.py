@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Table, case, func, select
+from sqlalchemy import ColumnElement, Table, func, select
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -167,24 +167,23 @@ class RunReader:
             yield [interval_of(row) for row in part]
 
     def device_seconds(self, kind: str) -> tuple[float, int]:
-        """Device-seconds of rows of one kind and how many devices recorded any."""
-        e = ENERGY.c
-        query = select(func.sum(e.end_s - e.start_s), func.count(func.distinct(e.device))).where(
-            (e.run_id == self.run_id) & (e.kind == kind)
+        """Device-seconds of rows of one kind and how many devices recorded any, from the device totals."""
+        r = ROLLUP.c
+        query = select(func.sum(r.seconds), func.count(func.distinct(r.device))).where(
+            (r.run_id == self.run_id) & (r.kind == kind)
         )
         seconds, devices = self._session.execute(query).one()
         return float(seconds or 0.0), int(devices or 0)
 
     def device_power(self, devices: Sequence[str]) -> dict[str, tuple[float, float]]:
-        """Joules and device-seconds of each of `devices` (by name), summed by the database."""
+        """Joules and device-seconds of each of `devices` (by name, every host's), from the device totals."""
         if not devices:
             return {}
-        e = ENERGY.c
-        seconds = case((e.end_s > e.start_s, e.end_s - e.start_s), else_=0.0)
+        r = ROLLUP.c
         query = (
-            select(e.device, func.sum(e.energy_j), func.sum(seconds))
-            .where((e.run_id == self.run_id) & e.device.in_(sorted(set(devices))))
-            .group_by(e.device)
+            select(r.device, func.sum(r.energy_j), func.sum(r.seconds))
+            .where((r.run_id == self.run_id) & r.device.in_(sorted(set(devices))))
+            .group_by(r.device)
         )
         return {device: (float(j), float(s)) for device, j, s in self._session.execute(query)}
 

@@ -54,6 +54,9 @@ class EnergyRollup(EnergySums, table=True):
     # in a ledger migration 0017 has not filled yet.
     first_start_s: float | None = None
     last_end_s: float | None = None
+    # its rows' lengths summed, the device-seconds measured (a gap's power and a run's GPU-hours read
+    # it, not the rows); 0 in a ledger migration 0017 has not filled yet
+    seconds: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
 
 
 class EnergyHourRollup(EnergySums, table=True):

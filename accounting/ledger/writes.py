@@ -81,9 +81,9 @@ def _rebuild(session: Session, table: Table, key: Sequence[str], run_id: int | N
     e = ENERGY.c
     sums: list[ColumnElement[Any]] = [func.sum(e.energy_j), *(func.sum(e[k]) for k in BAND_TERMS)]
     columns = [*key, "energy_j", *BAND_TERMS]
-    if "records" in table.c:  # the device totals: also the rows counted and their span
-        sums += [func.count(), func.min(e.start_s), func.max(e.end_s)]
-        columns += ["records", *SPAN]
+    if "records" in table.c:  # the device totals: also the rows counted, their span and seconds
+        sums += [func.count(), func.min(e.start_s), func.max(e.end_s), func.sum(e.end_s - e.start_s)]
+        columns += ["records", *SPAN, "seconds"]
     query = select(*(e[k] for k in key), *sums).group_by(*(e[k] for k in key))
     wipe = delete(table)
     if run_id is not None:
@@ -224,7 +224,7 @@ def add_to_rollup(session: Session, stored: Sequence[dict[str, Any]]) -> None:
 
 def _add_sums(session: Session, table: Table, key: Sequence[str], stored: Sequence[dict[str, Any]]) -> None:
     """Add the rows' energy and band terms by `key`; where `table` is the device totals, also count
-    the rows and widen the span to theirs."""
+    the rows and their seconds and widen the span to theirs."""
     added = ("energy_j", *BAND_TERMS)
     devices = "records" in table.c
     sums: dict[tuple[Any, ...], dict[str, Any]] = {}
@@ -234,17 +234,18 @@ def _add_sums(session: Session, table: Table, key: Sequence[str], stored: Sequen
         if acc is None:
             acc = sums[group] = dict.fromkeys(added, 0.0)
             if devices:
-                acc.update(records=0, first_start_s=row["start_s"], last_end_s=row["end_s"])
+                acc.update(records=0, seconds=0.0, first_start_s=row["start_s"], last_end_s=row["end_s"])
         for name in added:
             acc[name] += row[name]
         if devices:
             acc["records"] += 1
+            acc["seconds"] += row["end_s"] - row["start_s"]
             acc["first_start_s"] = min(acc["first_start_s"], row["start_s"])
             acc["last_end_s"] = max(acc["last_end_s"], row["end_s"])
     values = [{**dict(zip(key, group, strict=True)), **acc} for group, acc in sums.items()]
     statement = upsert_into(session, table).values(values)
     new = statement.excluded
-    updates = {name: table.c[name] + new[name] for name in (*added, "records") if name in table.c}
+    updates = {name: table.c[name] + new[name] for name in (*added, "records", "seconds") if name in table.c}
     if devices:
         least, greatest = _extremes(session)
         first, last = table.c.first_start_s, table.c.last_end_s

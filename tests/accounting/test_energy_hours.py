@@ -73,9 +73,10 @@ def hours_of(ledger: Ledger) -> list[tuple[int | None, str, float, float, float]
 
 
 def spans_of(ledger: Ledger) -> tuple[object, ...]:
-    """The run's span and its devices' (from the device totals since 0017)."""
+    """The run's span, its devices', gpu0's joules and seconds (every host's) and its GPU-seconds
+    and GPUs: from the device totals since 0017."""
     with ledger.reading("r") as read:
-        return read.span(), read.device_spans()
+        return read.span(), read.device_spans(), read.device_power(["gpu0"]), read.device_seconds("gpu")
 
 
 def test_a_runs_hours_are_read_from_the_rollup_and_add_up_to_its_rows(ledger_url: str) -> None:
@@ -103,14 +104,17 @@ def test_compaction_and_a_rebuild_leave_the_hours_as_they_were(ledger_url: str) 
     ledger = Ledger(make_engine(ledger_url))
     fill(ledger)
     before, spans = hours_of(ledger), spans_of(ledger)
-    assert spans == ((T0, T0 + 3 * 3_600.0), dict.fromkeys(DEVICES, (T0, T0 + 3 * 3_600.0)))
+    gpu0_j = 2 * sum(60_000.0 + k for k in range(18))
+    whole = (T0, T0 + 3 * 3_600.0)
+    assert spans == (whole, dict.fromkeys(DEVICES, whole), {"gpu0": (gpu0_j, 21_600.0)}, (21_600.0, 1))
     compaction = ledger.compact_hourly(0, now_s=T0 + 10 * 3_600.0)
     assert compaction.raw_rows == 90
     assert hours_of(ledger) == before and spans_of(ledger) == spans
     with ledger.engine.begin() as connection:
         connection.execute(HOURS.delete())
         connection.execute(text("UPDATE energy_total SET first_start_s = NULL, last_end_s = NULL"))
-    assert hours_of(ledger) == [] and spans_of(ledger) == (None, {})
+        connection.execute(text("UPDATE energy_total SET seconds = 0"))
+    assert hours_of(ledger) == [] and spans_of(ledger) == (None, {}, {"gpu0": (gpu0_j, 0.0)}, (0.0, 1))
     ledger.rebuild_totals("r")
     assert hours_of(ledger) == before and spans_of(ledger) == spans
     ledger.engine.dispose()
@@ -129,7 +133,7 @@ def test_a_ledger_from_before_the_rollups_of_hours_and_spans_gets_them_from_its_
     ledger.record_intervals(
         "r", [EnergyInterval.of("n0", "gpu0", Kind.GPU, Source.COUNTER, *LATE, 5.0, 5.0, 5.0)]
     )
-    later_span, later = spans_of(ledger)
+    later_span, later, *_ = spans_of(ledger)
     assert (
         later_span == (T0, LATE[1])
         and later[("n0", "gpu0")] == (T0, LATE[1])

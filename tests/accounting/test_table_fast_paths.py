@@ -125,6 +125,19 @@ def test_a_runs_spans_cost_the_same_whatever_its_last_hours_hold(tmp_path: Path)
     ledger.engine.dispose()
 
 
+def test_a_gaps_device_power_and_the_gpu_hours_cost_the_same_whatever_the_rows(tmp_path: Path) -> None:
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"))
+    works = []
+    for last_rows in (1, 360):
+        run_id = _fill(ledger, f"p{last_rows}", 4, last_rows)
+        with ledger.reading(run_id) as read:
+            works.append(_work(ledger, lambda: (read.device_power(["g0"]), read.device_seconds("gpu"))))  # noqa: B023
+            assert read.device_power(["g0"]) == {"g0": (7e3 * (3 + last_rows), 10.0 * (3 + last_rows))}
+    # from the device totals (before 0017: every row of the device, on every host, and of the kind)
+    assert works[1] < 2 * works[0] + 2, works
+    ledger.engine.dispose()
+
+
 def test_the_table_app_has_the_full_apps_table_help() -> None:
     lean = command_app("table")
     assert lean is not None and command_app("runs") is None
