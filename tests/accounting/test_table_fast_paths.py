@@ -11,13 +11,12 @@
 from __future__ import annotations
 
 import functools
-import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy import event
 from typer.testing import CliRunner
 
+from tests.accounting.sqlite_work import sqlite_steps
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.verify import check_ledger
 from wattlog.cli import command_app, full_app
@@ -63,32 +62,11 @@ def _fill(ledger: Ledger, name: str, hours: int, last_rows: int = 1) -> int:
     return run.id
 
 
-def _work(ledger: Ledger, read: Callable[[], object]) -> int:
-    """SQLite virtual-machine steps (in hundreds) that `read` takes: the database's work, not the clock."""
-    steps = [0]
-
-    def count() -> int:
-        steps[0] += 1
-        return 0  # 0: go on
-
-    def _counted(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001
-        raw = conn.connection.dbapi_connection
-        assert isinstance(raw, sqlite3.Connection)
-        raw.set_progress_handler(count, 100)
-
-    event.listen(ledger.engine, "before_cursor_execute", _counted)
-    try:
-        read()
-    finally:
-        event.remove(ledger.engine, "before_cursor_execute", _counted)
-    return steps[0]
-
-
 def _spans_work(ledger: Ledger, hours: int, last_rows: int = 1) -> int:
-    """The work of reading the run's span and its device spans (see `_fill`, `_work`)."""
+    """The work of reading the run's span and its device spans (see `_fill`, `sqlite_steps`)."""
     run_id = _fill(ledger, f"r{hours}-{last_rows}", hours, last_rows)
     with ledger.reading(run_id) as read:
-        work = _work(ledger, lambda: (read.device_spans(), read.span()))
+        work = sqlite_steps(ledger.engine, lambda: (read.device_spans(), read.span()))
         spans, span = read.device_spans(), read.span()
     assert spans[("n", "g0")] == span == (0.0, 3600.0 * (hours - 1) + 10.0 * last_rows)
     return work
@@ -101,7 +79,7 @@ def test_the_last_end_before_a_restart_is_a_seek_whatever_the_hours_hold(tmp_pat
         run_id = _fill(ledger, f"r{last_rows}", 3, last_rows)
         restart_s = 2 * 3600.0 + 10.0 * last_rows - 5.0  # inside the last row
         with ledger.reading(run_id) as read:
-            works.append(_work(ledger, functools.partial(read.last_end_before, restart_s)))
+            works.append(sqlite_steps(ledger.engine, functools.partial(read.last_end_before, restart_s)))
             assert read.last_end_before(restart_s) == {1: 3610.0, 360: 10_790.0}[last_rows]
     # 360 times the rows in the restart's hour: the same work (before: each row of the three hours read)
     assert works[1] < 2 * works[0] + 2, works
@@ -131,7 +109,12 @@ def test_a_gaps_device_power_and_the_gpu_hours_cost_the_same_whatever_the_rows(t
     for last_rows in (1, 360):
         run_id = _fill(ledger, f"p{last_rows}", 4, last_rows)
         with ledger.reading(run_id) as read:
-            works.append(_work(ledger, lambda: (read.device_power(["g0"]), read.device_seconds("gpu"))))  # noqa: B023
+            power, seconds = (
+                functools.partial(read.device_power, ["g0"]),
+                functools.partial(read.device_seconds, "gpu"),
+            )
+            reads = (power, seconds)
+            works.append(sum(sqlite_steps(ledger.engine, call) for call in reads))
             assert read.device_power(["g0"]) == {"g0": (7e3 * (3 + last_rows), 10.0 * (3 + last_rows))}
     # from the device totals (before 0017: every row of the device, on every host, and of the kind)
     assert works[1] < 2 * works[0] + 2, works
