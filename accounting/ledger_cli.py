@@ -15,7 +15,7 @@ from wattlog.accounting.gaps import run_gaps
 from wattlog.accounting.ledger.engine import describe_url, make_engine
 from wattlog.accounting.ledger.spool import default_folder, replay_folder
 from wattlog.accounting.ledger.store import Ledger
-from wattlog.accounting.verify import check_ledger
+from wattlog.accounting.verify import check_ledger, rollup_drift
 from wattlog.errors import LedgerError
 from wattlog.options import DbOption
 
@@ -83,15 +83,36 @@ def gaps(
     console.print(table)
 
 
-def check(db: DbOption = None) -> None:
-    """Check the whole ledger: the file (SQLite) and every run's rows and totals; exit 2 if damaged."""
+def check(
+    db: DbOption = None,
+    repair: Annotated[
+        bool, typer.Option("--repair", help="Recompute the totals and hours that disagree with their rows.")
+    ] = False,
+) -> int:
+    """Check the whole ledger: the file (SQLite), every run's rows, and the totals and hours a table
+    reads against the rows they sum; exit 2 if damaged (with --repair: recompute those, then 0)."""
     where = describe_url(db)
     engine = make_engine(db, create=False)
     try:
-        check_ledger(Ledger(engine), where)  # `wattlog table` checks only the runs it shows
+        ledger = Ledger(engine)
+        check_ledger(ledger, where)  # `wattlog table` checks only the runs it shows
+        drift = rollup_drift(ledger)
+        for run_id, lines in sorted(drift.items()):
+            shown = "; ".join(lines[:3]) + (f"; and {len(lines) - 3} more" if len(lines) > 3 else "")
+            print(f"run {run_id}: its totals disagree with its rows: {shown}", file=sys.stderr)
+            if repair:
+                ledger.rebuild_totals(run_id)
+                print(f"run {run_id}: totals and hours recomputed from its rows", file=sys.stderr)
+        if drift and not repair:
+            raise LedgerError(
+                f"ledger {where}: {len(drift)} run(s) whose totals disagree with their rows (a table shows "
+                "the totals): `wattlog check --repair` recomputes them from the rows"
+            )
     finally:
         engine.dispose()
-    print(f"ledger {where}: no damage and no impossible rows found")
+    agreed = f"the totals of {len(drift)} run(s) recomputed" if drift else "every total and hour agrees"
+    print(f"ledger {where}: no damage, no impossible rows, {agreed} with its rows")
+    return 0
 
 
 def register(app: typer.Typer) -> None:

@@ -9,10 +9,10 @@ before they start. The rollup must match its rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, func, or_, select, text
+from sqlalchemy import ColumnElement, Connection, Table, func, or_, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from wattlog.accounting.ledger.models import IMPOSSIBLE_ENERGY_SQL, EnergyRecord
@@ -121,3 +121,58 @@ def _bad_random_parts(c: Any) -> list[Any]:
         c.random_low_j > c.energy_j - c.low_j + slack,
         c.random_high_j > c.high_j - c.energy_j + slack,
     ]
+
+
+DRIFT = 1e-9
+"""How far, relatively, a rollup's energy may be from its rows' sum: far above the rounding of
+summing a device's month of 10 s rows in another order ((n + 4) x 2^-51 = 1.2e-10 for 259,200 rows,
+accounting.audit.summing_tolerance), far below one row of that month (3.9e-6)."""
+_DEVICE = ("run_id", "host", "device", "kind", "source")
+_HOUR = ("run_id", "hour", "host", "kind", "source")
+
+
+def rollup_drift(ledger: Ledger) -> dict[int, list[str]]:
+    """Run id -> where the rollups a table reads disagree with the rows they sum: a device's energy,
+    first start or last end, an hour's energy, or either without the other (empty when they agree).
+
+    Reads every row once: `wattlog check`, not a table.
+    """
+    drift: dict[int, list[str]] = {}
+    with ledger.engine.connect() as connection:
+        for table, key, what in (
+            (EnergyRollup.__table__, _DEVICE, "device total"),  # type: ignore[attr-defined]
+            (EnergyHourRollup.__table__, _HOUR, "hourly sum"),  # type: ignore[attr-defined]
+        ):
+            for run_id, line in _table_drift(connection, table, key, what):
+                drift.setdefault(run_id, []).append(line)
+    return drift
+
+
+def _table_drift(
+    connection: Connection, table: Table, key: Sequence[str], what: str
+) -> Iterator[tuple[int, str]]:
+    """(run id, line) for each row of one rollup that its rows' sums contradict (see rollup_drift)."""
+    e = EnergyRecord.__table__.c  # type: ignore[attr-defined]
+    spans = "first_start_s" in table.c
+    summed = [func.sum(e.energy_j), *([func.min(e.start_s), func.max(e.end_s)] if spans else [])]
+    kept_columns = [table.c.energy_j, *([table.c.first_start_s, table.c.last_end_s] if spans else [])]
+    rows_query = select(*(e[k] for k in key), *summed).group_by(*(e[k] for k in key))
+    kept_query = select(*(table.c[k] for k in key), *kept_columns)
+    rows = {tuple(r[: len(key)]): tuple(r[len(key) :]) for r in connection.execute(rows_query)}
+    kept = {tuple(r[: len(key)]): tuple(r[len(key) :]) for r in connection.execute(kept_query)}
+    for group in sorted(rows.keys() | kept.keys(), key=str):
+        problem = _drifted(rows.get(group), kept.get(group))
+        if problem:
+            yield int(group[0]), f"{what} {'/'.join(map(str, group[1:]))}: {problem}"
+
+
+def _drifted(rows: tuple[Any, ...] | None, kept: tuple[Any, ...] | None) -> str:
+    """What is wrong with one rollup row against its rows' sums ("" when nothing)."""
+    if rows is None or kept is None:
+        return "kept, but no rows" if rows is None else "rows, but not kept"
+    (rows_j, *rows_span), (kept_j, *kept_span) = rows, kept
+    if abs(rows_j - kept_j) > DRIFT * max(abs(rows_j), abs(kept_j)):
+        return f"kept {kept_j} J, rows sum to {rows_j} J"
+    if rows_span != kept_span:
+        return f"kept span {kept_span}, rows span {rows_span}"
+    return ""

@@ -43,7 +43,8 @@ COMMANDS = (
     ("gaps", "List a run's gaps: when, which device, how long and why (nothing inside them is filled in)."),
     (
         "check",
-        "Check the whole ledger: the file (SQLite) and every run's rows and totals; exit 2 if damaged.",
+        "Check the whole ledger: the file (SQLite), every run's rows, and the totals and hours a table\n"
+        "reads against the rows they sum; exit 2 if damaged (with --repair: recompute those, then 0).",
     ),
     (
         "windows",

@@ -164,6 +164,31 @@ def test_table_checks_the_runs_it_shows_not_every_run(tmp_path, capsys) -> None:
     assert "impossible rows" in line and "9000.0 J" in line
 
 
+def test_wattlog_check_finds_totals_that_disagree_with_their_rows_and_repairs_them(tmp_path, capsys) -> None:
+    """A table shows the rollups kept beside the rows (0016, 0017); a hand edit or a partial restore
+    that leaves them apart is found by `wattlog check` and recomputed with --repair."""
+    path = tmp_path / "drift.db"
+    url = ledger_with_rows(path)
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE energy_total SET energy_j = energy_j + 50 WHERE device = 'gpu1'")
+        connection.execute("UPDATE energy_total SET last_end_s = 99999 WHERE device = 'gpu2'")
+        first_hour = connection.execute("SELECT min(hour) FROM energy_hour").fetchone()[0]
+        connection.execute("DELETE FROM energy_hour WHERE hour = ?", (first_hour,))
+    assert main(["check", "--db", url]) == 2
+    err = capsys.readouterr().err
+    assert "device total n/gpu1/gpu/counter: kept 500050.0 J, rows sum to 500000.0 J" in err
+    assert "device total n/gpu2/gpu/counter: kept span [20.0, 99999.0], rows span [20.0, 3990.0]" in err
+    assert f"hourly sum {first_hour}/n/gpu/counter: rows, but not kept" in err
+    assert err.strip().splitlines()[-1].startswith("error:") and "`wattlog check --repair`" in err
+    assert main(["check", "--db", url, "--repair"]) == 0
+    assert "totals and hours recomputed from its rows" in capsys.readouterr().err
+    assert main(["check", "--db", url]) == 0
+    assert "every total and hour agrees with its rows" in capsys.readouterr().out
+    ledger = Ledger(make_engine(url))
+    assert sum(t.energy_j for t in ledger.energy_totals("r")) == 400 * 5e3
+    ledger.engine.dispose()
+
+
 def test_wattlog_check_reads_the_whole_ledger(tmp_path, capsys) -> None:
     path = tmp_path / "whole.db"
     url = ledger_with_rows(path)
