@@ -24,7 +24,7 @@ import json
 import math
 import re
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -47,6 +47,7 @@ from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.jobs import RankReport, rank_progress, report_rank_progress
 from wattlog.accounting.ledger.runs import RunSpec
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.progress import Progress
 from wattlog.accounting.render import FIGURE_COLUMNS, TableRow
 from wattlog.accounting.run_table import TableOptions, carbon_path, overhead_for, run_row
 from wattlog.accounting.validity import ValidityLimits
@@ -68,9 +69,6 @@ _FILES = frozenset(
     | {STREAMS, *member_names(), SERIES, MANIFEST}
 )
 """Every file a bundle holds (`build_bundle` writes them; the verifier refuses others)."""
-Progress = Callable[[str, int], None]
-"""Hears what a long bundle or verify is doing and how far it is: ("coding rows", rows so far),
-("compressing", bytes to compress), ("replaying rows", rows so far)."""
 _SPEC_FIELDS = ("project", "role", "model", "site", "host", "phase", "stage", "scale_group", "device_model")
 
 

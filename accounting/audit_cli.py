@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from wattlog.accounting.audit import Progress, build_bundle, verify_bundle
+from wattlog.accounting.audit import build_bundle, verify_bundle
 from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.progress import Progress, progress_lines
 from wattlog.accounting.run_table import TableOptions
 from wattlog.accounting.sites import site_catalog
 from wattlog.errors import ConfigError
@@ -51,18 +51,9 @@ def audit(
     typer.echo(f"audit bundle of run {target!r}: {output} ({output.stat().st_size} bytes)")
 
 
-def _progress(every_s: float = 2.0) -> Progress:
-    """A line on stderr when a long bundle or verify starts a step, and every `every_s` within one."""
-    last, step = time.monotonic(), ""
-
-    def tell(doing: str, count: int) -> None:
-        nonlocal last, step
-        if doing != step or time.monotonic() - last >= every_s:
-            last, step = time.monotonic(), doing
-            amount = f"{count / 1e6:,.1f} MB" if doing == "compressing" else f"{count:,}"
-            typer.echo(f"wattlog audit: {doing}: {amount}", err=True)
-
-    return tell
+def _progress() -> Progress:
+    """Lines on stderr as a long bundle or verify goes (the compressing step counted in MB)."""
+    return progress_lines("audit", in_bytes=("compressing",))
 
 
 def register(app: typer.Typer) -> None:

@@ -15,6 +15,7 @@ from wattlog.accounting.gaps import run_gaps
 from wattlog.accounting.ledger.engine import describe_url, make_engine
 from wattlog.accounting.ledger.spool import default_folder, replay_folder
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.progress import progress_lines
 from wattlog.accounting.verify import check_ledger, rollup_drift
 from wattlog.errors import LedgerError
 from wattlog.options import DbOption
@@ -96,7 +97,7 @@ def check(
     try:
         ledger = Ledger(engine)
         check_ledger(ledger, where)  # `wattlog table` checks only the runs it shows
-        drift = rollup_drift(ledger)
+        drift = rollup_drift(ledger, progress_lines("check", quiet_s=2.0))
         for run_id, lines in sorted(drift.items()):
             shown = "; ".join(lines[:3]) + (f"; and {len(lines) - 3} more" if len(lines) > 3 else "")
             print(f"run {run_id}: its totals disagree with its rows: {shown}", file=sys.stderr)

@@ -15,9 +15,10 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Table, func, or_, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from wattlog.accounting.ledger.models import IMPOSSIBLE_ENERGY_SQL, EnergyRecord
+from wattlog.accounting.ledger.models import IMPOSSIBLE_ENERGY_SQL, EnergyRecord, Run
 from wattlog.accounting.ledger.rollups import IMPOSSIBLE_SUMS_SQL, EnergyHourRollup, EnergyRollup
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.progress import Progress
 from wattlog.errors import LedgerError
 
 _SHOWN = 3  # example rows named in the message
@@ -131,39 +132,47 @@ _DEVICE = ("run_id", "host", "device", "kind", "source")
 _HOUR = ("run_id", "hour", "host", "kind", "source")
 
 
-def rollup_drift(ledger: Ledger) -> dict[int, list[str]]:
+def rollup_drift(ledger: Ledger, progress: Progress | None = None) -> dict[int, list[str]]:
     """Run id -> where the rollups a table reads disagree with the rows they sum: a device's energy,
     first start or last end, an hour's energy, or either without the other (empty when they agree).
 
-    Reads every row once: `wattlog check`, not a table.
+    Reads every row once, a run at a time (`progress` hears how many runs are done): `wattlog
+    check`, not a table.
     """
     drift: dict[int, list[str]] = {}
     with ledger.engine.connect() as connection:
-        for table, key, what in (
-            (EnergyRollup.__table__, _DEVICE, "device total"),  # type: ignore[attr-defined]
-            (EnergyHourRollup.__table__, _HOUR, "hourly sum"),  # type: ignore[attr-defined]
-        ):
-            for run_id, line in _table_drift(connection, table, key, what):
-                drift.setdefault(run_id, []).append(line)
+        run_ids = connection.execute(select(Run.__table__.c.id).order_by(Run.__table__.c.id)).scalars().all()  # type: ignore[attr-defined]
+        for done, run_id in enumerate(run_ids):
+            if progress:
+                progress(f"runs checked (of {len(run_ids):,})", done)
+            for table, key, what in (
+                (EnergyRollup.__table__, _DEVICE, "device total"),  # type: ignore[attr-defined]
+                (EnergyHourRollup.__table__, _HOUR, "hourly sum"),  # type: ignore[attr-defined]
+            ):
+                lines = list(_table_drift(connection, table, key, what, run_id))
+                if lines:
+                    drift.setdefault(run_id, []).extend(lines)
     return drift
 
 
 def _table_drift(
-    connection: Connection, table: Table, key: Sequence[str], what: str
-) -> Iterator[tuple[int, str]]:
-    """(run id, line) for each row of one rollup that its rows' sums contradict (see rollup_drift)."""
+    connection: Connection, table: Table, key: Sequence[str], what: str, run_id: int
+) -> Iterator[str]:
+    """A line for each row of one rollup of the run that its rows' sums contradict (see rollup_drift)."""
     e = EnergyRecord.__table__.c  # type: ignore[attr-defined]
     spans = "first_start_s" in table.c
     summed = [func.sum(e.energy_j), *([func.min(e.start_s), func.max(e.end_s)] if spans else [])]
     kept_columns = [table.c.energy_j, *([table.c.first_start_s, table.c.last_end_s] if spans else [])]
-    rows_query = select(*(e[k] for k in key), *summed).group_by(*(e[k] for k in key))
-    kept_query = select(*(table.c[k] for k in key), *kept_columns)
-    rows = {tuple(r[: len(key)]): tuple(r[len(key) :]) for r in connection.execute(rows_query)}
-    kept = {tuple(r[: len(key)]): tuple(r[len(key) :]) for r in connection.execute(kept_query)}
+    rows_query = (
+        select(*(e[k] for k in key), *summed).where(e.run_id == run_id).group_by(*(e[k] for k in key))
+    )
+    kept_query = select(*(table.c[k] for k in key), *kept_columns).where(table.c.run_id == run_id)
+    rows = {tuple(r[1 : len(key)]): tuple(r[len(key) :]) for r in connection.execute(rows_query)}
+    kept = {tuple(r[1 : len(key)]): tuple(r[len(key) :]) for r in connection.execute(kept_query)}
     for group in sorted(rows.keys() | kept.keys(), key=str):
         problem = _drifted(rows.get(group), kept.get(group))
         if problem:
-            yield int(group[0]), f"{what} {'/'.join(map(str, group[1:]))}: {problem}"
+            yield f"{what} {'/'.join(map(str, group))}: {problem}"
 
 
 def _drifted(rows: tuple[Any, ...] | None, kept: tuple[Any, ...] | None) -> str:
