@@ -15,8 +15,15 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Table, func, or_, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from wattlog.accounting.ledger.models import IMPOSSIBLE_ENERGY_SQL, EnergyRecord, Run
-from wattlog.accounting.ledger.rollups import IMPOSSIBLE_SUMS_SQL, EnergyHourRollup, EnergyRollup
+from wattlog.accounting.ledger.models import EnergyRecord, Run
+from wattlog.accounting.ledger.rollups import (
+    DEVICE_KEY,
+    HOUR_KEY,
+    IMPOSSIBLE_ENERGY_SQL,
+    IMPOSSIBLE_SUMS_SQL,
+    EnergyHourRollup,
+    EnergyRollup,
+)
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.progress import Progress
 from wattlog.errors import LedgerError
@@ -128,8 +135,6 @@ DRIFT = 1e-9
 """How far, relatively, a rollup's energy may be from its rows' sum: far above the rounding of
 summing a device's month of 10 s rows in another order ((n + 4) x 2^-51 = 1.2e-10 for 259,200 rows,
 accounting.audit.summing_tolerance), far below one row of that month (3.9e-6)."""
-_DEVICE = ("run_id", "host", "device", "kind", "source")
-_HOUR = ("run_id", "hour", "host", "kind", "source")
 
 
 def rollup_drift(ledger: Ledger, progress: Progress | None = None) -> dict[int, list[str]]:
@@ -146,8 +151,8 @@ def rollup_drift(ledger: Ledger, progress: Progress | None = None) -> dict[int, 
             if progress:
                 progress(f"runs checked (of {len(run_ids):,})", done)
             for table, key, what in (
-                (EnergyRollup.__table__, _DEVICE, "device total"),  # type: ignore[attr-defined]
-                (EnergyHourRollup.__table__, _HOUR, "hourly sum"),  # type: ignore[attr-defined]
+                (EnergyRollup.__table__, DEVICE_KEY, "device total"),  # type: ignore[attr-defined]
+                (EnergyHourRollup.__table__, HOUR_KEY, "hourly sum"),  # type: ignore[attr-defined]
             ):
                 lines = list(_table_drift(connection, table, key, what, run_id))
                 if lines:
@@ -160,7 +165,7 @@ def _table_drift(
 ) -> Iterator[str]:
     """A line for each row of one rollup of the run that its rows' sums contradict (see rollup_drift)."""
     e = EnergyRecord.__table__.c  # type: ignore[attr-defined]
-    spans = "first_start_s" in table.c
+    spans = table is EnergyRollup.__table__  # type: ignore[attr-defined]  # the device totals keep spans
     summed = [func.sum(e.energy_j), *([func.min(e.start_s), func.max(e.end_s)] if spans else [])]
     kept_columns = [table.c.energy_j, *([table.c.first_start_s, table.c.last_end_s] if spans else [])]
     rows_query = (

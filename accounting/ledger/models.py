@@ -14,7 +14,12 @@ from typing import Any
 from sqlalchemy import JSON, Column, Index, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
-from wattlog.accounting.ledger.rollups import EnergyHourRollup, EnergyRollup, EnergySums
+from wattlog.accounting.ledger.rollups import (
+    IMPOSSIBLE_ENERGY_SQL,
+    EnergyHourRollup,
+    EnergyRollup,
+    EnergySums,
+)
 
 SECONDS_PER_HOUR = 3600
 
@@ -122,17 +127,6 @@ class Run(RunBase, table=True):
     lease_until_s: float | None = None
     """Until when the run's agent promised to write (renewed at each flush); None: no lease, never reaped."""
 
-
-IMPOSSIBLE_ENERGY_SQL = (
-    "energy_j < 0 OR energy_j < low_j OR energy_j > high_j OR energy_j <> energy_j"
-    " OR energy_j > 1e300 OR high_j > 1e300 OR end_s < start_s"
-    " OR random_low_j < 0 OR random_high_j < 0 OR random_low_sq < 0 OR random_high_sq < 0"
-    " OR random_low_j > energy_j - low_j + 1e-9 * (energy_j + 1.0)"
-    " OR random_high_j > high_j - energy_j + 1e-9 * (energy_j + 1.0)"
-)
-"""An energy row no measurement can produce (negative, not finite, outside its band, ending before it
-starts). Both engines keep a partial index of such rows, so checking a run's rows reads that (empty)
-index, not its 737,280 rows; a query uses it only when its WHERE holds this exact text."""
 
 LONG_ROW_SQL = "end_s - start_s > 3600"
 """An energy row longer than an hour (an import or a published figure; flushes and hourly rows are

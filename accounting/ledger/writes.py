@@ -15,15 +15,9 @@ from sqlalchemy.orm import Session
 from wattlog.accounting.ledger.models import Event, GapRecord, Resolution, hour_of
 from wattlog.accounting.ledger.reader import ENERGY, HOURS, ROLLUP
 from wattlog.accounting.ledger.revisions import add_revisions_to_rollup
+from wattlog.accounting.ledger.rollups import DEVICE_KEY, HOUR_KEY
 from wattlog.errors import ConfigError, LedgerError
 from wattlog.records import BAND_TERMS, EnergyInterval, Gap, band_terms
-
-KEY = ("run_id", "host", "device", "kind", "source")
-"""The rollup's key: one total per device, kind and source of a run."""
-SPAN = ("first_start_s", "last_end_s")
-"""What the device totals keep beside their sums: their rows' first start and last end."""
-HOUR_KEY = ("run_id", "hour", "host", "kind", "source")
-"""The hourly rollup's key: one sum per hour, host, kind and source of a run."""
 
 
 def check_flush(intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
@@ -71,7 +65,7 @@ def rebuild_rollup(session: Session, run_id: int | None) -> int:
     """Recompute the rollups of one run (None: of every run) from its energy rows: the device totals
     (with the band revisions) and the hours; returns device-total rows."""
     _rebuild(session, HOURS, HOUR_KEY, run_id)
-    rows = _rebuild(session, ROLLUP, KEY, run_id)
+    rows = _rebuild(session, ROLLUP, DEVICE_KEY, run_id)
     add_revisions_to_rollup(session, run_id)  # the band revisions stored beside the rows
     return rows
 
@@ -81,9 +75,9 @@ def _rebuild(session: Session, table: Table, key: Sequence[str], run_id: int | N
     e = ENERGY.c
     sums: list[ColumnElement[Any]] = [func.sum(e.energy_j), *(func.sum(e[k]) for k in BAND_TERMS)]
     columns = [*key, "energy_j", *BAND_TERMS]
-    if "records" in table.c:  # the device totals: also the rows counted, their span and seconds
+    if table is ROLLUP:  # the device totals: also the rows counted, their span and seconds
         sums += [func.count(), func.min(e.start_s), func.max(e.end_s), func.sum(e.end_s - e.start_s)]
-        columns += ["records", *SPAN, "seconds"]
+        columns += ["records", "first_start_s", "last_end_s", "seconds"]
     query = select(*(e[k] for k in key), *sums).group_by(*(e[k] for k in key))
     wipe = delete(table)
     if run_id is not None:
@@ -222,7 +216,7 @@ def check_interval(row: EnergyInterval) -> None:
 def add_to_rollup(session: Session, stored: Sequence[dict[str, Any]]) -> None:
     """Add a flush's rows (as inserted) to the device totals and to the hours, one upsert each
     (SQLite and PostgreSQL)."""
-    _add_sums(session, ROLLUP, KEY, stored)
+    _add_sums(session, ROLLUP, DEVICE_KEY, stored)
     _add_sums(session, HOURS, HOUR_KEY, stored)
 
 
@@ -230,7 +224,7 @@ def _add_sums(session: Session, table: Table, key: Sequence[str], stored: Sequen
     """Add the rows' energy and band terms by `key`; where `table` is the device totals, also count
     the rows and their seconds and widen the span to theirs."""
     added = ("energy_j", *BAND_TERMS)
-    devices = "records" in table.c
+    devices = table is ROLLUP
     sums: dict[tuple[Any, ...], dict[str, Any]] = {}
     for row in stored:
         group = tuple(row[k] for k in key)
@@ -249,7 +243,8 @@ def _add_sums(session: Session, table: Table, key: Sequence[str], stored: Sequen
     values = [{**dict(zip(key, group, strict=True)), **acc} for group, acc in sums.items()]
     statement = upsert_into(session, table).values(values)
     new = statement.excluded
-    updates = {name: table.c[name] + new[name] for name in (*added, "records", "seconds") if name in table.c}
+    summed = (*added, "records", "seconds") if devices else added
+    updates = {name: table.c[name] + new[name] for name in summed}
     if devices:
         least, greatest = _extremes(session)
         first, last = table.c.first_start_s, table.c.last_end_s

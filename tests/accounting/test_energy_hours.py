@@ -14,9 +14,8 @@ from sqlalchemy import Engine, event, insert, text
 from tests.accounting.test_ledger_scale import downgrade
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.admin import delete_run
-from wattlog.accounting.ledger.models import IMPOSSIBLE_ENERGY_SQL
 from wattlog.accounting.ledger.reader import HOURS
-from wattlog.accounting.ledger.rollups import IMPOSSIBLE_SUMS_SQL
+from wattlog.accounting.ledger.rollups import IMPOSSIBLE_ENERGY_SQL, IMPOSSIBLE_SUMS_SQL
 from wattlog.accounting.run_energy import ledger_energy
 from wattlog.accounting.verify import check_ledger, rollup_drift
 from wattlog.errors import LedgerError
