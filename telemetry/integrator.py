@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 from wattlog.clock import Clock, SystemClock
-from wattlog.records import BandRevision, EnergyFigure, EnergyInterval, Gap
+from wattlog.records import BandRevision, EnergyFigure, EnergyInterval, Gap, millijoules
 from wattlog.telemetry.accumulate import Steps
 from wattlog.telemetry.devicestate import DeviceState, EdgeMark, Failure, Totals
 from wattlog.telemetry.lockcheck import LockCheck, due, notes
@@ -185,7 +185,7 @@ class Integrator:
                 figure = EnergyFigure(
                     d.info.kind, d.info.source, delta.energy_j,
                     band.low_j, band.high_j, band.random_low_j, band.random_high_j,
-                )  # fmt: skip
+                ).to_millijoules(millijoules(cur.energy_j) - millijoules(prev.energy_j))  # fmt: skip
                 wall = (start + self._wall_offset_s, now + self._wall_offset_s)
                 intervals.append(EnergyInterval(self._host, d.info.uuid, *wall, figure))
                 self._revisions.written(intervals[-1], evidence)
@@ -339,7 +339,7 @@ class Integrator:
             band.high_j,
             band.random_low_j,
             band.random_high_j,
-        )
+        ).to_millijoules()  # the rows' sum: each row is the running total's difference to the mJ
         return DeviceEnergy(
             device=d.info,
             figure=figure,

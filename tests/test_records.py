@@ -91,3 +91,40 @@ def test_figures_of_different_kinds_or_sources_do_not_add() -> None:
         gpu + EnergyFigure(Kind.CPU, Source.COUNTER, 1.0, 1.0, 1.0)
     with pytest.raises(ValueError, match="cannot add"):
         gpu + EnergyFigure(Kind.GPU, Source.ESTIMATED, 1.0, 1.0, 1.0)
+
+
+def _whole_mj(value: float) -> bool:
+    return round(value * 1000) / 1000 == value
+
+
+@given(
+    st.floats(0.0, 1e7),
+    st.floats(0.0, 1.0),
+    st.floats(0.0, 1.0),
+    st.floats(0.0, 1.0),
+    st.floats(0.0, 1.0),
+    st.integers(-1, 1),
+)
+def test_a_figure_in_millijoules_keeps_its_band_and_its_random_parts_inside_their_sides(
+    energy: float, below: float, above: float, random_low: float, random_high: float, shift_mj: int
+) -> None:
+    """The band rounded outward holds the figure's band and its (shifted) energy; each random part
+    rounded down stays inside its side; every term is a whole number of millijoules."""
+    low, high = energy * (1 - below), energy * (1 + above)
+    random_parts = ((energy - low) * random_low, (high - energy) * random_high)
+    figure = EnergyFigure(Kind.GPU, Source.COUNTER, energy, low, high, *random_parts)
+    energy_mj = max(round(energy * 1000) + shift_mj, 0)  # a running total's difference: within 1 mJ
+    kept = figure.to_millijoules(energy_mj)
+    terms = (kept.energy_j, kept.low_j, kept.high_j, kept.random_low_j, kept.random_high_j)
+    assert all(_whole_mj(term) for term in terms) and kept.energy_j == energy_mj / 1000
+    assert kept.low_j <= min(figure.low_j, kept.energy_j) and kept.high_j >= max(figure.high_j, kept.energy_j)
+    assert 0 <= kept.random_low_j <= min(figure.random_low_j, kept.energy_j - kept.low_j)
+    assert 0 <= kept.random_high_j <= min(figure.random_high_j, kept.high_j - kept.energy_j)
+    margin = 1e-3 * (1 + 1e-9) + 1e-12 * energy  # one millijoule and the doubles' rounding
+    assert kept.low_j >= min(figure.low_j - margin, kept.energy_j)  # no wider than a millijoule
+    assert kept.high_j <= max(figure.high_j + margin, kept.energy_j)
+
+
+def test_a_figure_with_a_term_that_is_not_finite_is_kept_as_it_is() -> None:
+    figure = EnergyFigure(Kind.GPU, Source.ESTIMATED, 1.23456, 1.0, math.inf)
+    assert figure.to_millijoules() is figure

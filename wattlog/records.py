@@ -31,6 +31,12 @@ class Source(StrEnum):
     EXTRAPOLATED = "extrapolated"  # K of N nodes measured, their mean x N (the OLMo 2 paper's method)
 
 
+def millijoules(joules: float) -> int:
+    """Joules rounded to whole millijoules: rows between two running totals so rounded telescope to
+    the last one (see `EnergyFigure.to_millijoules`)."""
+    return round(joules * 1000)
+
+
 @dataclass(frozen=True, slots=True)
 class EnergyFigure:
     """Joules with their band, the band's random part, the device kind and the figure's source.
@@ -50,6 +56,27 @@ class EnergyFigure:
     high_j: float
     random_low_j: float = 0.0
     random_high_j: float = 0.0
+
+    def to_millijoules(self, energy_mj: int | None = None) -> EnergyFigure:
+        """This figure as an agent records it: whole millijoules (NVML's unit).
+
+        Its energy is `energy_mj` (default: its own, rounded), which an integrator takes from its
+        running total rounded at both ends, so a device's rows add up to that total to the
+        millijoule; the band is rounded outward, so it holds all this one held and its energy; each
+        random part is rounded down and kept inside its side (what it gives up adds linearly, so a
+        sum's band only widens). Whole millijoules leave a row's joules a few bits where every digit
+        of a double was random, which an audit bundle stores in ~2-3 bytes (accounting.audit_rows).
+        A figure with a term that is not finite is returned as it is.
+        """
+        terms = (self.energy_j, self.low_j, self.high_j, self.random_low_j, self.random_high_j)
+        if not all(math.isfinite(term) for term in terms):
+            return self
+        energy = millijoules(self.energy_j) if energy_mj is None else energy_mj
+        low, high = min(math.floor(self.low_j * 1000), energy), max(math.ceil(self.high_j * 1000), energy)
+        random_low = min(max(math.floor(self.random_low_j * 1000), 0), energy - low)
+        random_high = min(max(math.floor(self.random_high_j * 1000), 0), high - energy)
+        terms_mj = (energy, low, high, random_low, random_high)
+        return EnergyFigure(self.kind, self.source, *(value / 1000 for value in terms_mj))
 
     def __add__(self, other: EnergyFigure) -> EnergyFigure:
         """The sum of two figures of one kind and source, its band as the ledger sums rows.
