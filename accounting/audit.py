@@ -3,7 +3,7 @@
 `build_bundle` writes a tar.xz (a tar.gz where the name ends .tar.gz or .tgz) with the run (its
 spec, status, edges, restarts), every ledger energy row (coded column by column, every float kept
 exactly: accounting.audit_rows) and the revisions of their band, its gaps and events (the
-counters' start-up checks among them), the power series per device (accounting.audit_series),
+counters' start-up checks among them), what the power series per device are (accounting.audit_series),
 the site, the intensity with each hour's provenance, the sensor profiles, the configuration and
 options the row was printed with (the validity gate on), the printed row and its JSON and CSV
 exports, versions, and a SHA-256 manifest of all of them (accounting.audit_files). The rows are
@@ -24,11 +24,11 @@ import json
 import math
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from wattlog.accounting.audit_contents import (
     HOUR_S,
@@ -40,8 +40,8 @@ from wattlog.accounting.audit_contents import (
     versions_doc,
 )
 from wattlog.accounting.audit_files import MANIFEST, check_manifest, extract_bundle, sha256_of, write_bundle
-from wattlog.accounting.audit_rows import STREAMS, RowCoder, member_names, row_batches
-from wattlog.accounting.audit_series import SERIES, Digest, PowerSeries
+from wattlog.accounting.audit_rows import STREAMS, RowCoder, bundle_rows, member_names
+from wattlog.accounting.audit_series import SERIES, Digest, PowerSeries, write_csv
 from wattlog.accounting.exports import rows_csv, rows_json
 from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.jobs import RankReport, rank_progress, report_rank_progress
@@ -211,7 +211,7 @@ def verify_bundle(path: Path, progress: Progress | None = None) -> AuditResult:
         except (WattlogError, KeyError, TypeError, ValueError) as e:  # rows the ledger itself refuses
             return AuditResult((f"the bundle cannot be replayed: {e}",), printed, {})
         if series_digest != sha256_of(members[SERIES]):
-            problems.append(f"{SERIES}: differs from the series the bundled rows give (changed)")
+            problems.append(f"{SERIES}: differs from the series the rows give (changed)")
         recomputed_exports = _exports(row)
         bundled_exports = {name: _member(members, name) for name in recomputed_exports}
     recomputed = printed_cells(row)
@@ -227,6 +227,27 @@ def verify_bundle(path: Path, progress: Progress | None = None) -> AuditResult:
         if (difference := _difference(bundled_exports[name], blob, tolerance))
     ]
     return AuditResult(tuple(problems), printed, recomputed, row)
+
+
+def write_series(path: Path, out: TextIO, progress: Progress | None = None) -> tuple[str, ...]:
+    """The bundle's power and counter series as CSV on `out` (accounting.audit_series.write_csv), from
+    its rows alone, once every file matches the manifest; else what does not, and nothing written."""
+    with tempfile.TemporaryDirectory(prefix="wattlog-series-") as folder:
+        members = extract_bundle(path, Path(folder))
+        if problems := check_manifest(members):
+            return tuple(problems)
+        write_csv(_counted(bundle_rows(members), progress, "writing the series"), out)
+    return ()
+
+
+def _counted(batches: Iterator[list[Any]], progress: Progress | None, what: str) -> Iterator[list[Any]]:
+    """`batches` as they are, `progress` hearing how many rows went by after each."""
+    count = 0
+    for batch in batches:
+        yield batch
+        count += len(batch)
+        if progress is not None:
+            progress(what, count)
 
 
 def _member(members: Mapping[str, Path], name: str) -> bytes | None:
@@ -310,15 +331,11 @@ def _replay_rows(
     """The bundle's rows recorded a batch at a time, in their order; their count and their series'
     SHA-256."""
     series, count = PowerSeries(), 0
-    with ExitStack() as files:
-        sources = {name: files.enter_context(members[name].open("rb")) for name in member_names()}
-        for batch in row_batches(members[STREAMS].read_bytes(), sources):
-            ledger.record_intervals(run_id, batch)
-            for row in batch:
-                series.add(row)
-            count += len(batch)
-            if progress is not None:
-                progress("replaying rows", count)
+    for batch in _counted(bundle_rows(members), progress, "replaying rows"):
+        ledger.record_intervals(run_id, batch)
+        for row in batch:
+            series.add(row)
+        count += len(batch)
     digest = Digest()
     series.write(digest)
     return count, digest.hexdigest()

@@ -1,8 +1,9 @@
 """What an audit bundle holds beside the ledger rows, and how the verifier reads it back.
 
-- Power series per device (accounting.audit_series), at the ledger's resolution: the ledger keeps
-  energy per device per flush (the agent's `flush_s`, 10 s by default), not samples, so that is
-  the finest series it holds; an agent run with ``flush_s=1`` gives a 1 Hz series
+- Power and counter series per device (accounting.audit_series): the rows themselves, said how
+  in series.json and written as CSV by `wattlog audit series`, at the ledger's resolution: the
+  ledger keeps energy per device per flush (the agent's `flush_s`, 10 s by default), not samples,
+  so that is the finest series it holds; an agent run with ``flush_s=1`` gives a 1 Hz series
   (bench/audit_size.py prints the size of a bundle at 1 s rows).
 - The intensity the row used: its label, a constant, or each hour the run used energy in,
   with where each hour's value comes from (a series stored in the ledger's catalog keeps the

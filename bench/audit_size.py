@@ -4,18 +4,18 @@ Run: ``.venv/bin/python -m bench.audit_size [--gpus 8] [--hours 2] [--flush-s 10
 
 Builds a run of GPUS GPU rows flushed every FLUSH_S seconds (10 s: the agent's default;
 1 s: a 1 Hz series) over HOURS in a temporary SQLite ledger, bundles it with
-`wattlog.accounting.audit.build_bundle` (rows, power series, intensity, profiles, exports), and
-prints the compressed size per GPU-hour and scaled to 1,024 GPUs x 720 h (the files that grow
-with the run scaled, the fixed ones once), against the 1 GB target: gzip (the bundle's former
-compression, the baseline) and xz (lzma, what a .tar.xz bundle uses), each with its compression
-speed. Three times: with whole-watt rows (700-796 W in a repeating pattern, which compression
-flatters), with every float digit a real row carries (an integrator's split at a flush edge: what
-a real run's bundle weighs), and with those rows folded hourly by `wattlog compact`; then a month
-whose last 7 days are raw and the rest folded. The rows are coded losslessly (accounting.audit_rows):
-a raw row's energy keeps every digit of its double, ~5.4 B after xz, so a month of raw 10 s rows
-cannot reach 1 GB without dropping digits the exports print. The series are at the rows'
-resolution (the ledger keeps a row per flush, 10 s by default): a 1 Hz bundle is what
-`--flush-s 1` measures, or ~10x the 10 s figure.
+`wattlog.accounting.audit.build_bundle` (rows, series, intensity, profiles, exports), and prints
+the compressed size per GPU-hour and scaled to 1,024 GPUs x 720 h (the files that grow with the
+run scaled, the fixed ones once), against the 1 GB target: gzip and xz (lzma, a .tar.xz bundle),
+each with its compression speed. Each GPU's power is drawn anew for every row, 700-796 W from a
+seeded generator: no row predicts the next, so no coder is flattered (a real GPU's 10 s means
+follow each other closely and cost less). Its flush edges are late by 0-40 ms, as an agent's
+flush thread wakes when the scheduler lets it. Three times: with rows as a ledger written before
+agents recorded whole millijoules holds them (every digit of a double), with rows as an agent
+records them now (`EnergyFigure.to_millijoules` of a running total: accounting.audit_rows codes
+them in millijoules), and with those folded hourly by `wattlog compact`; then a month whose last
+7 days are raw and the rest folded. The series are the rows (accounting.audit_series): at the
+rows' resolution, 10 s by default; a 1 Hz bundle is what `--flush-s 1` measures.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from __future__ import annotations
 import argparse
 import gzip
 import lzma
+import random
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from wattlog.accounting.audit import build_bundle
@@ -34,24 +35,24 @@ from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.run_table import TableOptions
 from wattlog.accounting.sites import site_catalog
 from wattlog.clock import FakeClock
-from wattlog.records import EnergyInterval, Kind, Source
+from wattlog.records import EnergyFigure, EnergyInterval, Kind, Source, millijoules
 
 T0 = 1_800_000_000.0
 TARGET_GB = 1.0
 MONTH_GPU_H = 737_280  # 1,024 GPUs x 720 h
 MONTH_DAYS, RAW_DAYS = 30, 7
 CASES = {
-    "whole": "whole-watt rows (a repeating pattern: compression flatters them)",
-    "float": "joules with every float digit (a real run's rows)",
-    "folded": "the same folded hourly (`wattlog compact`)",
+    "float": "joules with every digit of a double (a ledger written before whole millijoules)",
+    "agent": "joules in whole millijoules (rows as an agent records them now)",
+    "folded": "those folded hourly (`wattlog compact`)",
 }
 GROWING = ("rows/", "series.json", "gaps.json", "events.json")
 """The members that grow with the run (rows/: the rows, one file per column, accounting.audit_rows)."""
 
 
 def main() -> None:
-    """Print the bundle's size per GPU-hour and for a 1,024-GPU month: whole-watt rows, float ones, and
-    float ones folded hourly; then a month whose last 7 days are raw and the rest folded."""
+    """Print the bundle's size per GPU-hour and for a 1,024-GPU month: rows with every digit, rows in
+    millijoules and those folded hourly; then a month whose last 7 days are raw and the rest folded."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--hours", type=float, default=2.0)
@@ -75,7 +76,7 @@ def main() -> None:
         print(
             f"  target < {TARGET_GB:g} GB: {_verdict(month_gb['xz'])} with xz; gzip {month_gb['gzip']:.2f} GB"
         )
-    (raw_per, fixed), (folded_per, _) = per_gpu_hour["float", "xz"], per_gpu_hour["folded", "xz"]
+    (raw_per, fixed), (folded_per, _) = per_gpu_hour["agent", "xz"], per_gpu_hour["folded", "xz"]
     kept = (raw_per * RAW_DAYS + folded_per * (MONTH_DAYS - RAW_DAYS)) / MONTH_DAYS * MONTH_GPU_H + fixed
     print(
         f"a 1,024-GPU month with its last {RAW_DAYS} days raw, the rest folded hourly (`wattlog compact "
@@ -95,15 +96,7 @@ def bundle_sizes(args: argparse.Namespace, case: str) -> dict[str, tuple[int, tu
         ledger = Ledger(make_engine(f"sqlite:///{folder}/l.db"), clock=FakeClock(wall_offset_s=T0))
         run = ledger.start_run("bench", RunSpec(site="jupiter"))
         steps = int(args.hours * 3600 / args.flush_s)
-        for k in range(steps):
-            start, end = _edge(k, args.flush_s, case), _edge(k + 1, args.flush_s, case)
-            rows = []
-            for g in range(args.gpus):  # 700-796 W, each GPU and row its own
-                joules = (700.0 + (k * 7919 + g * 31) % 97) * args.flush_s
-                if case != "whole":  # a reading split at the flush edge leaves 16-17 digits
-                    joules *= 1.0 + ((k * 104_729 + g * 7_919) % 1_000_003) / 1e9
-                span = (start, end, joules, joules * 0.95, joules * 1.05)
-                rows.append(EnergyInterval.of("n0", f"GPU-{g:04d}", Kind.GPU, Source.COUNTER, *span))
+        for rows in _rows(args, case, steps):
             ledger.record_intervals(run.id, rows)
         ledger.end_run(run.id, end_s=T0 + steps * args.flush_s)
         if case == "folded":
@@ -116,22 +109,42 @@ def bundle_sizes(args: argparse.Namespace, case: str) -> dict[str, tuple[int, tu
         return sizes
 
 
-def _edge(k: int, flush_s: float, case: str) -> float:
-    """The k-th flush edge of the host's devices: on the clock's whole seconds for whole-watt rows, else
-    late by 0-40 ms (an agent's flush thread wakes when the scheduler lets it: every digit of a double)."""
-    late_s = 0.0 if case == "whole" or k == 0 else ((k * 7_919) % 40_009) / 1e6
+def _rows(args: argparse.Namespace, case: str, steps: int) -> Iterator[list[EnergyInterval]]:
+    """Each flush's rows: every GPU's 700-796 W drawn anew, its band 5 % each side, from a running
+    total as an integrator keeps one (in millijoules but for the "float" case)."""
+    draw, totals = random.Random(24), [0.0] * args.gpus
+    for k in range(steps):
+        start, end = _edge(k, args.flush_s), _edge(k + 1, args.flush_s)
+        rows = []
+        for g in range(args.gpus):
+            joules = draw.uniform(700.0, 796.0) * (end - start)
+            figure = EnergyFigure(Kind.GPU, Source.COUNTER, joules, joules * 0.95, joules * 1.05)
+            before, totals[g] = totals[g], totals[g] + joules
+            if case != "float":
+                figure = figure.to_millijoules(millijoules(totals[g]) - millijoules(before))
+            rows.append(EnergyInterval("n0", f"GPU-{g:04d}", start, end, figure))
+        yield rows
+
+
+def _edge(k: int, flush_s: float) -> float:
+    """The k-th flush edge of the host's devices: late by 0-40 ms (an agent's flush thread wakes when
+    the scheduler lets it), so a time keeps every digit of a double."""
+    late_s = 0.0 if k == 0 else ((k * 7_919) % 40_009) / 1e6
     return T0 + k * flush_s + late_s
 
 
 def _growing(bundle: Path) -> tuple[int, int, float]:
-    """The files that grow with the run (rows, series, gaps, events), compressed each alone as the
-    bundle compresses: their bytes, their raw bytes, and the seconds compressing took."""
+    """The files that grow with the run (rows, series, gaps, events), compressed together in the tar's
+    order as the bundle's one stream compresses them: their bytes, their raw bytes, and the seconds
+    compressing took. (Each alone would add a header per file: 0.1 B a row of this bench's run.)"""
     compress: Callable[[bytes], bytes] = gzip.compress if bundle.name.endswith(".gz") else lzma.compress
     with tarfile.open(bundle) as tar:
-        raw = [f.read() for m in tar.getmembers() if m.name.startswith(GROWING) and (f := tar.extractfile(m))]
+        raw = b"".join(
+            f.read() for m in tar.getmembers() if m.name.startswith(GROWING) and (f := tar.extractfile(m))
+        )
     t0 = time.perf_counter()
-    size = sum(len(compress(blob)) for blob in raw)
-    return size, sum(len(blob) for blob in raw), time.perf_counter() - t0
+    size = len(compress(raw))
+    return size, len(raw), time.perf_counter() - t0
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import tarfile
 from pathlib import Path
@@ -10,12 +11,14 @@ import pytest
 
 from tests.accounting.test_audit import _rewrite
 from wattlog.accounting.audit import build_bundle, verify_bundle
+from wattlog.accounting.audit_series import CSV_COLUMNS
 from wattlog.accounting.intensity.base import HourlySeries, HourProvenance
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.ledger.catalog import load_series, save_series
 from wattlog.accounting.run_table import TableOptions
 from wattlog.accounting.sites import site_catalog
 from wattlog.accounting.validity import counter_check_payload
+from wattlog.cli import main
 from wattlog.clock import FakeClock
 from wattlog.events import EventKind
 from wattlog.records import EnergyInterval, Kind, Source
@@ -60,9 +63,10 @@ def test_the_bundle_holds_series_intensity_profiles_config_and_exports(bundle: P
     assert result.printed["validity"] == "valid" and "measurement valid" in result.printed["notes"]
     series = _json(bundle, "series.json")
     gpu0 = series["devices"]["n0/gpu0"]
-    assert series["resolution_s"] == 60.0 and len(gpu0["power_w"]) == 120
-    assert gpu0["power_w"][1] == round((7000.0 + 60 % 37) / 60, 3)  # W to the mW
-    assert "running sum" in series["what"] and "energy_j" not in gpu0  # the counter: the rows' running sum
+    assert series["resolution_s"] == 60.0
+    assert gpu0 == {"kind": "gpu", "source": "counter", "rows": 120, "start_s": T0, "end_s": T0 + 7200}
+    # the series are the rows: said how, not written out again (2.9 B a row, bench.audit_size)
+    assert "energy_j / (end_s - start_s)" in series["what"] and "running sum" in series["what"]
     intensity = _json(bundle, "intensity.json")
     assert intensity["hours"] == {str(HOUR): 0.41, str(HOUR + 3600): 0.38}
     assert intensity["provenance"][str(HOUR + 3600)] == {"source": "EIA-930", "estimated": True}
@@ -81,7 +85,7 @@ def test_the_bundle_holds_series_intensity_profiles_config_and_exports(bundle: P
         ("intensity.json", b"0.38", b"0.18", "co2_t: printed"),
         ("exports/row.json", b'"valid": true', b'"valid": false', "exports/row.json: the recomputed export"),
         ("exports/row.csv", b",true,", b",false,", "exports/row.csv: the recomputed export differs"),
-        ("series.json", b"117.05", b"117.06", "series.json: differs from the series the bundled rows give"),
+        ("series.json", b'"rows":120', b'"rows":119', "series.json: differs from the series the rows give"),
     ],
 )
 def test_one_changed_number_anywhere_is_refused_even_with_a_rewritten_manifest(
@@ -91,3 +95,32 @@ def test_one_changed_number_anywhere_is_refused_even_with_a_rewritten_manifest(
     result = verify_bundle(bundle)
     assert not result.ok
     assert any(problem.startswith(refusal) for problem in result.problems), result.problems
+
+
+def test_wattlog_audit_series_writes_the_power_and_counter_series_of_a_bundle(
+    bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The series a reviewer plots, from the bundle alone: each row's mean power and its device's running
+    counter, the counter ending at the device's total (7,000-7,036 J and 6,500 J a minute, 120 rows)."""
+    out = tmp_path / "series.csv"
+    assert main(["audit", "series", str(bundle), "-o", str(out)]) == 0
+    with out.open(newline="") as source:
+        lines = list(csv.DictReader(source))
+    assert list(lines[0]) == list(CSV_COLUMNS) and len(lines) == 240
+    gpu0 = [line for line in lines if line["device"] == "gpu0"]
+    assert float(gpu0[1]["power_w"]) == (7000.0 + 60 % 37) / 60
+    assert float(gpu0[-1]["counter_j"]) == sum(7000.0 + t % 37 for t in range(0, 7200, 60))
+    assert main(["audit", "series", str(bundle)]) == 0  # without -o: on stdout
+    assert capsys.readouterr().out.splitlines()[1:] == out.read_text().splitlines()[1:]
+
+
+def test_a_tampered_bundle_gives_no_series_and_leaves_the_output_as_it_was(
+    bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _rewrite(bundle, "rows/low_j.bin", lambda b: b[:-1] + bytes([b[-1] ^ 1]), fix_manifest=False)
+    out = tmp_path / "series.csv"
+    out.write_text("kept\n")
+    assert main(["audit", "series", str(bundle), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "FAILED rows/low_j.bin: SHA-256 differs" in err and "REFUSED (no series written)" in err
+    assert out.read_text() == "kept\n" and list(tmp_path.glob("*.part")) == []
