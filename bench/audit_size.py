@@ -10,12 +10,15 @@ run scaled, the fixed ones once), against the 1 GB target: gzip and xz (lzma, a 
 each with its compression speed. Each GPU's power is drawn anew for every row, 700-796 W from a
 seeded generator: no row predicts the next, so no coder is flattered (a real GPU's 10 s means
 follow each other closely and cost less). Its flush edges are late by 0-40 ms, as an agent's
-flush thread wakes when the scheduler lets it. Three times: with rows as a ledger written before
-agents recorded whole millijoules holds them (every digit of a double), with rows as an agent
-records them now (`EnergyFigure.to_millijoules` of a running total: accounting.audit_rows codes
-them in millijoules), and with those folded hourly by `wattlog compact`; then a month whose last
-7 days are raw and the rest folded. The series are the rows (accounting.audit_series): at the
-rows' resolution, 10 s by default; a 1 Hz bundle is what `--flush-s 1` measures.
+flush thread wakes when the scheduler lets it. Six times: rows as a ledger written before agents
+recorded whole millijoules holds them (every digit of a double); rows as an agent records them
+now (`EnergyFigure.to_millijoules` of a running total: accounting.audit_rows codes them in
+millijoules), and folded hourly by `wattlog compact`; the same with each 8 GPUs' node's own rows
+beside them (2 CPU packages, 2 DRAM, the BMC: still per GPU-hour), raw and folded; and rows the
+agent's own sampler and integrator make from simulated H100s (~25 s more). Then a month whose
+last 7 days are raw and the rest folded, GPU rows only and with the nodes' rows. The series are
+the rows (accounting.audit_series): at the rows' resolution, 10 s by default; a 1 Hz bundle is
+what `--flush-s 1` measures.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 from wattlog.accounting.audit import build_bundle
@@ -36,8 +40,13 @@ from wattlog.accounting.run_table import TableOptions
 from wattlog.accounting.sites import site_catalog
 from wattlog.clock import FakeClock
 from wattlog.records import EnergyFigure, EnergyInterval, Kind, Source, millijoules
+from wattlog.telemetry.integrator import Integrator
+from wattlog.telemetry.sampler import Sampler
+from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+from wattlog.telemetry.sensors.traces import TrainingTrace
 
 T0 = 1_800_000_000.0
+SAMPLE_S = 0.025
 TARGET_GB = 1.0
 MONTH_GPU_H = 737_280  # 1,024 GPUs x 720 h
 MONTH_DAYS, RAW_DAYS = 30, 7
@@ -45,14 +54,24 @@ CASES = {
     "float": "joules with every digit of a double (a ledger written before whole millijoules)",
     "agent": "joules in whole millijoules (rows as an agent records them now)",
     "folded": "those folded hourly (`wattlog compact`)",
+    "node": "those and each 8 GPUs' node: 2 CPU packages, 2 DRAM and the BMC (5 rows more a flush)",
+    "node folded": "those folded hourly",
+    "integrated": "rows made by the agent's own sampler and integrator (simulated H100s, 25 ms)",
 }
+NODE_DEVICES = (
+    ("cpu0", Kind.CPU, 150.0, 350.0), ("cpu1", Kind.CPU, 150.0, 350.0),
+    ("dram0", Kind.DRAM, 20.0, 40.0), ("dram1", Kind.DRAM, 20.0, 40.0),
+    ("dcmi", Kind.NODE, 6000.0, 8000.0),
+)  # fmt: skip
+"""What an 8-GPU node adds to its GPUs' rows: name, kind and the range its power is drawn from, W."""
 GROWING = ("rows/", "series.json", "gaps.json", "events.json")
 """The members that grow with the run (rows/: the rows, one file per column, accounting.audit_rows)."""
 
 
 def main() -> None:
     """Print the bundle's size per GPU-hour and for a 1,024-GPU month: rows with every digit, rows in
-    millijoules and those folded hourly; then a month whose last 7 days are raw and the rest folded."""
+    millijoules, those folded hourly and the agent's own; then a month whose last 7 days are raw and
+    the rest folded."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--hours", type=float, default=2.0)
@@ -76,12 +95,14 @@ def main() -> None:
         print(
             f"  target < {TARGET_GB:g} GB: {_verdict(month_gb['xz'])} with xz; gzip {month_gb['gzip']:.2f} GB"
         )
-    (raw_per, fixed), (folded_per, _) = per_gpu_hour["agent", "xz"], per_gpu_hour["folded", "xz"]
-    kept = (raw_per * RAW_DAYS + folded_per * (MONTH_DAYS - RAW_DAYS)) / MONTH_DAYS * MONTH_GPU_H + fixed
-    print(
-        f"a 1,024-GPU month with its last {RAW_DAYS} days raw, the rest folded hourly (`wattlog compact "
-        f"--older-than-days {RAW_DAYS}`), xz: {kept / 1e9:.3f} GB: {_verdict(kept / 1e9)}"
-    )
+    for case, folded, what in (("agent", "folded", "GPU rows"), ("node", "node folded", "with nodes' rows")):
+        (raw_per, fixed), (folded_per, _) = per_gpu_hour[case, "xz"], per_gpu_hour[folded, "xz"]
+        kept = (raw_per * RAW_DAYS + folded_per * (MONTH_DAYS - RAW_DAYS)) / MONTH_DAYS * MONTH_GPU_H + fixed
+        print(
+            f"a 1,024-GPU month, {what}, its last "
+            f"{RAW_DAYS} days raw, the rest folded hourly (`wattlog compact --older-than-days {RAW_DAYS}`), "
+            f"xz: {kept / 1e9:.3f} GB: {_verdict(kept / 1e9)}"
+        )
     if args.flush_s > 1:
         print(f"a 1 Hz series: ~{args.flush_s:g}x the raw per-GPU-hour figures (measure it with --flush-s 1)")
 
@@ -96,10 +117,10 @@ def bundle_sizes(args: argparse.Namespace, case: str) -> dict[str, tuple[int, tu
         ledger = Ledger(make_engine(f"sqlite:///{folder}/l.db"), clock=FakeClock(wall_offset_s=T0))
         run = ledger.start_run("bench", RunSpec(site="jupiter"))
         steps = int(args.hours * 3600 / args.flush_s)
-        for rows in _rows(args, case, steps):
+        for rows in _integrated_rows(args, steps) if case == "integrated" else _rows(args, case, steps):
             ledger.record_intervals(run.id, rows)
         ledger.end_run(run.id, end_s=T0 + steps * args.flush_s)
-        if case == "folded":
+        if case.endswith("folded"):
             ledger.compact_hourly(0, now_s=T0 + steps * args.flush_s + 3600)
         options = TableOptions(catalog=site_catalog())
         sizes = {}
@@ -110,20 +131,40 @@ def bundle_sizes(args: argparse.Namespace, case: str) -> dict[str, tuple[int, tu
 
 
 def _rows(args: argparse.Namespace, case: str, steps: int) -> Iterator[list[EnergyInterval]]:
-    """Each flush's rows: every GPU's 700-796 W drawn anew, its band 5 % each side, from a running
-    total as an integrator keeps one (in millijoules but for the "float" case)."""
-    draw, totals = random.Random(24), [0.0] * args.gpus
+    """Each flush's rows: every device's power drawn anew (GPUs 700-796 W), its band 5 % each side,
+    from a running total as an integrator keeps one (in millijoules but for the "float" case)."""
+    devices = [(f"GPU-{g:04d}", Kind.GPU, 700.0, 796.0) for g in range(args.gpus)]
+    if case.startswith("node"):
+        devices += [(f"{name}-{n}", *rest) for n in range(args.gpus // 8) for name, *rest in NODE_DEVICES]
+    draw, totals = random.Random(24), [0.0] * len(devices)
     for k in range(steps):
         start, end = _edge(k, args.flush_s), _edge(k + 1, args.flush_s)
         rows = []
-        for g in range(args.gpus):
-            joules = draw.uniform(700.0, 796.0) * (end - start)
-            figure = EnergyFigure(Kind.GPU, Source.COUNTER, joules, joules * 0.95, joules * 1.05)
-            before, totals[g] = totals[g], totals[g] + joules
+        for d, (device, kind, low_w, high_w) in enumerate(devices):
+            joules = draw.uniform(low_w, high_w) * (end - start)
+            figure = EnergyFigure(kind, Source.COUNTER, joules, joules * 0.95, joules * 1.05)
+            before, totals[d] = totals[d], totals[d] + joules
             if case != "float":
-                figure = figure.to_millijoules(millijoules(totals[g]) - millijoules(before))
-            rows.append(EnergyInterval("n0", f"GPU-{g:04d}", start, end, figure))
+                figure = figure.to_millijoules(millijoules(totals[d]) - millijoules(before))
+            rows.append(EnergyInterval("n0", device, start, end, figure))
         yield rows
+
+
+def _integrated_rows(args: argparse.Namespace, steps: int) -> Iterator[list[EnergyInterval]]:
+    """Each flush's rows as an agent makes them: the real Sampler and Integrator reading simulated H100s
+    every 25 ms, each GPU replaying its own seeded training trace (steps of varying length, checkpoints,
+    never repeating), the band from the H100's sensor profile. The flush edges are on the clock's ticks."""
+    clock = FakeClock(wall_offset_s=T0)
+    trace = partial(TrainingTrace.generate, duration_s=steps * args.flush_s, vary="step")
+    sensor = SimulatedSensor(simulated_gpus(args.gpus, lambda i: trace(seed=i)))
+    integrator = Integrator(sensor.devices(), host="n0", clock=clock, period_s=SAMPLE_S)
+    sampler = Sampler([sensor], integrator, period_s=SAMPLE_S, clock=clock)
+    ticks = round(args.flush_s / SAMPLE_S)
+    for k in range(steps * ticks + 1):
+        clock.advance(k * SAMPLE_S - clock.monotonic())
+        sampler.tick(k * SAMPLE_S)
+        if k and k % ticks == 0:
+            yield integrator.take_intervals()[0]
 
 
 def _edge(k: int, flush_s: float) -> float:
