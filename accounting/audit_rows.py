@@ -19,7 +19,9 @@ is coded as the difference of the two doubles' bits as 64-bit integers (mod 2^64
 round-trips; a prediction that is not finite falls back to the previous value, so no NaN's bits,
 which differ between CPUs, ever enter it). ``rows/units.bin`` says, a byte a row, which figures
 are in millijoules. Residuals are zigzag-coded LEB128 varints, each column one file in the rows'
-own order, so the bundle's xz finds the zeros and the repeats between the devices of a host.
+own order, so the bundle's xz finds the zeros and the repeats between the devices of a host; the
+energy's lowest 16 bits are apart, two bytes a row in ``rows/energy_j.low.bin`` (random bits xz
+cannot shrink, kept out of the way of those it can).
 ``rows/streams.json`` names the streams (host, device, kind, source, window, parent);
 ``rows/order.bin`` gives each row's stream. The order is the ledger's, kept by the replay: a sum's
 last digit depends on it.
@@ -303,17 +305,14 @@ def _decoded(last: tuple[float, ...], unit_bits: int, residuals: Sequence[int]) 
     start and the energy first (their guesses need neither), then the rest, as _predictions guesses."""
     if unit_bits >> len(_JOULES):
         raise ConfigError(f"{UNITS}: a byte {unit_bits} names columns the rows do not have")
-    values: list[float] = [0.0] * len(COLUMNS)
 
     def value(i: int, guess: float) -> float:
         if i in _JOULES and unit_bits >> (i - _JOULES.start) & 1:
             return (_guess_millijoules(guess) + residuals[i]) / 1000
         return _double(_bits(guess) + residuals[i])
 
-    start, energy = value(0, last[1]), value(2, last[2])
-    for i, guess in enumerate(_predictions(last, start, energy)):
-        values[i] = value(i, guess)
-    return tuple(values)
+    start, energy = value(0, last[1]), value(_ENERGY, last[_ENERGY])  # as _predictions guesses them
+    return tuple(value(i, guess) for i, guess in enumerate(_predictions(last, start, energy)))
 
 
 def _row(stream: Sequence[str], values: Sequence[float]) -> EnergyInterval:
