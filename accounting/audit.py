@@ -24,7 +24,7 @@ import json
 import math
 import re
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -41,7 +41,7 @@ from wattlog.accounting.audit_contents import (
 )
 from wattlog.accounting.audit_files import MANIFEST, check_manifest, extract_bundle, sha256_of, write_bundle
 from wattlog.accounting.audit_rows import STREAMS, RowCoder, bundle_rows, member_names
-from wattlog.accounting.audit_series import SERIES, Digest, PowerSeries, write_csv
+from wattlog.accounting.audit_series import SERIES, Digest, PowerSeries, unknown_devices, write_csv
 from wattlog.accounting.exports import rows_csv, rows_json
 from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.jobs import RankReport, rank_progress, report_rank_progress
@@ -229,14 +229,19 @@ def verify_bundle(path: Path, progress: Progress | None = None) -> AuditResult:
     return AuditResult(tuple(problems), printed, recomputed, row)
 
 
-def write_series(path: Path, out: TextIO, progress: Progress | None = None) -> tuple[str, ...]:
+def write_series(
+    path: Path, out: TextIO, devices: Collection[str] = (), progress: Progress | None = None
+) -> tuple[str, ...]:
     """The bundle's power and counter series as CSV on `out` (accounting.audit_series.write_csv), from
-    its rows alone, once every file matches the manifest; else what does not, and nothing written."""
+    its rows alone (only `devices`' where any are named), once every file matches the manifest and
+    every device named has a series; else what is wrong, and nothing written."""
     with tempfile.TemporaryDirectory(prefix="wattlog-series-") as folder:
         members = extract_bundle(path, Path(folder))
         if problems := check_manifest(members):
             return tuple(problems)
-        write_csv(_counted(bundle_rows(members), progress, "writing the series"), out)
+        if unknown := unknown_devices(members[SERIES].read_bytes(), devices):
+            return (f"{SERIES}: no series of {', '.join(unknown)} in this bundle",)
+        write_csv(_counted(bundle_rows(members), progress, "writing the series"), out, devices)
     return ()
 
 

@@ -29,6 +29,9 @@ def audit(
         Path | None, typer.Option("-o", "--output", help="Where to write the bundle (or the CSV: stdout).")
     ] = None,
     site: Annotated[str | None, typer.Option("--site", help="Site for the row (default: the run's).")] = None,
+    device: Annotated[
+        list[str] | None, typer.Option("--device", help="With `series`: only this device's (repeatable).")
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Build a run's audit bundle (rows, gaps, events, printed row, SHA-256 manifest), or verify one.
@@ -40,7 +43,7 @@ def audit(
     if target in ("verify", "series") and bundle is None:
         raise ConfigError(f"wattlog audit {target} BUNDLE: name the bundle")
     if target == "series" and bundle is not None:
-        _write_series(bundle, output)
+        _write_series(bundle, output, device or [])
     if target == "verify" and bundle is not None:
         result = verify_bundle(bundle, _progress())
         for column, text in result.recomputed.items():
@@ -61,18 +64,18 @@ def audit(
     typer.echo(f"audit bundle of run {target!r}: {output} ({output.stat().st_size} bytes)")
 
 
-def _write_series(bundle: Path, output: Path | None) -> None:
+def _write_series(bundle: Path, output: Path | None, devices: list[str]) -> None:
     """`wattlog audit series`: the CSV to `output` (stdout without), or the manifest's problems, exit 1.
 
     A file is written beside `output` and renamed onto it once whole: a refused bundle or a failure
     half-way leaves `output` as it was."""
     if output is None:
-        problems = write_series(bundle, sys.stdout, _progress())
+        problems = write_series(bundle, sys.stdout, devices, _progress())
     else:
         part = output.with_name(f"{output.name}.part")
         try:
             with part.open("w", newline="") as out:
-                problems = write_series(bundle, out, _progress())
+                problems = write_series(bundle, out, devices, _progress())
             if not problems:
                 part.replace(output)
         finally:

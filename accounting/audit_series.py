@@ -15,7 +15,7 @@ import csv
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Protocol, TextIO
 
@@ -95,9 +95,21 @@ class PowerSeries:
         sink.write(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode())
 
 
-def write_csv(batches: Iterable[list[EnergyInterval]], out: TextIO) -> int:
+def unknown_devices(series_doc: bytes, wanted: Collection[str]) -> list[str]:
+    """Those of `wanted` (each a device, or host/device) that series.json (`series_doc`) has no series of."""
+    names = json.loads(series_doc)["devices"]
+    return [name for name in wanted if not any(_matches(known, name) for known in names)]
+
+
+def _matches(name: str, wanted: str) -> bool:
+    """Whether the series `name` (host/device) is the one `wanted` names (host/device, or device)."""
+    return wanted in (name, name.partition("/")[2])
+
+
+def write_csv(batches: Iterable[list[EnergyInterval]], out: TextIO, devices: Collection[str] = ()) -> int:
     """The rows of `batches` (in the ledger's order) as CSV_COLUMNS, each with its mean power (empty for
-    a row of no length) and its device's counter: the series series.json describes. Returns the rows."""
+    a row of no length) and its device's counter: the series series.json describes; only the `devices`
+    named (a device, or host/device) where any are. Returns the rows written."""
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     counters: dict[tuple[str, str], float] = {}
@@ -105,10 +117,12 @@ def write_csv(batches: Iterable[list[EnergyInterval]], out: TextIO) -> int:
     for batch in batches:
         for row in batch:
             key = (row.host, row.device)
+            if devices and not any(_matches(f"{row.host}/{row.device}", name) for name in devices):
+                continue
             counters[key] = counter = counters.get(key, 0.0) + row.energy_j
             span_s = row.end_s - row.start_s
             power = repr(row.energy_j / span_s) if span_s > 0 else ""
             times = (repr(row.start_s), repr(row.end_s), repr(row.energy_j))
             writer.writerow((*key, str(row.kind), str(row.source), *times, power, repr(counter)))
-        count += len(batch)
+            count += 1
     return count

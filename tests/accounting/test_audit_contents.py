@@ -124,3 +124,21 @@ def test_a_tampered_bundle_gives_no_series_and_leaves_the_output_as_it_was(
     err = capsys.readouterr().err
     assert "FAILED rows/low_j.bin: SHA-256 differs" in err and "REFUSED (no series written)" in err
     assert out.read_text() == "kept\n" and list(tmp_path.glob("*.part")) == []
+
+
+def test_wattlog_audit_series_writes_only_the_devices_named_and_refuses_one_it_lacks(
+    bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A month's bundle holds millions of rows: a reviewer asks for one device's series by its name or
+    by host/device; a name the bundle has no series of is said, and nothing written."""
+    out = tmp_path / "gpu1.csv"
+    assert main(["audit", "series", str(bundle), "--device", "gpu1", "-o", str(out)]) == 0
+    with out.open(newline="") as source:
+        lines = list(csv.DictReader(source))
+    assert {line["device"] for line in lines} == {"gpu1"} and len(lines) == 120
+    assert float(lines[-1]["counter_j"]) == 6500.0 * 120
+    assert main(["audit", "series", str(bundle), "--device", "n0/gpu0", "--device", "gpu1"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1 + 240
+    assert main(["audit", "series", str(bundle), "--device", "gpu9", "-o", str(tmp_path / "none.csv")]) == 1
+    assert "FAILED series.json: no series of gpu9 in this bundle" in capsys.readouterr().err
+    assert not (tmp_path / "none.csv").exists()
