@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from wattlog.errors import ConfigError
-from wattlog.records import EnergyInterval, Kind, Source
+from wattlog.records import EnergyInterval, Kind, Source, millijoules
 
 FORMAT = "wattlog-rows/3"
 STREAMS = "rows/streams.json"
@@ -114,14 +114,13 @@ def _in_millijoules(value: float) -> int | None:
     """`value` as k millijoules when it is exactly the double nearest k / 1000, else None."""
     if not abs(value) < _MJ_LIMIT / 1000:  # NaN and infinities too
         return None
-    k = round(value * 1000)
+    k = millijoules(value)
     return k if _bits(k / 1000) == _bits(value) else None  # bits: -0.0 is not 0 mJ
 
 
 def _guess_millijoules(guess: float) -> int:
     """A guess in millijoules, as CODING says."""
-    scaled = guess * 1000
-    return round(scaled) if abs(scaled) < _MJ_LIMIT else 0
+    return millijoules(guess) if abs(guess * 1000) < _MJ_LIMIT else 0
 
 
 def _zigzag(residual: int) -> int:

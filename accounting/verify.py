@@ -25,6 +25,7 @@ from wattlog.accounting.ledger.rollups import (
     EnergyRollup,
 )
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.ledger.writes import rows_summed
 from wattlog.accounting.progress import Progress
 from wattlog.errors import LedgerError
 
@@ -164,16 +165,13 @@ def _table_drift(
     connection: Connection, table: Table, key: Sequence[str], what: str, run_id: int
 ) -> Iterator[str]:
     """A line for each row of one rollup of the run that its rows' sums contradict (see rollup_drift)."""
-    e = EnergyRecord.__table__.c  # type: ignore[attr-defined]
     spans = table is EnergyRollup.__table__  # type: ignore[attr-defined]  # the device totals keep spans
-    summed = [func.sum(e.energy_j), *([func.min(e.start_s), func.max(e.end_s)] if spans else [])]
-    kept_columns = [table.c.energy_j, *([table.c.first_start_s, table.c.last_end_s] if spans else [])]
-    rows_query = (
-        select(*(e[k] for k in key), *summed).where(e.run_id == run_id).group_by(*(e[k] for k in key))
+    compared = ("energy_j", *(("first_start_s", "last_end_s") if spans else ()))
+    kept_query = select(*(table.c[k] for k in (*key, *compared))).where(table.c.run_id == run_id)
+    rows, kept = (
+        {tuple(r._mapping[k] for k in key[1:]): tuple(r._mapping[c] for c in compared) for r in result}
+        for result in (connection.execute(rows_summed(table, key, run_id)), connection.execute(kept_query))
     )
-    kept_query = select(*(table.c[k] for k in key), *kept_columns).where(table.c.run_id == run_id)
-    rows = {tuple(r[1 : len(key)]): tuple(r[len(key) :]) for r in connection.execute(rows_query)}
-    kept = {tuple(r[1 : len(key)]): tuple(r[len(key) :]) for r in connection.execute(kept_query)}
     for group in sorted(rows.keys() | kept.keys(), key=str):
         problem = _drifted(rows.get(group), kept.get(group))
         if problem:

@@ -72,22 +72,30 @@ def rebuild_rollup(session: Session, run_id: int | None) -> int:
 
 def _rebuild(session: Session, table: Table, key: Sequence[str], run_id: int | None) -> int:
     """Replace `table`'s rows (of one run, or all) by the energy rows summed by `key`."""
-    e = ENERGY.c
-    sums: list[ColumnElement[Any]] = [func.sum(e.energy_j), *(func.sum(e[k]) for k in BAND_TERMS)]
-    columns = [*key, "energy_j", *BAND_TERMS]
-    if table is ROLLUP:  # the device totals: also the rows counted, their span and seconds
-        sums += [func.count(), func.min(e.start_s), func.max(e.end_s), func.sum(e.end_s - e.start_s)]
-        columns += ["records", "first_start_s", "last_end_s", "seconds"]
-    query = select(*(e[k] for k in key), *sums).group_by(*(e[k] for k in key))
     wipe = delete(table)
     if run_id is not None:
-        query = query.where(e.run_id == run_id)
         wipe = wipe.where(table.c.run_id == run_id)
     session.execute(wipe)
-    rows = [dict(zip(columns, row, strict=True)) for row in session.execute(query)]
+    rows = [dict(row._mapping) for row in session.execute(rows_summed(table, key, run_id))]
     if rows:
         session.execute(insert(table), rows)
     return len(rows)
+
+
+def rows_summed(table: Table, key: Sequence[str], run_id: int | None) -> Select[Any]:
+    """The energy rows of a run (None: of every run) summed by `key` as rollup `table` keeps them, each
+    column named as the table names it: what a rebuild writes and `wattlog check` compares."""
+    e = ENERGY.c
+    sums: list[ColumnElement[Any]] = [func.sum(e[k]).label(k) for k in ("energy_j", *BAND_TERMS)]
+    if table is ROLLUP:  # the device totals: also the rows counted, their span and seconds
+        sums += [
+            func.count().label("records"),
+            func.min(e.start_s).label("first_start_s"),
+            func.max(e.end_s).label("last_end_s"),
+            func.sum(e.end_s - e.start_s).label("seconds"),
+        ]
+    query = select(*(e[k] for k in key), *sums).group_by(*(e[k] for k in key))
+    return query if run_id is None else query.where(e.run_id == run_id)
 
 
 def new_intervals(session: Session, run_id: int, intervals: Sequence[EnergyInterval]) -> list[EnergyInterval]:
