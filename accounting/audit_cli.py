@@ -38,7 +38,8 @@ def audit(
 
     `verify` recomputes the run's Table-19 row from the bundle alone and exits 1 unless every hash
     matches and every cell is recomputed to the printed digit. `series` writes each row's device,
-    times, joules, mean power and running counter as CSV, once every hash matches (else exits 1).
+    source, times, joules, mean power and running counter, the joules with their bands, as CSV, once
+    every hash matches (else exits 1).
     """
     if target in ("verify", "series") and bundle is None:
         raise ConfigError(f"wattlog audit {target} BUNDLE: name the bundle")

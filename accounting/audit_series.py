@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Protocol, TextIO
 
-from wattlog.records import EnergyInterval
+from wattlog.records import BAND_TERMS, EnergyInterval, band_terms, summed_band
 
 SERIES = "series.json"
 WHAT = (
@@ -27,7 +27,12 @@ WHAT = (
     "device's energy counter since the run's start is the running sum of its rows' energy_j "
     "(rows/, coded as rows/streams.json says); `wattlog audit series BUNDLE -o series.csv` writes both"
 )
-CSV_COLUMNS = ("host", "device", "kind", "source", "start_s", "end_s", "energy_j", "power_w", "counter_j")
+CSV_COLUMNS = (
+    "host", "device", "kind", "source", "start_s", "end_s", "energy_j", "low_j", "high_j", "power_w",
+    "counter_j", "counter_low_j", "counter_high_j",
+)  # fmt: skip
+"""A row of `wattlog audit series`: each energy with its band (the row's as stored; the counter's as
+the ledger sums rows, before the run's band revisions, revisions.json), its source on every line."""
 
 
 class Sink(Protocol):
@@ -108,11 +113,12 @@ def _matches(name: str, wanted: str) -> bool:
 
 def write_csv(batches: Iterable[list[EnergyInterval]], out: TextIO, devices: Collection[str] = ()) -> int:
     """The rows of `batches` (in the ledger's order) as CSV_COLUMNS, each with its mean power (empty for
-    a row of no length) and its device's counter: the series series.json describes; only the `devices`
-    named (a device, or host/device) where any are. Returns the rows written."""
+    a row of no length) and its device's counter and band: the series series.json describes; only the
+    `devices` named (a device, or host/device) where any are. Returns the rows written."""
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     counters: dict[tuple[str, str], float] = {}
+    bands: dict[tuple[str, str], list[float]] = {}  # each device's running sums of BAND_TERMS
     count = 0
     for batch in batches:
         for row in batch:
@@ -120,9 +126,13 @@ def write_csv(batches: Iterable[list[EnergyInterval]], out: TextIO, devices: Col
             if devices and not any(_matches(f"{row.host}/{row.device}", name) for name in devices):
                 continue
             counters[key] = counter = counters.get(key, 0.0) + row.energy_j
+            sums = bands.setdefault(key, [0.0] * len(BAND_TERMS))
+            for i, term in enumerate(band_terms(row)):
+                sums[i] += term
             span_s = row.end_s - row.start_s
             power = repr(row.energy_j / span_s) if span_s > 0 else ""
-            times = (repr(row.start_s), repr(row.end_s), repr(row.energy_j))
-            writer.writerow((*key, str(row.kind), str(row.source), *times, power, repr(counter)))
+            energy = map(repr, (row.start_s, row.end_s, row.energy_j, row.low_j, row.high_j))
+            counted = map(repr, (counter, *summed_band(*sums)))
+            writer.writerow((*key, str(row.kind), str(row.source), *energy, power, *counted))
             count += 1
     return count

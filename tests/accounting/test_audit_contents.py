@@ -110,6 +110,12 @@ def test_wattlog_audit_series_writes_the_power_and_counter_series_of_a_bundle(
     gpu0 = [line for line in lines if line["device"] == "gpu0"]
     assert float(gpu0[1]["power_w"]) == (7000.0 + 60 % 37) / 60
     assert float(gpu0[-1]["counter_j"]) == sum(7000.0 + t % 37 for t in range(0, 7200, 60))
+    # every energy with its band and every line with its source: the row's as stored, the counter's
+    # as the ledger sums the rows (no random parts here: the sides add up)
+    assert (float(gpu0[1]["low_j"]), float(gpu0[1]["high_j"])) == ((7000.0 + 23) * 0.95, (7000.0 + 23) * 1.05)
+    assert float(gpu0[-1]["counter_low_j"]) == pytest.approx(float(gpu0[-1]["counter_j"]) * 0.95, rel=1e-12)
+    assert float(gpu0[-1]["counter_high_j"]) == pytest.approx(float(gpu0[-1]["counter_j"]) * 1.05, rel=1e-12)
+    assert {line["source"] for line in lines} == {"counter"}
     assert main(["audit", "series", str(bundle)]) == 0  # without -o: on stdout
     assert capsys.readouterr().out.splitlines()[1:] == out.read_text().splitlines()[1:]
 
