@@ -29,6 +29,15 @@ def private_lock_and_spool_dirs(
 
 
 @pytest.fixture(autouse=True)
+def wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test sees one terminal width, whatever the developer's or CI's: rich wraps at COLUMNS
+    (80 without a terminal), so a message holding a long TMPDIR path was cut mid-phrase. Tests of
+    narrow output set their own COLUMNS."""
+    monkeypatch.setenv("COLUMNS", "400")
+    monkeypatch.delenv("LINES", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def signal_handlers_restored() -> Iterator[None]:
     """Put SIGTERM/SIGINT's handlers back after each test, and fail the test that left one behind.
 

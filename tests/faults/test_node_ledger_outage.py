@@ -17,12 +17,13 @@ from pathlib import Path
 import pytest
 
 from tests.telemetry.fakes import ConstantSensor
+from tests.waiting import wait_until
 from wattlog.accounting.ledger import Ledger, describe_url, make_engine
 from wattlog.accounting.ledger.spool import replay_folder
 from wattlog.accounting.node import NodeAgent, NodeOptions
 from wattlog.accounting.slurm_hooks import SlurmHooks, serve_agent
 from wattlog.cli import main
-from wattlog.errors import LedgerError
+from wattlog.errors import LedgerError, RunNotFound
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sinks import INCOMPLETE_EXIT
 
@@ -46,6 +47,14 @@ def _node_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str,
 
 def _total_j(url: str, run: str) -> float:
     return sum(t.energy_j for t in Ledger(make_engine(url)).energy_totals(run))
+
+
+def _stored_j(url: str, run: str) -> float:
+    """The run's stored energy, 0 while it does not exist yet."""
+    try:
+        return _total_j(url, run)
+    except RunNotFound:
+        return 0.0
 
 
 def test_a_node_spools_every_row_of_a_ledger_outage_and_a_replay_stores_them_all(
@@ -109,11 +118,22 @@ def test_a_slurm_agent_whose_counter_checks_went_to_the_spool_fails_the_prolog_r
     hooks.port, hooks.simulate = -1, 1
     environ = {**ENV, "SLURMD_NODENAME": "n1", "WATTLOG_SPOOL_DIR": str(tmp_path / "spool")}
     stop = threading.Event()
-    timer = threading.Timer(0.4, stop.set)
-    timer.start()
+
+    def stop_once_rows_are_stored() -> None:
+        # the agent's close records its counter check: stop only once it has measured and flushed
+        # (a fixed 0.4 s stopped a slow fresh clone's agent before its first flush)
+        wait_until(
+            lambda: _stored_j(hooks.db, hooks.run_name("77")) > 0,
+            60.0,
+            "the SLURM agent stored no rows in 60 s",
+        )
+        stop.set()
+
+    stopper = threading.Thread(target=stop_once_rows_are_stored, daemon=True)
+    stopper.start()
     with monkeypatch.context() as outage:
         outage.setattr("wattlog.accounting.ledger.store.Ledger.record_event", _down)
         code = serve_agent(hooks, environ, stop, lambda args: subprocess.CompletedProcess(args, 0, "", ""))
-    timer.cancel()
+    stopper.join(timeout=60.0)
     assert code == 1  # was 0
     assert "wattlog slurm agent: incomplete: 1 lines of the run" in capsys.readouterr().out
