@@ -19,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.faults.test_preemption import wattlog
+from tests.waiting import wait_until
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.ledger.lease import LEASE_S, LOST_REASON, reap_lost_runs, renew_lease
 from wattlog.clock import SystemClock
@@ -39,12 +40,10 @@ def killed_run(tmp_path: Path) -> str:
     db = f"sqlite:///{tmp_path / 'l.db'}"
     args = ["run", "--run", "k", "--site", "jupiter", "--db", db, "--flush-s", "0.2"]
     with wattlog([*args, "--lock-dir", str(tmp_path / "locks"), "--", "sleep", "60"], tmp_path) as process:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            time.sleep(0.2)
-            if (tmp_path / "l.db").exists() and _stored_j(db) > 0:
-                break
-        time.sleep(0.5)
+        wait_until(
+            lambda: (tmp_path / "l.db").exists() and _stored_j(db) > 0, 60.0, "no rows in 60 s", poll_s=0.2
+        )
+        time.sleep(0.5)  # a few more flushes stored before the kill (not a wait for an event)
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=10)
     return db

@@ -25,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.servers import free_port, http_get
 from tests.processes import wattlog_session
+from tests.waiting import wait_until
 from wattlog.accounting.ledger import Ledger, make_engine
 
 SUMMARY = re.compile(r"measured ([\d.]+) J, ([\d.]+) J recorded in the ledger")
@@ -58,23 +59,21 @@ def wait_for_line(process: subprocess.Popen[str], pattern: str, timeout_s: float
 
 def children(pid: int, wanted: str, timeout_s: float = 30.0) -> list[int]:
     """Pids of `pid`'s descendants once one whose command line contains `wanted` runs."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    def running() -> list[int]:
         found = psutil.Process(pid).children(recursive=True)
-        if any(wanted in " ".join(p.cmdline()) for p in found):
-            return [p.pid for p in found]
-        time.sleep(0.05)
-    raise AssertionError(f"no child running {wanted!r}")
+        return [p.pid for p in found] if any(wanted in " ".join(p.cmdline()) for p in found) else []
+
+    return wait_until(running, timeout_s, f"no child running {wanted!r}", poll_s=0.05)
 
 
 def assert_gone(pids: list[int], group: int) -> None:
     """Every pid has exited (a zombie counts as gone once reaped) and the process group is empty."""
-    deadline = time.monotonic() + 10.0
-    alive = pids
-    while alive and time.monotonic() < deadline:
-        alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
-        time.sleep(0.05)
-    assert not alive, f"children left running: {alive}"
+
+    def alive() -> list[int]:
+        return [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+
+    wait_until(lambda: not alive(), 10.0, lambda: f"children left running: {alive()}", poll_s=0.05)
     with pytest.raises(ProcessLookupError):
         os.killpg(group, 0)
 
@@ -164,15 +163,15 @@ def test_sigterm_of_wattlog_report_stops_the_streamlit_server(tmp_path: Path) ->
     Ledger(make_engine(db)).start_run("r")
     with wattlog(["report", "--db", db, "--port", str(port)], tmp_path) as process:
         pids = children(process.pid, "streamlit")
-        deadline = time.monotonic() + 60
-        while True:
+
+        def served() -> bool:
+            assert process.poll() is None, "the report exited before it served"
             try:
-                if http_get(f"http://127.0.0.1:{port}/_stcore/health", timeout_s=1) == b"ok":
-                    break
+                return http_get(f"http://127.0.0.1:{port}/_stcore/health", timeout_s=1) == b"ok"
             except OSError:
-                pass
-            assert time.monotonic() < deadline and process.poll() is None, "the report never served"
-            time.sleep(0.2)
+                return False
+
+        wait_until(served, 60.0, "the report never served", poll_s=0.2)
         process.send_signal(signal.SIGTERM)
         out, _ = process.communicate(timeout=60)
         assert process.returncode == 143, out

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import wait_until
 from wattlog.errors import SensorUnavailable
 from wattlog.records import Source
 from wattlog.telemetry.sensors.base import ProbeOptions
@@ -52,14 +53,14 @@ def test_the_stand_in_is_read_once_a_line_arrives_and_closed_cleanly(tmp_path: P
         (1, Source.SAMPLED, False, 850.0),
     ]
     assert "every 1 s" in devices[0].note and devices[0].profile is not None
-    deadline = time.monotonic() + 10
-    while True:
+
+    def first_reading():  # type: ignore[no-untyped-def]
         try:
-            reading = sensor.read(devices[0], time.monotonic())
-            break
+            return sensor.read(devices[0], time.monotonic())
         except Exception:
-            assert time.monotonic() < deadline, "no line from the stand-in"
-            time.sleep(0.02)
+            return None
+
+    reading = wait_until(first_reading, 10.0, "no line from the stand-in")
     assert reading.power_w == 226.0 and reading.power_t_s is not None
     sensor.close()
     assert sensor._process.poll() is not None  # the loop was stopped
