@@ -90,6 +90,7 @@ class AmdSmiSensor:
         self._check_s = check_s
         self._started = False
         self._gpus: dict[str, _Gpu] = {}
+        self._devices: list[DeviceInfo] | None = None  # once found (the sampler asks again)
 
     def _start(self) -> Any:
         if self._amdsmi is None:
@@ -114,6 +115,8 @@ class AmdSmiSensor:
         Raises:
             SensorUnavailable: amdsmi is missing or does not start.
         """
+        if self._devices is not None:  # the check sleeps: asked again (the sampler does), it is not rerun
+            return list(self._devices)
         smi = self._start()
         try:
             handles = list(smi.amdsmi_get_processor_handles())
@@ -135,7 +138,8 @@ class AmdSmiSensor:
             if getattr(smi, "wattlog_simulated", False):
                 source, notes = Source.SIMULATED, ["simulated (fake amdsmi)", *notes]
             out.append(_with(device, source, gpu.has_counter, "; ".join(notes)))
-        return out
+        self._devices = out
+        return list(out)
 
     def _identify(self, smi: Any, position: int, handle: Any) -> tuple[DeviceInfo, list[str]] | None:
         """The device of one handle with its notes, or None if it is not the job's or cannot be named."""
