@@ -15,6 +15,9 @@ from wattlog.records import Gap
 from wattlog.telemetry.devicestate import DeviceState, Failure
 from wattlog.telemetry.types import Reading
 
+SLOW_POWER_MAX_S = 2.5
+"""Plain power readings beside a counter (read at the slow rate, ~1 s) form trapezoids this far apart."""
+
 
 @dataclass(slots=True)
 class Steps:
@@ -103,8 +106,9 @@ class Steps:
         if period_s and power_t is not None:  # how far the counter's grid sits from the publications'
             offset_s = (counter_t - power_t) % period_s
             d.both.grid_offset_s = max(d.both.grid_offset_s or 0.0, min(offset_s, period_s - offset_s))
-        if power_w is not None:
-            d.counter.updates.append((counter_t, d.counter.counter_j, power_w))
+        known_w = power_w if power_w is not None else d.power.last_power_w  # power read at the slow rate
+        if known_w is not None:
+            d.counter.updates.append((counter_t, d.counter.counter_j, known_w))
 
     def _power(self, d: DeviceState, power_w: float, power_t: float, t: float, *, driver_timed: bool) -> None:
         """Integrate one new power value: the step since the last, and its statistics as a publication."""
@@ -119,6 +123,8 @@ class Steps:
             if driver_timed:  # publications come every ~100 ms (the estimate: 1 s) whatever our period
                 d.power.period.add(dt)
             max_gap_s = d.max_read_spacing_s(self.max_gap_s)  # paced reads: by publication or update
+            if not driver_timed and d.uses_counter:  # a counter's power read at the slow rate (amdsmi)
+                max_gap_s = max(max_gap_s, SLOW_POWER_MAX_S)
             if dt > max_gap_s:
                 if not d.uses_counter:  # a counter bridges the stretch; power alone does not
                     reason = d.health.failure_reason or f"no readings for {dt:.3f} s (> {max_gap_s:.3f} s)"
