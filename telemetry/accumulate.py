@@ -13,7 +13,11 @@ from dataclasses import dataclass, field
 
 from wattlog.records import Gap
 from wattlog.telemetry.devicestate import DeviceState, Failure
+from wattlog.telemetry.stale import caught_up, stale_stretch
 from wattlog.telemetry.types import Reading
+
+SLOW_POWER_MAX_S = 2.5
+"""Plain power readings beside a counter (read at the slow rate, ~1 s) form trapezoids this far apart."""
 
 
 @dataclass(slots=True)
@@ -43,12 +47,15 @@ class Steps:
         counter_t = t if reading.energy_t_s is None else reading.energy_t_s
         power_t = t if reading.power_t_s is None else reading.power_t_s
         new_counter = energy_mj is not None and d.info.has_counter and counter_t != d.counter.last_counter_t
-        if new_counter and reading.energy_t_s is None and d.counter.last_counter_t is not None:
-            # without the driver's times only a changed value is an update: every read kept as one
-            # would fill the updates that resolve window edges with copies (256 reads: 6.4 s)
+        if new_counter and d.counter.last_counter_t is not None:
+            # only a changed value is an update, whatever the driver's times say: AMD stamps every read
+            # anew, so a stale counter looks fresh; and without times every read kept as one would fill
+            # the updates that resolve window edges with copies (256 reads: 6.4 s)
             new_counter = energy_mj != d.counter.last_counter_mj
-            if new_counter:
+            if new_counter and reading.energy_t_s is None:
                 d.counter.period.add(counter_t - d.counter.last_counter_t)
+        if energy_mj is not None and not new_counter and energy_mj == d.counter.last_counter_mj:
+            d.counter.unchanged_until = t  # read again and not moved: how long it held is told at its change
         new_power = power_w is not None and power_t != d.power.last_power_t
         spaced = d.last_t is not None and t - d.last_t > d.max_read_spacing_s(self.max_gap_s)
         if spaced and d.uses_counter:
@@ -86,25 +93,32 @@ class Steps:
         else:
             dt = counter_t - last_t
             delta_mj: float | None = energy_mj - last_mj
-            clean = True
+            clean, stale = True, False
             # a reset, a counter that wraps, or a step more than the device could draw
             if energy_mj < last_mj or d.info.counter_range_mj or _too_big(d, energy_mj - last_mj, dt):
                 delta_mj, clean = self._checked_step(d, energy_mj, last_mj, last_t, dt)
+            if delta_mj is not None and clean and stale_stretch(d, last_t):
+                caught_up(d, delta_mj / 1e3, dt)
+                clean, stale = False, True  # not compared with the samples: the counter did not follow them
             if delta_mj is not None:
                 d.counter.counter_j += delta_mj / 1e3
                 d.measured_s += dt
             if clean and delta_mj is not None:
                 d.both.both_counter_j += delta_mj / 1e3
                 d.both.both_counter_s += dt
-            else:
+            elif not stale:  # a stale stretch's catch-up still splits by power (Integrator.energy_at)
                 d.counter.updates.clear()  # a reset or a wrap: no edge is resolved across it
+            d.counter.changes.add(dt)
         d.counter.last_counter_mj, d.counter.last_counter_t = energy_mj, counter_t
+        d.counter.unchanged_until = None
+        d.counter.held_at_change = (d.power.held_j, d.power.last_power_t)
         period_s, power_t = d.power.period.median_s, d.power.last_power_t
         if period_s and power_t is not None:  # how far the counter's grid sits from the publications'
             offset_s = (counter_t - power_t) % period_s
             d.both.grid_offset_s = max(d.both.grid_offset_s or 0.0, min(offset_s, period_s - offset_s))
-        if power_w is not None:
-            d.counter.updates.append((counter_t, d.counter.counter_j, power_w))
+        known_w = power_w if power_w is not None else d.power.last_power_w  # power read at the slow rate
+        if known_w is not None:
+            d.counter.updates.append((counter_t, d.counter.counter_j, known_w))
 
     def _power(self, d: DeviceState, power_w: float, power_t: float, t: float, *, driver_timed: bool) -> None:
         """Integrate one new power value: the step since the last, and its statistics as a publication."""
@@ -118,7 +132,11 @@ class Steps:
             dt = power_t - last_t
             if driver_timed:  # publications come every ~100 ms (the estimate: 1 s) whatever our period
                 d.power.period.add(dt)
+            # power x time over every step, gaps included: what a counter's catch-up is checked against
+            d.power.held_j += power_w * dt if driver_timed else 0.5 * (power_w + last_w) * dt
             max_gap_s = d.max_read_spacing_s(self.max_gap_s)  # paced reads: by publication or update
+            if not driver_timed and d.uses_counter:  # a counter's power read at the slow rate (amdsmi)
+                max_gap_s = max(max_gap_s, SLOW_POWER_MAX_S)
             if dt > max_gap_s:
                 if not d.uses_counter:  # a counter bridges the stretch; power alone does not
                     reason = d.health.failure_reason or f"no readings for {dt:.3f} s (> {max_gap_s:.3f} s)"
@@ -164,7 +182,7 @@ class Steps:
         if delta >= 0 and not _too_big(d, delta, dt):
             return delta, True
         if delta >= 0:  # an impossible value (ROCm/amdsmi #38, Level Zero's 3.69 TW wrap): not energy
-            d.counter.resets += 1
+            d.counter.jumps += 1
             reason = f"counter jumped {delta / 1e3:.3g} J in {dt:.3g} s: not energy"
             self.close_gap(d, start, start + dt, reason)
             return None, False

@@ -34,6 +34,7 @@ class Totals:
     measured_s: float = 0.0
     gap_s: float = 0.0
     publications: int = 0
+    doubt_j: float = 0.0  # what the counter's stale catch-ups differ from power x time (telemetry.stale)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +72,20 @@ class CounterState:
     last_counter_t: float | None = None
     counter_j: float = 0.0
     start_counter_j: float = 0.0  # the sliver before the first value that is not ours
-    resets: int = 0
+    resets: int = 0  # went backwards
+    jumps: int = 0  # jumped forward more than the device could draw
     wraps: int = 0
     bridged_s: float = 0.0  # stretches without reads that the counter's difference spans
+    # a counter told stale by its values (telemetry.stale): the last read that found it unchanged,
+    # power x time and its time at its last change, the times between its changes, the stretches
+    unchanged_until: float | None = None
+    held_at_change: tuple[float, float | None] = (0.0, None)
+    changes: PublicationPeriod = field(default_factory=lambda: PublicationPeriod(_INTERVALS_KEPT, 5))
+    stale: int = 0
+    stale_s: float = 0.0
+    stale_j: float = 0.0
+    stale_expected_j: float = 0.0
+    stale_doubt_j: float = 0.0
     # a counter without the driver's times: the read times between its changes (its update period)
     period: PublicationPeriod = field(default_factory=lambda: PublicationPeriod(_INTERVALS_KEPT, 5))
     updates: deque[tuple[float, float, float]] = field(default_factory=lambda: deque(maxlen=_UPDATES_KEPT))
@@ -88,6 +100,7 @@ class PowerState:
     trapezoid_j: float = 0.0
     start_sampled_j: float = 0.0
     p_max_seen_w: float = 0.0
+    held_j: float = 0.0  # power x time over every step, gaps included (a stale counter's check)
     period: PublicationPeriod = field(default_factory=lambda: PublicationPeriod(_INTERVALS_KEPT, 5))
     repeats: int = 0  # reads that repeated a publication
 

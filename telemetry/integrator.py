@@ -309,6 +309,7 @@ class Integrator:
             measured_s=d.measured_s,
             gap_s=d.health.closed_gap_s + open_gap_s,
             publications=d.pubs.pub_n,
+            doubt_j=self._band.calibrated_j(d.info, d.counter.stale_doubt_j),
         )
 
     def _inputs(self, d: DeviceState, cur: Totals, prev: Totals) -> BandInputs:
@@ -326,6 +327,7 @@ class Integrator:
             alias_rel=d.check.repetition.alias_rel if d.check.repetition is not None else None,
             counter_true=d.check.counter_true,
             from_first=prev == Totals(),
+            doubt_j=cur.doubt_j - prev.doubt_j,
         )
 
     def _energy(self, d: DeviceState, now: float) -> DeviceEnergy:

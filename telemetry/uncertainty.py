@@ -113,6 +113,8 @@ class BandInputs:
             integrates more than the observed windows: its figure gets no partial-observation term.
         from_first: The span starts at the device's first reading, so the counter's step (quantisation
             of the first and last readings) enters its band; later spans' steps telescope into it.
+        doubt_j: Joules the counter's figure may be off beyond the above, either way: its stale
+            catch-ups' differences from power x time (telemetry.stale). A systematic width.
     """
 
     energy_j: float
@@ -127,6 +129,7 @@ class BandInputs:
     alias_rel: float | None = None
     counter_true: bool = False
     from_first: bool = False
+    doubt_j: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +268,7 @@ class BandModel:
         if x.from_counter and x.from_first and profile is not None and profile.counter_step_mj:
             step_j = profile.counter_step_mj / 1e3  # first and last readings quantised: within one step
             low, high = max(low - step_j, 0.0), high + step_j
+        low, high = max(low - x.doubt_j * lo_f, 0.0), high + x.doubt_j * hi_f
         return Band(low, high + gap_j, random_low, random_high)
 
     def sampling_rel(self, cv: float, publications: int) -> float:

@@ -2,10 +2,16 @@
 
 Per GPU, keyed by UUID: the energy counter (amdsmi_get_energy_count: the
 accumulator, under "energy_accumulator" since amdsmi 6.2.1 and "power" before,
-times `counter_resolution` ~15.3 uJ, with a ns timestamp) and the socket power
-(amdsmi_get_power_info: `socket_power` on ROCm 7, `current_socket_power` on
-MI300+, else `average_socket_power`; whole watts, "N/A" where not reported) on
-every read; activity, VRAM and the power cap (microwatts) at the slow rate.
+times `counter_resolution` ~15.26 uJ as a float32) read at the counter's own
+pace; the socket power (amdsmi_get_power_info: `socket_power` on ROCm 7,
+`current_socket_power` on MI300+, else `average_socket_power`; whole watts,
+"N/A" where not reported), activity, VRAM and the power cap (microwatts) at the
+slow rate. AMD's "timestamp" is the driver's boot-time clock at each read, new
+on every call, so it says nothing of when the accumulator last moved: reads are
+paced by the counter's changes instead (`CounterPace`: one observed update
+period after a change, every tick while it has not changed), about 10 energy
+reads and 4 slow calls per GPU per second at 25 ms (83 when both were read on
+every tick). A GPU without a counter has its power read on every tick.
 
 The counter is checked at start-up, as Zeus does: over `check_s` its increase
 must lie within 0.1-10x of power x time, else the device is measured by
@@ -31,6 +37,7 @@ from typing import Any
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, DeviceLost, NotSupported, SensorError, SensorUnavailable
 from wattlog.records import Kind, Source
+from wattlog.telemetry.publications import CounterPace
 from wattlog.telemetry.sensors.base import COUNTER_CHECK, COUNTER_STOPPED, counter_trusted
 from wattlog.telemetry.sensors.profiles import board_profile
 from wattlog.telemetry.types import DeviceInfo, Reading, Vendor
@@ -51,8 +58,7 @@ class _Gpu:
     handle: Any
     power_key: str | None
     has_counter: bool
-    stamp: tuple[int, float] | None = None  # (first counter timestamp ns, our time then)
-    last_stamp: tuple[int, float] = (-1, 0.0)
+    pace: CounterPace = field(default_factory=CounterPace)  # reads paced by the counter's changes
     slow_due_s: float = float("-inf")
     unsupported: set[str] = field(default_factory=set)
 
@@ -90,6 +96,7 @@ class AmdSmiSensor:
         self._check_s = check_s
         self._started = False
         self._gpus: dict[str, _Gpu] = {}
+        self._devices: list[DeviceInfo] | None = None  # once found (the sampler asks again)
 
     def _start(self) -> Any:
         if self._amdsmi is None:
@@ -114,6 +121,8 @@ class AmdSmiSensor:
         Raises:
             SensorUnavailable: amdsmi is missing or does not start.
         """
+        if self._devices is not None:  # the check sleeps: asked again (the sampler does), it is not rerun
+            return list(self._devices)
         smi = self._start()
         try:
             handles = list(smi.amdsmi_get_processor_handles())
@@ -135,7 +144,8 @@ class AmdSmiSensor:
             if getattr(smi, "wattlog_simulated", False):
                 source, notes = Source.SIMULATED, ["simulated (fake amdsmi)", *notes]
             out.append(_with(device, source, gpu.has_counter, "; ".join(notes)))
-        return out
+        self._devices = out
+        return list(out)
 
     def _identify(self, smi: Any, position: int, handle: Any) -> tuple[DeviceInfo, list[str]] | None:
         """The device of one handle with its notes, or None if it is not the job's or cannot be named."""
@@ -222,10 +232,10 @@ class AmdSmiSensor:
         gpu, smi = self._gpus[uuid], self._amdsmi
         counts = _counts(self._call(smi, "amdsmi_get_energy_count", gpu.handle) or {})
         power = _number((self._call(smi, "amdsmi_get_power_info", gpu.handle) or {}).get(gpu.power_key or ""))
-        return counts[0] if counts else 0.0, power or 0.0
+        return counts or 0.0, power or 0.0
 
     def read(self, device: DeviceInfo, t_s: float) -> Reading:
-        """Counter and power of `device`; activity, VRAM and the power cap when due.
+        """The counter (paced by its own updates); power, activity, VRAM and the power cap when due.
 
         Raises:
             DeviceLost: amdsmi no longer finds the GPU.
@@ -235,18 +245,20 @@ class AmdSmiSensor:
         if gpu is None:
             raise SensorError(f"{device.uuid} is not one of this sensor's GPUs (call devices() first)")
         smi = self._amdsmi
-        energy_mj = energy_t = power_w = None
+        energy_mj = power_w = next_read_s = None
         if gpu.has_counter:
             raw = self._metric(device.uuid, gpu, "energy", smi.amdsmi_get_energy_count)
             counts = _counts(raw) if raw is not None else None
             if counts is None:
                 raise DeviceLost(device.uuid, COUNTER_STOPPED)
-            energy_mj, energy_t = counts[0], _stamp_time(gpu, counts[1], t_s)
-        if gpu.power_key is not None:
+            energy_mj = counts
+            next_read_s = gpu.pace.after(energy_mj, t_s)
+        slow = t_s >= gpu.slow_due_s
+        if gpu.power_key is not None and (slow or not gpu.has_counter):  # a counter's power: at the slow rate
             info = self._metric(device.uuid, gpu, "power", smi.amdsmi_get_power_info) or {}
             power_w = _number(info.get(gpu.power_key))  # "N/A" or UINT32_MAX: no reading
-        if t_s < gpu.slow_due_s:
-            return Reading(device.uuid, t_s, energy_mj, power_w, energy_t_s=energy_t)
+        if not slow:
+            return Reading(device.uuid, t_s, energy_mj, power_w, next_read_s=next_read_s)
         gpu.slow_due_s = max(gpu.slow_due_s + self._slow_period_s, t_s)
         activity = self._metric(device.uuid, gpu, "activity", smi.amdsmi_get_gpu_activity) or {}
         vram = self._metric(device.uuid, gpu, "memory", smi.amdsmi_get_gpu_vram_usage) or {}
@@ -258,8 +270,8 @@ class AmdSmiSensor:
             power_w,
             utilisation_pct=_number(activity.get("gfx_activity")),
             memory_used_bytes=int(v * 2**20) if (v := _number(vram.get("vram_used"))) is not None else None,
-            energy_t_s=energy_t,
             power_limit_w=c / 1e6 if (c := _number(cap.get("power_cap"))) is not None else None,
+            next_read_s=next_read_s,
         )
 
     def _metric(self, uuid: str, gpu: _Gpu, metric: str, get: Callable[[Any], Any]) -> Any:
@@ -289,37 +301,19 @@ class AmdSmiSensor:
                 log.info("amdsmi_shut_down: %s", e)
 
 
-def _counts(raw: Any) -> tuple[float, int] | None:
-    """(counter mJ, timestamp ns) from amdsmi_get_energy_count's dict (either key), None if unreadable."""
+def _counts(raw: Any) -> float | None:
+    """The counter in mJ from amdsmi_get_energy_count's dict (either key), None if unreadable.
+
+    Its "timestamp" is not used: AMD's is the driver's boot-time clock at the read, new on every
+    call whether the accumulator moved or not, so it dates the read, not the counter's update.
+    """
     if not isinstance(raw, dict):
         return None
     counts = raw.get("energy_accumulator", raw.get("power"))  # "power" before amdsmi 6.2.1
     resolution = raw.get("counter_resolution")
     if not isinstance(counts, int | float) or not isinstance(resolution, int | float):
         return None
-    stamp = raw.get("timestamp")
-    return counts * resolution / 1e3, int(stamp) if isinstance(stamp, int | float) else 0
-
-
-def _stamp_time(gpu: _Gpu, stamp_ns: int, t_s: float) -> float | None:
-    """The counter's timestamp on the sampler's clock: its ns offset from the first one seen.
-
-    The same timestamp read again keeps exactly the same time, so the integrator counts a
-    repeat; a stamp that is missing or drifts more than 1 s off our clock gives None (read time).
-    """
-    if stamp_ns <= 0:
-        return None
-    if stamp_ns == gpu.last_stamp[0]:
-        return gpu.last_stamp[1]
-    if gpu.stamp is None:
-        gpu.stamp = (stamp_ns, t_s)
-    t = gpu.stamp[1] + (stamp_ns - gpu.stamp[0]) / 1e9
-    if not t_s - 1.0 <= t <= t_s + 1.0:
-        gpu.stamp = None
-        return None
-    t = min(t, t_s)
-    gpu.last_stamp = (stamp_ns, t)
-    return t
+    return counts * resolution / 1e3
 
 
 def _number(value: Any) -> float | None:
