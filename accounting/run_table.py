@@ -110,8 +110,24 @@ class RunRead:
         if self.span is None or not gpus:
             return 0.0
         gaps = self.gaps.gaps if self.gaps is not None else ()
-        missed = sum(g.duration_s for g in gaps if (g.host, g.device) in gpus)
+        # only the part of a gap inside the span held GPU-seconds: a killed run's lease gap starts at
+        # its last row, and taking it away read 227 % of TDP (issue 38); overlapping gaps count once
+        missed = sum(
+            seconds_inside([(g.start_s, g.end_s) for g in gaps if (g.host, g.device) == gpu], self.span)
+            for gpu in gpus
+        )
         return max(0.0, len(gpus) * (self.span[1] - self.span[0]) - missed)
+
+
+def seconds_inside(intervals: Sequence[tuple[float, float]], span: tuple[float, float]) -> float:
+    """Seconds of `span` that the union of `intervals` covers (each clipped to it, overlaps once)."""
+    covered, reached = 0.0, span[0]
+    for start_s, end_s in sorted(intervals):
+        start_s, end_s = max(start_s, reached), min(end_s, span[1])
+        if end_s > start_s:
+            covered += end_s - start_s
+            reached = end_s
+    return covered
 
 
 def carbon_path(ledger: Ledger, run: RunInfo, options: TableOptions) -> tuple[Site, CarbonPath]:
