@@ -120,7 +120,7 @@ def test_a_killed_runs_lease_gap_after_its_last_row_leaves_its_gpu_seconds_alone
     clock = FakeClock(wall_offset_s=START_S)
     killed = Ledger(make_engine(f"sqlite:///{tmp_path / 'killed.db'}"), clock=clock)
     killed.start_run("killed", RunSpec(site="jupiter", host="n1", device_model="H100"))
-    for second in range(100):
+    for _ in range(100):
         start_s = clock.wall()
         clock.advance(1.0)
         rows = [
