@@ -173,9 +173,9 @@ def read_run(
 
 
 def run_footprint(ledger: Ledger, run: RunInfo, options: TableOptions) -> Footprint | None:
-    """The footprint of one run, or None if it recorded no energy."""
+    """The footprint of one run, or None if it recorded no energy (its band widened by its gaps)."""
     site, carbon = carbon_path(ledger, run, options)
-    read = read_run(ledger, run, options, hourly=carbon.hourly, gaps=False)
+    read = read_run(ledger, run, options, hourly=carbon.hourly)
     return footprint_of(read, run, options, site, carbon)
 
 
@@ -203,6 +203,8 @@ def energy_of(read: RunRead, run: RunInfo, options: TableOptions) -> Energy | No
     overhead = overhead_for(run, options)
     if overhead is not None and _gpu_only(read.totals, options, overhead):
         energy = with_overhead(energy, overhead.factor, overhead.band)
+    if read.gaps is not None and read.gaps.widen_j:  # one band for every reader (issue 38)
+        energy = replace(energy, unmeasured_j=read.gaps.widen_j)
     return energy
 
 
