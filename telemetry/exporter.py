@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 
 DEVICE_LABELS = ["host", "device", "kind", "source", "run"]
 AGENT_LABELS = ["host", "run"]
+POWER_HELP = "Latest power reading of the device (none once it is lost: its series ends)."
 BOUNDS = ("low", "high", "random_low", "random_high")
 """Values of the band's `bound` label: its two ends, and their parts that are sampling error (summed over
 devices in quadrature, as the ledger sums rows: wattlog.records.summed_band)."""
@@ -59,7 +60,7 @@ class EnergyCollector(Collector):
         # HELP wattlog_energy_uncertainty_joules Ends of the energy's band (bound=low|high) and their
         #   sampling-error parts (bound=random_low|random_high).
         # TYPE wattlog_energy_uncertainty_joules gauge
-        # HELP wattlog_power_watts Latest power reading of the device (none once it is lost).
+        # HELP wattlog_power_watts Latest power reading of the device (none once it is lost: its series ends).
         # TYPE wattlog_power_watts gauge
         # HELP wattlog_power_limit_watts Enforced power limit of the device (where known).
         # TYPE wattlog_power_limit_watts gauge
@@ -99,11 +100,7 @@ class EnergyCollector(Collector):
             "(bound=random_low|random_high).",
             labels=[*DEVICE_LABELS, "bound"],
         )
-        power = GaugeMetricFamily(
-            MetricName.POWER_WATTS,
-            "Latest power reading of the device (none once it is lost).",
-            labels=DEVICE_LABELS,
-        )
+        power = GaugeMetricFamily(MetricName.POWER_WATTS, POWER_HELP, labels=DEVICE_LABELS)
         power_limit = GaugeMetricFamily(
             MetricName.POWER_LIMIT_WATTS,
             "Enforced power limit of the device (where known).",
