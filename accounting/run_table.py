@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from wattlog.accounting.carbon.run_sites import CATALOG_NOTE, run_site
 from wattlog.accounting.devices import Overhead
 from wattlog.accounting.extrapolate import job_energy
 from wattlog.accounting.footprint import CarbonPath, Footprint, WaterConvention, footprint_for
@@ -141,7 +142,8 @@ def carbon_path(ledger: Ledger, run: RunInfo, options: TableOptions) -> tuple[Si
         raise ConfigError(
             f"run {run.name!r} was recorded without a site: pass --site NAME (see `wattlog sites`)"
         )
-    site = get_site(site_name, options.catalog)
+    # the figures the run stored at its start: a later catalog edit changes no stored run
+    site = get_site(site_name, options.catalog) if options.site else run_site(run, options.catalog)[0]
     return site, CarbonPath.of(site, options.intensity, ledger)
 
 
@@ -353,4 +355,6 @@ def _run_notes(run: RunInfo, options: TableOptions) -> tuple[str, ...]:
         notes.append(f"run status {run.status}: figures so far")
     if run.restarts:
         notes.append(f"restarted {run.restarts} time(s); energy of every attempt included")
+    if run.site and not options.site and run.site_figures is None:
+        notes.append(CATALOG_NOTE)
     return tuple(notes)
