@@ -16,7 +16,7 @@ from wattlog.accounting.ledger.engine import describe_url, make_engine
 from wattlog.accounting.ledger.spool import default_folder, replay_folder
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.progress import progress_lines
-from wattlog.accounting.verify import check_ledger, rollup_drift
+from wattlog.accounting.verify import check_ledger, rollup_drift, runs_with_impossible_sums
 from wattlog.errors import LedgerError
 from wattlog.options import DbOption
 
@@ -96,7 +96,19 @@ def check(
     engine = make_engine(db, create=False)
     try:
         ledger = Ledger(engine)
-        check_ledger(ledger, where)  # `wattlog table` checks only the runs it shows
+        if repair:
+            for run_id in runs_with_impossible_sums(ledger):
+                ledger.rebuild_totals(run_id)
+                print(f"run {run_id}: impossible totals or hours recomputed from its rows", file=sys.stderr)
+        try:
+            check_ledger(ledger, where)  # `wattlog table` checks only the runs it shows
+        except LedgerError as error:
+            if not repair:
+                raise
+            raise LedgerError(
+                f"{error}; --repair cannot mend this: the energy rows themselves are impossible and they "
+                "are the evidence (totals and hours are recomputed from them)"
+            ) from error
         drift = rollup_drift(ledger, progress_lines("check", quiet_s=2.0))
         for run_id, lines in sorted(drift.items()):
             shown = "; ".join(lines[:3]) + (f"; and {len(lines) - 3} more" if len(lines) > 3 else "")

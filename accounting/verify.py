@@ -23,6 +23,7 @@ from wattlog.accounting.ledger.rollups import (
     IMPOSSIBLE_SUMS_SQL,
     EnergyHourRollup,
     EnergyRollup,
+    impossible_sampling_parts,
 )
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.writes import rows_summed
@@ -67,6 +68,16 @@ def impossible_rows(ledger: Ledger, where: str, runs: Sequence[int] | None = Non
     return problems
 
 
+def runs_with_impossible_sums(ledger: Ledger) -> list[int]:
+    """The runs whose totals or hours (not rows) are impossible: what a rebuild from the rows mends."""
+    runs: set[int] = set()
+    with ledger.engine.connect() as connection:
+        for table in (EnergyRollup.__table__, EnergyHourRollup.__table__):  # type: ignore[attr-defined]
+            query = select(table.c.run_id).where(_impossible(table)).distinct()
+            runs.update(connection.execute(query).scalars())
+    return sorted(runs)
+
+
 def check_ledger(ledger: Ledger, where: str, runs: Sequence[int] | None = None) -> None:
     """Raise if the ledger (with `runs`: those runs' rows) holds impossible content.
 
@@ -81,9 +92,15 @@ def check_ledger(ledger: Ledger, where: str, runs: Sequence[int] | None = None) 
         )
 
 
-def _bad_energy(connection, table: Table, what: str, runs: Sequence[int] | None) -> list[str]:  # type: ignore[no-untyped-def]
+def _impossible(table: Table) -> ColumnElement[bool]:
+    """The condition a row of `table` (energy rows or either rollup) meets when it is impossible."""
     c = table.c
-    bad: ColumnElement[bool] = or_(
+    if table is EnergyRecord.__table__:  # type: ignore[attr-defined]
+        # the partial index's own text, so the query reads the index
+        return text(f"({IMPOSSIBLE_ENERGY_SQL})")  # type: ignore[return-value]
+    if table is EnergyHourRollup.__table__:  # type: ignore[attr-defined]
+        return text(f"({IMPOSSIBLE_SUMS_SQL})")  # type: ignore[return-value]
+    return or_(
         c.energy_j.is_(None),
         c.low_j.is_(None),
         c.high_j.is_(None),
@@ -95,13 +112,13 @@ def _bad_energy(connection, table: Table, what: str, runs: Sequence[int] | None)
         c.energy_j > 1e300,
         c.high_j > 1e300,
         *([c.end_s < c.start_s] if "start_s" in c else []),
-        *(_bad_random_parts(c) if "random_low_j" in c else []),
+        *(impossible_sampling_parts(c) if "random_low_j" in c else []),
     )
-    if table is EnergyRecord.__table__:  # type: ignore[attr-defined]
-        # the partial index's own text, so the query reads the index
-        bad = text(f"({IMPOSSIBLE_ENERGY_SQL})")  # type: ignore[assignment]
-    elif table is EnergyHourRollup.__table__:  # type: ignore[attr-defined]
-        bad = text(f"({IMPOSSIBLE_SUMS_SQL})")  # type: ignore[assignment]
+
+
+def _bad_energy(connection, table: Table, what: str, runs: Sequence[int] | None) -> list[str]:  # type: ignore[no-untyped-def]
+    c = table.c
+    bad = _impossible(table)
     if runs is not None:
         bad = c.run_id.in_(list(runs)) & bad
     count = connection.execute(select(func.count()).select_from(table).where(bad)).scalar_one()
@@ -116,19 +133,6 @@ def _bad_energy(connection, table: Table, what: str, runs: Sequence[int] | None)
     return [
         f"{count} {what} with energy negative, not finite or outside its band, or a band whose "
         f"sampling-error parts lie outside it ({shown})"
-    ]
-
-
-def _bad_random_parts(c: Any) -> list[Any]:
-    """Conditions on the band's sampling-error parts: none negative, each inside its side (to rounding)."""
-    slack = 1e-9 * (c.energy_j + 1.0)
-    return [
-        c.random_low_j < 0,
-        c.random_high_j < 0,
-        c.random_low_sq < 0,
-        c.random_high_sq < 0,
-        c.random_low_j > c.energy_j - c.low_j + slack,
-        c.random_high_j > c.high_j - c.energy_j + slack,
     ]
 
 

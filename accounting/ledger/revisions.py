@@ -20,12 +20,13 @@ from sqlalchemy import Table, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from wattlog.accounting.ledger.models import BandRevisionRecord, EnergyRecord, Resolution
-from wattlog.accounting.ledger.rollups import EnergyRollup
+from wattlog.accounting.ledger.rollups import SAMPLING_PARTS, EnergyRollup, clamped_sum
 from wattlog.records import BAND_TERMS, BandRevision, EnergyInterval, Terms, revision_shares
 
 REVISIONS = cast(Table, BandRevisionRecord.__table__)  # type: ignore[attr-defined]
 _ENERGY = cast(Table, EnergyRecord.__table__)  # type: ignore[attr-defined]
 _ROLLUP = cast(Table, EnergyRollup.__table__)  # type: ignore[attr-defined]
+_SAMPLING = {name for name, _ in SAMPLING_PARTS}
 HourKey = tuple[int, str, str]
 """(hour, kind, source): the groups of `energy_by_hour`."""
 
@@ -86,7 +87,10 @@ def _add_to_rollup(session: Session, run_id: int, host: str, device: str, terms:
     }  # none: its rows are not stored (yet): `rebuild_rollup` adds it once they are
     for (kind, source), share in revision_shares(terms, parts).items():
         key = device_rows & (r.kind == kind) & (r.source == source)
-        values = {t: r[t] + v for t, v in zip(BAND_TERMS, share, strict=True)}
+        values = {
+            t: clamped_sum(r[t], v, r.energy_j) if t in _SAMPLING else r[t] + v
+            for t, v in zip(BAND_TERMS, share, strict=True)
+        }
         session.execute(update(_ROLLUP).where(key).values(values))
 
 

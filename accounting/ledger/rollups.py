@@ -8,7 +8,9 @@ neither a device's total nor the hour's.
 
 from __future__ import annotations
 
-from sqlalchemy import Index, text
+from typing import Any
+
+from sqlalchemy import Index, case, text
 from sqlmodel import Field, SQLModel
 
 IMPOSSIBLE_ENERGY_SQL = (
@@ -25,6 +27,67 @@ index, not its 737,280 rows; a query uses it only when its WHERE holds this exac
 IMPOSSIBLE_SUMS_SQL = IMPOSSIBLE_ENERGY_SQL.replace(" OR end_s < start_s", "")
 """The same rule less its times (a sum has none): a partial index of the hourly rollup holds only
 such rows, so checking a run's hours (92,160 for a 1,024-GPU month) reads an empty index."""
+
+RESIDUE_J = 1e-9
+"""How far below zero, relative to its energy (+1 J), a device total's sampling part may sit and be
+floating-point residue, not damage. A band revision takes back its rows' sampling terms summed in
+another order than the rows were added, which leaves a few units in the last place: about n x 2^-53
+x the parts' sum for n rows (2.9e-12 of the energy for a month of 10 s rows at a 5 % part), far below
+this, and this far below one row's part (5 % of 1/259,200 of the energy, 1.9e-7)."""
+RESIDUE_SQ = 1e-14
+"""The same for the parts' squares, relative to the square of the energy (+1 J): the residue is about
+2^-53 x the squares' sum, at most 2.2e-16 x energy^2 however many rows; this is 45 times that."""
+
+
+def residue_j(energy_j: Any) -> Any:
+    """The largest float residue a total of `energy_j` may carry in a sampling part (joules).
+
+    Works on floats and on SQL column expressions alike: the one tolerance the check and the
+    writes share.
+    """
+    return RESIDUE_J * (energy_j + 1.0)
+
+
+def residue_sq(energy_j: Any) -> Any:
+    """The largest float residue a total of `energy_j` may carry in a sampling part's square (J^2)."""
+    return RESIDUE_SQ * (energy_j + 1.0) * (energy_j + 1.0)
+
+
+SAMPLING_PARTS = (
+    ("random_low_j", residue_j),
+    ("random_high_j", residue_j),
+    ("random_low_sq", residue_sq),
+    ("random_high_sq", residue_sq),
+)
+"""The sampling parts of a band with the residue each may carry (see `impossible_sampling_parts`)."""
+
+
+def impossible_sampling_parts(c: Any) -> list[Any]:
+    """Conditions no total's sampling parts can meet: one below zero past its residue, or a part
+    outside its side of the band past the same residue.
+
+    A device total adds its rows (each part >= 0: agents round them down, inside their side) and
+    the run's band revisions, which take terms back and may leave a residue below zero; the
+    writes clamp a residue to 0 (`clamped_sum`), and this lets one a ledger already holds pass.
+    """
+    slack = residue_j(c.energy_j)
+    return [
+        *(c[name] < -tolerance(c.energy_j) for name, tolerance in SAMPLING_PARTS),
+        c.random_low_j > c.energy_j - c.low_j + slack,
+        c.random_high_j > c.high_j - c.energy_j + slack,
+    ]
+
+
+def clamped_sum(column: Any, added: float, energy_j: Any) -> Any:
+    """`column + added` for a sampling part of a total, with a residue below zero stored as 0.
+
+    Only a residue is clamped (within `residue_j`/`residue_sq` of `energy_j`): anything further
+    below zero is kept as it is, for the check to find.
+    """
+    tolerance = dict(SAMPLING_PARTS)[column.name](energy_j)
+    total = column + added
+    return case(((total < 0) & (total >= -tolerance), 0.0), else_=total)
+
 
 DEVICE_KEY = ("run_id", "host", "device", "kind", "source")
 """The device totals' key: one total per device, kind and source of a run."""
