@@ -17,12 +17,11 @@ estimate, and the table says so.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 
 from wattlog.accounting.ledger.reader import RunReader
 from wattlog.accounting.ledger.store import Ledger
-from wattlog.accounting.ranges import Range
 from wattlog.accounting.render import TableRow
 from wattlog.events import EventKind
 
@@ -138,13 +137,14 @@ def gaps_of(read: RunReader) -> GapSummary:
 
 
 def with_gaps(row: TableRow, summary: GapSummary) -> TableRow:
-    """The table row with its gaps in a footnote and its energy band widened by them."""
+    """The table row with its gaps in a footnote.
+
+    Its band already holds them: the run's energy carries `widen_j` (it_energy.Energy.unmeasured_j),
+    so the headline, Table 19, the CSV and `wattlog table` read one band (issue 38).
+    """
     if not summary.gaps:
         return row
-    band = row.energy_band_j
-    if band is not None and summary.widen_j:
-        band = Range(band.lo, band.hi + summary.widen_j)
-    return replace(row, energy_band_j=band).with_notes(f"gaps: {summary.line()}")
+    return row.with_notes(f"gaps: {summary.line()}")
 
 
 def _downtime(restarts: Sequence[float], read: RunReader) -> list[RunGap]:

@@ -53,6 +53,8 @@ class Energy:
             meter's fans and PSU losses); None: the IT energy less the GPUs'.
         host_measured: False where no CPU or DRAM was measured apart though the GPUs were (a node
             meter beside GPUs only): the CPU+DRAM figure is missing, not the meter less the GPUs.
+        unmeasured_j: Upper bound of the energy of gaps no figure's band holds (accounting.gaps'
+            `widen_j`, an estimate), J: added to the band's high side, never to the energy.
     """
 
     figures: tuple[EnergyFigure, ...]
@@ -61,6 +63,7 @@ class Energy:
     label: str = ""
     host_j: float | None = None
     host_measured: bool = True
+    unmeasured_j: float = 0.0
 
     def __post_init__(self) -> None:
         check_at_least(self.it_j, 0.0, "IT energy", "energy cannot be negative")
@@ -83,10 +86,14 @@ class Energy:
 
     @property
     def band_j(self) -> Range | None:
-        """The uncertainty band of it_j, joules; None when every figure is exact."""
-        if all(f.low_j == f.energy_j == f.high_j for f in self.figures):
+        """The uncertainty band of it_j, joules; None when every figure is exact and no gap is open.
+
+        The one band of a run: the headline, Table 19, the CSV and `wattlog table` all read it.
+        """
+        if not self.unmeasured_j and all(f.low_j == f.energy_j == f.high_j for f in self.figures):
             return None
-        return Range(sum(f.low_j for f in self.figures), sum(f.high_j for f in self.figures))
+        high_j = sum(f.high_j for f in self.figures) + self.unmeasured_j
+        return Range(sum(f.low_j for f in self.figures), high_j)
 
     @property
     def by_hour_mwh(self) -> Mapping[int, float] | None:

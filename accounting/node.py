@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 from wattlog.accounting.ledger.connections import Connections
 from wattlog.accounting.ledger.engine import make_engine, unconnected_engine
@@ -156,8 +156,17 @@ class NodeAgent:
             site=o.site,
             model=o.model,
             machine_id=self.holder.machine_id,
+            site_figures=self._site_figures(),
         )
         self.run_id = cast(int, run.id)
+
+    def _site_figures(self) -> dict[str, Any] | None:
+        """The run's site figures as the catalog gives them at its start (None without a site)."""
+        from wattlog.accounting.carbon.run_sites import figures_for
+        from wattlog.accounting.sites import run_catalog
+
+        assert self.ledger is not None
+        return figures_for(self.options.site, run_catalog(self._environ), self.ledger.wall_s())
 
     def _spool_start(self, error: LedgerUnavailable) -> None:
         """Spool the run's registration (whichever node's replay comes first creates it), and say so."""
@@ -165,7 +174,8 @@ class NodeAgent:
         assert spool is not None and self.ledger is not None
         o = self.options
         start = {"project": o.project, "site": o.site, "model": o.model, "host": self.job.host}
-        spool.append_start(o.run, {**start, "start_s": self.ledger.wall_s()})
+        figures = self._site_figures()
+        spool.append_start(o.run, {**start, "start_s": self.ledger.wall_s(), "site_figures": figures})
         log.error(
             "the ledger is unreachable at start (%s): node %s of run %s is measured into %s and stored when "
             "the ledger is back (at a later flush, at the end, or by `wattlog replay`)",

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from wattlog.accounting.carbon.run_sites import CATALOG_NOTE, run_site
 from wattlog.accounting.devices import Overhead
 from wattlog.accounting.extrapolate import job_energy
 from wattlog.accounting.footprint import CarbonPath, Footprint, WaterConvention, footprint_for
@@ -110,8 +111,24 @@ class RunRead:
         if self.span is None or not gpus:
             return 0.0
         gaps = self.gaps.gaps if self.gaps is not None else ()
-        missed = sum(g.duration_s for g in gaps if (g.host, g.device) in gpus)
+        # only the part of a gap inside the span held GPU-seconds: a killed run's lease gap starts at
+        # its last row, and taking it away read 227 % of TDP (issue 38); overlapping gaps count once
+        missed = sum(
+            seconds_inside([(g.start_s, g.end_s) for g in gaps if (g.host, g.device) == gpu], self.span)
+            for gpu in gpus
+        )
         return max(0.0, len(gpus) * (self.span[1] - self.span[0]) - missed)
+
+
+def seconds_inside(intervals: Sequence[tuple[float, float]], span: tuple[float, float]) -> float:
+    """Seconds of `span` that the union of `intervals` covers (each clipped to it, overlaps once)."""
+    covered, reached = 0.0, span[0]
+    for start_s, end_s in sorted(intervals):
+        start_s, end_s = max(start_s, reached), min(end_s, span[1])
+        if end_s > start_s:
+            covered += end_s - start_s
+            reached = end_s
+    return covered
 
 
 def carbon_path(ledger: Ledger, run: RunInfo, options: TableOptions) -> tuple[Site, CarbonPath]:
@@ -125,7 +142,8 @@ def carbon_path(ledger: Ledger, run: RunInfo, options: TableOptions) -> tuple[Si
         raise ConfigError(
             f"run {run.name!r} was recorded without a site: pass --site NAME (see `wattlog sites`)"
         )
-    site = get_site(site_name, options.catalog)
+    # the figures the run stored at its start: a later catalog edit changes no stored run
+    site = get_site(site_name, options.catalog) if options.site else run_site(run, options.catalog)[0]
     return site, CarbonPath.of(site, options.intensity, ledger)
 
 
@@ -157,9 +175,9 @@ def read_run(
 
 
 def run_footprint(ledger: Ledger, run: RunInfo, options: TableOptions) -> Footprint | None:
-    """The footprint of one run, or None if it recorded no energy."""
+    """The footprint of one run, or None if it recorded no energy (its band widened by its gaps)."""
     site, carbon = carbon_path(ledger, run, options)
-    read = read_run(ledger, run, options, hourly=carbon.hourly, gaps=False)
+    read = read_run(ledger, run, options, hourly=carbon.hourly)
     return footprint_of(read, run, options, site, carbon)
 
 
@@ -187,6 +205,8 @@ def energy_of(read: RunRead, run: RunInfo, options: TableOptions) -> Energy | No
     overhead = overhead_for(run, options)
     if overhead is not None and _gpu_only(read.totals, options, overhead):
         energy = with_overhead(energy, overhead.factor, overhead.band)
+    if read.gaps is not None and read.gaps.widen_j:  # one band for every reader (issue 38)
+        energy = replace(energy, unmeasured_j=read.gaps.widen_j)
     return energy
 
 
@@ -335,4 +355,6 @@ def _run_notes(run: RunInfo, options: TableOptions) -> tuple[str, ...]:
         notes.append(f"run status {run.status}: figures so far")
     if run.restarts:
         notes.append(f"restarted {run.restarts} time(s); energy of every attempt included")
+    if run.site and not options.site and run.site_figures is None:
+        notes.append(CATALOG_NOTE)
     return tuple(notes)

@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 
+from wattlog.accounting.commands.resite_cli import register as register_resite
 from wattlog.accounting.ledger.admin import delete_run, relabel_run, rename_run
 from wattlog.accounting.ledger.engine import describe_url, make_engine
 from wattlog.accounting.ledger.models import Role
@@ -151,6 +152,7 @@ def delete(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `wattlog runs` (list, relabel, rename, delete, reap) to the root app."""
+    """Add `wattlog runs` (list, relabel, rename, delete, reap, resite) to the root app."""
     register_reap(runs_app)
+    register_resite(runs_app)
     app.add_typer(runs_app)

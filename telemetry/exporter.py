@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 
 DEVICE_LABELS = ["host", "device", "kind", "source", "run"]
 AGENT_LABELS = ["host", "run"]
+POWER_HELP = "Latest power reading of the device (none once it is lost: its series ends)."
 BOUNDS = ("low", "high", "random_low", "random_high")
 """Values of the band's `bound` label: its two ends, and their parts that are sampling error (summed over
 devices in quadrature, as the ledger sums rows: wattlog.records.summed_band)."""
@@ -59,7 +60,7 @@ class EnergyCollector(Collector):
         # HELP wattlog_energy_uncertainty_joules Ends of the energy's band (bound=low|high) and their
         #   sampling-error parts (bound=random_low|random_high).
         # TYPE wattlog_energy_uncertainty_joules gauge
-        # HELP wattlog_power_watts Latest power reading of the device.
+        # HELP wattlog_power_watts Latest power reading of the device (none once it is lost: its series ends).
         # TYPE wattlog_power_watts gauge
         # HELP wattlog_power_limit_watts Enforced power limit of the device (where known).
         # TYPE wattlog_power_limit_watts gauge
@@ -99,9 +100,7 @@ class EnergyCollector(Collector):
             "(bound=random_low|random_high).",
             labels=[*DEVICE_LABELS, "bound"],
         )
-        power = GaugeMetricFamily(
-            MetricName.POWER_WATTS, "Latest power reading of the device.", labels=DEVICE_LABELS
-        )
+        power = GaugeMetricFamily(MetricName.POWER_WATTS, POWER_HELP, labels=DEVICE_LABELS)
         power_limit = GaugeMetricFamily(
             MetricName.POWER_LIMIT_WATTS,
             "Enforced power limit of the device (where known).",
@@ -135,7 +134,7 @@ class EnergyCollector(Collector):
             ends = (row.low_j, row.high_j, row.random_low_j, row.random_high_j)  # as BOUNDS names them
             for bound, value in zip(BOUNDS, ends, strict=True):
                 band.add_metric([*labels, bound], value)
-            if row.power_w is not None:
+            if row.power_w is not None and not row.lost:  # a lost device's series ends; `lost` says why
                 power.add_metric(labels, row.power_w)
             if d.power_limit_w is not None:
                 power_limit.add_metric(labels, d.power_limit_w)

@@ -345,7 +345,8 @@ class Integrator:
         return DeviceEnergy(
             device=d.info,
             figure=figure,
-            power_w=d.power.last_power_w,
+            # a lost device has no latest power: its last reading, exported flat, counted a dead GPU
+            power_w=d.power.last_power_w if d.health.lost_at is None else None,
             samples=d.samples,
             gap_count=d.health.gap_count,
             gap_s=tot.gap_s,

@@ -152,7 +152,7 @@ class DeviceEnergy(FigureView):
     Attributes:
         device: The device.
         figure: The energy, its band and the band's random part, joules.
-        power_w: Latest power reading, watts (None if the device gives none).
+        power_w: Latest power reading, watts (None if the device gives none or is lost).
         samples: Readings integrated.
         gap_count: Gaps recorded (failed reads, lost device, too long between readings).
         gap_s: Seconds inside those gaps (not interpolated over).

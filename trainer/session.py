@@ -112,6 +112,7 @@ class RunSession:
         self.offline: LedgerUnavailable | None = None
         """Why the ledger was unreachable at start (the run is then measured into the spool only)."""
         self._started = False
+        self._site_figures: dict[str, Any] | None = None  # the site as accounted, stored at start
 
     @property
     def run(self) -> str:
@@ -161,9 +162,11 @@ class RunSession:
         cfg = self.config
         site = cfg.site
         if site:
+            from wattlog.accounting.carbon.run_sites import site_figures
             from wattlog.accounting.sites import get_site, run_catalog
 
-            site = get_site(site, run_catalog(self._environ)).name
+            found = get_site(site, run_catalog(self._environ))
+            site, self._site_figures = found.name, site_figures(found, self.clock.wall())
         offline: LedgerUnavailable | None = None
         try:
             with while_connecting or contextlib.nullcontext():
@@ -195,8 +198,9 @@ class RunSession:
         assert self.ledger is not None
         self.recorder = RunRecorder(self.ledger, cfg.run, cfg.rank, cfg.join_timeout_s, self.clock)
         spec = RunSpec(
-            cfg.project, cfg.role, cfg.model, site, dict(cfg.config), socket.gethostname(), **cfg.labels
-        )
+            cfg.project, cfg.role, cfg.model, site, dict(cfg.config), socket.gethostname(), **cfg.labels,
+            site_figures=self._site_figures,
+        )  # fmt: skip
         self.start_step, self.lost = self.recorder.register(
             spec,
             resume=cfg.resume,
@@ -221,7 +225,8 @@ class RunSession:
         self._start_agent()
         spool = self.recording.spool if self.recording is not None else None
         assert spool is not None
-        spool.append_start(self.run, offline_start(self.config, site, self.host, self.clock.wall()))
+        start = offline_start(self.config, site, self.host, self.clock.wall())
+        spool.append_start(self.run, {**start, "site_figures": self._site_figures})
         log.error(
             "the ledger is unreachable at start (%s): run %s is measured into %s and stored when the ledger "
             "is back (at the end of the run, or by `wattlog replay`)",

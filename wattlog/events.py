@@ -53,6 +53,8 @@ class EventKind(StrEnum):
     """A node's lease expired while the run went on (payload: host, last_row_s, lease_until_s)."""
     HOST_COLLISION = "host_collision"
     """Two machines (or two agents) reported under one host name at once (payload: host, machines)."""
+    RESITE = "resite"
+    """The run's site figures were changed on purpose (`wattlog runs resite`; payload: before, after)."""
     COUNTER_CHECK = "counter_check"
     """A device's energy counter beside power x time at start-up (payload: host, device, counter_j,
     power_j, span_s): the validity gate trusts a counter only within 0.1-10x."""

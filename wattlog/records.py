@@ -236,6 +236,16 @@ def summed_band(
     return low, high
 
 
+def physical_band(energy_j: float, low_j: float, high_j: float) -> tuple[float, float]:
+    """A band as a reader shows it: in [0, inf) and holding its energy (issue 38).
+
+    A part's share of a revision goes by its energy, not its band, so a short window with a
+    wide band can be handed more of a lowered low side than it has: energy is never negative,
+    and the measured energy is always inside its own band.
+    """
+    return min(max(low_j, 0.0), max(energy_j, 0.0)), max(high_j, energy_j)
+
+
 BAND_TERMS = ("low_j", "high_j", "random_low_j", "random_high_j", "random_low_sq", "random_high_sq")
 """What a sum of rows adds up beside the energy, in `summed_band`'s order (the ledger's columns)."""
 

@@ -44,7 +44,7 @@ CONNECT_TIMEOUT_S = 5.0
 _CONNECT_TIMEOUT_ARG = {"psycopg": "connect_timeout", "psycopg2": "connect_timeout", "pg8000": "timeout"}
 _noticed: set[str] = set()  # legacy ledgers already named by this process
 MIGRATIONS = Path(__file__).with_name("migrations")
-HEAD_REVISION = "0017"
+HEAD_REVISION = "0018"
 """The newest migration (a test keeps it in step with migrations/versions); a ledger already
 there skips importing Alembic, which keeps read-only commands quick."""
 _MIGRATION_LOCK_KEY = 0x5741_54_4C  # "WATL": PostgreSQL advisory lock held while migrating

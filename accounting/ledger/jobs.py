@@ -40,6 +40,7 @@ def join_run(
     site: str = "",
     timeout_s: float = 30.0,
     machine_id: str = "",
+    site_figures: dict[str, Any] | None = None,
 ) -> RunInfo:
     """Create the run or find it (whichever node comes first creates it), then record this node in it.
 
@@ -54,6 +55,7 @@ def join_run(
         site: Site of a new run.
         timeout_s: How long to retry when another node is creating the run at the same moment.
         machine_id: This machine's id, stored beside the host name ("": not recorded).
+        site_figures: The site's figures a new run stores (accounting.carbon.run_sites).
 
     Raises:
         LedgerError: The run could be neither created nor found.
@@ -65,9 +67,10 @@ def join_run(
             run = found
             break
         try:
-            run = ledger.start_run(
-                name, RunSpec(project=project, role=role, model=model, site=site, host=job.host)
+            spec = RunSpec(
+                project=project, role=role, model=model, site=site, host=job.host, site_figures=site_figures
             )
+            run = ledger.start_run(name, spec)
             break
         except LedgerError:  # another node created it between our read and our insert: read again
             if time.monotonic() > deadline:

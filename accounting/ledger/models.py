@@ -126,6 +126,8 @@ class Run(RunBase, table=True):
     config: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     lease_until_s: float | None = None
     """Until when the run's agent promised to write (renewed at each flush); None: no lease, never reaped."""
+    site_figures: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    """The site's figures it is accounted with, stored at its start (None: a run from before 0018)."""
 
 
 LONG_ROW_SQL = "end_s - start_s > 3600"

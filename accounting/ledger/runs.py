@@ -82,6 +82,8 @@ class RunSpec:
     """The model scale it belongs to in the development tables (e.g. "7B")."""
     device_model: str = ""
     """The accelerator (e.g. "H100"): selects its embodied figures and power limit."""
+    site_figures: dict[str, Any] | None = None
+    """The site's figures as the run is accounted with them (accounting's run_sites.site_figures)."""
 
 
 class RunLabels(TypedDict):

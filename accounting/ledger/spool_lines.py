@@ -210,7 +210,12 @@ def _start(item: Mapping[str, Any]) -> dict[str, Any]:
     config = item.get("config", {})
     if not isinstance(config, dict):
         raise ConfigError("config must be a JSON object")
-    fields = {name: _text(item, name) for name in _START_TEXTS if name in item}
+    fields: dict[str, Any] = {name: _text(item, name) for name in _START_TEXTS if name in item}
+    figures = item.get("site_figures")  # the site's figures at the start, kept as they were
+    if figures is not None and not isinstance(figures, dict):
+        raise ConfigError("site_figures must be a JSON object")
+    if figures is not None:
+        fields["site_figures"] = figures
     return {**fields, "config": config, "start_s": _number(item, "start_s")}
 
 

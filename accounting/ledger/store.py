@@ -136,6 +136,7 @@ class Ledger:
                 host=spec.host,
                 start_s=now_s,
                 config=dict(spec.config),
+                site_figures=spec.site_figures,
                 **labels,
             )
             session.add(run)

@@ -57,6 +57,7 @@ class RunInfo:
         device_model: The device model (e.g. "H100") for embodied figures and power limit, or "".
         gpu_hours: GPU-hours as given (None = derived from the GPU rows' time).
         requests: Requests served, for an inference run (None where not recorded).
+        site_figures: Its site's figures as stored at its start (None: a run from before they were).
     """
 
     id: int
@@ -77,6 +78,7 @@ class RunInfo:
     device_model: str = ""
     gpu_hours: float | None = None
     requests: int | None = None
+    site_figures: MappingProxyType[str, Any] | None = None
 
     @classmethod
     def of(cls, row: Run) -> RunInfo:
@@ -101,6 +103,7 @@ class RunInfo:
             device_model=row.device_model,
             gpu_hours=row.gpu_hours,
             requests=row.requests,
+            site_figures=None if row.site_figures is None else MappingProxyType(dict(row.site_figures)),
         )
 
 

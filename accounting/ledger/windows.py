@@ -14,7 +14,16 @@ from wattlog.accounting.ledger.revisions import window_shares
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import member_or_text
 from wattlog.errors import ConfigError
-from wattlog.records import EnergyFigure, EnergyInterval, Kind, Source, Terms, revised_terms, summed_band
+from wattlog.records import (
+    EnergyFigure,
+    EnergyInterval,
+    Kind,
+    Source,
+    Terms,
+    physical_band,
+    revised_terms,
+    summed_band,
+)
 
 
 def record_windows(ledger: Ledger, run: int | str, windows: Sequence[EnergyInterval]) -> int:
@@ -63,12 +72,14 @@ def _revised(window: EnergyInterval, shares: Sequence[Terms]) -> EnergyInterval:
     if not shares:
         return window
     low_j, high_j = summed_band(*revised_terms((window.low_j, window.high_j, 0.0, 0.0, 0.0, 0.0), shares))
+    low_j, high_j = physical_band(window.energy_j, low_j, high_j)
     return replace(window, figure=replace(window.figure, low_j=low_j, high_j=high_j))
 
 
 def _read(row: WindowRecord) -> EnergyInterval:
     kind, source = member_or_text(Kind, row.kind), member_or_text(Source, row.source)
-    figure = EnergyFigure(kind, source, row.energy_j, row.low_j, row.high_j)  # type: ignore[arg-type]
+    low_j, high_j = physical_band(row.energy_j, row.low_j, row.high_j)
+    figure = EnergyFigure(kind, source, row.energy_j, low_j, high_j)  # type: ignore[arg-type]
     return EnergyInterval(row.host, row.device, row.start_s, row.end_s, figure, row.name, row.parent)
 
 

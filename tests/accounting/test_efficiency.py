@@ -106,3 +106,52 @@ def test_a_runs_row_carries_them_into_the_notes_json_and_csv(ledger: Ledger) -> 
     table = list(csv.DictReader(io.StringIO(rows_csv(rows))))
     assert float(table[0]["j_per_1e18_flop"]) == pytest.approx(756_000_000.0)
     assert table[1]["j_per_token"] == "" and float(table[1]["avg_power_w_per_gpu"]) == pytest.approx(630.0)
+
+
+def test_a_killed_runs_lease_gap_after_its_last_row_leaves_its_gpu_seconds_alone(tmp_path: Path) -> None:
+    """A run killed after 100 s of 650 W on 8 GPUs, its lease lapsing 60 s later: 650 W, never above TDP.
+
+    The reaper records a gap per GPU from its last row to the lease's end; that stretch was never
+    in the rows' span, so taking it from the span's GPU-seconds read 1,590 W = 227 % of TDP (issue 38).
+    """
+    from wattlog.accounting.ledger.lease import reap_lost, renew_lease
+    from wattlog.clock import FakeClock
+
+    clock = FakeClock(wall_offset_s=START_S)
+    killed = Ledger(make_engine(f"sqlite:///{tmp_path / 'killed.db'}"), clock=clock)
+    killed.start_run("killed", RunSpec(site="jupiter", host="n1", device_model="H100"))
+    for _ in range(100):
+        start_s = clock.wall()
+        clock.advance(1.0)
+        rows = [
+            EnergyInterval.of("n1", f"GPU-{i}", Kind.GPU, Source.COUNTER, start_s, clock.wall(), *[650.0] * 3)
+            for i in range(8)
+        ]
+        killed.record_intervals("killed", rows)
+        renew_lease(killed, "killed", 60.0)
+    clock.advance(61.0)  # killed: no flush, no renewal; the lease lapses and a reader reaps it
+    _, lost = reap_lost(killed)
+    assert [run.name for run in lost] == ["killed"]
+    row = run_row(killed, killed.get_run("killed"), TableOptions(catalog=site_catalog()))
+    assert row.efficiency is not None and row.efficiency.avg_power_w == pytest.approx(650.0)
+    assert row.efficiency.power_of_tdp is not None and row.efficiency.power_of_tdp <= 1.0
+    assert "average GPU power 650 W = 93 % of TDP 700 W" in row.efficiency.line()
+
+
+@pytest.mark.parametrize("gaps", [((50.0, 60.0), (55.0, 70.0)), ((-20.0, 5.0),), ((95.0, 130.0),)])
+def test_gpu_seconds_take_only_the_gaps_inside_the_span_once(gaps: tuple[tuple[float, float], ...]) -> None:
+    """Overlapping gaps of one GPU count once; the parts of a gap outside the rows' span not at all."""
+    from wattlog.accounting.gaps import GapReason, GapSummary, RunGap
+    from wattlog.accounting.ledger.views import EnergyTotal
+    from wattlog.accounting.run_table import RunRead
+    from wattlog.records import EnergyFigure
+
+    total = EnergyTotal(
+        figure=EnergyFigure(Kind.GPU, Source.COUNTER, 1.0, 1.0, 1.0), host="n1", device="GPU-0"
+    )
+    summary = GapSummary(
+        tuple(RunGap("GPU-0", "n1", START_S + a, START_S + b, GapReason.AGENT_DOWN, "") for a, b in gaps), 0.0
+    )
+    read = RunRead([total], None, None, summary, span=(START_S, START_S + 100.0))  # type: ignore[arg-type]
+    inside = {((50.0, 60.0), (55.0, 70.0)): 20.0, ((-20.0, 5.0),): 5.0, ((95.0, 130.0),): 5.0}[gaps]
+    assert read.gpu_seconds() == pytest.approx(100.0 - inside)

@@ -293,3 +293,15 @@ def test_closing_the_metrics_server_names_a_scrape_stuck_in_a_collector() -> Non
 def _quietly(url: str) -> None:
     with contextlib.suppress(OSError):  # the server closes under the scrape
         urllib.request.urlopen(url, timeout=10).close()
+
+
+def test_a_lost_device_exports_no_power_but_its_lost_state() -> None:
+    """A lost GPU kept exporting its last reading (647.81 W, flat) until the agent ended (issue 38):
+    cluster power counted a dead device and PowerAboveLimit fired for it. Its series ends instead."""
+    figure = EnergyFigure(GPU.kind, GPU.source, 1500.0, 1400.0, 1600.0)
+    row = DeviceEnergy(GPU, figure=figure, power_w=647.81, samples=200, gap_count=1, gap_s=19.0, lost=True)
+    reg = CollectorRegistry()
+    reg.register(EnergyCollector(lambda: [row], host="node1", run="r1"))
+    assert reg.get_sample_value("wattlog_power_watts", gpu()) is None
+    assert reg.get_sample_value("wattlog_device_lost", gpu()) == 1
+    assert reg.get_sample_value("wattlog_energy_joules_total", gpu()) == 1500.0  # what it used stays counted

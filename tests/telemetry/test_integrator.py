@@ -144,6 +144,7 @@ def test_a_lost_device_is_one_open_gap_and_others_go_on() -> None:
     a, b = by_uuid(integ, "a"), by_uuid(integ, "b")
     assert a.lost and a.gap_s == pytest.approx(3.0 - 0.975) and a.energy_j == pytest.approx(97.5)
     assert not b.lost and b.energy_j == pytest.approx(100.0 * 2.975)
+    assert a.power_w is None and b.power_w == 100.0  # a lost device has no latest power (issue 38)
     _, gaps = integ.take_intervals()
     assert [(g.device, round(g.duration_s, 3)) for g in gaps] == [("a", 2.025)]
     clock.advance(10.0)

@@ -1,0 +1,1 @@
+"""Commands: the `wattlog` subcommands of accounting (each module a `register(app)`)."""
