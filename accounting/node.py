@@ -31,6 +31,7 @@ from wattlog.accounting.ledger.jobs import join_run
 from wattlog.accounting.ledger.node_lease import NodeHolder
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
+from wattlog.causes import LEDGER_OUTAGE
 from wattlog.errors import ConfigError, LedgerUnavailable
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.job import JobIdentity, job_identity, sample_nodes_from
@@ -174,6 +175,7 @@ class NodeAgent:
             self.job.host,
             o.run,
             spool.path,
+            extra=LEDGER_OUTAGE,
         )
 
     def describe(self) -> str:

@@ -10,13 +10,15 @@ event, so its energy is split into busy and idle (``wattlog run --table``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from rich.console import Console
 
 from wattlog.accounting.ledger.completeness import Completeness
 from wattlog.accounting.run_report import print_run_end
-from wattlog.errors import ConfigError, WattlogError
+from wattlog.causes import LEDGER_OUTAGE
+from wattlog.errors import ConfigError, LedgerUnavailable, WattlogError
 from wattlog.events import Activity
 from wattlog.records import Kind
 from wattlog.telemetry.sinks import INCOMPLETE_EXIT
@@ -24,6 +26,8 @@ from wattlog.telemetry.supervise import Ending, StopRequested, Supervisor
 from wattlog.telemetry.types import mean_utilisation
 from wattlog.trainer.activity import RunnableSampler, children_cpu_s, record_activity
 from wattlog.trainer.session import RunSession, SessionConfig, status_for_outcome
+
+log = logging.getLogger(__name__)
 
 NO_COMMAND = "give the command to run after --, e.g. wattlog run -- python train.py"
 INCOMPLETE = INCOMPLETE_EXIT
@@ -91,7 +95,9 @@ def _show_end(session: RunSession, exit_code: int, console: Console, stderr: Con
         try:
             print_run_end(session.ledger, run, db, table=table, console=console)
             shown = True
-        except WattlogError as failed:  # the ledger may be down: the line below still says so
+        except LedgerUnavailable as down:  # the outage's one line is said already, or is this one
+            log.error("cannot show the figures of %s: %s", run, down, extra=LEDGER_OUTAGE)
+        except WattlogError as failed:
             stderr.print(f"cannot show the figures of {run}: {failed}", soft_wrap=True, markup=False)
     done = session.completeness()
     report_incomplete(done, run, console, shown=shown)

@@ -33,8 +33,9 @@ from wattlog.accounting.ledger import Ledger, RunSpec, Status, make_engine
 from wattlog.accounting.ledger.completeness import Completeness
 from wattlog.accounting.ledger.engine import check_integrity, unconnected_engine
 from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
+from wattlog.causes import LEDGER_OUTAGE
 from wattlog.clock import Clock, SystemClock
-from wattlog.errors import LedgerUnavailable, WattlogError
+from wattlog.errors import LedgerError, LedgerUnavailable, WattlogError
 from wattlog.events import EventKind, Stopped
 from wattlog.telemetry.agent import Agent
 from wattlog.telemetry.sensors.base import Sensor
@@ -229,6 +230,7 @@ class RunSession:
             error,
             self.run,
             spool.path,
+            extra=LEDGER_OUTAGE,
         )
 
     def _start_agent(self) -> None:
@@ -322,8 +324,9 @@ class RunSession:
         done = fetch_at_close(
             self.ledger, self.run, run_catalog(self._environ), ProviderContext(environ=self._environ)
         )
-        if done is not None:
-            (log.info if done.ok else log.warning)("%s", done.line)
+        if done is not None:  # a ledger that failed at the close fails this too: its outage is said once
+            outage = LEDGER_OUTAGE if not self.completeness().complete else None
+            (log.info if done.ok else log.warning)("%s", done.line, extra=outage)
 
     # what the agent measures ----------------------------------------------
 
@@ -353,5 +356,7 @@ def _safely(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
     except Exception as error:
-        log.warning("%s failed: %s", what, error)
+        log.warning(
+            "%s failed: %s", what, error, extra=LEDGER_OUTAGE if isinstance(error, LedgerError) else None
+        )
         return None
