@@ -27,7 +27,7 @@ from wattlog.accounting.devices import device_catalog
 from wattlog.accounting.ledger import describe_url
 from wattlog.accounting.ledger.completeness import Completeness
 from wattlog.accounting.run_report import print_run_end
-from wattlog.accounting.sites import get_site
+from wattlog.accounting.sites import get_site, run_catalog
 from wattlog.accounting.units import readable
 from wattlog.errors import LedgerError
 from wattlog.numbers import MAX_SIMULATED_GPUS, check_number, check_port
@@ -87,7 +87,7 @@ class DemoConfig:
         check_number("--simulate-gpus", self.simulate_gpus, low=0, high=MAX_SIMULATED_GPUS)
         check_number("--batch-size", self.batch_size, low=1, high=65_536)
         preset(self.model)
-        get_site(self.site)
+        get_site(self.site, run_catalog())  # a site of $WATTLOG_SITES_FILE too, as the run takes it
 
 
 def run_demo(config: DemoConfig, console: Console | None = None) -> int:

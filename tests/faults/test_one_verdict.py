@@ -139,3 +139,33 @@ def test_a_ledger_outage_during_wattlog_run_is_one_line_and_the_verdict(tmp_path
     assert "ledger unavailable" in err[0] and "spooled to" in err[0]
     assert err[1].startswith("wattlog: run o is incomplete: ")
     assert "above" not in done.stdout
+
+
+SITES = """
+[sites.ourhall]
+description = "our hall"
+pue = 1.3
+wue_onsite_l_per_kwh = 0.0
+wue_offsite_l_per_kwh = 2.0
+carbon_intensity_kg_per_kwh = 0.4
+
+[sites.ourhall.sources]
+pue = "our meter, 2026"
+wue_onsite_l_per_kwh = "closed loop"
+wue_offsite_l_per_kwh = "our utility, 2026"
+carbon_intensity_kg_per_kwh = "our utility, 2026"
+"""
+
+
+def test_a_site_of_the_users_sites_file_is_named_in_the_closing_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "sites.toml").write_text(SITES)
+    monkeypatch.setenv("WATTLOG_SITES_FILE", str(tmp_path / "sites.toml"))
+    monkeypatch.setenv("COLUMNS", "300")
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    args = ["--run", "s", "--site", "ourhall", "--db", db, "--lock-dir", str(tmp_path)]
+    assert main(["run", *args, "--", "true"]) == 0
+    out, err = capsys.readouterr()
+    assert "unknown site" not in err  # 38e5f82: "cannot show the figures of s: unknown site 'ourhall'"
+    assert "site ourhall" in out and "CO2" in out
