@@ -12,11 +12,10 @@ from __future__ import annotations
 from rich.console import Console
 
 from wattlog.accounting.fitted import FittedTable
-from wattlog.accounting.recording import spooled_text
+from wattlog.accounting.ledger.completeness import Completeness
 from wattlog.accounting.units import readable, readable_range
 from wattlog.telemetry.agent import Agent
 from wattlog.telemetry.agent_cli import health_line
-from wattlog.telemetry.sinks import INCOMPLETE_EXIT
 from wattlog.telemetry.types import DeviceEnergy
 
 TITLE = "Energy measured (band: where the true value lies)"
@@ -57,31 +56,27 @@ def device_grid(rows: list[DeviceEnergy]) -> FittedTable:
     return FittedTable(HEADERS, cells, notes, _RIGHT, title=TITLE)
 
 
-def print_ending(agent: Agent, console: Console, who: str, exit_code: int, spooled_lines: int = 0) -> int:
+def print_ending(agent: Agent, console: Console, who: str, exit_code: int, done: Completeness) -> int:
     """Print what a closed agent measured (each device's energy, band and source) and its health.
 
     Args:
         agent: The closed agent.
-        console: Where the table goes; a loss goes to stderr in one line.
+        console: Where the table goes; an incomplete run's line goes to stderr.
         who: The command's name in that line (e.g. "wattlog agent").
         exit_code: The exit code so far (the command's).
-        spooled_lines: The run's start, events or band revisions in the spool (Recording.spooled_lines).
+        done: What of the run is not in the ledger (Recording.completeness).
 
     Returns:
-        `exit_code`, or INCOMPLETE_EXIT when it was 0 but rows, events or revisions are not all stored.
+        `exit_code`, or INCOMPLETE_EXIT when it was 0 but the run is not all stored (done.exit_code).
     """
     console.print(device_grid(agent.snapshot()))
     stats = agent.stats()
     if stats is not None:
         console.print(health_line(stats))
-    if agent.unwritten_rows:
-        why = f"{agent.unwritten_rows} energy rows could not be written"
-    elif spooled_lines:
-        why = spooled_text(spooled_lines)
-    else:
-        return exit_code
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"{who}: incomplete: {why}", markup=False)
-    return exit_code or INCOMPLETE_EXIT
+    if not done.complete:
+        line = done.line(who, agent.config.run)
+        Console(stderr=True, highlight=False, soft_wrap=True).print(line, markup=False)
+    return done.exit_code(exit_code)
 
 
 def _band(low_j: float, high_j: float) -> str:

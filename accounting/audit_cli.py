@@ -14,7 +14,7 @@ from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.progress import Progress, progress_lines
 from wattlog.accounting.run_table import TableOptions
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.sites import run_catalog
 from wattlog.errors import ConfigError
 from wattlog.options import DbOption
 
@@ -58,7 +58,7 @@ def audit(
         raise ConfigError("wattlog audit RUN -o run.tar.xz: say where to write the bundle")
     engine = make_engine(db, create=False)
     try:
-        options = TableOptions(catalog=site_catalog(), site=site)
+        options = TableOptions(catalog=run_catalog(), site=site)  # $WATTLOG_SITES_FILE sites too
         build_bundle(Ledger(engine), target, options, output, _progress())
     finally:
         engine.dispose()

@@ -24,12 +24,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from wattlog.accounting.ledger.completeness import Completeness
 from wattlog.accounting.ledger.connections import Connections
 from wattlog.accounting.ledger.engine import make_engine, unconnected_engine
 from wattlog.accounting.ledger.jobs import join_run
 from wattlog.accounting.ledger.node_lease import NodeHolder
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
+from wattlog.causes import LEDGER_OUTAGE
 from wattlog.errors import ConfigError, LedgerUnavailable
 from wattlog.telemetry.agent import Agent, AgentConfig
 from wattlog.telemetry.job import JobIdentity, job_identity, sample_nodes_from
@@ -183,6 +185,7 @@ class NodeAgent:
             self.job.host,
             o.run,
             spool.path,
+            extra=LEDGER_OUTAGE,
         )
 
     def describe(self) -> str:
@@ -203,10 +206,9 @@ class NodeAgent:
         """Energy rows measured that are not in the ledger (spooled for `wattlog replay`, or lost)."""
         return self.recording.unwritten_rows if self.recording is not None else 0
 
-    @property
-    def spooled_lines(self) -> int:
-        """The run's start, events and band revisions this node spooled, not in the ledger."""
-        return self.recording.spooled_lines if self.recording is not None else 0
+    def completeness(self) -> Completeness:
+        """What this node measured that is not in the ledger (nothing for a node sampled out)."""
+        return self.recording.completeness() if self.recording is not None else Completeness()
 
     def close(self) -> None:
         """Stop the agent (its last flush goes to the ledger, or to the spool) and release the ledger."""

@@ -145,7 +145,7 @@ def _run_node(options: NodeOptions, command: list[str] | None, seconds: float | 
         console.print(
             f"wattlog node: {spool.rows} energy rows spooled to {spool.path}: `wattlog replay` stores them"
         )
-    return print_ending(node_agent.agent, console, "wattlog node", code, node_agent.spooled_lines)
+    return print_ending(node_agent.agent, console, "wattlog node", code, node_agent.completeness())
 
 
 def agent(
@@ -207,7 +207,7 @@ def agent(
             outcome = run_or_wait(supervisor, command, seconds, console, "wattlog agent")
         finally:
             recording.close()
-    return print_ending(runner, console, "wattlog agent", outcome.exit_code, recording.spooled_lines)
+    return print_ending(runner, console, "wattlog agent", outcome.exit_code, recording.completeness())
 
 
 def _console() -> Console:

@@ -27,6 +27,7 @@ from types import TracebackType
 
 from prometheus_client.registry import Collector
 
+from wattlog.accounting.ledger.completeness import Completeness
 from wattlog.accounting.ledger.engine import describe_url
 from wattlog.accounting.ledger.lease import lease_for, release_lease, renew_lease
 from wattlog.accounting.ledger.node_lease import NodeHolder
@@ -289,20 +290,13 @@ class Recording:
         """Energy rows measured that no sink stored: kept for retry, spooled, or lost; 0 when all landed."""
         return self.agent.unwritten_rows if self.agent is not None else 0
 
-    @property
-    def spooled_lines(self) -> int:
-        """The run's start or end, events and band revisions in the spool, not in the ledger."""
+    def completeness(self) -> Completeness:
+        """What of the run is not in the ledger: rows, and the start/end, events and revisions spooled."""
         spool = self.spool
-        return spool.ends + spool.events + spool.revisions if spool is not None else 0
+        if spool is None:
+            return Completeness(self.unwritten_rows, ledger=False)
+        return Completeness(self.unwritten_rows, spool.ends, spool.events, spool.revisions)
 
     def describe_ledger(self) -> str | None:
         """One line on the ledger writes (rows, flushes, latency); None without a ledger."""
         return self.ledger_sink.sink.describe() if self.ledger_sink is not None else None
-
-
-def spooled_text(lines: int) -> str:
-    """What `lines` spooled start/end, event and revision lines mean for the run's figures."""
-    return (
-        f"{lines} lines of the run (its end, events or band revisions) are not in the ledger, "
-        "spooled for `wattlog replay`: until then its status, validity and band are not final"
-    )

@@ -23,7 +23,7 @@ from wattlog.accounting.ranges import bounds
 from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import TableFormat, TableRow, footnotes, readable_summary, render, show
 from wattlog.accounting.run_table import TableOptions, run_row
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.sites import run_catalog
 from wattlog.accounting.split import energy_split
 from wattlog.accounting.units import readable, readable_range, sig3, unit_for
 
@@ -44,7 +44,7 @@ def split_table(ledger: Ledger, run: str) -> Table:
 def print_run_report(ledger: Ledger, run: str, db: str | None, console: Console | None = None) -> None:
     """Print the published rows, then the run's row; its figures in readable units; its energy split."""
     console = console or Console()
-    row = run_row(ledger, ledger.get_run(run), TableOptions(catalog=site_catalog()))
+    row = run_row(ledger, ledger.get_run(run), TableOptions(catalog=run_catalog()))
     rows = [*reference_table_rows(table19_only=True), row]
     show(render(rows, TableFormat.RICH, footnotes(rows)), console)
     console.print(split_table(ledger, run))
@@ -57,7 +57,7 @@ def summary_lines(ledger: Ledger, run: str, db: str | None) -> list[str]:
     """Energy (band, source), the validity gate's verdict when the run fails it, CO2 and water (or
     what to pass), the ledger, the table's command."""
     info = ledger.get_run(run)
-    row = run_row(ledger, info, TableOptions(catalog=site_catalog()))
+    row = run_row(ledger, info, TableOptions(catalog=run_catalog()))
     db_part = f" --db {db}" if db else ""
     # the last lines a run prints: a figure not fit to publish says so here too, not only in a table
     verdict = [f"NOT VALID to publish: {'; '.join(row.validity)}"] if row.validity else []

@@ -36,7 +36,6 @@ from wattlog.accounting.ledger.models import Status
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.node import NodeAgent, NodeOptions
 from wattlog.accounting.ranges import Quantity, bounds
-from wattlog.accounting.recording import spooled_text
 from wattlog.accounting.render import TableFormat, TableRow, footnotes, render
 from wattlog.accounting.run_table import TableOptions, run_row
 from wattlog.accounting.sites import site_catalog
@@ -172,14 +171,9 @@ def serve_agent(
                 print(f"wattlog slurm agent: {_live_comment(node.ledger, hooks, job, runner)}", flush=True)
     finally:
         node.close()
-    spooled = node.spooled_lines
-    if node.unwritten_rows or spooled:  # the epilog's log says why the agent failed the job's record
-        why = (
-            f"{node.unwritten_rows} energy rows are not in the ledger (spooled for `wattlog replay`, or lost)"
-            if node.unwritten_rows
-            else spooled_text(spooled)
-        )
-        print(f"wattlog slurm agent: incomplete: {why}", flush=True)
+    done = node.completeness()
+    if not done.complete:  # the epilog's log says why the agent failed the job's record
+        print(done.line("wattlog slurm agent", run), flush=True)
         return 1
     return 0
 

@@ -25,9 +25,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from wattlog.accounting.devices import device_catalog
 from wattlog.accounting.ledger import describe_url
-from wattlog.accounting.recording import spooled_text
+from wattlog.accounting.ledger.completeness import Completeness
 from wattlog.accounting.run_report import print_run_end
-from wattlog.accounting.sites import get_site
+from wattlog.accounting.sites import get_site, run_catalog
 from wattlog.accounting.units import readable
 from wattlog.errors import LedgerError
 from wattlog.numbers import MAX_SIMULATED_GPUS, check_number, check_port
@@ -87,7 +87,7 @@ class DemoConfig:
         check_number("--simulate-gpus", self.simulate_gpus, low=0, high=MAX_SIMULATED_GPUS)
         check_number("--batch-size", self.batch_size, low=1, high=65_536)
         preset(self.model)
-        get_site(self.site)
+        get_site(self.site, run_catalog())  # a site of $WATTLOG_SITES_FILE too, as the run takes it
 
 
 def run_demo(config: DemoConfig, console: Console | None = None) -> int:
@@ -145,16 +145,11 @@ def _demo(config: DemoConfig, console: Console, supervisor: Supervisor) -> int:
         print_run_end(t.ledger, run, config.db, table=config.table, console=console)
     else:
         console.print(f"Ledger: {describe_url(config.db)}")
-    spooled = t.summary.spooled_lines if t.summary is not None else 0
-    if t.unwritten_rows:  # the figures above lack rows: say so, and fail
-        console.print(f"[bold red]INCOMPLETE:[/] the figures of {run} lack {t.unwritten_rows} energy rows.")
+    done = t.summary.done if t.summary is not None else Completeness()
+    if not done.complete:  # the figures above are not final: say why, and fail
+        console.print(f"[bold red]INCOMPLETE:[/] the figures of {run} above are not final.")
         if code == 0:  # a stop by signal keeps its 128 + N; the line above says what is missing
-            raise LedgerError(
-                f"run {run} is incomplete: {t.unwritten_rows} energy rows are not in the ledger; "
-                "`wattlog replay` stores the spooled ones once it is reachable"
-            )
-    elif spooled and code == 0:  # every row stored, but the run's end or events wait in the spool
-        raise LedgerError(f"run {run} is incomplete: {spooled_text(spooled)}")
+            raise LedgerError(f"run {run} is incomplete: {done.why()}")
     return code
 
 

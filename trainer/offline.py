@@ -16,6 +16,7 @@ from typing import Any
 
 from wattlog.accounting.ledger import Ledger, Status
 from wattlog.accounting.ledger.spool import Spool
+from wattlog.causes import LEDGER_OUTAGE
 from wattlog.errors import LedgerError
 from wattlog.trainer.session_config import SessionConfig
 
@@ -51,6 +52,7 @@ def close_offline(spool: Spool, ledger: Ledger, run: str, status: Status) -> boo
             run,
             error,
             spool.path,
+            extra=LEDGER_OUTAGE,
         )
         return False
     finally:

@@ -19,6 +19,7 @@ from wattlog.accounting.ledger import EventInfo, Ledger, RunSpec, Status
 from wattlog.accounting.ledger.jobs import RankReport, created_by_job, record_node, report_rank_progress
 from wattlog.accounting.ledger.spool import Spool
 from wattlog.accounting.split import Use, split_row
+from wattlog.causes import LEDGER_OUTAGE
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import LedgerError, WattlogError
 from wattlog.events import EventCategory, EventKind, Progress, json_safe
@@ -165,7 +166,11 @@ class RunRecorder:
         except (OSError, WattlogError) as spool_error:
             raise LedgerError(f"{error}; and the spool cannot be written either: {spool_error}") from error
         log.warning(
-            "ledger unavailable: event %s of run %s spooled to %s", event["kind"], self.run, self.spool.path
+            "ledger unavailable: event %s of run %s spooled to %s",
+            event["kind"],
+            self.run,
+            self.spool.path,
+            extra=LEDGER_OUTAGE,
         )
 
     def progress(self, step: int, time_s: float, progress: Progress) -> None:

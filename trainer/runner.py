@@ -10,13 +10,15 @@ event, so its energy is split into busy and idle (``wattlog run --table``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from rich.console import Console
 
-from wattlog.accounting.recording import spooled_text
+from wattlog.accounting.ledger.completeness import Completeness
 from wattlog.accounting.run_report import print_run_end
-from wattlog.errors import ConfigError, WattlogError
+from wattlog.causes import LEDGER_OUTAGE
+from wattlog.errors import ConfigError, LedgerUnavailable, WattlogError
 from wattlog.events import Activity
 from wattlog.records import Kind
 from wattlog.telemetry.sinks import INCOMPLETE_EXIT
@@ -24,6 +26,8 @@ from wattlog.telemetry.supervise import Ending, StopRequested, Supervisor
 from wattlog.telemetry.types import mean_utilisation
 from wattlog.trainer.activity import RunnableSampler, children_cpu_s, record_activity
 from wattlog.trainer.session import RunSession, SessionConfig, status_for_outcome
+
+log = logging.getLogger(__name__)
 
 NO_COMMAND = "give the command to run after --, e.g. wattlog run -- python train.py"
 INCOMPLETE = INCOMPLETE_EXIT
@@ -84,42 +88,37 @@ def run_command(
 
 
 def _show_end(session: RunSession, exit_code: int, console: Console, stderr: Console, table: bool) -> int:
-    """Print the closed run's figures (the table if asked) and whether rows are missing; the exit code."""
+    """Print the closed run's figures (the table if asked) and whether it is incomplete; the exit code."""
     run, db = session.run, session.config.db
+    shown = False
     if session.ledger is not None:
         try:
             print_run_end(session.ledger, run, db, table=table, console=console)
-        except WattlogError as failed:  # the ledger may be down: the line below still says so
+            shown = True
+        except LedgerUnavailable as down:  # the outage's one line is said already, or is this one
+            log.error("cannot show the figures of %s: %s", run, down, extra=LEDGER_OUTAGE)
+        except WattlogError as failed:
             stderr.print(f"cannot show the figures of {run}: {failed}", soft_wrap=True, markup=False)
-    if report_incomplete(session.unwritten_rows, run, console, session.spooled_lines):
-        return exit_code or INCOMPLETE
-    return exit_code
+    done = session.completeness()
+    report_incomplete(done, run, console, shown=shown)
+    return done.exit_code(exit_code)
 
 
-def report_incomplete(missing: int, run: str, console: Console, spooled_lines: int = 0) -> bool:
-    """Say, under the figures and in one line on stderr, what of the run is not in the ledger.
+def report_incomplete(done: Completeness, run: str, console: Console, *, shown: bool = True) -> bool:
+    """Say, in one line on stderr, what of the run is not in the ledger (and mark figures shown above).
 
     Args:
-        missing: Energy rows not in the ledger (spooled or lost).
+        done: What of the run is not in the ledger (RunSession.completeness).
         run: The run's name.
         console: Where the figures went.
-        spooled_lines: The run's end, events or band revisions spooled at the close (rows all stored).
+        shown: Whether figures were printed above (only then are they marked not final).
 
     Returns:
-        Whether the run is incomplete (the command must then exit non-zero).
+        Whether the run is incomplete (the command must then exit non-zero: done.exit_code).
     """
-    if missing:
-        console.print(f"[bold red]INCOMPLETE:[/] the figures of {run} above lack {missing} energy rows.")
-        why = (
-            f"{missing} energy rows are not in the ledger; they are spooled (`wattlog replay` stores them "
-            "once the ledger is reachable) or lost (counted in the spool's gaps)"
-        )
-    elif spooled_lines:
-        why = spooled_text(spooled_lines)
-        console.print(f"[bold red]INCOMPLETE:[/] {why}.", soft_wrap=True)
-    else:
+    if done.complete:
         return False
-    Console(stderr=True).print(
-        f"wattlog: run {run} is incomplete: {why}", highlight=False, soft_wrap=True, markup=False
-    )
+    if shown:
+        console.print(f"[bold red]INCOMPLETE:[/] the figures of {run} above are not final.", soft_wrap=True)
+    Console(stderr=True).print(done.line("wattlog", run), highlight=False, soft_wrap=True, markup=False)
     return True

@@ -30,10 +30,12 @@ from typing import Any, Generic, TypeVar, cast
 from prometheus_client.registry import Collector
 
 from wattlog.accounting.ledger import Ledger, RunSpec, Status, make_engine
+from wattlog.accounting.ledger.completeness import Completeness
 from wattlog.accounting.ledger.engine import check_integrity, unconnected_engine
 from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
+from wattlog.causes import LEDGER_OUTAGE
 from wattlog.clock import Clock, SystemClock
-from wattlog.errors import LedgerUnavailable, WattlogError
+from wattlog.errors import LedgerError, LedgerUnavailable, WattlogError
 from wattlog.events import EventKind, Stopped
 from wattlog.telemetry.agent import Agent
 from wattlog.telemetry.sensors.base import Sensor
@@ -233,6 +235,7 @@ class RunSession:
             error,
             self.run,
             spool.path,
+            extra=LEDGER_OUTAGE,
         )
 
     def _start_agent(self) -> None:
@@ -256,10 +259,9 @@ class RunSession:
         """Energy rows this run measured that are not in the ledger (kept, spooled or lost); 0 if none."""
         return self.agent.unwritten_rows if self.agent is not None else 0
 
-    @property
-    def spooled_lines(self) -> int:
-        """The run's start or end, events and band revisions in this session's spool (not in the ledger)."""
-        return self.recording.spooled_lines if self.recording is not None else 0
+    def completeness(self) -> Completeness:
+        """What this run measured that is not in the ledger: rows, its start or end, events, revisions."""
+        return self.recording.completeness() if self.recording is not None else Completeness()
 
     def _end_run(self, status: Status) -> None:
         """End the run; if the ledger is down, the end goes to the spool (`wattlog replay` applies it)."""
@@ -313,9 +315,9 @@ class RunSession:
             _safely("fetch the run's grid intensity", self._fetch_intensity)
         recorded = self.recording.recorded_j if self.recording is not None else 0.0
         if self.agent is None:
-            return SessionSummary(status, None, recorded, self.unwritten_rows, self.spooled_lines)
+            return SessionSummary(status, None, recorded, self.completeness())
         measured = tuple(d.figure for d in self.agent.snapshot())
-        return SessionSummary(status, measured, recorded, self.unwritten_rows, self.spooled_lines)
+        return SessionSummary(status, measured, recorded, self.completeness())
 
     def _fetch_intensity(self) -> None:
         """Fetch the run's hours from its site's provider (if it names one), within the close's budget."""
@@ -327,8 +329,9 @@ class RunSession:
         done = fetch_at_close(
             self.ledger, self.run, run_catalog(self._environ), ProviderContext(environ=self._environ)
         )
-        if done is not None:
-            (log.info if done.ok else log.warning)("%s", done.line)
+        if done is not None:  # a ledger that failed at the close fails this too: its outage is said once
+            outage = LEDGER_OUTAGE if not self.completeness().complete else None
+            (log.info if done.ok else log.warning)("%s", done.line, extra=outage)
 
     # what the agent measures ----------------------------------------------
 
@@ -358,5 +361,7 @@ def _safely(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
     except Exception as error:
-        log.warning("%s failed: %s", what, error)
+        log.warning(
+            "%s failed: %s", what, error, extra=LEDGER_OUTAGE if isinstance(error, LedgerError) else None
+        )
         return None

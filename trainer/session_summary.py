@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from wattlog.accounting.it_energy import energy_label
 from wattlog.accounting.ledger import Status
-from wattlog.accounting.recording import spooled_text
+from wattlog.accounting.ledger.completeness import Completeness
 from wattlog.records import EnergyFigure
 from wattlog.telemetry.supervise import Ending, Outcome, StopRequested
 
@@ -23,16 +23,24 @@ class SessionSummary:
         measured: The figure of each device this session's agent measured, cumulative
             (None without an agent; empty for a rank that joined another agent's node).
         recorded_j: Joules of those in the ledger (rows still in the spool or lost not counted).
-        unwritten_rows: Energy rows not in the ledger: kept for retry, spooled (`wattlog replay`) or lost.
-        spooled_lines: The run's start or end, events and band revisions waiting in the spool for
-            `wattlog replay` (the ledger failed at the close, after the rows were stored).
+        done: What of the run is not in the ledger (energy rows; its start or end, events and band
+            revisions waiting in the spool for `wattlog replay`): the verdict every ending reads.
     """
 
     status: Status
     measured: tuple[EnergyFigure, ...] | None
     recorded_j: float
-    unwritten_rows: int = 0
-    spooled_lines: int = 0
+    done: Completeness = Completeness()
+
+    @property
+    def unwritten_rows(self) -> int:
+        """Energy rows not in the ledger: kept for retry, spooled (`wattlog replay`) or lost."""
+        return self.done.rows
+
+    @property
+    def spooled_lines(self) -> int:
+        """The run's start or end, events and band revisions waiting in the spool."""
+        return self.done.spooled_lines
 
     @property
     def measured_j(self) -> float | None:
@@ -57,7 +65,7 @@ class SessionSummary:
     @property
     def complete(self) -> bool:
         """Whether every joule measured reached the ledger (to rounding) and nothing waits in the spool."""
-        stored = self.unwritten_rows == 0 and self.spooled_lines == 0
+        stored = self.done.complete
         if self.measured_j is None:
             return stored
         same = abs(self.measured_j - self.recorded_j) <= 1e-9 * max(1.0, abs(self.measured_j))
@@ -76,13 +84,8 @@ class SessionSummary:
             return "no agent in this process: the node's agent records the energy"
         if self.complete:
             verdict = "all recorded"
-        elif self.unwritten_rows:
-            verdict = (
-                f"INCOMPLETE: {self.unwritten_rows} energy rows are not in the ledger, "
-                "spooled for `wattlog replay` or lost"
-            )
-        elif self.spooled_lines:
-            verdict = f"INCOMPLETE: {spooled_text(self.spooled_lines)}"
+        elif not self.done.complete:
+            verdict = f"INCOMPLETE: {self.done.why()}"
         else:
             verdict = "INCOMPLETE: the rest is not in the ledger"
         return f"measured {self.measured_j:.3f} J, {self.recorded_j:.3f} J recorded in the ledger ({verdict})"

@@ -287,6 +287,8 @@ class Tracker:
         self._books.record_progress(force=True)
         self.status = status_for_error(error)
         self.summary = self.session.close(self.status)
+        if not self.summary.done.complete:  # the verdict `wattlog run` and `wattlog node` print too
+            log.error("%s", self.summary.done.line("wattlog tracker", self.run))
         for callback in self._callbacks:
             self._safely(f"{type(callback).__name__}.close", callback.close)
         if self.rank == 0 and self.ledger is not None and not self.settings.quiet:

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from wattlog import __version__
+from wattlog.causes import one_line_per_cause
 from wattlog.errors import WattlogError
 from wattlog.extras import MissingExtra
 from wattlog.lazy import import_deferring
@@ -186,7 +187,8 @@ def main(argv: list[str] | None = None, *, freeze_imports: bool = False) -> int:
         app = help_app() if light else (command_app(args[0]) or full_app())
     try:
         try:
-            result = app(args=args, prog_name="wattlog", standalone_mode=False)
+            with one_line_per_cause():  # an outage is one line, however many writes it failed
+                result = app(args=args, prog_name="wattlog", standalone_mode=False)
         except ModuleNotFoundError as error:  # an optional extra not installed: one line with the pip command
             missing = MissingExtra.of(error, f"wattlog {args[0]}" if args else "wattlog")
             if missing is None:

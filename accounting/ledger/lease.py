@@ -28,7 +28,10 @@ from wattlog.accounting.ledger.node_lease import (
     NodeHolder,
     close_node_gaps,
     describe_lost_node,
+    end_if_every_node_left,
+    every_node_left,
     lost_hosts,
+    missing_nodes,
     reap_lost_nodes,
     release_node,
     renew_node,
@@ -75,15 +78,19 @@ def renew_lease(ledger: Ledger, run: int | str, lease_s: float, node: NodeHolder
             renew_node(session, row, node, until_s, now_s)
 
 
-def release_lease(ledger: Ledger, run: int | str, node: NodeHolder) -> None:
-    """A node's agent closed cleanly: its node lease ends without a gap.
+def release_lease(ledger: Ledger, run: int | str, node: NodeHolder) -> bool:
+    """A node's agent closed cleanly: its node lease ends without a gap; the last node's ends the run.
+
+    Returns:
+        Whether the run is now ``finished`` (every node of its job ended cleanly).
 
     Raises:
         RunNotFound: No such run.
         LedgerError: The database fails.
     """
+    now_s = ledger.clock.wall()
     with ledger.transaction(f"release node {node.job.host!r} of run {run!r}") as session:
-        release_node(session, find_run(session, run), node)
+        return release_node(session, find_run(session, run), node, now_s)
 
 
 def _revive(session: Session, row: Run) -> None:
@@ -164,6 +171,8 @@ def _close_lost(session: Session, run_id: int, now_s: float) -> LostRun | None:
     if run is None or run.lease_until_s is None:
         return None
     lease_s = run.lease_until_s
+    if _ended_by_its_nodes(session, run):
+        return None
     # the conditional update is the claim: of two readers reaping at once, one changes the row
     claimed = session.execute(
         update(Run)
@@ -207,6 +216,22 @@ def _close_lost(session: Session, run_id: int, now_s: float) -> LostRun | None:
         )
     )
     return LostRun(run.name, lease_s, last_row_s, len(gaps))
+
+
+def _ended_by_its_nodes(session: Session, run: Run) -> bool:
+    """A run whose every joined node's agent ended cleanly is ``finished``, never ``lost``.
+
+    Two last nodes releasing at once may each see the other still live, and a node of the
+    job may never have joined: the reaper ends such a run, naming the nodes that never joined.
+    """
+    run_id = cast(int, run.id)
+    if every_node_left(session, run_id, joined_all=False) is not True:
+        return False
+    missing = missing_nodes(session, run_id)
+    ended = end_if_every_node_left(session, run, run.lease_until_s or 0.0, joined_all=False)
+    if ended and missing:
+        log.warning("run %r finished incomplete: %s", run.name, ", ".join(missing))
+    return ended
 
 
 def reap_before_reading(ledger: Ledger) -> list[LostRun]:

@@ -141,8 +141,12 @@ def renew_node(session: Session, run: Run, holder: NodeHolder, until_s: float, n
     row.state, row.machine_id, row.agent_id = LIVE, holder.machine_id, holder.agent_id
 
 
-def release_node(session: Session, run: Run, holder: NodeHolder) -> None:
-    """A node's agent closed cleanly: its lease ends with no gap (never reaped)."""
+def release_node(session: Session, run: Run, holder: NodeHolder, now_s: float | None = None) -> bool:
+    """A node's agent closed cleanly: its lease ends with no gap (never reaped).
+
+    Returns:
+        Whether this was the job's last node, so the run is now ``finished`` (end_if_every_node_left).
+    """
     session.execute(
         update(JobNode)
         .where(
@@ -152,6 +156,60 @@ def release_node(session: Session, run: Run, holder: NodeHolder) -> None:
         )
         .values(state=LEFT, lease_until_s=None)
     )
+    return end_if_every_node_left(session, run, now_s if now_s is not None else run.lease_until_s or 0.0)
+
+
+def every_node_left(session: Session, run_id: int, *, joined_all: bool = True) -> bool | None:
+    """Whether every measuring node of the run ended cleanly (None: the run has no measuring node).
+
+    Nodes sampled out hold no lease and end nothing: they are not waited for. A node of the
+    job that never joined is (the run waits for it, and a reaper names it).
+    """
+    rows = session.execute(
+        select(col(JobNode.measured), col(JobNode.state), col(JobNode.node_count)).where(
+            col(JobNode.run_id) == run_id
+        )
+    ).all()
+    measuring = [state for measured, state, _ in rows if measured]
+    if not measuring:
+        return None
+    if joined_all and len(rows) < max(count for _, _, count in rows):
+        return False
+    return all(state == LEFT for state in measuring)
+
+
+def missing_nodes(session: Session, run_id: int) -> list[str]:
+    """The job's nodes that have not ended cleanly: hosts still live or lost, and node places never joined."""
+    rows = session.execute(select(JobNode).where(col(JobNode.run_id) == run_id)).scalars().all()
+    count = max((row.node_count for row in rows), default=0)
+    joined = {row.node_index for row in rows}
+    missing = [row.host for row in rows if row.measured and row.state != LEFT]
+    return missing + [f"node {i + 1} of {count} (never joined)" for i in range(count) if i not in joined]
+
+
+def end_if_every_node_left(session: Session, run: Run, end_s: float, *, joined_all: bool = True) -> bool:
+    """Close the run ``finished`` once every node's agent ended cleanly (a job of node agents only).
+
+    Before this a run measured only by `wattlog node` agents that all exited 0 stayed
+    ``running`` until a reader closed it ``lost`` and NOT VALID. The run ends when its last
+    node ends (not earlier than its last lease renewal's start), claimed by a conditional update.
+    """
+    if run.status != Status.RUNNING.value or not every_node_left(
+        session, cast(int, run.id), joined_all=joined_all
+    ):
+        return False
+    last_s = session.execute(
+        select(func.max(col(EnergyRecord.end_s))).where(col(EnergyRecord.run_id) == cast(int, run.id))
+    ).scalar()
+    claimed = session.execute(
+        update(Run)
+        .where(col(Run.id) == cast(int, run.id), col(Run.status) == Status.RUNNING.value)
+        .values(status=Status.FINISHED.value, end_s=float(last_s) if last_s is not None else end_s)
+    )
+    ended = bool(claimed.rowcount == 1)  # type: ignore[attr-defined]
+    if ended:
+        log.info("run %r finished: every node's agent ended", run.name)
+    return ended
 
 
 def reap_lost_nodes(session: Session, now_s: float) -> list[LostNode]:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from wattlog.accounting.ledger.spool import Spool, replay_folder
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.windows import record_windows
+from wattlog.causes import LEDGER_OUTAGE, SPOOL_UNWRITABLE
 from wattlog.errors import ConfigError, LedgerError
 from wattlog.records import BandRevision, EnergyInterval, Gap
 
@@ -137,6 +138,7 @@ class LedgerSink:
                 self.run,
                 error,
                 self.spool.path,
+                extra=LEDGER_OUTAGE,
             )
         self.spool.close()
 
@@ -183,6 +185,7 @@ class LedgerSink:
                     self.spool.path,
                     why,
                     self.run,
+                    extra=SPOOL_UNWRITABLE,
                 )
             return
         self._spool_failing = False
@@ -193,4 +196,5 @@ class LedgerSink:
                 error,
                 self.run,
                 self.spool.path,
+                extra=LEDGER_OUTAGE,
             )

@@ -137,7 +137,7 @@ def test_the_agent_says_when_its_file_sink_could_not_store_everything(tmp_path: 
     blocker.write_text("")
     code = main(["agent", "--seconds", "0.3", "--port", "-1", "--jsonl", str(blocker / "rows.jsonl")])
     err = [line for line in capsys.readouterr().err.splitlines() if "incomplete" in line]
-    assert code == 75 and len(err) == 1 and "energy rows could not be written" in err[0]
+    assert code == 75 and len(err) == 1 and "energy rows could not be written by its sinks" in err[0]
 
 
 def test_a_run_end_that_cannot_be_spooled_leaves_no_torn_line(

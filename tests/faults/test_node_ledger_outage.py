@@ -105,7 +105,7 @@ def test_wattlog_node_whose_counter_checks_went_to_the_spool_exits_incomplete(
     ):  # the ledger fails after the last rows: the close's event is spooled
         outage.setattr("wattlog.accounting.ledger.store.Ledger.record_event", _down)
         assert main(args) == INCOMPLETE_EXIT  # was 0: every row stored, the gate's evidence not
-    assert "incomplete: 1 lines of the run" in capsys.readouterr().err
+    assert "wattlog node: run job is incomplete: 1 event waiting in the spool" in capsys.readouterr().err
     assert _total_j(url, "job") > 0 and not Ledger(make_engine(url)).events("job")
     assert main(["replay", "--db", url, "--spool-dir", str(tmp_path / "spool")]) == 0
     assert [e.kind for e in Ledger(make_engine(url)).events("job")] == ["counter_check"]
@@ -136,4 +136,7 @@ def test_a_slurm_agent_whose_counter_checks_went_to_the_spool_fails_the_prolog_r
         code = serve_agent(hooks, environ, stop, lambda args: subprocess.CompletedProcess(args, 0, "", ""))
     stopper.join(timeout=60.0)
     assert code == 1  # was 0
-    assert "wattlog slurm agent: incomplete: 1 lines of the run" in capsys.readouterr().out
+    assert (
+        f"wattlog slurm agent: run {hooks.run_name('77')} is incomplete: 1 event waiting"
+        in capsys.readouterr().out
+    )
