@@ -29,6 +29,15 @@ class PlantedFolder(ConfigError):
         self.why = why
 
 
+class UntrustedInput(ConfigError):
+    """A file or answer from elsewhere (a bundle, a spool file, a server's body) refused unread."""
+
+    def __init__(self, source: object, why: str) -> None:
+        super().__init__(f"{source} refused: {why}")
+        self.source = source
+        self.why = why
+
+
 class SensorError(WattlogError):
     """A sensor could not be read."""
 
