@@ -1,6 +1,6 @@
 """An audit bundle's files: written as a tar.xz (or .tar.gz) with a SHA-256 manifest, read back
-by extracting it into a private folder, so that a bundle of millions of rows is never held in
-memory whole (its rows and series are files, read and hashed in pieces)."""
+by streaming its regular members, under caps, into a private folder, so that a bundle of millions
+of rows is never held in memory whole (its rows and series are files, read and hashed in pieces)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import tarfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from wattlog.errors import ConfigError
+from wattlog.accounting.publishing.untrusted_tar import TarLimits, regular_members
 
 MANIFEST = "manifest.json"
 _PIECE = 1 << 20
@@ -50,29 +50,23 @@ def _gzip(out: Path) -> bool:
     return out.name.endswith((".tar.gz", ".tgz"))
 
 
-def extract_bundle(path: Path, folder: Path) -> dict[str, Path]:
+def extract_bundle(path: Path, folder: Path, limits: TarLimits | None = None) -> dict[str, Path]:
     """The bundle's regular files written under `folder` (private: a TemporaryDirectory), by name.
 
+    The bundle comes from elsewhere: read as a stream, with only regular members and under the member
+    and size caps of `limits` (publishing/untrusted_tar.py), so nothing but its files is ever written.
+
     Raises:
-        ConfigError: Not a readable tar, or a member named outside the bundle (absolute or "..").
+        UntrustedInput: Not a regular file or a tar; a link, device or FIFO member; a member named
+            outside the bundle (absolute or ".."); past the member or size caps. One line each.
     """
     members: dict[str, Path] = {}
-    try:
-        with tarfile.open(path, "r:*") as tar:  # xz or gzip, read once from start to end
-            for member in tar:
-                name = PurePosixPath(member.name)
-                if name.is_absolute() or ".." in name.parts:
-                    raise ConfigError(f"audit bundle {path}: member {member.name!r} points outside it")
-                source = tar.extractfile(member) if member.isfile() else None
-                if source is None:
-                    continue
-                target = folder.joinpath(*name.parts)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with target.open("wb") as sink:
-                    shutil.copyfileobj(source, sink, _PIECE)
-                members[member.name] = target
-    except (OSError, tarfile.TarError, EOFError) as e:
-        raise ConfigError(f"cannot read audit bundle {path}: {e}") from e
+    for name, source in regular_members(path, limits):
+        target = folder.joinpath(*PurePosixPath(name).parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("wb") as sink:
+            shutil.copyfileobj(source, sink, _PIECE)
+        members[name] = target
     return members
 
 

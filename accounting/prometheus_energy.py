@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -22,7 +23,9 @@ from typing import Any
 
 from wattlog.accounting.ledger.views import EnergyTotal
 from wattlog.errors import ConfigError, WattlogError
+from wattlog.http_body import read_body
 from wattlog.metric_names import MetricName
+from wattlog.untrusted import loads_json
 
 ENERGY_METRIC = MetricName.ENERGY_JOULES_TOTAL
 BAND_METRIC = MetricName.ENERGY_UNCERTAINTY_JOULES
@@ -274,8 +277,9 @@ def _query(  # type: ignore[type-arg]
         url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode({"query": promql, "time": f"{at_s:.3f}"})
     )
     try:
+        deadline = time.monotonic() + timeout_s  # the whole answer, not each read (wattlog/http_body.py)
         with opener(endpoint, timeout=timeout_s) as response:
-            body = json.loads(response.read().decode("utf-8"))
+            body = loads_json(read_body(response, deadline=deadline, source=f"Prometheus at {url}"))
     except urllib.error.HTTPError as error:
         try:
             detail = json.loads(error.read().decode("utf-8")).get("error", error.reason)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from wattlog.accounting.fleet.job_files import JobUser, append_as, job_user
 from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.models import Status
 from wattlog.accounting.ledger.store import Ledger
@@ -319,7 +320,8 @@ def finish_job(hooks: SlurmHooks, environ: Mapping[str, str], runner: Runner = r
     finally:
         engine.dispose()
     if batch_host:
-        said.append(_append_card(row, run, fields.get("StdOut") or _stdout_of(environ, job)))
+        user = job_user(environ, fields)
+        said.append(_append_card(row, run, fields.get("StdOut") or _stdout_of(environ, job), user))
     try:
         said.append(write_comment(job.job_id, comment(row, run, site, final=True), runner))
     except ConfigError as error:
@@ -340,15 +342,16 @@ def _stdout_of(environ: Mapping[str, str], job: JobEnv) -> str:
     return environ.get("SLURM_JOB_STDOUT", "").replace("%j", job.job_id)
 
 
-def _append_card(row: TableRow, run: str, path: str) -> str:
+def _append_card(row: TableRow, run: str, path: str, user: JobUser | None) -> str:
+    """Append as the job's user only: their StdOut may be a link to root's files (fleet/job_files.py)."""
     if not path or path == "/dev/null":
         return "no output file to append the report card to"
-    try:
-        with open(path, "a", encoding="utf-8") as out:
-            out.write(report_card(row, run))
-    except OSError as error:
-        return f"report card not appended to {path}: {error.strerror or error}"
-    return f"report card appended to {path}"
+    if user is None and os.geteuid() != 0:  # a personal epilog: it can touch only what its user can
+        user = JobUser(os.geteuid(), os.getegid())
+    if user is None:
+        return f"report card not appended to {path}: the job's user is unknown (no SLURM_JOB_UID)"
+    why = append_as(user, path, report_card(row, run))
+    return f"report card not appended to {path}: {why}" if why else f"report card appended to {path}"
 
 
 def scripts(hooks: SlurmHooks, folder: Path, exports: Mapping[str, str]) -> tuple[Path, Path]:

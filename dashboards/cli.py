@@ -68,6 +68,7 @@ def serve(
     WATTLOG_WEBHOOK_SECRET (HMAC-SHA256 of the body in X-Wattlog-Signature).
     """
     import contextlib
+    import signal
     import threading
 
     from wattlog.accounting.ledger import Ledger, describe_url, make_engine
@@ -78,13 +79,27 @@ def serve(
     log_alerts()
     auth = Auth.from_env()
     ledger = Ledger(make_engine(db))
-    with WebhookReceiver(AlertRecorder(ledger), auth, host=host, port=port) as receiver:
-        print(f"receiving alerts on {receiver.url}/alerts into {describe_url(db)} (Ctrl-C stops)", flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            # waits in slices: Ctrl-C may reach a worker thread, and then a wait without a
-            # timeout never returns to run the main thread's handler
-            while not threading.Event().wait(0.5):
-                pass
+    # Ctrl-C and SIGTERM close it within 1 s (even started where SIGINT was ignored, as `cmd &` does)
+    before = {
+        signum: signal.signal(signum, signal.default_int_handler)
+        for signum in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        with WebhookReceiver(
+            AlertRecorder(ledger), auth, host=host, port=port, close_timeout_s=0.5
+        ) as receiver:
+            print(
+                f"receiving alerts on {receiver.url}/alerts into {describe_url(db)} (Ctrl-C stops)",
+                flush=True,
+            )
+            with contextlib.suppress(KeyboardInterrupt):
+                # waits in slices: Ctrl-C may reach a worker thread, and then a wait without a
+                # timeout never returns to run the main thread's handler
+                while not threading.Event().wait(0.5):
+                    pass
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
 
 
 def log_alerts() -> logging.Logger:

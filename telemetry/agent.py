@@ -158,6 +158,7 @@ class Agent:
                 self._server = serve(self.registry, cfg.listen_host, cfg.port, written=self._state.written)
             candidates = self._discover()
             devices = self._devices = self._lock(candidates)
+            self._notes.extend(self._locks.notes)  # a planted lock folder, replaced by a fresh one
             self._integrator = Integrator(devices, host=cfg.host, clock=self._clock, period_s=cfg.period_s)
             self._sampler = Sampler(self._sensors, self._integrator, period_s=cfg.period_s, clock=self._clock)
             self._windows = Windows(self._integrator, self._clock, cfg.host)

@@ -17,14 +17,19 @@ LOCK_DIR_ENV = "WATTLOG_LOCK_DIR"
 
 
 def default_lock_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """$WATTLOG_LOCK_DIR, else <tmp>/wattlog-<uid>/wattlog-locks: the folder this user's agents share.
+    """$WATTLOG_LOCK_DIR, else $XDG_RUNTIME_DIR/wattlog-locks, else <tmp>/wattlog-<uid>/wattlog-locks.
 
-    Not <tmp>/wattlog: a folder named like the package in the current directory
-    would shadow it for `python -m wattlog` run from <tmp>.
+    The folder this user's agents share. $XDG_RUNTIME_DIR is the user's own (0700, made by the
+    login manager), so nobody else can plant anything on its way; under <tmp> the folders are
+    made and checked without following links (telemetry/private_walk.py). Not <tmp>/wattlog: a
+    folder named like the package in the current directory would shadow it for `python -m
+    wattlog` run from <tmp>.
     """
     env = os.environ if environ is None else environ
     if env.get(LOCK_DIR_ENV):
         return Path(env[LOCK_DIR_ENV])
+    if env.get("XDG_RUNTIME_DIR"):
+        return Path(env["XDG_RUNTIME_DIR"]) / "wattlog-locks"
     # one parent per user: the folder is private (0700), so users cannot share one
     return Path(tempfile.gettempdir()) / f"wattlog-{os.getuid()}" / "wattlog-locks"
 

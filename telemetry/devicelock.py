@@ -21,10 +21,11 @@ import hashlib
 import json
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from wattlog.errors import ConfigError
+from wattlog.errors import ConfigError, PlantedFolder
 from wattlog.telemetry.private import private_folder
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -70,6 +71,9 @@ class DeviceLocks:
         self._dir = lock_dir
         self._pid = os.getpid() if pid is None else pid
         self._held: dict[str, int] = {}
+        self._checked = False
+        self.notes: list[str] = []
+        """What went wrong with the lock folder (a planted one, replaced by a fresh private one)."""
 
     @property
     def held(self) -> list[str]:
@@ -93,10 +97,10 @@ class DeviceLocks:
             return None
         path = self._path(uuid)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
             writable = True
         except PermissionError:  # another user's lock file: flock works on a read-only descriptor too
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
             writable = False
         except OSError as error:
             raise ConfigError(
@@ -128,8 +132,22 @@ class DeviceLocks:
     def _path(self, uuid: str) -> Path:
         # Private to this user: a folder others can write lets them plant a lock that names
         # their own metrics server, whose figures a run would then record as its energy.
-        private_folder(self._dir)
+        if not self._checked:
+            self._dir = self._private_dir()
+            self._checked = True
         return self._dir / lock_name(uuid)
+
+    def _private_dir(self) -> Path:
+        """The lock folder, or a fresh private one (named in a note) when it was planted."""
+        try:
+            return private_folder(self._dir)
+        except PlantedFolder as planted:
+            fresh = Path(tempfile.mkdtemp(prefix="wattlog-locks-"))  # 0700, a new name: nothing to redirect
+            self.notes.append(
+                f"{planted}; measuring with device locks in {fresh}, so other agents of this node cannot "
+                "see this run's devices"
+            )
+            return fresh
 
 
 def lock_name(uuid: str) -> str:

@@ -16,6 +16,28 @@ class ConfigError(WattlogError, ValueError):
     """A setting or an input value is invalid (bad PUE, unknown site, malformed file)."""
 
 
+class PlantedFolder(ConfigError):
+    """A state folder, or a folder or link on its way, is another user's: nothing is made under it."""
+
+    def __init__(self, path: object, why: str) -> None:
+        super().__init__(
+            f"folder {path} is not safe to use ({why}): another user could redirect or read what wattlog "
+            "writes there; remove it, or choose a folder of your own (WATTLOG_LOCK_DIR, WATTLOG_SPOOL_DIR, "
+            "XDG_RUNTIME_DIR)"
+        )
+        self.path = path
+        self.why = why
+
+
+class UntrustedInput(ConfigError):
+    """A file or answer from elsewhere (a bundle, a spool file, a server's body) refused unread."""
+
+    def __init__(self, source: object, why: str) -> None:
+        super().__init__(f"{source} refused: {why}")
+        self.source = source
+        self.why = why
+
+
 class SensorError(WattlogError):
     """A sensor could not be read."""
 

@@ -158,6 +158,11 @@ class BoundedThreadingMixIn:
         """Close the listening socket, then give the workers close_timeout_s to finish what they hold."""
         super().server_close()  # type: ignore[misc]
         self._closing = True
+        with self._handling_lock:
+            handling = list(self._handling)
+        for request in handling:  # a stalled client's read ends now, not at its timeout; answers still go out
+            with contextlib.suppress(OSError):
+                request.shutdown(socket.SHUT_RD)
         if self._room is not None:
             self._room.close(self.close_timeout_s)  # idle connections are dropped, not waited for
         for _ in self._threads:

@@ -43,9 +43,10 @@ from wattlog.accounting.ledger.spool_lines import (
     run_key,
 )
 from wattlog.accounting.ledger.store import Ledger
-from wattlog.errors import ConfigError, LedgerError
+from wattlog.errors import ConfigError, LedgerError, UntrustedInput
 from wattlog.records import BandRevision, EnergyInterval, Gap
 from wattlog.telemetry.private import private_folder
+from wattlog.untrusted import open_regular
 
 log = logging.getLogger(__name__)
 
@@ -319,16 +320,23 @@ def replay_folder(ledger: Ledger, folder: Path, where: str, *, skip: Path | None
     for path in paths:
         if skip is not None and path == skip:
             continue
+        if not path.is_file():  # a FIFO would block, a device never end: named, never opened
+            rejected.append(f"{path} refused: not a regular file")
+            continue
         with _locked(path) as held:
             if not held:
                 busy += 1
                 continue
             if not path.exists():  # replayed and removed by another process meanwhile
                 continue
-            if header_of(path) != where:
-                others += 1
+            try:  # a file from elsewhere: too big, too many lines
+                if header_of(path) != where:
+                    others += 1
+                    continue
+                content = read_spool(path)
+            except UntrustedInput as error:
+                rejected.append(str(error))
                 continue
-            content = read_spool(path)
             try:
                 written += _write(ledger, content.batches)
             except LedgerError as error:
@@ -346,8 +354,8 @@ def replay_folder(ledger: Ledger, folder: Path, where: str, *, skip: Path | None
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[bool]:
     try:
-        handle = path.open(encoding="utf-8")  # never "a": that would recreate a file just replayed
-    except OSError:
+        handle = open_regular(path, "spool file")  # never "a": that would recreate a file just replayed
+    except UntrustedInput:  # gone, or swapped for a FIFO since the check
         yield False
         return
     with handle:

@@ -21,8 +21,9 @@ from typing import Any
 
 from wattlog.accounting.ledger.models import Status
 from wattlog.accounting.ledger.writes import check_interval
-from wattlog.errors import ConfigError
+from wattlog.errors import ConfigError, UntrustedInput
 from wattlog.records import BandRevision, EnergyInterval, Gap, Kind, Source
+from wattlog.untrusted import open_regular
 
 _INTERVAL_NUMBERS = ("start_s", "end_s", "energy_j", "low_j", "high_j", "random_low_j", "random_high_j")
 
@@ -65,10 +66,22 @@ class SpoolContent:
         return sum(len(b.intervals) for b in self.batches.values())
 
 
+MAX_FILE_BYTES = 1 << 30
+"""A spool file larger is refused whole (the writer's bound is 64 MiB)."""
+MAX_LINE_BYTES = 1 << 20
+"""A longer line is a bad line (a row is ~250 bytes, an event's payload at most a few kB)."""
+MAX_LINES = 4_000_000
+"""A file with more lines is refused whole (64 MiB holds about 250,000 rows)."""
+
+
 def header_of(path: Path) -> str | None:
-    """The ledger a spool file belongs to (its first line), None if the line is not a header."""
-    with path.open("rb") as handle:
-        first = handle.readline()
+    """The ledger a spool file belongs to (its first line), None if the line is not a header.
+
+    Raises:
+        UntrustedInput: Not a regular file (a FIFO is never opened for blocking reads).
+    """
+    with open_regular(path, "spool file") as handle:
+        first = handle.readline(MAX_LINE_BYTES)
     try:
         item = json.loads(first.decode("utf-8"))
     except ValueError:
@@ -77,28 +90,46 @@ def header_of(path: Path) -> str | None:
     return ledger if isinstance(ledger, str) else None
 
 
-def read_spool(path: Path) -> SpoolContent:
-    """Every line of a spool file, checked (see the module docstring)."""
+def read_spool(path: Path, max_bytes: int = MAX_FILE_BYTES, max_lines: int = MAX_LINES) -> SpoolContent:
+    """Every line of a spool file, checked (see the module docstring), read a line at a time.
+
+    Raises:
+        UntrustedInput: Not a regular file, over `max_bytes` or over `max_lines` (nothing is replayed).
+    """
     content = SpoolContent()
-    with path.open("rb") as handle:
-        lines = handle.readlines()
-    for number, raw in enumerate(lines, start=1):
-        if not raw.endswith(b"\n") and number == len(lines):
-            content.torn += 1
-            continue
-        try:
-            item = json.loads(raw.decode("utf-8"))
-            if not isinstance(item, dict):
-                raise ConfigError("not a JSON object")
-            _add(content.batches, item)
-        except (
-            ValueError,
-            KeyError,
-            TypeError,
-        ) as error:  # ConfigError and UnicodeDecodeError are ValueErrors
-            reason = f"{type(error).__name__}: {error}" if isinstance(error, KeyError) else str(error)
-            content.bad.append(BadLine(number, reason.splitlines()[0][:200] if reason else "unreadable", raw))
+    with open_regular(path, "spool file") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > max_bytes:
+            raise UntrustedInput(path, f"{size:,} bytes, over the {max_bytes:,} a spool file may hold")
+        number = 0
+        while raw := handle.readline(MAX_LINE_BYTES + 1):
+            number += 1
+            if number > max_lines:
+                raise UntrustedInput(path, f"more than {max_lines:,} lines")
+            if len(raw) > MAX_LINE_BYTES:
+                while not raw.endswith(b"\n") and (raw := handle.readline(MAX_LINE_BYTES)):
+                    pass  # skipped a piece at a time, never held whole
+                reason = f"longer than {MAX_LINE_BYTES:,} bytes"
+                content.bad.append(BadLine(number, reason, b"(line too long, not kept)\n"))
+                continue
+            _read_line(content, number, raw)
     return content
+
+
+def _read_line(content: SpoolContent, number: int, raw: bytes) -> None:
+    if not raw.endswith(b"\n"):  # only the last line can lack one: torn by a crash mid-write
+        content.torn += 1
+        return
+    try:
+        item = json.loads(raw.decode("utf-8"))
+        if not isinstance(item, dict):
+            raise ConfigError("not a JSON object")
+        _add(content.batches, item)
+    except (ValueError, KeyError, TypeError, RecursionError) as error:  # ConfigError, UnicodeDecodeError too
+        reason = (
+            f"{type(error).__name__}: {error}" if isinstance(error, KeyError | RecursionError) else str(error)
+        )
+        content.bad.append(BadLine(number, reason.splitlines()[0][:200] if reason else "unreadable", raw))
 
 
 def keep_aside(path: Path, bad: list[BadLine]) -> Path:

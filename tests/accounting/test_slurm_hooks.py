@@ -7,6 +7,7 @@ The real daemons run them in tests/integration/test_slurm.py; here each part's b
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -136,7 +137,9 @@ def test_agent_then_epilog_measure_comment_end_the_run_and_append_the_card(tmp_p
     hooks = SlurmHooks(db=db, site="jupiter", state_dir=tmp_path / "state", comment_every_s=0.1, flush_s=0.1)
     hooks.port, hooks.simulate = -1, 1
     environ = {"SLURM_JOB_ID": "7", "SLURMD_NODENAME": "n1", "SLURM_JOB_NODELIST": "n1"}
+    environ |= {"SLURM_JOB_UID": str(os.getuid()), "SLURM_JOB_GID": str(os.getgid())}
     out = tmp_path / "job-7.out"
+    out.write_text("")  # slurmstepd made it: the epilog never creates a job's files
     slurm = Slurm(shown=f"JobId=7 JobState=COMPLETING BatchHost=n1 StdOut={out}\n", live=True)
     stop = threading.Event()
 

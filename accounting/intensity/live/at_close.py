@@ -13,6 +13,7 @@ site's constant, labelled, until `wattlog intensity fetch --run` stores them.
 from __future__ import annotations
 
 import dataclasses
+import io
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from wattlog.accounting.intensity.live.client import ProviderError
 from wattlog.accounting.intensity.live.providers import PROVIDERS, ProviderContext
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.sites import Site
+from wattlog.http_body import read_body
 
 CLOSE_BUDGET_S = 10.0
 """Seconds a run's close may spend fetching its hours (requests and retries' waits together)."""
@@ -55,7 +57,10 @@ def budgeted(
         left = deadline - clock()
         if left <= 0:
             raise TimeoutError(f"the {budget_s:g} s budget is spent")
-        return context.opener(request, timeout=min(timeout or left, left))
+        with context.opener(request, timeout=min(timeout or left, left)) as response:
+            # the whole answer within the budget: a body that never ends must not hold the run open
+            source = getattr(request, "full_url", "the provider")
+            return io.BytesIO(read_body(response, deadline=deadline, source=source, clock=clock))
 
     def sleep(wait_s: float) -> None:
         if clock() + wait_s >= deadline:

@@ -22,7 +22,8 @@ from typing import Any
 
 from wattlog.accounting.intensity.base import HourlySeries, HourProvenance
 from wattlog.accounting.intensity.hours import HOUR_S, hour_start_s, iso_hour
-from wattlog.errors import ConfigError, WattlogError
+from wattlog.errors import ConfigError, UntrustedInput, WattlogError
+from wattlog.http_body import MAX_BODY_BYTES, read_body
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +132,8 @@ class HttpClient:
         sleep: Waits between tries (injected so tests do not wait).
         retries: Tries after the first for a retryable answer.
         backoff_s: The first wait; each next one doubles, or the provider's Retry-After (capped).
-        timeout_s: Per request.
+        timeout_s: Per request, the whole answer (connect, headers and body), seconds.
+        max_bytes: Largest answer read; a longer one is refused.
     """
 
     provider: str
@@ -143,6 +145,7 @@ class HttpClient:
     backoff_s: float = 1.0
     timeout_s: float = 30.0
     max_wait_s: float = 60.0
+    max_bytes: int = MAX_BODY_BYTES
 
     def get_json(
         self,
@@ -162,9 +165,12 @@ class HttpClient:
         wait_s = self.backoff_s
         for attempt in range(self.retries + 1):
             try:
+                deadline = time.monotonic() + self.timeout_s  # the whole answer, not each read
                 with self.opener(request, timeout=self.timeout_s) as response:
-                    body = response.read()
+                    body = read_body(response, deadline=deadline, max_bytes=self.max_bytes, source=url)
                 break
+            except UntrustedInput as error:  # an endless or giant answer: not retried
+                raise self._error(str(error)) from None
             except urllib.error.HTTPError as error:
                 status, detail = error.code, _detail(error)
                 if status not in RETRY_STATUSES or attempt == self.retries:

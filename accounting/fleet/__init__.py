@@ -1,0 +1,1 @@
+"""Fleet: what runs on cluster nodes (node composition, SLURM hooks, DCGM/Prometheus readers)."""
