@@ -60,6 +60,10 @@ COMMANDS = (
         "Build a run's audit bundle (rows, gaps, events, printed row, SHA-256 manifest), or verify one.",
     ),
     (
+        "disclose",
+        "Write what was measured and how for a run or a project's phases, in a published form.",
+    ),
+    (
         "demo",
         "Train a small GPT for a minute under the tracker, print its footprint (--table: beside Table 19).",
     ),

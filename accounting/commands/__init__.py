@@ -1,0 +1,1 @@
+"""Commands: the accounting CLI modules, each with its `register(app)`."""

@@ -1,0 +1,1 @@
+"""Publishing: what leaves wattlog (tables, exports, audit bundles, disclosures), with sources and bands."""
