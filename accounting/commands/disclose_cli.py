@@ -56,6 +56,7 @@ def disclose(
     engine = make_engine(db, create=False)
     try:
         ledger = Ledger(engine)
+        created_s = ledger.wall_s()
         if project is not None:
             found = disclosure_of_project(ledger, project, options)
         else:
@@ -63,13 +64,13 @@ def disclose(
             found = disclosure_of_run(ledger, run, options)
     finally:
         engine.dispose()
-    typer.echo(render(found, fmt, method), nl=False)
+    typer.echo(render(found, fmt, method, created_s), nl=False)
     if any(p.invalid for p in found.phases):  # written, but a reviewer must see it failed the gate
         raise typer.Exit(1)
 
 
-def render(disclosure: Disclosure, fmt: DiscloseFormat, method: Method) -> str:
-    """The disclosure in `fmt`.
+def render(disclosure: Disclosure, fmt: DiscloseFormat, method: Method, created_s: float) -> str:
+    """The disclosure in `fmt` (`created_s`: the document's time, Unix s).
 
     Raises:
         ConfigError: A method the format does not admit (SCI with market-based intensity).
@@ -83,6 +84,14 @@ def render(disclosure: Disclosure, fmt: DiscloseFormat, method: Method) -> str:
         from wattlog.accounting.publishing.disclosure.mdf import to_mdf
 
         return to_mdf(disclosure)
+    if fmt == DiscloseFormat.SPDX:
+        from wattlog.accounting.publishing.disclosure.spdx import to_spdx
+
+        return to_spdx(disclosure, created_s)
+    if fmt == DiscloseFormat.CYCLONEDX:
+        from wattlog.accounting.publishing.disclosure.cyclonedx import to_cyclonedx
+
+        return to_cyclonedx(disclosure, created_s)
     from wattlog.accounting.publishing.disclosure.json_doc import to_json
 
     return to_json(disclosure)
