@@ -52,6 +52,8 @@ def disclose(
     """Write what was measured and how for a run or a project's phases, in a published form."""
     if (run is None) == (project is None):
         raise ConfigError("give one run or --project, not both and not neither")
+    if method == Method.MARKET:  # refused before anything is read
+        raise ConfigError(_market_refusal(fmt))
     options = TableOptions(catalog=site_catalog(sites_file), site=site)
     engine = make_engine(db, create=False)
     try:
@@ -64,22 +66,29 @@ def disclose(
             found = disclosure_of_run(ledger, run, options)
     finally:
         engine.dispose()
-    typer.echo(render(found, fmt, method, created_s), nl=False)
+    if fmt == DiscloseFormat.SCI:
+        from wattlog.accounting.publishing.disclosure.sci import to_sci
+
+        text, complete = to_sci(found)
+        typer.echo(text, nl=False)
+        if not complete:  # some score could not be computed: said above, and the exit says so too
+            raise typer.Exit(1)
+    else:
+        typer.echo(render(found, fmt, created_s), nl=False)
     if any(p.invalid for p in found.phases):  # written, but a reviewer must see it failed the gate
         raise typer.Exit(1)
 
 
-def render(disclosure: Disclosure, fmt: DiscloseFormat, method: Method, created_s: float) -> str:
-    """The disclosure in `fmt` (`created_s`: the document's time, Unix s).
+def _market_refusal(fmt: DiscloseFormat) -> str:
+    if fmt == DiscloseFormat.SCI:
+        from wattlog.accounting.publishing.disclosure.sci import MARKET_REFUSAL
 
-    Raises:
-        ConfigError: A method the format does not admit (SCI with market-based intensity).
-    """
-    if method == Method.MARKET and fmt == DiscloseFormat.SCI:
-        raise ConfigError(
-            "SCI (ISO/IEC 21031) admits only location-based intensity: certificates, PPAs and offsets never "
-            "lower an SCI score; run with --method location (market-based figures: `wattlog scope2`)"
-        )
+        return MARKET_REFUSAL
+    return "disclose writes location-based emissions; market-based beside them: `wattlog scope2`"
+
+
+def render(disclosure: Disclosure, fmt: DiscloseFormat, created_s: float) -> str:
+    """The disclosure in `fmt` (`created_s`: the document's time, Unix s), SCI aside."""
     if fmt == DiscloseFormat.MDF:
         from wattlog.accounting.publishing.disclosure.mdf import to_mdf
 

@@ -126,6 +126,7 @@ def run_phase_figures(
         notes=()
         if has_site(run, options)
         else (f"{run.name}: recorded without a site (no facility energy)",),
+        embodied_t=figures.embodied_t,
     )
 
 
@@ -214,6 +215,7 @@ def combine(phase: str, runs: Sequence[PhaseFigures]) -> PhaseFigures:
         co2_t=_sum_quantity(co2),
         period_s=period,
         notes=tuple(n for p in runs for n in p.notes),
+        embodied_t=_sum_quantity([p.embodied_t for p in runs]),  # type: ignore[arg-type]
     )
 
 

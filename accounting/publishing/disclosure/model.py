@@ -122,6 +122,7 @@ class PhaseFigures:
         co2_t: Location-based emissions, t CO2e (None: no site for some run).
         period_s: (first start, last end), Unix s.
         notes: Other caveats, one line each.
+        embodied_t: Embodied emissions amortised over the GPU-hours, t CO2e (None: no figure for a device).
     """
 
     phase: str
@@ -140,6 +141,7 @@ class PhaseFigures:
     co2_t: Quantity | None
     period_s: tuple[float, float] | None
     notes: tuple[str, ...] = ()
+    embodied_t: float | None = None
 
     def at(self, boundary: Boundary) -> BoundaryEnergy | None:
         """The figure at `boundary`, or None where not known."""
