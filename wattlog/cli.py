@@ -64,6 +64,10 @@ COMMANDS = (
         "Write what was measured and how for a run or a project's phases, in a published form.",
     ),
     (
+        "estimate",
+        "Estimate energy and CO2 from GPU-hours, or before a run from tokens x 6 x params / (MFU x peak).",
+    ),
+    (
         "demo",
         "Train a small GPT for a minute under the tracker, print its footprint (--table: beside Table 19).",
     ),
