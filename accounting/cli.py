@@ -9,6 +9,8 @@ import typer
 from wattlog.accounting.audit_cli import register as register_audit
 from wattlog.accounting.calibrate_cli import WindowMeasure
 from wattlog.accounting.calibrate_cli import register as register_calibrate
+from wattlog.accounting.commands.disclose_cli import register as register_disclose
+from wattlog.accounting.commands.estimate_cli import register as register_estimate
 from wattlog.accounting.intensity_cli import register as register_intensity
 from wattlog.accounting.ledger_cli import register as register_ledger
 from wattlog.accounting.node_cli import register as register_node
@@ -44,6 +46,8 @@ def register(app: typer.Typer, measure: WindowMeasure | None = None) -> None:
     register_calibrate(app, measure)
     register_audit(app)
     register_slurm(app)
+    register_disclose(app)
+    register_estimate(app)
 
 
 def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RICH) -> None:

@@ -61,6 +61,14 @@ COMMANDS = (
         "Build a run's audit bundle (rows, gaps, events, printed row, SHA-256 manifest), or verify one.",
     ),
     (
+        "disclose",
+        "Write what was measured and how for a run or a project's phases, in a published form.",
+    ),
+    (
+        "estimate",
+        "Estimate energy and CO2 from GPU-hours, or before a run from tokens x 6 x params / (MFU x peak).",
+    ),
+    (
         "demo",
         "Train a small GPT for a minute under the tracker, print its footprint (--table: beside Table 19).",
     ),
