@@ -103,7 +103,11 @@ def run(
     db: DbOption = None,
     port: LocalPortOption = 0,
     resume: Annotated[
-        bool, typer.Option("--resume", help="Continue the run of that name (a restart).")
+        bool,
+        typer.Option(
+            "--resume",
+            help="Continue the run of that name (a restart); without it, a taken name runs as NAME-2.",
+        ),
     ] = False,
     sample_nodes: SampleNodesOption = None,
     project: ProjectOption = "default",

@@ -118,6 +118,20 @@ def test_run_resume_continues_the_same_run(tmp_path: Path) -> None:
     assert run.restarts == 1 and run.status == "finished"
 
 
+def test_run_again_under_the_same_name_is_a_new_attempt_said_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    assert main(["run", "--run", "job", "--db", db, "--", "true"]) == 0
+    capsys.readouterr()
+    assert main(["run", "--run", "job", "--db", db, "--", "true"]) == 0  # used to exit 2: the name exists
+    out, err = capsys.readouterr()
+    [notice] = [line for line in err.splitlines() if line.startswith("wattlog: ")]
+    assert "recorded as job-2" in notice and "--resume" in notice
+    assert "Run job-2: measuring" in out
+    assert {r.name for r in Ledger(make_engine(db)).runs()} == {"job", "job-2"}
+
+
 def test_health_check_records_a_finished_run_with_a_site_and_the_table_shows_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
