@@ -214,7 +214,7 @@ def health_check(
         ledger.end_run(label, Status.FINISHED)
     finally:
         engine.dispose()
-    console.print(f"Recorded in run {label} of {describe_url(db)}")
+    console.print(f"Recorded in run {label} of {describe_url(db)}", soft_wrap=True)
     return exit_code(results)
 
 

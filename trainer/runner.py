@@ -64,7 +64,7 @@ def run_command(
             stderr.print(f"wattlog run: {stop} while starting; {command[0]} was not run")
             return stop.exit_code
         run = session.run  # a re-run under a taken name is a new attempt: my-run-2
-        console.print(f"Run {run}: measuring the node; metrics on {session.metrics_url}")
+        console.print(f"Run {run}: measuring the node; metrics on {session.metrics_url}", soft_wrap=True)
         start_s, cpu_s, devices = session.clock.wall(), children_cpu_s(), session.snapshot()
         outcome = supervisor.run(command)
         runnable = sampler.stop()

@@ -22,6 +22,7 @@ from rich.markup import escape
 from wattlog import __version__
 from wattlog.errors import WattlogError
 from wattlog.extras import MissingExtra
+from wattlog.help_layout import PLAIN_HELP
 from wattlog.lazy import import_deferring
 
 HELP = "Measure, record and publish the energy, carbon and water of training runs."
@@ -96,7 +97,12 @@ HELP_DEFERRED = {"rich.markdown": "Markdown", "rich.traceback": "Traceback"}
 
 def _new_app() -> typer.Typer:
     return typer.Typer(
-        name="wattlog", help=HELP, no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False
+        name="wattlog",
+        help=HELP,
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+        **PLAIN_HELP,
     )
 
 

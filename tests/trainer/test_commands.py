@@ -132,6 +132,17 @@ def test_run_again_under_the_same_name_is_a_new_attempt_said_in_one_line(
     assert {r.name for r in Ledger(make_engine(db)).runs()} == {"job", "job-2"}
 
 
+def test_in_a_pipe_a_long_line_is_not_broken_inside_its_url(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)  # a pipe: rich's 80 columns
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    name = "a-run-name-long-enough-to-push-the-metrics-url-past-80-columns"
+    assert main(["run", "--run", name, "--db", db, "--", "true"]) == 0
+    [line] = [x for x in capsys.readouterr().out.splitlines() if "measuring the node" in x]
+    assert line.endswith("/metrics") and "http://127.0.0.1:" in line  # used to wrap before the URL
+
+
 def test_health_check_records_a_finished_run_with_a_site_and_the_table_shows_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
