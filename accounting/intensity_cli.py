@@ -26,6 +26,7 @@ from wattlog.accounting.ranges import bounds, format_quantity
 from wattlog.accounting.render import TableFormat, render_grid, show
 from wattlog.accounting.sites import Site, get_site, site_catalog
 from wattlog.errors import ConfigError
+from wattlog.help_layout import PLAIN_HELP
 from wattlog.options import DbOption, FormatOption, SitesFileOption
 
 _SiteOption = Annotated[str, typer.Option("--site", help="The site whose provider and zone to use.")]
@@ -194,6 +195,7 @@ def register(app: typer.Typer) -> None:
         name="intensity",
         help="Live grid carbon intensity, cached in the ledger (providers: `intensity fetch --help`).",
         no_args_is_help=True,
+        **PLAIN_HELP,
     )
     # the providers are listed on `fetch`, so the root help stays one static line (wattlog.cli.COMMANDS)
     group.command("fetch", help=f"{fetch.__doc__} Providers: {_PROVIDERS_HELP}.")(fetch)

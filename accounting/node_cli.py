@@ -139,7 +139,7 @@ def _run_node(options: NodeOptions, command: list[str] | None, seconds: float | 
     recording = node_agent.recording
     if node_agent.agent is None or recording is None:
         return code
-    console.print(f"wattlog node: ledger {recording.describe_ledger()}")
+    console.print(f"wattlog node: ledger {recording.describe_ledger()}", soft_wrap=True)
     spool = recording.spool
     if spool is not None and spool.rows:
         console.print(
@@ -201,7 +201,7 @@ def agent(
         try:
             runner = recording.start().agent
             assert runner is not None
-            console.print(f"wattlog agent: metrics at {runner.metrics_url or '(not served)'}")
+            console.print(f"wattlog agent: metrics at {runner.metrics_url or '(not served)'}", soft_wrap=True)
             for note in runner.notes:
                 console.print(f"  note: {note}", markup=False)  # pip's [extra] is no markup
             outcome = run_or_wait(supervisor, command, seconds, console, "wattlog agent")

@@ -48,7 +48,9 @@ def print_run_report(ledger: Ledger, run: str, db: str | None, console: Console 
     rows = [*reference_table_rows(table19_only=True), row]
     show(render(rows, TableFormat.RICH, footnotes(rows)), console)
     console.print(split_table(ledger, run))
-    console.print(f"Ledger: {describe_url(db)}  (`wattlog table {run} --db ...` prints this row again)")
+    console.print(
+        f"Ledger: {describe_url(db)}  (`wattlog table {run} --db ...` prints this row again)", soft_wrap=True
+    )
     # Last, so the run's own figures are what the terminal shows when the command ends.
     console.print(readable_summary(row), highlight=False, markup=False)
 

@@ -28,12 +28,14 @@ from wattlog.accounting.render import TableFormat, render_grid, show
 from wattlog.accounting.run_energy import ledger_energy
 from wattlog.accounting.units import readable
 from wattlog.errors import ConfigError
+from wattlog.help_layout import PLAIN_HELP
 from wattlog.options import DbOption, FormatOption
 
 runs_app = typer.Typer(
     name="runs",
     help="List the ledger's runs; relabel (--role final: a Table 19 row), rename or delete one.",
     invoke_without_command=True,
+    **PLAIN_HELP,
 )
 
 _RunArgument = Annotated[str, typer.Argument(help="Run name or id.")]

@@ -22,6 +22,7 @@ import typer
 
 from wattlog.accounting.slurm_hooks import SlurmHooks, finish_job, scripts, serve_agent, start_agent
 from wattlog.errors import WattlogError
+from wattlog.help_layout import PLAIN_HELP
 from wattlog.options import DbOption, SimulateOption
 
 HELP = "SLURM prolog/epilog: an agent per node of each job; its energy, CO2 and water in its AdminComment."
@@ -30,6 +31,7 @@ slurm_app = typer.Typer(
     name="slurm",
     help=HELP,
     no_args_is_help=True,
+    **PLAIN_HELP,
 )
 
 

@@ -13,13 +13,17 @@ from pathlib import Path
 
 import typer
 
+from wattlog.help_layout import PLAIN_HELP
 from wattlog.options import DbOption
 
 
 def register(app: typer.Typer) -> None:
     """Add the dashboards, webhook and report commands to the root app."""
     dashboards = typer.Typer(
-        name="dashboards", help="Grafana dashboards: build the JSON, provision Grafana.", no_args_is_help=True
+        name="dashboards",
+        help="Grafana dashboards: build the JSON, provision Grafana.",
+        no_args_is_help=True,
+        **PLAIN_HELP,
     )
     dashboards.command("build")(build)
     dashboards.command("provision")(provision)
@@ -28,6 +32,7 @@ def register(app: typer.Typer) -> None:
         name="webhook",
         help="Receive alerts into the ledger; send wattlog's events out.",
         no_args_is_help=True,
+        **PLAIN_HELP,
     )
     webhook.command("serve")(serve)
     webhook.command("send")(send)

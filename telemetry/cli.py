@@ -8,13 +8,16 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from wattlog.numbers import MAX_SIMULATED_GPUS, check_number
 from wattlog.options import SimulateOption, WholeNodeOption
 from wattlog.telemetry.selection import job_selection
 from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.sensors.discovery import Discovery, DiscoveryConfig, discover
+from wattlog.telemetry.types import DeviceInfo
 
 
 def sensors(
@@ -39,35 +42,63 @@ def sensors(
         found.close()
 
 
+HEADERS = ("uuid", "name", "kind", "vendor", "profile", "scope", "counter", "source")
+NOTE_MIN_WIDTH = 40
+"""Below this width for the notes column, the devices are listed stacked (one block each)."""
+
+
 def print_discovery(found: Discovery, console: Console) -> None:
-    """The selection line, one row per device (vendor, sensor profile, scope, counter), then the notes."""
+    """The selection line, one row per device (vendor, sensor profile, scope, counter), then the notes.
+
+    A terminal too narrow for the table and a readable notes column gets one block per device
+    instead (at 80 columns the table's notes were two characters wide: 115 lines for two devices).
+    """
     # notes are plain text: "pip install wattlog[amd]" must not be read as rich markup
     console.print(found.selection.describe(), markup=False)
     for note in found.selection.notes:
         console.print(f"  note: {note}", markup=False)
-    table = Table()
-    for header in ("uuid", "name", "kind", "vendor", "profile", "scope", "counter", "source"):
-        table.add_column(
-            header, no_wrap=header not in ("name", "profile"), overflow="fold"
-        )  # a cut UUID is useless
-    table.add_column("note", ratio=1, overflow="fold")
-    for _, device in found.devices:
-        counter = "yes" if device.has_counter else "no"
-        profile = device.profile
-        table.add_row(
-            device.uuid,
-            device.name,
-            str(device.kind),
-            device.vendor.label if device.vendor is not None else "-",
-            profile.label if profile is not None else "-",
-            profile.scope if profile is not None else "-",
-            counter,
-            str(device.source),
-            escape(device.note),
-        )
-    console.print(table)
+    rows = [_cells(device) for _, device in found.devices]
+    fixed = sum(max(len(h), *(len(r[i]) for r in rows)) + 3 for i, h in enumerate(HEADERS)) if rows else 0
+    if fixed + NOTE_MIN_WIDTH > console.width:
+        for row in rows:
+            _print_stacked(row, console)
+    else:
+        table = Table()
+        for header in HEADERS:
+            # a cut UUID is useless
+            table.add_column(header, no_wrap=header not in ("name", "profile"), overflow="fold")
+        table.add_column("note", ratio=1, overflow="fold")
+        for row in rows:
+            table.add_row(*(escape(cell) for cell in row))
+        console.print(table)
     for note in found.notes:
         console.print(f"- {note}", markup=False)
+
+
+def _cells(device: DeviceInfo) -> list[str]:
+    """The device's cells: uuid, name, kind, vendor, profile, scope, counter, source, note."""
+    profile = device.profile
+    return [
+        device.uuid,
+        device.name,
+        str(device.kind),
+        device.vendor.label if device.vendor is not None else "-",
+        profile.label if profile is not None else "-",
+        profile.scope if profile is not None else "-",
+        "yes" if device.has_counter else "no",
+        str(device.source),
+        device.note,
+    ]
+
+
+def _print_stacked(row: list[str], console: Console) -> None:
+    """One device as a block: its uuid and name, its labelled fields, its note (each wrapped, indented)."""
+    uuid, name, *fields, note = row
+    console.print(f"{uuid}: {name}", markup=False)
+    labelled = ", ".join(f"{h} {v}" for h, v in zip(HEADERS[2:], fields, strict=True))
+    console.print(Padding(Text(labelled), (0, 0, 0, 2), expand=False))
+    if note:
+        console.print(Padding(Text(note), (0, 0, 0, 2), expand=False))
 
 
 def register(app: typer.Typer) -> None:

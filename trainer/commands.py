@@ -103,7 +103,11 @@ def run(
     db: DbOption = None,
     port: LocalPortOption = 0,
     resume: Annotated[
-        bool, typer.Option("--resume", help="Continue the run of that name (a restart).")
+        bool,
+        typer.Option(
+            "--resume",
+            help="Continue the run of that name (a restart); without it, a taken name runs as NAME-2.",
+        ),
     ] = False,
     sample_nodes: SampleNodesOption = None,
     project: ProjectOption = "default",
@@ -210,7 +214,7 @@ def health_check(
         ledger.end_run(label, Status.FINISHED)
     finally:
         engine.dispose()
-    console.print(f"Recorded in run {label} of {describe_url(db)}")
+    console.print(f"Recorded in run {label} of {describe_url(db)}", soft_wrap=True)
     return exit_code(results)
 
 

@@ -144,7 +144,7 @@ def _demo(config: DemoConfig, console: Console, supervisor: Supervisor) -> int:
     if t.ledger is not None:  # five lines in all, as `wattlog run` ends (--table: the run beside Table 19)
         print_run_end(t.ledger, run, config.db, table=config.table, console=console)
     else:
-        console.print(f"Ledger: {describe_url(config.db)}")
+        console.print(f"Ledger: {describe_url(config.db)}", soft_wrap=True)
     done = t.summary.done if t.summary is not None else Completeness()
     if not done.complete:  # the figures above are not final: say why, and fail
         console.print(f"[bold red]INCOMPLETE:[/] the figures of {run} above are not final.")
@@ -173,7 +173,10 @@ def _track(
         console.print(f"Model {config.model}: {params_m:.2f} M parameters; measuring {devices}")
         console.print(f"Health check: {t.health.summary()}")
         console.print(why)
-        console.print(f"Metrics on [bold]{t.metrics_url}[/] (Prometheus can scrape it while the demo runs)")
+        console.print(
+            f"Metrics on [bold]{t.metrics_url}[/] (Prometheus can scrape it while the demo runs)",
+            soft_wrap=True,
+        )
         _train(t, model, optimizer, warmup, data, config.seconds, console, supervisor)
         t.drain()
 

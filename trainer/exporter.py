@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
@@ -151,7 +151,7 @@ class TrainingCollector(Collector):
 
     Args:
         state: The figures the bookkeeping thread keeps.
-        run: The run label.
+        run: The run label, or what reads it at each scrape (a re-run's new attempt renames the run).
         rank: The rank label.
         bookkeeping: The bookkeeping thread, whose drops and failures are exported (None: not exported).
         host: The host label (the agent's host; "" when none).
@@ -160,22 +160,24 @@ class TrainingCollector(Collector):
     def __init__(
         self,
         state: TrainingState,
-        run: str,
+        run: str | Callable[[], str],
         rank: int = 0,
         bookkeeping: BookkeepingHealth | None = None,
         host: str = "",
     ) -> None:
         self._state = state
-        self._labels = [run, str(rank), host]
+        self._run = run
+        self._rank_host = [str(rank), host]
         self._bookkeeping = bookkeeping
 
     def collect(self) -> Iterator[Metric]:
         """Yield fresh families from the latest snapshot."""
         s = self._state.snapshot()
+        labels = [self._run if isinstance(self._run, str) else self._run(), *self._rank_host]
         tokens = CounterMetricFamily(
             MetricName.TRAIN_TOKENS_TOTAL, "Tokens trained on by this rank.", labels=LABELS
         )
-        tokens.add_metric(self._labels, s.tokens_total)
+        tokens.add_metric(labels, s.tokens_total)
         yield tokens
         gauges = (
             (MetricName.TRAIN_STEP, "Latest step reported.", s.step),
@@ -201,7 +203,7 @@ class TrainingCollector(Collector):
         for name, doc, value in gauges:
             if value is not None:
                 family = GaugeMetricFamily(name, doc, labels=LABELS)
-                family.add_metric(self._labels, float(value))
+                family.add_metric(labels, float(value))
                 yield family
         events = CounterMetricFamily(
             MetricName.TRAIN_EVENTS_TOTAL,
@@ -209,7 +211,7 @@ class TrainingCollector(Collector):
             labels=[*LABELS, "kind"],
         )
         for kind, count in s.events:
-            events.add_metric([*self._labels, kind], count)
+            events.add_metric([*labels, kind], count)
         yield events
         if self._bookkeeping is not None:
             health = self._bookkeeping
@@ -218,5 +220,5 @@ class TrainingCollector(Collector):
                 (MetricName.BOOKKEEPING_FAILURES_TOTAL, "Bookkeeping operations that raised.", health.failed),
             ):
                 counter = CounterMetricFamily(name, doc, labels=LABELS)
-                counter.add_metric(self._labels, float(value))
+                counter.add_metric(labels, float(value))
                 yield counter

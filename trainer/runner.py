@@ -58,7 +58,6 @@ def run_command(
         raise ConfigError(NO_COMMAND)
     console = console or Console()
     stderr = Console(stderr=True, highlight=False)
-    run = config.run
     session = RunSession(config)
     # Signals are taken over before the session starts: a SIGTERM during start-up still closes the run.
     sampler = RunnableSampler()
@@ -68,7 +67,8 @@ def run_command(
         except StopRequested as stop:
             stderr.print(f"wattlog run: {stop} while starting; {command[0]} was not run")
             return stop.exit_code
-        console.print(f"Run {run}: measuring the node; metrics on {session.metrics_url}")
+        run = session.run  # a re-run under a taken name is a new attempt: my-run-2
+        console.print(f"Run {run}: measuring the node; metrics on {session.metrics_url}", soft_wrap=True)
         start_s, cpu_s, devices = session.clock.wall(), children_cpu_s(), session.snapshot()
         outcome = supervisor.run(command)
         runnable = sampler.stop()

@@ -32,15 +32,18 @@ from prometheus_client.registry import Collector
 from wattlog.accounting.ledger import Ledger, RunSpec, Status, make_engine
 from wattlog.accounting.ledger.completeness import Completeness
 from wattlog.accounting.ledger.engine import check_integrity, unconnected_engine
+from wattlog.accounting.ledger.jobs import created_by_job
 from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
 from wattlog.causes import LEDGER_OUTAGE
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import LedgerError, LedgerUnavailable, WattlogError
 from wattlog.events import EventKind, Stopped
+from wattlog.notices import Notices
 from wattlog.telemetry.agent import Agent
 from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.supervise import Outcome
 from wattlog.telemetry.types import DeviceEnergy
+from wattlog.trainer.attempts import free_run_name, new_attempt_line
 from wattlog.trainer.join import JoinedAgents
 from wattlog.trainer.offline import close_offline, offline_start
 from wattlog.trainer.recorder import RunRecorder
@@ -86,6 +89,7 @@ class RunSession:
         collectors: More Prometheus collectors the agent serves (training progress).
         clock: Time source.
         environ: Environment for the agent's device selection (default: os.environ).
+        notices: Where the lines a user must see go (default: stderr).
     """
 
     def __init__(
@@ -96,8 +100,12 @@ class RunSession:
         collectors: Sequence[Collector] = (),
         clock: Clock | None = None,
         environ: Mapping[str, str] | None = None,
+        notices: Notices | None = None,
     ) -> None:
         self.config = config
+        self.notices = notices if notices is not None else Notices()
+        self.first_attempt: str | None = None
+        """The run name given, when it existed and this run was recorded under the next free one."""
         self.clock: Clock = clock if clock is not None else SystemClock()
         self._sensors = sensors
         self._collectors = list(collectors)
@@ -198,6 +206,7 @@ class RunSession:
     def _register(self, site: str) -> None:
         cfg = self.config
         assert self.ledger is not None
+        self._new_attempt_if_taken()
         self.recorder = RunRecorder(self.ledger, cfg.run, cfg.rank, cfg.join_timeout_s, self.clock)
         spec = RunSpec(
             cfg.project, cfg.role, cfg.model, site, dict(cfg.config), socket.gethostname(), **cfg.labels,
@@ -215,6 +224,22 @@ class RunSession:
             self.ledger.set_run_figures(cfg.run, gpu_hours=cfg.gpu_hours, requests=cfg.requests)
         if self.lost is not None:
             self.lost_energy_j = self.recorder.record_lost_work(self.lost)
+
+    def _new_attempt_if_taken(self) -> None:
+        """A single-process run whose name exists (and is not its own job's) becomes a new attempt.
+
+        Several ranks keep the name (the others would join the first run): the ledger refuses it.
+        """
+        cfg = self.config
+        assert self.ledger is not None
+        if cfg.resume or cfg.rank != 0 or cfg.world_size != 1 or self.ledger.find_run(cfg.run) is None:
+            return
+        if created_by_job(self.ledger, cfg.run, cfg.job.job_id if cfg.job is not None else None):
+            return
+        new = free_run_name(self.ledger, cfg.run)
+        if new != cfg.run:
+            self.first_attempt, cfg.run = cfg.run, new  # the agent's and exporter's labels follow cfg.run
+            self.notices.tell(new_attempt_line(self.first_attempt, new))
 
     def _start_offline(self, error: LedgerUnavailable, site: str) -> None:
         """The ledger is unreachable at start: measure into the spool under the run's name, and say so."""

@@ -145,7 +145,9 @@ class Tracker:
             s,
             sensors=sensors,
             collectors=[
-                TrainingCollector(self._state, s.run, s.rank, self._bookkeeping, host=s.agent_settings.host)
+                TrainingCollector(
+                    self._state, lambda: s.run, s.rank, self._bookkeeping, host=s.agent_settings.host
+                )
             ],
             clock=clock,
             environ=environ,
@@ -237,7 +239,7 @@ class Tracker:
 
         Raises:
             ConfigError: Unknown site or role.
-            LedgerError: The ledger cannot be opened, or the run exists and resume is off.
+            LedgerError: The ledger cannot be opened, or a job of several ranks reuses a run name.
             WattlogError: The agent cannot start, or the health check failed.
         """
         if self._started:

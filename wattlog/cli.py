@@ -23,6 +23,7 @@ from wattlog import __version__
 from wattlog.causes import one_line_per_cause
 from wattlog.errors import WattlogError
 from wattlog.extras import MissingExtra
+from wattlog.help_layout import PLAIN_HELP
 from wattlog.lazy import import_deferring
 
 HELP = "Measure, record and publish the energy, carbon and water of training runs."
@@ -105,7 +106,12 @@ HELP_DEFERRED = {"rich.markdown": "Markdown", "rich.traceback": "Traceback"}
 
 def _new_app() -> typer.Typer:
     return typer.Typer(
-        name="wattlog", help=HELP, no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False
+        name="wattlog",
+        help=HELP,
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+        **PLAIN_HELP,
     )
 
 

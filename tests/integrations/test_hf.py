@@ -18,7 +18,6 @@ from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, 
 from tests.integrations.conftest import import_error_without  # noqa: E402
 from wattlog.accounting.ledger import Ledger, make_engine  # noqa: E402
 from wattlog.accounting.ledger.windows import windows  # noqa: E402
-from wattlog.errors import LedgerError  # noqa: E402
 from wattlog.integrations.hf import WattlogCallback  # noqa: E402
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus  # noqa: E402
 
@@ -193,16 +192,17 @@ def test_added_after_the_trainer_was_built_it_still_runs_before_the_reporters(
     assert "added after the Trainer was built" in caplog.text
 
 
-def test_running_the_script_again_says_how_to_continue_in_one_line(
-    tmp_path: Path, tracker_kwargs: dict[str, Any]
+def test_running_the_script_again_is_a_new_attempt_said_in_one_line(
+    tmp_path: Path, tracker_kwargs: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
     tiny_trainer(tmp_path, WattlogCallback("hf-twice", **tracker_kwargs), steps=2).train()
+    capsys.readouterr()
     kwargs = {**tracker_kwargs, "sensors": [SimulatedSensor(simulated_gpus(1))]}
-    again = tiny_trainer(tmp_path, WattlogCallback("hf-twice", **kwargs), steps=2)
-    with pytest.raises(LedgerError) as raised:
-        again.train()
-    message = str(raised.value)
-    assert "\n" not in message and "resume=True" in message and "--resume" in message
+    tiny_trainer(tmp_path, WattlogCallback("hf-twice", **kwargs), steps=2).train()  # used to raise
+    notices = [line for line in capsys.readouterr().err.splitlines() if line.startswith("wattlog: ")]
+    assert len(notices) == 1 and "recorded as hf-twice-2" in notices[0] and "resume=True" in notices[0]
+    ledger = Ledger(make_engine(tracker_kwargs["db"]))
+    assert {r.name: r.status for r in ledger.runs()} == {"hf-twice": "finished", "hf-twice-2": "finished"}
 
 
 class BarCloser(TrainerCallback):

@@ -141,3 +141,16 @@ def test_without_a_logger_nothing_is_logged_and_lightning_does_not_warn_per_key(
     # before: "You called `self.log('wattlog/energy_j', ...)` but have no logger configured", once per key
     assert not [w for w in caught if "no logger configured" in str(w.message)]
     assert out.getvalue().startswith("Energy: ")
+
+
+def test_fitting_again_under_the_same_name_is_a_new_attempt_said_in_one_line(
+    tmp_path: Path, tracker_kwargs: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    quiet = {**tracker_kwargs, "quiet": True}
+    trainer(tmp_path, WattlogCallback("pl-twice", **quiet), steps=2).fit(TinyLM(), loader())
+    capsys.readouterr()
+    trainer(tmp_path, WattlogCallback("pl-twice", **quiet), steps=2).fit(TinyLM(), loader())  # used to raise
+    notices = [line for line in capsys.readouterr().err.splitlines() if line.startswith("wattlog: ")]
+    assert len(notices) == 1 and "recorded as pl-twice-2" in notices[0] and "resume=True" in notices[0]
+    ledger = Ledger(make_engine(tracker_kwargs["db"]))
+    assert {r.name: r.status for r in ledger.runs()} == {"pl-twice": "finished", "pl-twice-2": "finished"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -124,11 +125,19 @@ class StartedTracker(FakeTracker):
         return self
 
 
-def test_without_tokens_the_session_says_why_once(caplog: pytest.LogCaptureFixture) -> None:
-    session = TrackerSession("r", {}, tracker_factory=StartedTracker, tokens_hint="Pass tokens=.")  # type: ignore[arg-type]
-    session.start(rank=0, local_rank=0)
-    for _ in range(3):
-        assert "wattlog/tokens_per_joule" not in session.figures()
-    said = [r.getMessage() for r in caplog.records if "tokens_per_joule" in r.getMessage()]
-    assert said == ["wattlog/tokens_per_joule is not logged: no tokens were reported. Pass tokens=."]
+def test_without_tokens_the_session_says_why_once_on_stderr_whatever_logging_is_set(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    wattlog_logger = logging.getLogger("wattlog")
+    level = wattlog_logger.level
+    wattlog_logger.setLevel(logging.ERROR)  # what an application that configured nothing shows
+    try:
+        session = TrackerSession("r", {}, tracker_factory=StartedTracker, tokens_hint="Pass tokens=.")  # type: ignore[arg-type]
+        session.start(rank=0, local_rank=0)
+        for _ in range(3):
+            assert "wattlog/tokens_per_joule" not in session.figures()
+    finally:
+        wattlog_logger.setLevel(level)
+    said = capsys.readouterr().err.splitlines()  # used to be a logged WARNING, shown nowhere
+    assert said == ["wattlog: wattlog/tokens_per_joule is not logged: no tokens were reported. Pass tokens=."]
     assert session.new_source() == "counter" and session.new_source() is None  # logged when it changes

@@ -118,6 +118,31 @@ def test_run_resume_continues_the_same_run(tmp_path: Path) -> None:
     assert run.restarts == 1 and run.status == "finished"
 
 
+def test_run_again_under_the_same_name_is_a_new_attempt_said_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    assert main(["run", "--run", "job", "--db", db, "--", "true"]) == 0
+    capsys.readouterr()
+    assert main(["run", "--run", "job", "--db", db, "--", "true"]) == 0  # used to exit 2: the name exists
+    out, err = capsys.readouterr()
+    [notice] = [line for line in err.splitlines() if line.startswith("wattlog: ")]
+    assert "recorded as job-2" in notice and "--resume" in notice
+    assert "Run job-2: measuring" in out
+    assert {r.name for r in Ledger(make_engine(db)).runs()} == {"job", "job-2"}
+
+
+def test_in_a_pipe_a_long_line_is_not_broken_inside_its_url(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)  # a pipe: rich's 80 columns
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    name = "a-run-name-long-enough-to-push-the-metrics-url-past-80-columns"
+    assert main(["run", "--run", name, "--db", db, "--", "true"]) == 0
+    [line] = [x for x in capsys.readouterr().out.splitlines() if "measuring the node" in x]
+    assert line.endswith("/metrics") and "http://127.0.0.1:" in line  # used to wrap before the URL
+
+
 def test_health_check_records_a_finished_run_with_a_site_and_the_table_shows_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -176,11 +176,30 @@ def test_a_checkpoint_is_counted_for_prometheus_from_zero(db_url: str, sim: dict
     assert f"{series} 0.0" in before and f"{series} 1.0" in after
 
 
-def test_same_name_without_resume_is_a_ledger_error(db_url: str, sim: dict[str, Any]) -> None:
+def test_the_same_name_again_is_a_new_attempt_named_in_one_line(
+    db_url: str, sim: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
     with Tracker("twice", db=db_url, **sim):
         pass
-    with pytest.raises(LedgerError, match=r"resume=True \(Python\) or --resume \(CLI\)"):
-        Tracker("twice", db=db_url, **sim).start()
+    capsys.readouterr()
+    for expected in ("twice-2", "twice-3"):  # used to raise LedgerError: the name exists
+        with Tracker("twice", db=db_url, **sim) as again:
+            again.step(tokens=10)
+        assert again.run == expected
+        [line] = capsys.readouterr().err.splitlines()
+        assert f"recorded as {expected}" in line and "resume=True" in line
+    runs = {r.name: r for r in Ledger(make_engine(db_url)).runs()}
+    assert set(runs) == {"twice", "twice-2", "twice-3"}
+    assert (runs["twice"].restarts, runs["twice-2"].status) == (0, "finished")
+
+
+def test_the_new_attempt_is_the_label_of_its_training_series(db_url: str, sim: dict[str, Any]) -> None:
+    with Tracker("label", db=db_url, **sim):
+        pass
+    with Tracker("label", db=db_url, **sim) as again:
+        assert again.metrics_url is not None
+        text = urllib.request.urlopen(again.metrics_url, timeout=5).read().decode()
+    assert 'run="label-2"' in text and 'run="label"' not in text
 
 
 def test_a_window_of_a_tracker_run_reaches_the_ledger(db_url: str, sim: dict[str, Any]) -> None:

@@ -17,8 +17,8 @@ exception that ends ``train()`` must be seen (transformers has no exception hook
 when the Trainer is built (``on_init_end``). A checkpoint
 save is recorded; a run resumed from a checkpoint continues its ledger run with a
 restart event; ``with callback.window("eval"):`` measures a block into the ledger's windows.
-Running the script again with the same run name stops at the start with one line: continue
-the run with ``resume=True``, or give a new name. At the end, rank 0 prints a few lines of the
+Running the script again with the same run name records a new attempt (``my-run-2``) and says so
+in one line; ``resume=True`` continues the first run instead. At the end, rank 0 prints a few lines of the
 run's figures (``table=True``: the run beside Table 19).
 
 Needs ``pip install 'wattlog[hf]'``.

@@ -25,6 +25,7 @@ from wattlog.accounting.ranges import Quantity, bounds
 from wattlog.accounting.sites import Site, get_site, run_catalog
 from wattlog.accounting.units import j_to_kwh, j_to_mwh
 from wattlog.events import EventCategory, EventKind
+from wattlog.notices import Notices
 from wattlog.telemetry.types import DeviceEnergy
 from wattlog.trainer.callbacks.speed import SpeedFigures
 from wattlog.trainer.tracker import Tracker
@@ -156,6 +157,7 @@ class TrackerSession:
         tracker_factory: Builds the tracker (tests inject fakes; default ``Tracker``).
         table: Print the run beside Table 19 at the end (default: the few lines of its figures).
         tokens_hint: How the user gives the tokens in this framework, said once when none were reported.
+        notices: Where lines the user must see go, whatever logging is set (default: stderr).
     """
 
     def __init__(
@@ -167,6 +169,7 @@ class TrackerSession:
         tracker_factory: Callable[..., Tracker] = Tracker,
         table: bool = False,
         tokens_hint: str = "",
+        notices: Notices | None = None,
     ) -> None:
         self.run = run
         self._kwargs = dict(tracker_kwargs)
@@ -177,6 +180,7 @@ class TrackerSession:
         self._factory = tracker_factory
         self._table = table
         self._tokens_hint = tokens_hint
+        self._notices = notices if notices is not None else Notices()
         self.tracker: Tracker | None = None
         self._ended: Tracker | None = None  # ended, its figures not yet printed (see end(show=False))
         self.printed = False
@@ -230,7 +234,10 @@ class TrackerSession:
         speed = self.tracker.speed
         if out and speed is not None and not tokens_known(speed) and not self._said_tokens:
             self._said_tokens = True
-            log.warning("%s is not logged: no tokens were reported. %s", TOKENS_PER_JOULE, self._tokens_hint)
+            # a warning through logging is hidden unless the user configured it (issue 44): stderr
+            self._notices.tell(
+                f"{TOKENS_PER_JOULE} is not logged: no tokens were reported. {self._tokens_hint}"
+            )
         return out
 
     def new_source(self) -> str | None:
