@@ -1,0 +1,1 @@
+"""The accounting commands (`wattlog ...`), one module per command group."""
