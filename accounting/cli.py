@@ -11,6 +11,7 @@ from wattlog.accounting.calibrate_cli import WindowMeasure
 from wattlog.accounting.calibrate_cli import register as register_calibrate
 from wattlog.accounting.commands.disclose_cli import register as register_disclose
 from wattlog.accounting.commands.estimate_cli import register as register_estimate
+from wattlog.accounting.commands.partitions_cli import register as register_partitions
 from wattlog.accounting.intensity_cli import register as register_intensity
 from wattlog.accounting.ledger_cli import register as register_ledger
 from wattlog.accounting.node_cli import register as register_node
@@ -39,6 +40,7 @@ def register(app: typer.Typer, measure: WindowMeasure | None = None) -> None:
     register_table(app)
     register_node(app)
     register_ledger(app)
+    register_partitions(app)
     register_windows(app)
     register_intensity(app)
     register_scope2(app)

@@ -16,7 +16,12 @@ from wattlog.accounting.ledger.engine import describe_url, make_engine
 from wattlog.accounting.ledger.spool import default_folder, replay_folder
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.progress import progress_lines
-from wattlog.accounting.verify import check_ledger, rollup_drift, runs_with_impossible_sums
+from wattlog.accounting.verify import (
+    check_ledger,
+    default_partition_rows,
+    rollup_drift,
+    runs_with_impossible_sums,
+)
 from wattlog.errors import LedgerError
 from wattlog.options import DbOption
 
@@ -116,11 +121,16 @@ def check(
             if repair:
                 ledger.rebuild_totals(run_id)
                 print(f"run {run_id}: totals and hours recomputed from its rows", file=sys.stderr)
+        misplaced = default_partition_rows(ledger, where)  # PostgreSQL: rows whose day has no partition
+        if misplaced:
+            print(misplaced, file=sys.stderr)
         if drift and not repair:
             raise LedgerError(
                 f"ledger {where}: {len(drift)} run(s) whose totals disagree with their rows (a table shows "
                 "the totals): `wattlog check --repair` recomputes them from the rows"
             )
+        if misplaced:
+            raise LedgerError(f"ledger {where}: rows in DEFAULT: `wattlog partitions` moves them")
     finally:
         engine.dispose()
     agreed = f"the totals of {len(drift)} run(s) recomputed" if drift else "every total and hour agrees"

@@ -9,6 +9,7 @@ before they start. The rollup must match its rows.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ from sqlalchemy import ColumnElement, Connection, Table, func, or_, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from wattlog.accounting.ledger.models import EnergyRecord, Run
+from wattlog.accounting.ledger.partitions import DAY_HOURS, default_rows
 from wattlog.accounting.ledger.rollups import (
     DEVICE_KEY,
     HOUR_KEY,
@@ -134,6 +136,26 @@ def _bad_energy(connection, table: Table, what: str, runs: Sequence[int] | None)
         f"{count} {what} with energy negative, not finite or outside its band, or a band whose "
         f"sampling-error parts lie outside it ({shown})"
     ]
+
+
+def default_partition_rows(ledger: Ledger, where: str) -> str:
+    """A line naming the rows the DEFAULT partition holds and the command that moves them ("" when none).
+
+    Such rows count like any other, but their day can get no partition while they are there, so
+    compaction folds them row by row (PostgreSQL; see ledger.day_plan for how they get there).
+    """
+    with ledger.engine.connect() as connection:
+        held = default_rows(connection)
+    if not held:
+        return ""
+    days = ", ".join(
+        f"{dt.datetime.fromtimestamp(day * DAY_HOURS * 3600, dt.UTC):%Y-%m-%d} ({rows:,})"
+        for day, rows in held.items()
+    )
+    return (
+        f"ledger {where}: {sum(held.values()):,} energy rows in the DEFAULT partition (days {days}): "
+        f"`wattlog partitions --db URL` (as the energy table's owner) moves them into their day partitions"
+    )
 
 
 DRIFT = 1e-9

@@ -49,6 +49,10 @@ COMMANDS = (
         "reads against the rows they sum; exit 2 if damaged (with --repair: recompute those, then 0).",
     ),
     (
+        "partitions",
+        "Move rows the DEFAULT partition holds into their day partitions and create days ahead (PostgreSQL).",
+    ),
+    (
         "windows",
         "List a run's measurement windows: energy of each (all its devices summed), band and sources.",
     ),

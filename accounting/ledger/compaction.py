@@ -15,7 +15,7 @@ or left raw, never deleted unfolded.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -25,8 +25,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from wattlog.accounting.ledger.models import Resolution
-from wattlog.accounting.ledger.partitions import DAY_HOURS, replace_day, whole_days
+from wattlog.accounting.ledger.partitions import DAY_HOURS, whole_days
 from wattlog.accounting.ledger.reader import ENERGY
+from wattlog.accounting.ledger.server_fold import fold_day, hour_batches
 from wattlog.records import BAND_TERMS
 
 CONTIGUOUS_S = 1e-6
@@ -58,8 +59,9 @@ def fold_in_batches(
 
     Each hour is folded whole in one transaction (its buckets need all its rows), so a
     failure leaves every hour either folded or raw, totals exact either way. On a partitioned
-    PostgreSQL ledger each whole past day is folded in one transaction that replaces its
-    partition (no DELETE, no VACUUM); the hours left (DEFAULT's, SQLite's) are deleted in batches.
+    PostgreSQL ledger each whole past day is folded by the server (ledger.server_fold: hours in
+    batches into a staging table, then a short swap; no DELETE, no VACUUM, no row in the client);
+    the hours left (DEFAULT's, SQLite's) are deleted in batches.
 
     Args:
         transaction: Opens one committed transaction (`Ledger.transaction`).
@@ -75,33 +77,21 @@ def fold_in_batches(
         )
     raw_rows = hourly_rows = 0
     for day in days:
-        with transaction(f"compact day {day}'s partition") as session:
-            raw, hourly = replace_day(session, day, _fold_selected)
+        hours_of_day = [(int(h), int(n)) for h, n in counts if int(h) // DAY_HOURS == day]
+        if not hours_of_day:  # compacted already
+            continue
+        raw, hourly = fold_day(transaction, day, hours_of_day, batch_rows, CONTIGUOUS_S)
         raw_rows += raw
         hourly_rows += hourly
     # the hours left: SQLite's, DEFAULT's, and those of a day not yet whole
     left = [(int(h), int(n)) for h, n in counts if int(h) // DAY_HOURS not in days]
-    for hours in _batches(left, batch_rows):
+    for hours in hour_batches(left, batch_rows):
         with transaction(f"compact {len(hours)} hours of raw rows") as session:
             for hour in hours:
                 raw, hourly = fold_hour(session, hour)
                 raw_rows += raw
                 hourly_rows += hourly
     return Compaction(raw_rows=raw_rows, hourly_rows=hourly_rows, before_hour=before_hour)
-
-
-def _batches(counts: Sequence[tuple[int, int]], batch_rows: int) -> Iterator[list[int]]:
-    """Consecutive hours grouped until a group holds `batch_rows` rows."""
-    hours: list[int] = []
-    rows = 0
-    for hour, count in counts:
-        hours.append(hour)
-        rows += count
-        if rows >= batch_rows:
-            yield hours
-            hours, rows = [], 0
-    if hours:
-        yield hours
 
 
 def fold_hour(session: Session, hour: int) -> tuple[int, int]:
@@ -114,12 +104,6 @@ def fold_hour(session: Session, hour: int) -> tuple[int, int]:
     if folded:
         session.execute(insert(ENERGY), folded)
     return len(rows), len(folded)
-
-
-def _fold_selected(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`fold_rows` of full rows (id and resolution dropped: the folded rows are new)."""
-    columns = (*_KEYS, "start_s", "end_s", *_SUMMED)
-    return fold_rows([{c: row[c] for c in columns} for row in rows])
 
 
 def return_space(engine: Engine) -> None:

@@ -1,37 +1,36 @@
-"""PostgreSQL's energy table by day: writers add the day's partition, compaction replaces a raw day whole.
+"""PostgreSQL's energy table by day: each day's partition made ahead of its rows, DEFAULT kept empty.
 
 Since revision 0014 the energy table on PostgreSQL is partitioned by RANGE of ``hour``, one
 partition per UTC day (``energy_record_d<day>``, hours ``24 * day`` to ``24 * day + 24``) and a
-DEFAULT partition. A writer creates its rows' day when missing (:func:`ensure_days`) rather than
-letting them land in DEFAULT: a day left in DEFAULT could never get its own partition later
-without moving its rows (PostgreSQL refuses a partition whose range DEFAULT already holds), so it
-would be compacted by the slow DELETE path forever. DEFAULT only catches what the creation could
-not place (a race lost to such rows); compaction folds it by DELETE like SQLite.
+DEFAULT partition. Days are created ahead of their rows (:class:`wattlog.accounting.ledger.day_plan.DayPlan`:
+when a run starts, and by the last hour of each day, by whichever connection may), because a day
+whose rows land in DEFAULT can get its own partition only once they are moved out
+(:func:`move_default_day`; PostgreSQL refuses a partition whose range DEFAULT holds rows of).
 
-Compacting a day (:func:`replace_day`, called by
-:func:`wattlog.accounting.ledger.compaction.fold_in_batches`) reads its rows, folds the raw ones,
-drops the partition and creates it again holding the hourly rows: no DELETE of millions of rows,
-no VACUUM, and the raw day's disk space is returned at once.
+Creating a day costs a flush nothing when it cannot be done: the role's right to create
+(:func:`can_create`) and DEFAULT's rows of the day (:func:`default_days`) are read first, without
+the lock, so an agent whose role lacks CREATE, or a day a bulk import put in DEFAULT, neither waits
+on the advisory lock nor makes the server fail a statement (issue 41: 997 server errors for 996
+flushes, 5 flushes a second). Such rows are a `wattlog check` finding (:func:`default_rows`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
 
-from sqlalchemy import insert, text
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from wattlog.accounting.ledger.models import Resolution
 from wattlog.accounting.ledger.reader import ENERGY
 
 DAY_HOURS = 24
 _PREFIX = f"{ENERGY.name}_d"
-_KNOWN = "known_energy_days"
-"""Key in a DBAPI connection's info dict: days this connection saw exist (skips the catalog read)."""
+DEFAULT_PARTITION = f"{ENERGY.name}_default"
 _LOCK_KEY = 0x776C_6461  # advisory lock serialising partition creation between agents ("wlda")
+# both resolutions named, so the (resolution, hour) index answers "rows of these hours" by two seeks
+_BOTH = "resolution IN ('raw', 'hourly')"
 
 
 def partition_name(day: int) -> str:
@@ -66,37 +65,87 @@ def day_partitions(connection: Connection) -> list[int]:
     return sorted(int(d) for d in days if d.isdigit())  # not DEFAULT (energy_record_default)
 
 
-def ensure_days(session: Session, hours: Iterable[int]) -> None:
-    """Create the partitions of these hours' days that are missing (PostgreSQL, partitioned only).
+def can_create(connection: Connection) -> bool:
+    """Whether this connection's role may add a partition: it must own the energy table (or be a
+    member of its owner) and may create in its schema (PostgreSQL's rule for PARTITION OF)."""
+    return bool(
+        connection.execute(
+            text(
+                "SELECT pg_has_role(current_user, c.relowner, 'USAGE')"
+                " AND has_schema_privilege(c.relnamespace, 'CREATE')"
+                " FROM pg_class c WHERE c.oid = CAST(:name AS regclass)"
+            ),
+            {"name": ENERGY.name},
+        ).scalar()
+    )
 
-    Race-safe between agents: creation is serialised by an advisory lock held to the end of this
-    transaction, which must be its own, before the flush's (`Ledger.record_intervals`): a flush that
-    had already read the table would hold a lock the creation waits for (deadlock). It runs in a
-    savepoint, so a creation PostgreSQL refuses (DEFAULT
-    already holds rows of that day) leaves the flush's rows to DEFAULT instead of failing it.
+
+def default_days(connection: Connection, days: Iterable[int]) -> set[int]:
+    """Those of `days` whose rows DEFAULT holds (one index probe each): such a day cannot be created."""
+    held = set()
+    for day in sorted(set(days)):
+        probe = text(
+            f"SELECT 1 FROM {DEFAULT_PARTITION} WHERE {_BOTH} AND hour >= :lo AND hour < :hi LIMIT 1"
+        )
+        if connection.execute(probe, {"lo": day * DAY_HOURS, "hi": (day + 1) * DAY_HOURS}).first():
+            held.add(day)
+    return held
+
+
+def default_rows(connection: Connection) -> dict[int, int]:
+    """Day -> rows the DEFAULT partition holds of it (empty when none, or not partitioned)."""
+    if not is_partitioned(connection):
+        return {}
+    counted = connection.execute(
+        text(f"SELECT floor(hour / 24.0)::bigint, count(*) FROM {DEFAULT_PARTITION} GROUP BY 1 ORDER BY 1")
+    )
+    return {int(day): int(rows) for day, rows in counted}
+
+
+def create_days(session: Session, days: Iterable[int]) -> set[int]:
+    """Create these days' partitions under the advisory lock; returns the days that now exist.
+
+    Call only for days this role may create and DEFAULT holds no rows of (see the module's note):
+    the lock is held to the end of this transaction, which must be its own, before a flush's (a
+    flush that had read the table would hold a lock the creation waits for). A creation that still
+    fails (a bulk import won the race) is undone by its savepoint; that day is not returned.
     """
-    connection = session.connection()
-    if connection.dialect.name != "postgresql":
-        return
-    known: set[int] = connection.connection.info.setdefault(_KNOWN, set())
-    days = {h // DAY_HOURS for h in hours} - known
-    if not days or not is_partitioned(connection):
-        return
-    existing = set(day_partitions(connection))
-    missing = days - existing
-    if missing:
-        connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
-        for day in sorted(missing):
-            _create_day(session, day)
-    known.update(days)
+    wanted = sorted(set(days))
+    if not wanted:
+        return set()
+    session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
+    made = set()
+    for day in wanted:
+        try:
+            with session.begin_nested():
+                session.execute(text(_create_sql(day, if_not_exists=True)))
+            made.add(day)
+        except DBAPIError:  # DEFAULT took rows of this day meanwhile: they stay there, check names them
+            pass
+    return made
 
 
-def _create_day(session: Session, day: int) -> None:
-    try:
-        with session.begin_nested():
-            session.execute(text(_create_sql(day, if_not_exists=True)))
-    except DBAPIError:  # DEFAULT holds rows of this day: they stay there, compaction folds them
-        pass
+def move_default_day(session: Session, day: int) -> int:
+    """Move DEFAULT's rows of one day into a new partition of that day, in the server; returns rows moved.
+
+    One transaction: the rows are deleted from DEFAULT into a temporary table, the day's partition
+    is created (DEFAULT now holds none of its range), and the rows go back through the parent, ids
+    kept. The client holds no row.
+    """
+    lo, hi = day * DAY_HOURS, (day + 1) * DAY_HOURS
+    session.execute(text(f"LOCK TABLE {DEFAULT_PARTITION} IN SHARE ROW EXCLUSIVE MODE"))
+    session.execute(
+        text(
+            "CREATE TEMPORARY TABLE wattlog_moving ON COMMIT DROP AS WITH moved AS ("
+            f"DELETE FROM {DEFAULT_PARTITION} WHERE {_BOTH} AND hour >= :lo AND hour < :hi RETURNING *"
+            ") SELECT * FROM moved"
+        ),
+        {"lo": lo, "hi": hi},
+    )
+    session.execute(text(_create_sql(day, if_not_exists=True)))
+    moved = session.execute(text(f"INSERT INTO {ENERGY.name} SELECT * FROM wattlog_moving"))
+    session.execute(text("DROP TABLE wattlog_moving"))
+    return int(moved.rowcount)
 
 
 def _create_sql(day: int, *, if_not_exists: bool = False) -> str:
@@ -113,28 +162,3 @@ def whole_days(session: Session, before_hour: int) -> list[int]:
     if not is_partitioned(connection):
         return []
     return [d for d in day_partitions(connection) if (d + 1) * DAY_HOURS <= before_hour]
-
-
-def replace_day(
-    session: Session, day: int, fold: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
-) -> tuple[int, int]:
-    """Replace one day's partition by one holding its hourly rows and `fold` of its raw ones.
-
-    The partition is locked first (that day's writers wait, others only during the swap), so
-    every raw row read is folded and none is added meanwhile. Returns (raw rows, rows folded).
-    """
-    name = partition_name(day)
-    session.execute(text(f"LOCK TABLE {name} IN ACCESS EXCLUSIVE MODE"))
-    raw_sql = text(f"SELECT * FROM {name} WHERE resolution = :raw")
-    raw = [dict(r._mapping) for r in session.execute(raw_sql, {"raw": Resolution.RAW.value})]
-    if not raw:
-        return 0, 0
-    kept_sql = text(f"SELECT * FROM {name} WHERE resolution <> :raw")
-    kept = [dict(r._mapping) for r in session.execute(kept_sql, {"raw": Resolution.RAW.value})]
-    folded = fold(raw)
-    session.execute(text(f"DROP TABLE {name}"))
-    session.execute(text(_create_sql(day)))
-    for rows in (kept, folded):
-        if rows:
-            session.execute(insert(ENERGY), rows)
-    return len(raw), len(folded)

@@ -27,9 +27,9 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from wattlog.accounting.ledger.compaction import BATCH_ROWS, Compaction, fold_in_batches
+from wattlog.accounting.ledger.day_plan import DayPlan, days_of, start_days
 from wattlog.accounting.ledger.models import Event, Project, Role, Run, Status, hour_of
 from wattlog.accounting.ledger.node_lease import close_node_gaps
-from wattlog.accounting.ledger.partitions import ensure_days
 from wattlog.accounting.ledger.reader import RunReader, find_run
 from wattlog.accounting.ledger.revisions import revisions_of, store_revisions
 from wattlog.accounting.ledger.runs import RunSpec, member, project_row, resume_run, run_labels
@@ -61,6 +61,7 @@ class Ledger:
     def __init__(self, engine: Engine, clock: Clock | None = None) -> None:
         self.engine = engine
         self._clock = clock or SystemClock()
+        self._days = DayPlan(self._clock.wall)  # the day partitions this process knows (PostgreSQL)
 
     @property
     def clock(self) -> Clock:
@@ -116,6 +117,7 @@ class Ledger:
         role = member(Role, spec.role, "role")
         labels = run_labels(spec.phase, spec.stage, spec.scale_group, spec.device_model)
         now_s = self._clock.wall() if start_s is None else start_s  # given: a start spooled earlier
+        self._days.ensure(self.transaction, start_days(hour_of(now_s)))  # its days, made ahead
         with self.transaction(f"start run {name!r}") as session:
             run = session.execute(select(Run).where(col(Run.name) == name)).scalars().first()
             if run is not None:
@@ -270,9 +272,7 @@ class Ledger:
             LedgerError: The run does not exist or the database fails (nothing written).
         """
         check_flush(intervals, gaps)
-        if self.engine.dialect.name == "postgresql":  # before the flush reads the table: no deadlock
-            with self.transaction("add the flush's day partitions") as session:
-                ensure_days(session, {hour_of(row.start_s) for row in intervals})
+        self._days.ensure(self.transaction, days_of(hour_of(r.start_s) for r in intervals))  # before it
         with self.transaction(f"record {len(intervals)} energy rows") as session:
             return store_flush(session, _id_of(find_run(session, run)), intervals, gaps)
 

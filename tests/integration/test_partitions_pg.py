@@ -108,7 +108,7 @@ def test_writes_create_their_day_and_resends_insert_nothing(postgres_server) -> 
     rows = [interval("gpu0", START + 86_400 * 3 + 10 * i, 5.0) for i in range(4)]
     assert ledger.record_intervals(run.id, rows) == 4
     assert ledger.record_intervals(run.id, rows) == 0  # a resend across the partitioned table
-    assert _partitions(ledger) == [DAY0 + 3]
+    assert DAY0 + 3 in _partitions(ledger)  # beside the days the run's start made ahead (its clock's)
     with Session(ledger.engine) as session:
         held = session.execute(text(f"SELECT count(*) FROM {partition_name(DAY0 + 3)}")).scalar_one()
         default = session.execute(text("SELECT count(*) FROM energy_record_default")).scalar_one()
@@ -119,8 +119,11 @@ def test_compaction_drops_raw_days_and_keeps_totals(postgres_server) -> None:  #
     ledger = Ledger(make_engine(postgres_server.create_database()))
     run = _fill(ledger, every_s=60.0)
     sums, totals = _sums(ledger), ledger.energy_totals(run)
+    name0 = partition_name(DAY0)
     with Session(ledger.engine) as session:
-        old_oid = session.execute(text(f"SELECT '{partition_name(DAY0)}'::regclass::oid")).scalar_one()
+        old_file, old_size = session.execute(
+            text(f"SELECT pg_relation_filepath('{name0}'), pg_total_relation_size('{name0}')")
+        ).one()
     now_s = (DAY0 + 2) * 86_400.0 + 600  # days DAY0 and DAY0 + 1 are whole and past
     done = ledger.compact_hourly(0, now_s=now_s)
     assert done.raw_rows > 0 and done.hourly_rows < done.raw_rows
@@ -131,14 +134,14 @@ def test_compaction_drops_raw_days_and_keeps_totals(postgres_server) -> None:  #
             assert after[name][key] == pytest.approx(joules, rel=1e-12, abs=1e-9), (name, key)
     assert ledger.energy_totals(run) == totals
     with Session(ledger.engine) as session:
-        oids = set(session.execute(text("SELECT inhrelid FROM pg_inherits")).scalars())
-        gone = session.execute(
-            text("SELECT count(*) FROM pg_class WHERE oid = :o"), {"o": old_oid}
-        ).scalar_one()
+        new_file, new_size = session.execute(
+            text(f"SELECT pg_relation_filepath('{name0}'), pg_total_relation_size('{name0}')")
+        ).one()
         raw_days = session.execute(
             text("SELECT DISTINCT hour / 24 FROM energy_record WHERE resolution = 'raw'")
         ).scalars()
         assert sorted(raw_days) == [DAY0 + 2]
-    assert old_oid not in oids and gone == 0  # the raw day's partition itself is gone
-    assert _partitions(ledger) == [DAY0, DAY0 + 1, DAY0 + 2]  # replaced by the folded day's
+    # the raw day's storage is gone (TRUNCATE gives the partition a new file), the hourly rows are small
+    assert new_file != old_file and new_size < old_size / 4
+    assert {DAY0, DAY0 + 1, DAY0 + 2} <= set(_partitions(ledger))  # the day's partition holds its hours
     assert ledger.compact_hourly(0, now_s=now_s).raw_rows == 0
