@@ -194,8 +194,8 @@ def test_the_layers_hold(site: Path) -> None:
 @pytest.mark.parametrize(
     ("module", "forbidden"),
     [
-        ("telemetry/sampler.py", "wattlog.accounting.footprint"),
-        ("accounting/footprint.py", "wattlog.trainer.detectors"),
+        ("telemetry/sampler.py", "wattlog.accounting.publishing.footprint"),
+        ("accounting/publishing/footprint.py", "wattlog.trainer.detectors"),
         ("dashboards/notify.py", "wattlog.trainer.health"),
         ("trainer/detectors.py", "wattlog.dashboards.notify"),
         ("errors.py", "wattlog.telemetry.sampler"),
@@ -216,7 +216,7 @@ def test_an_upward_import_breaks_the_contract(
 def test_pure_arithmetic_loads_no_sensor_sampler_or_database(site: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(site)}
     result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", "import wattlog.accounting.footprint"],
+        [sys.executable, "-X", "importtime", "-c", "import wattlog.accounting.publishing.footprint"],
         capture_output=True,
         text=True,
         env=env,

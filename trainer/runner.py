@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from wattlog.accounting.recording import spooled_text
-from wattlog.accounting.run_report import print_run_end
+from wattlog.accounting.fleet.recording import spooled_text
+from wattlog.accounting.publishing.run_report import print_run_end
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.events import Activity
 from wattlog.records import Kind

@@ -29,9 +29,9 @@ from typing import Any, Generic, TypeVar, cast
 
 from prometheus_client.registry import Collector
 
+from wattlog.accounting.fleet.recording import LedgerTarget, Recording, RecordingConfig
 from wattlog.accounting.ledger import Ledger, RunSpec, Status, make_engine
 from wattlog.accounting.ledger.engine import check_integrity, unconnected_engine
-from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import LedgerUnavailable, WattlogError
 from wattlog.events import EventKind, Stopped
@@ -161,7 +161,7 @@ class RunSession:
         cfg = self.config
         site = cfg.site
         if site:
-            from wattlog.accounting.sites import get_site, run_catalog
+            from wattlog.accounting.carbon.sites import get_site, run_catalog
 
             site = get_site(site, run_catalog(self._environ)).name
         offline: LedgerUnavailable | None = None
@@ -315,9 +315,9 @@ class RunSession:
     def _fetch_intensity(self) -> None:
         """Fetch the run's hours from its site's provider (if it names one), within the close's budget."""
         assert self.ledger is not None
-        from wattlog.accounting.intensity.live.at_close import fetch_at_close
-        from wattlog.accounting.intensity.live.providers import ProviderContext
-        from wattlog.accounting.sites import run_catalog
+        from wattlog.accounting.carbon.intensity.live.at_close import fetch_at_close
+        from wattlog.accounting.carbon.intensity.live.providers import ProviderContext
+        from wattlog.accounting.carbon.sites import run_catalog
 
         done = fetch_at_close(
             self.ledger, self.run, run_catalog(self._environ), ProviderContext(environ=self._environ)

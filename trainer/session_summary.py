@@ -5,9 +5,9 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass
 
+from wattlog.accounting.fleet.recording import spooled_text
 from wattlog.accounting.it_energy import energy_label
 from wattlog.accounting.ledger import Status
-from wattlog.accounting.recording import spooled_text
 from wattlog.records import EnergyFigure
 from wattlog.telemetry.supervise import Ending, Outcome, StopRequested
 

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.devices import device_catalog
-from wattlog.accounting.efficiency import Efficiency
-from wattlog.accounting.exports import rows_csv, rows_json
-from wattlog.accounting.job_speed import efficiency_of
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.jobs import RankReport, report_rank_progress
 from wattlog.accounting.ledger.runs import RunSpec
 from wattlog.accounting.ledger.views import RankInfo
-from wattlog.accounting.render import footnotes
-from wattlog.accounting.run_table import TableOptions, run_row
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.publishing.efficiency import Efficiency
+from wattlog.accounting.publishing.exports import rows_csv, rows_json
+from wattlog.accounting.publishing.job_speed import efficiency_of
+from wattlog.accounting.publishing.render import footnotes
+from wattlog.accounting.publishing.run_table import TableOptions, run_row
 from wattlog.records import EnergyInterval, Kind, Source
 
 START_S = 1_764_000_000.0

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from wattlog.accounting.fleet.node import NodeAgent, NodeOptions
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.jobs import job_nodes
-from wattlog.accounting.node import NodeAgent, NodeOptions
 from wattlog.errors import LedgerError
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus

@@ -1,0 +1,1 @@
+"""The accounting commands: every `wattlog` command registered from accounting/."""

@@ -1,0 +1,1 @@
+"""Publishing: footprint, Table 19 and project tables, exports, validity, the audit bundle."""
