@@ -143,7 +143,7 @@ def test_the_layer_folders_are_relative_links_into_the_package() -> None:
 def test_the_layer_contract_names_every_module() -> None:
     """A module of wattlog/ left out of the layers would be free to import anything."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    (contract,) = config["tool"]["importlinter"]["contracts"]
+    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"] if "containers" not in c]
     named = {name.strip() for layer in contract["layers"] for name in layer.split("|")}
     modules = {f"wattlog.{p.stem}" for p in (ROOT / "wattlog").glob("*.py") if p.stem != "__init__"}
     modules |= {f"wattlog.{p.parent.name}" for p in (ROOT / "wattlog").glob("*/__init__.py")}
