@@ -17,9 +17,8 @@ ROOMS = ("commands", "fleet", "publishing", "carbon", "ledger")
 
 def _rooms_contract() -> dict[str, object]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    (contract,) = [
-        c for c in config["tool"]["importlinter"]["contracts"] if c.get("containers") == ["wattlog.accounting"]
-    ]
+    contracts = config["tool"]["importlinter"]["contracts"]
+    (contract,) = [c for c in contracts if c.get("containers") == ["wattlog.accounting"]]
     return contract
 
 
