@@ -1,20 +1,21 @@
 """Accounting: energy into MWh, CO2 and water, the way OLMo 2's Table 19 does it.
 
-Map of the package (imports flow down; nothing here imports torch):
+Map of the package: five rooms, each importing only those below it (README.md says more; nothing
+here imports torch):
 
-- ``units``      j_to_kwh, j_to_mwh, kwh_to_mwh, ...: conversions with units in their names.
-- ``ranges``     Range (min, max) and Quantity = float | Range; ranges propagate through the maths.
-- ``intensity``  IntensitySource protocol, ConstantIntensity, HourlySeries.from_csv, split_by_hour_mwh.
-- ``sites``      Site (PUE, WUE on/off-site, carbon intensity, each sourced), the built-in catalog
-                 (data/sites.toml), user sites from TOML, get_site.
-- ``it_energy``  Energy (a run's IT energy: figures in joules), energy_label, PUBLISHED.
-- ``footprint``  facility_energy_mwh, co2_t, water_kl (paper or Green Grid convention), co2_t_hourly,
-                 Footprint, footprint_for.
-- ``render``     TableRow and the Table-19 renderers: to_rich, to_markdown, to_latex, to_csv, to_html,
-                 render(rows, format), show().
-- ``reference``  The published rows: Table 19's five (data/reference.toml) and OPT-175B.
-- ``ledger``     The durable store of runs and energy (SQLModel, Alembic).
-- ``cli``        ``wattlog sites`` (and the ledger's ``wattlog table``).
+- ``commands``    every `wattlog` command registered from accounting (``*_cli.py``).
+- ``fleet``       a node of a job, SLURM hooks, the DCGM reader, ``recording`` (the composition root).
+- ``publishing``  footprint (facility_energy_mwh, co2_t, water_kl, co2_t_hourly, Footprint,
+                  footprint_for), render (TableRow and the Table-19 renderers: to_rich, to_markdown,
+                  to_latex, to_csv, to_html, render(rows, format), show()), reference (Table 19's five
+                  published rows, OPT-175B), tables, exports, validity, the audit bundle.
+- ``carbon``      intensity (IntensitySource, ConstantIntensity, HourlySeries.from_csv,
+                  split_by_hour_mwh; live providers), sites (Site, the built-in catalog
+                  data/sites.toml, user sites, get_site), Scope 2 and market matching, grid water.
+- ``ledger``      the durable store of runs and energy (SQLModel, Alembic).
+- at the top: ``units`` (j_to_kwh, j_to_mwh, ...: units in their names), ``ranges`` (Range,
+  Quantity = float | Range), ``it_energy`` (Energy in joules, energy_label, PUBLISHED),
+  ``devices``, ``progress``.
 
 The names below are imported on first use (wattlog.lazy), so ``import wattlog.accounting.units``
 loads neither rich nor SQLAlchemy; type checkers see them through the ``TYPE_CHECKING`` imports.
