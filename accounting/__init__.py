@@ -1,20 +1,21 @@
 """Accounting: energy into MWh, CO2 and water, the way OLMo 2's Table 19 does it.
 
-Map of the package (imports flow down; nothing here imports torch):
+Map of the package: five rooms, each importing only those below it (README.md says more; nothing
+here imports torch):
 
-- ``units``      j_to_kwh, j_to_mwh, kwh_to_mwh, ...: conversions with units in their names.
-- ``ranges``     Range (min, max) and Quantity = float | Range; ranges propagate through the maths.
-- ``intensity``  IntensitySource protocol, ConstantIntensity, HourlySeries.from_csv, split_by_hour_mwh.
-- ``sites``      Site (PUE, WUE on/off-site, carbon intensity, each sourced), the built-in catalog
-                 (data/sites.toml), user sites from TOML, get_site.
-- ``it_energy``  Energy (a run's IT energy: figures in joules), energy_label, PUBLISHED.
-- ``footprint``  facility_energy_mwh, co2_t, water_kl (paper or Green Grid convention), co2_t_hourly,
-                 Footprint, footprint_for.
-- ``render``     TableRow and the Table-19 renderers: to_rich, to_markdown, to_latex, to_csv, to_html,
-                 render(rows, format), show().
-- ``reference``  The published rows: Table 19's five (data/reference.toml) and OPT-175B.
-- ``ledger``     The durable store of runs and energy (SQLModel, Alembic).
-- ``cli``        ``wattlog sites`` (and the ledger's ``wattlog table``).
+- ``commands``    every `wattlog` command registered from accounting (``*_cli.py``).
+- ``fleet``       a node of a job, SLURM hooks, the DCGM reader, ``recording`` (the composition root).
+- ``publishing``  footprint (facility_energy_mwh, co2_t, water_kl, co2_t_hourly, Footprint,
+                  footprint_for), render (TableRow and the Table-19 renderers: to_rich, to_markdown,
+                  to_latex, to_csv, to_html, render(rows, format), show()), reference (Table 19's five
+                  published rows, OPT-175B), tables, exports, validity, the audit bundle.
+- ``carbon``      intensity (IntensitySource, ConstantIntensity, HourlySeries.from_csv,
+                  split_by_hour_mwh; live providers), sites (Site, the built-in catalog
+                  data/sites.toml, user sites, get_site), Scope 2 and market matching, grid water.
+- ``ledger``      the durable store of runs and energy (SQLModel, Alembic).
+- at the top: ``units`` (j_to_kwh, j_to_mwh, ...: units in their names), ``ranges`` (Range,
+  Quantity = float | Range), ``it_energy`` (Energy in joules, energy_label, PUBLISHED),
+  ``devices``, ``progress``.
 
 The names below are imported on first use (wattlog.lazy), so ``import wattlog.accounting.units``
 loads neither rich nor SQLAlchemy; type checkers see them through the ``TYPE_CHECKING`` imports.
@@ -28,7 +29,15 @@ from typing import TYPE_CHECKING
 from wattlog.lazy import lazy_package
 
 if TYPE_CHECKING:
-    from wattlog.accounting.footprint import (
+    from wattlog.accounting.carbon.intensity import (
+        ConstantIntensity,
+        HourlySeries,
+        IntensitySource,
+        split_by_hour_mwh,
+    )
+    from wattlog.accounting.carbon.sites import Site, builtin_sites, get_site, load_sites, site_catalog
+    from wattlog.accounting.it_energy import PUBLISHED, Energy, energy_label
+    from wattlog.accounting.publishing.footprint import (
         Footprint,
         WaterConvention,
         co2_t,
@@ -37,16 +46,13 @@ if TYPE_CHECKING:
         footprint_for,
         water_kl,
     )
-    from wattlog.accounting.intensity import (
-        ConstantIntensity,
-        HourlySeries,
-        IntensitySource,
-        split_by_hour_mwh,
+    from wattlog.accounting.publishing.reference import (
+        ReferenceRow,
+        reference_rows,
+        reference_table_rows,
+        table19_rows,
     )
-    from wattlog.accounting.it_energy import PUBLISHED, Energy, energy_label
-    from wattlog.accounting.ranges import Quantity, Range
-    from wattlog.accounting.reference import ReferenceRow, reference_rows, reference_table_rows, table19_rows
-    from wattlog.accounting.render import (
+    from wattlog.accounting.publishing.render import (
         TableFormat,
         TableRow,
         render,
@@ -57,50 +63,50 @@ if TYPE_CHECKING:
         to_markdown,
         to_rich,
     )
-    from wattlog.accounting.sites import Site, builtin_sites, get_site, load_sites, site_catalog
+    from wattlog.accounting.ranges import Quantity, Range
     from wattlog.accounting.units import j_to_kwh, j_to_mwh, kwh_to_mwh, mwh_to_kwh
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _HOMES = {
-    "ConstantIntensity": "wattlog.accounting.intensity",
+    "ConstantIntensity": "wattlog.accounting.carbon.intensity",
     "Energy": "wattlog.accounting.it_energy",
-    "Footprint": "wattlog.accounting.footprint",
-    "HourlySeries": "wattlog.accounting.intensity",
-    "IntensitySource": "wattlog.accounting.intensity",
+    "Footprint": "wattlog.accounting.publishing.footprint",
+    "HourlySeries": "wattlog.accounting.carbon.intensity",
+    "IntensitySource": "wattlog.accounting.carbon.intensity",
     "PUBLISHED": "wattlog.accounting.it_energy",
     "Quantity": "wattlog.accounting.ranges",
     "Range": "wattlog.accounting.ranges",
-    "ReferenceRow": "wattlog.accounting.reference",
-    "Site": "wattlog.accounting.sites",
-    "TableFormat": "wattlog.accounting.render",
-    "TableRow": "wattlog.accounting.render",
-    "WaterConvention": "wattlog.accounting.footprint",
-    "builtin_sites": "wattlog.accounting.sites",
-    "co2_t": "wattlog.accounting.footprint",
-    "co2_t_hourly": "wattlog.accounting.footprint",
+    "ReferenceRow": "wattlog.accounting.publishing.reference",
+    "Site": "wattlog.accounting.carbon.sites",
+    "TableFormat": "wattlog.accounting.publishing.render",
+    "TableRow": "wattlog.accounting.publishing.render",
+    "WaterConvention": "wattlog.accounting.publishing.footprint",
+    "builtin_sites": "wattlog.accounting.carbon.sites",
+    "co2_t": "wattlog.accounting.publishing.footprint",
+    "co2_t_hourly": "wattlog.accounting.publishing.footprint",
     "energy_label": "wattlog.accounting.it_energy",
-    "facility_energy_mwh": "wattlog.accounting.footprint",
-    "footprint_for": "wattlog.accounting.footprint",
-    "get_site": "wattlog.accounting.sites",
+    "facility_energy_mwh": "wattlog.accounting.publishing.footprint",
+    "footprint_for": "wattlog.accounting.publishing.footprint",
+    "get_site": "wattlog.accounting.carbon.sites",
     "j_to_kwh": "wattlog.accounting.units",
     "j_to_mwh": "wattlog.accounting.units",
     "kwh_to_mwh": "wattlog.accounting.units",
-    "load_sites": "wattlog.accounting.sites",
+    "load_sites": "wattlog.accounting.carbon.sites",
     "mwh_to_kwh": "wattlog.accounting.units",
-    "reference_rows": "wattlog.accounting.reference",
-    "reference_table_rows": "wattlog.accounting.reference",
-    "render": "wattlog.accounting.render",
-    "show": "wattlog.accounting.render",
-    "site_catalog": "wattlog.accounting.sites",
-    "split_by_hour_mwh": "wattlog.accounting.intensity",
-    "table19_rows": "wattlog.accounting.reference",
-    "to_csv": "wattlog.accounting.render",
-    "to_html": "wattlog.accounting.render",
-    "to_latex": "wattlog.accounting.render",
-    "to_markdown": "wattlog.accounting.render",
-    "to_rich": "wattlog.accounting.render",
-    "water_kl": "wattlog.accounting.footprint",
+    "reference_rows": "wattlog.accounting.publishing.reference",
+    "reference_table_rows": "wattlog.accounting.publishing.reference",
+    "render": "wattlog.accounting.publishing.render",
+    "show": "wattlog.accounting.publishing.render",
+    "site_catalog": "wattlog.accounting.carbon.sites",
+    "split_by_hour_mwh": "wattlog.accounting.carbon.intensity",
+    "table19_rows": "wattlog.accounting.publishing.reference",
+    "to_csv": "wattlog.accounting.publishing.render",
+    "to_html": "wattlog.accounting.publishing.render",
+    "to_latex": "wattlog.accounting.publishing.render",
+    "to_markdown": "wattlog.accounting.publishing.render",
+    "to_rich": "wattlog.accounting.publishing.render",
+    "water_kl": "wattlog.accounting.publishing.footprint",
 }
 
 __all__ = [

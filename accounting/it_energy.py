@@ -1,7 +1,7 @@
 """A run's IT energy as the footprint takes it: figures in joules, and one label for their sources.
 
 The ledger, Prometheus and the extrapolation build an :class:`Energy`; the footprint
-(:mod:`wattlog.accounting.footprint`) turns it into facility energy, CO2 and water.
+(:mod:`wattlog.accounting.publishing.footprint`) turns it into facility energy, CO2 and water.
 """
 
 from __future__ import annotations

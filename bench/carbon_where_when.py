@@ -22,21 +22,21 @@ from pathlib import Path
 
 from pytest_httpserver import HTTPServer
 
-from wattlog.accounting.footprint import CarbonPath, LiveCarbon, water_kl
-from wattlog.accounting.grid_water import GridWater, water_series
-from wattlog.accounting.intensity import ConstantIntensity, HourSplitter, IntensityRef
-from wattlog.accounting.intensity.hours import iso_hour
-from wattlog.accounting.intensity.live.at_close import fetch_at_close
-from wattlog.accounting.intensity.live.cache import fetch_into_ledger
-from wattlog.accounting.intensity.live.eia_api import EiaApi
-from wattlog.accounting.intensity.live.providers import ProviderContext, open_provider
-from wattlog.accounting.intensity.live.window import cleanest_window
+from wattlog.accounting.carbon.grid_water import GridWater, water_series
+from wattlog.accounting.carbon.instruments import load_uses, replace_uses
+from wattlog.accounting.carbon.intensity import ConstantIntensity, HourSplitter, IntensityRef
+from wattlog.accounting.carbon.intensity.hours import iso_hour
+from wattlog.accounting.carbon.intensity.live.at_close import fetch_at_close
+from wattlog.accounting.carbon.intensity.live.cache import fetch_into_ledger
+from wattlog.accounting.carbon.intensity.live.eia_api import EiaApi
+from wattlog.accounting.carbon.intensity.live.providers import ProviderContext, open_provider
+from wattlog.accounting.carbon.intensity.live.window import cleanest_window
+from wattlog.accounting.carbon.market import load_markets
+from wattlog.accounting.carbon.scope2 import Allocation, Matching
+from wattlog.accounting.carbon.sites import Site
 from wattlog.accounting.ledger import Ledger, RunSpec, Status, make_engine
-from wattlog.accounting.ledger.instruments import load_uses, replace_uses
-from wattlog.accounting.market import load_markets
-from wattlog.accounting.run_table import TableOptions, run_footprint
-from wattlog.accounting.scope2 import Allocation, Matching
-from wattlog.accounting.sites import Site
+from wattlog.accounting.publishing.footprint import CarbonPath, LiveCarbon, water_kl
+from wattlog.accounting.publishing.run_table import TableOptions, run_footprint
 from wattlog.records import EnergyInterval, Kind, Source
 
 DATA = Path(__file__).parents[1] / "tests" / "accounting" / "data"

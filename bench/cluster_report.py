@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
-from wattlog.accounting.extrapolate import job_energy
-from wattlog.accounting.footprint import footprint_for
+from wattlog.accounting.carbon.sites import get_site, site_catalog
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.jobs import job_nodes
 from wattlog.accounting.ledger.views import EnergyTotal
-from wattlog.accounting.prometheus_energy import energy_from_prometheus
-from wattlog.accounting.render import TableFormat, TableRow, footnotes, render, show
-from wattlog.accounting.run_table import TableOptions, run_row
-from wattlog.accounting.sites import get_site, site_catalog
+from wattlog.accounting.publishing.extrapolate import job_energy
+from wattlog.accounting.publishing.footprint import footprint_for
+from wattlog.accounting.publishing.prometheus_energy import energy_from_prometheus
+from wattlog.accounting.publishing.render import TableFormat, TableRow, footnotes, render, show
+from wattlog.accounting.publishing.run_table import TableOptions, run_row
 from wattlog.telemetry.job import sampled_nodes
 
 if TYPE_CHECKING:

@@ -47,7 +47,7 @@ from bench.ingest import T0
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.ledger.models import Resolution, hour_of
 from wattlog.accounting.ledger.reader import ENERGY
-from wattlog.accounting.verify import check_ledger
+from wattlog.accounting.ledger.verify import check_ledger
 from wattlog.cli import main
 
 BATCH = 20_000

@@ -26,7 +26,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from wattlog.accounting.calibration import CalibrationWindow, calibrate
+from wattlog.accounting.fleet.calibration import CalibrationWindow, calibrate
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.cli import main as wattlog
 from wattlog.telemetry.agent import AgentConfig

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
-from wattlog.accounting.power_report import run_power
+from wattlog.accounting.publishing.power_report import run_power
 from wattlog.cli import main as wattlog
 from wattlog.records import EnergyInterval, Kind, Source
 from wattlog.telemetry.sensors.traces import TrainingTrace

@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from wattlog.accounting.sites import builtin_sites
+from wattlog.accounting.carbon.sites import builtin_sites
 from wattlog.dashboards.devices_board import devices_dashboard
 from wattlog.dashboards.energy_board import energy_dashboard
 from wattlog.dashboards.siterules import site_rules

@@ -5,7 +5,7 @@ so the footprint rules and dashboards use the very figures accounting's site cat
 holds (each with its source as a comment). A figure given as a range is published at
 its upper end: budget alerts should warn early rather than late (the comment says so).
 The intensity carries an `intensity_source` label that the CO2 rules pass on to panels:
-accounting's :func:`~wattlog.accounting.footprint.rule_intensity_label`, which names a
+accounting's :func:`~wattlog.accounting.publishing.footprint.rule_intensity_label`, which names a
 site's hourly series where it has one (a static rule can only publish the constant).
 """
 
@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from wattlog.accounting.footprint import rule_intensity_label
+from wattlog.accounting.carbon.sites import Site
+from wattlog.accounting.publishing.footprint import rule_intensity_label
 from wattlog.accounting.ranges import bounds
-from wattlog.accounting.sites import Site
 
 RECORDS = {
     "pue": "wattlog:site_pue",

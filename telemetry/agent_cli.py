@@ -1,9 +1,9 @@
 """What `wattlog agent` and `wattlog node` share: run or wait under the supervisor; the sampler's health.
 
-The commands themselves live in :mod:`wattlog.accounting.node_cli`, above the
+The commands themselves live in :mod:`wattlog.accounting.commands.node_cli`, above the
 ledger, so both record through the one composition root
-(:mod:`wattlog.accounting.recording`). After a run they print one row per device
-(:mod:`wattlog.accounting.agent_report`) and the sampler's health line from here.
+(:mod:`wattlog.accounting.fleet.recording`). After a run they print one row per device
+(:mod:`wattlog.accounting.fleet.agent_report`) and the sampler's health line from here.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ MODULES = _product_modules()
 
 def test_the_product_modules_are_found() -> None:
     names = {p.relative_to(ROOT).as_posix() for p in MODULES}
-    assert {"telemetry/sampler.py", "accounting/footprint.py", "wattlog/records.py"} <= names
+    assert {"telemetry/sampler.py", "accounting/publishing/footprint.py", "wattlog/records.py"} <= names
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda p: p.relative_to(ROOT).as_posix())

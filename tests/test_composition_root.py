@@ -1,4 +1,4 @@
-"""One composition root: only accounting/recording.py builds an Agent and its ledger sink.
+"""One composition root: only accounting/fleet/recording.py builds an Agent and its ledger sink.
 
 `wattlog run`, `wattlog node`, `wattlog agent`, the Tracker and the framework callbacks all
 measure through a Recording, so they record with the same durability (the spool); an Agent
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.sources import ROOT, product_files
 
-ROOT_MODULE = "accounting/recording.py"
+ROOT_MODULE = "accounting/fleet/recording.py"
 BUILT_ONCE = ("Agent", "LedgerSink", "Spool")
 
 

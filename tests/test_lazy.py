@@ -65,14 +65,17 @@ def test_an_unknown_name_is_an_attribute_error(package: str) -> None:
 
 
 def test_a_submodule_imported_first_does_not_hide_the_public_name_spelled_like_it() -> None:
-    """accounting/render.py holds render(): the package's `render` is the function whatever loads first."""
+    """accounting/publishing/render.py holds render().
+
+    The package's `render` is the function whatever loads first.
+    """
     modules = loaded_after(
-        "import wattlog.accounting.render\n"
+        "import wattlog.accounting.publishing.render\n"
         "import wattlog.accounting\n"
         "from wattlog.accounting import render\n"
         "assert callable(render) and wattlog.accounting.render is render, render"
     )
-    assert "wattlog.accounting.render" in modules
+    assert "wattlog.accounting.publishing.render" in modules
 
 
 def test_import_deferring_imports_a_class_only_when_it_is_used(

@@ -143,7 +143,7 @@ def test_the_layer_folders_are_relative_links_into_the_package() -> None:
 def test_the_layer_contract_names_every_module() -> None:
     """A module of wattlog/ left out of the layers would be free to import anything."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    (contract,) = config["tool"]["importlinter"]["contracts"]
+    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"] if "containers" not in c]
     named = {name.strip() for layer in contract["layers"] for name in layer.split("|")}
     modules = {f"wattlog.{p.stem}" for p in (ROOT / "wattlog").glob("*.py") if p.stem != "__init__"}
     modules |= {f"wattlog.{p.parent.name}" for p in (ROOT / "wattlog").glob("*/__init__.py")}
@@ -194,8 +194,8 @@ def test_the_layers_hold(site: Path) -> None:
 @pytest.mark.parametrize(
     ("module", "forbidden"),
     [
-        ("telemetry/sampler.py", "wattlog.accounting.footprint"),
-        ("accounting/footprint.py", "wattlog.trainer.detectors"),
+        ("telemetry/sampler.py", "wattlog.accounting.publishing.footprint"),
+        ("accounting/publishing/footprint.py", "wattlog.trainer.detectors"),
         ("dashboards/notify.py", "wattlog.trainer.health"),
         ("trainer/detectors.py", "wattlog.dashboards.notify"),
         ("errors.py", "wattlog.telemetry.sampler"),
@@ -216,7 +216,7 @@ def test_an_upward_import_breaks_the_contract(
 def test_pure_arithmetic_loads_no_sensor_sampler_or_database(site: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(site)}
     result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", "import wattlog.accounting.footprint"],
+        [sys.executable, "-X", "importtime", "-c", "import wattlog.accounting.publishing.footprint"],
         capture_output=True,
         text=True,
         env=env,

@@ -9,7 +9,7 @@
   StabilityCallback.
 - detectors: SpikeDetector, NonFiniteDetector, LossScaleDetector, GrowthDetector, Detection.
 - health: health_check, HealthResult, compare_peers, exit_code; gpuchecks: the NVML checks.
-- restarts: lost work of restarts (the energy split by use is wattlog.accounting.split).
+- restarts: lost work of restarts (the energy split by use is wattlog.accounting.publishing.split).
 - exporter: the training-progress Prometheus collector.
 - example/: the small GPT and its generated corpus; demo, runner, report, commands: the CLI commands.
 

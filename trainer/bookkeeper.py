@@ -83,7 +83,7 @@ class Bookkeeper:
 
         Every progress_every_s seconds, or now with `force`. With several ranks, one rank's tokens
         over its node's energy is 1/ranks too small: the job's tokens per joule and MFU come from
-        every rank's tokens in the ledger (wattlog.accounting.job_speed) and replace that rank's.
+        every rank's tokens in the ledger (wattlog.accounting.publishing.job_speed) and replace that rank's.
         """
         recorder, latest = self._session.recorder, self.latest
         if recorder is None or latest is None:

@@ -4,7 +4,7 @@ A run is recorded with this node's agent (its devices and the BMC's node meter, 
 as `wattlog agent` finds them: WATTLOG_REDFISH_URL or WATTLOG_DCMI), in two named
 windows, `idle` and `load`; the load is the health check's matrix multiplications on
 every device (trainer.health), repeated until the window ends. The run is then
-calibrated like any other (accounting.calibration.calibrate): node / device energy, with
+calibrated like any other (accounting.fleet.calibration.calibrate): node / device energy, with
 the band both bands allow, its date and hardware.
 """
 
@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from wattlog.accounting.calibration import CalibrationWindow
+from wattlog.accounting.fleet.calibration import CalibrationWindow
 from wattlog.accounting.ledger import Status
 from wattlog.errors import ConfigError
 from wattlog.telemetry.agent import AgentConfig

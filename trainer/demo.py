@@ -23,11 +23,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from wattlog.accounting.carbon.sites import get_site, run_catalog
 from wattlog.accounting.devices import device_catalog
 from wattlog.accounting.ledger import describe_url
 from wattlog.accounting.ledger.completeness import Completeness
-from wattlog.accounting.run_report import print_run_end
-from wattlog.accounting.sites import get_site, run_catalog
+from wattlog.accounting.publishing.run_report import print_run_end
 from wattlog.accounting.units import readable
 from wattlog.errors import LedgerError
 from wattlog.numbers import MAX_SIMULATED_GPUS, check_number, check_port

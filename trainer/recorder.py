@@ -14,11 +14,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from wattlog.accounting.job_speed import JobSpeed, job_speed
 from wattlog.accounting.ledger import EventInfo, Ledger, RunSpec, Status
 from wattlog.accounting.ledger.jobs import RankReport, created_by_job, record_node, report_rank_progress
 from wattlog.accounting.ledger.spool import Spool
-from wattlog.accounting.split import Use, split_row
+from wattlog.accounting.publishing.job_speed import JobSpeed, job_speed
+from wattlog.accounting.publishing.split import Use, split_row
 from wattlog.causes import LEDGER_OUTAGE
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import LedgerError, WattlogError

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from wattlog.accounting.ledger.completeness import Completeness
-from wattlog.accounting.run_report import print_run_end
+from wattlog.accounting.publishing.run_report import print_run_end
 from wattlog.causes import LEDGER_OUTAGE
 from wattlog.errors import ConfigError, LedgerUnavailable, WattlogError
 from wattlog.events import Activity

@@ -29,11 +29,11 @@ from typing import Any, Generic, TypeVar, cast
 
 from prometheus_client.registry import Collector
 
+from wattlog.accounting.fleet.recording import LedgerTarget, Recording, RecordingConfig
 from wattlog.accounting.ledger import Ledger, RunSpec, Status, make_engine
 from wattlog.accounting.ledger.completeness import Completeness
 from wattlog.accounting.ledger.engine import check_integrity, unconnected_engine
 from wattlog.accounting.ledger.jobs import created_by_job
-from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
 from wattlog.causes import LEDGER_OUTAGE
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import LedgerError, LedgerUnavailable, WattlogError
@@ -173,7 +173,7 @@ class RunSession:
         site = cfg.site
         if site:
             from wattlog.accounting.carbon.run_sites import site_figures
-            from wattlog.accounting.sites import get_site, run_catalog
+            from wattlog.accounting.carbon.sites import get_site, run_catalog
 
             found = get_site(site, run_catalog(self._environ))
             site, self._site_figures = found.name, site_figures(found, self.clock.wall())
@@ -347,9 +347,9 @@ class RunSession:
     def _fetch_intensity(self) -> None:
         """Fetch the run's hours from its site's provider (if it names one), within the close's budget."""
         assert self.ledger is not None
-        from wattlog.accounting.intensity.live.at_close import fetch_at_close
-        from wattlog.accounting.intensity.live.providers import ProviderContext
-        from wattlog.accounting.sites import run_catalog
+        from wattlog.accounting.carbon.intensity.live.at_close import fetch_at_close
+        from wattlog.accounting.carbon.intensity.live.providers import ProviderContext
+        from wattlog.accounting.carbon.sites import run_catalog
 
         done = fetch_at_close(
             self.ledger, self.run, run_catalog(self._environ), ProviderContext(environ=self._environ)

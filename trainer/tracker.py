@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from wattlog.accounting.ledger import Ledger, Status
-from wattlog.accounting.run_report import print_run_end
+from wattlog.accounting.publishing.run_report import print_run_end
 from wattlog.clock import Clock
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.events import EventCategory, EventKind
@@ -156,7 +156,8 @@ class Tracker:
         self._watch = watch
         self._values = StepValues(log)
         # One rank's tokens over every rank's peak FLOP/s is 1/ranks too small: with several ranks
-        # the job's MFU comes from the ledger (wattlog.accounting.job_speed), not the speed callback.
+        # the job's MFU comes from the ledger (wattlog.accounting.publishing.job_speed), not the
+        # speed callback.
         peak_flops = config.peak_flops if s.world_size == 1 else None
         self._callbacks = compose_callbacks(callbacks, config.gc_every, config.flops_per_token, peak_flops)
         self._books = Bookkeeper(

@@ -28,10 +28,10 @@ from wattlog.lazy import lazy_package
 __version__ = "0.2.0"
 
 if TYPE_CHECKING:
-    from wattlog.accounting.footprint import Footprint, footprint_for
+    from wattlog.accounting.carbon.sites import Site, get_site
     from wattlog.accounting.it_energy import Energy
     from wattlog.accounting.ledger import Ledger, make_engine
-    from wattlog.accounting.sites import Site, get_site
+    from wattlog.accounting.publishing.footprint import Footprint, footprint_for
     from wattlog.clock import FakeClock, SystemClock
     from wattlog.errors import (
         ConfigError,
@@ -91,7 +91,7 @@ _HOMES = {
     "EventCategory": "wattlog.events",
     "EventKind": "wattlog.events",
     "FakeClock": "wattlog.clock",
-    "Footprint": "wattlog.accounting.footprint",
+    "Footprint": "wattlog.accounting.publishing.footprint",
     "GCCallback": "wattlog.trainer.callbacks",
     "Gap": "wattlog.records",
     "Kind": "wattlog.records",
@@ -103,7 +103,7 @@ _HOMES = {
     "SessionConfig": "wattlog.trainer.session",
     "SensorError": "wattlog.errors",
     "SensorUnavailable": "wattlog.errors",
-    "Site": "wattlog.accounting.sites",
+    "Site": "wattlog.accounting.carbon.sites",
     "Source": "wattlog.records",
     "SpeedCallback": "wattlog.trainer.callbacks",
     "StabilityCallback": "wattlog.trainer.callbacks",
@@ -111,8 +111,8 @@ _HOMES = {
     "Tracker": "wattlog.trainer.tracker",
     "TrackerConfig": "wattlog.trainer.tracker_config",
     "WattlogError": "wattlog.errors",
-    "footprint_for": "wattlog.accounting.footprint",
-    "get_site": "wattlog.accounting.sites",
+    "footprint_for": "wattlog.accounting.publishing.footprint",
+    "get_site": "wattlog.accounting.carbon.sites",
     "health_check": "wattlog.trainer.health",
     "make_engine": "wattlog.accounting.ledger",
 }

@@ -122,7 +122,7 @@ def _new_app() -> typer.Typer:
 @functools.cache
 def full_app() -> typer.Typer:
     """The root app with every package's commands mounted (imports every package)."""
-    from wattlog.accounting.cli import register as register_accounting
+    from wattlog.accounting.commands.cli import register as register_accounting
     from wattlog.dashboards.cli import register as register_dashboards
     from wattlog.telemetry.cli import register as register_telemetry
     from wattlog.trainer.calibrate_window import measure_window
@@ -147,7 +147,7 @@ def command_app(command: str) -> typer.Typer | None:
     """
     if command not in ("table", "compact"):
         return None
-    from wattlog.accounting.table_cli import register as register_table
+    from wattlog.accounting.commands.table_cli import register as register_table
 
     app = _new_app()
     register_table(app)

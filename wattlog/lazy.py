@@ -35,7 +35,8 @@ class LazyPackage(ModuleType):
 
     def __setattr__(self, name: str, value: Any) -> None:
         # Importing a submodule binds it on its package under its own name. Where a public name is
-        # spelled the same (accounting's render() in accounting/render.py), the public name must win,
+        # spelled the same (accounting's render() in accounting/publishing/render.py), the public
+        # name must win,
         # as it did when the __init__ imported everything eagerly, whichever is imported first.
         submodule = isinstance(value, ModuleType) and value.__name__ == f"{self.__name__}.{name}"
         if submodule and name in self._wattlog_homes:

@@ -1,1 +1,1 @@
-"""Carbon: intensity sources and providers, sites, grids, Scope 2, market, grid water."""
+"""Carbon: intensity sources and providers, sites, Scope 2 and market matching, grid water."""

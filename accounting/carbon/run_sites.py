@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from wattlog.accounting.intensity import IntensityRef
+from wattlog.accounting.carbon.intensity import IntensityRef
+from wattlog.accounting.carbon.sites import SITE_FIELDS, Site, get_site
 from wattlog.accounting.ledger.run_sites import resite_run
 from wattlog.accounting.ledger.runs import RunSpec
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import RunInfo
 from wattlog.accounting.ranges import Quantity, Range
-from wattlog.accounting.sites import SITE_FIELDS, Site, get_site
 from wattlog.errors import ConfigError
 
 FORMAT = 1

@@ -1,1 +1,1 @@
-"""Commands: the `wattlog` subcommands of accounting (each module a `register(app)`)."""
+"""The accounting commands: every `wattlog` command registered from accounting/."""

@@ -7,13 +7,13 @@ from typing import Annotated
 
 import typer
 
+from wattlog.accounting.carbon.sites import site_catalog
+from wattlog.accounting.commands.table_options import ProjectOption, SiteOption
 from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.publishing.disclosure.gather import disclosure_of_project, disclosure_of_run
 from wattlog.accounting.publishing.disclosure.model import Disclosure
-from wattlog.accounting.run_table import TableOptions
-from wattlog.accounting.sites import site_catalog
-from wattlog.accounting.table_options import ProjectOption, SiteOption
+from wattlog.accounting.publishing.run_table import TableOptions
 from wattlog.errors import ConfigError
 from wattlog.options import DbOption, SitesFileOption
 

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from wattlog.accounting.carbon.sites import get_site, site_catalog
 from wattlog.accounting.devices import DeviceCatalog, device_catalog
 from wattlog.accounting.publishing.disclosure.estimate import (
     Estimate,
@@ -18,7 +19,6 @@ from wattlog.accounting.publishing.disclosure.estimate import (
 )
 from wattlog.accounting.publishing.disclosure.mdf import sig
 from wattlog.accounting.ranges import Quantity, bounds, parse_quantity
-from wattlog.accounting.sites import get_site, site_catalog
 from wattlog.errors import ConfigError
 from wattlog.options import SitesFileOption
 

@@ -12,9 +12,9 @@ from typing import Annotated
 import typer
 
 from wattlog.accounting.carbon.run_sites import resite
+from wattlog.accounting.carbon.sites import SITE_FIELDS, run_catalog, site_catalog
 from wattlog.accounting.ledger.engine import describe_url, make_engine
 from wattlog.accounting.ledger.store import Ledger
-from wattlog.accounting.sites import SITE_FIELDS, run_catalog, site_catalog
 from wattlog.options import DbOption, SitesFileOption
 
 

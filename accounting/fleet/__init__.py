@@ -1,1 +1,1 @@
-"""Fleet: what runs on cluster nodes (node composition, SLURM hooks, DCGM/Prometheus readers)."""
+"""The fleet: node composition, SLURM hooks, the DCGM reader, the recording composition root."""

@@ -4,7 +4,7 @@
 the SLURM hooks and `wattlog replay` each decided this in their own words before (four
 places, four wordings, and a spooled run end or band revisions left behind counted in
 some and not in others). Now each builds a :class:`Completeness` from what its recording
-holds (:meth:`wattlog.accounting.recording.Recording.completeness`) and prints its line and
+holds (:meth:`wattlog.accounting.fleet.recording.Recording.completeness`) and prints its line and
 returns its exit code::
 
     done = recording.completeness()

@@ -279,7 +279,7 @@ class RankProgress(SQLModel, table=True):
     """Each rank's cumulative tokens and steps: the one place the job's tokens are counted across ranks.
 
     Every rank upserts its own row; the job's tokens are the sum over rows
-    (:mod:`wattlog.accounting.job_speed`), never one rank's count.
+    (:mod:`wattlog.accounting.publishing.job_speed`), never one rank's count.
     """
 
     __tablename__ = "rank_progress"

@@ -1,1 +1,1 @@
-"""Publishing: what leaves the ledger (footprint, tables, render, units, exports, validity, audit bundle)."""
+"""Publishing: footprint, Table 19 and project tables, exports, validity, the audit bundle."""

@@ -20,8 +20,8 @@ import pandas as pd
 import streamlit as st
 
 from wattlog.accounting.ledger import Ledger, RunInfo, describe_url, make_engine, resolve_url
-from wattlog.accounting.power_report import POWER_HEADERS, POWER_NOTES, power_cells, run_power
-from wattlog.accounting.render import footnotes, format_figure, readable_amount
+from wattlog.accounting.publishing.power_report import POWER_HEADERS, POWER_NOTES, power_cells, run_power
+from wattlog.accounting.publishing.render import footnotes, format_figure, readable_amount
 from wattlog.accounting.units import mwh_of
 from wattlog.dashboards.queries import grafana_url
 from wattlog.dashboards.report.data import (
@@ -39,7 +39,8 @@ from wattlog.errors import WattlogError
 # No string statements at the top level: Streamlit's "magic" would print them on the page.
 GRAFANA_ENV = "WATTLOG_GRAFANA_URL"  # the Grafana of wattlog's boards (`wattlog report --grafana`)
 SPEED_HELP = (
-    "Every rank's tokens over the job's IT energy (accounting.job_speed, as the trainer's panels); "
+    "Every rank's tokens over the job's IT energy "
+    "(accounting.publishing.job_speed, as the trainer's panels); "
     "MFU only where FLOPs per token and the devices' peak are known."
 )
 SOURCE_NOTES = {
@@ -183,7 +184,7 @@ def project_section(ledger: Ledger, run: RunInfo) -> None:
 
     Behind a toggle: a project of a thousand runs is read only when someone asks for it.
     """
-    from wattlog.accounting.project_table import project_tables
+    from wattlog.accounting.publishing.project_table import project_tables
 
     project = ledger.project_of(run)
     st.subheader(f"Project {project}: development and final")

@@ -1,9 +1,9 @@
 """What the carbon report shows, read from the ledger through accounting (no Streamlit here).
 
-A run's footprint and its Table-19 row come from accounting.run_table (the same
-numbers `wattlog table` prints), the reference rows from accounting.reference,
-the downloads from accounting.render. The split by use (productive, lost work,
-health checks, the rest) is accounting.split's, which reads only the ledger.
+A run's footprint and its Table-19 row come from accounting.publishing.run_table (the same
+numbers `wattlog table` prints), the reference rows from accounting.publishing.reference,
+the downloads from accounting.publishing.render. The split by use (productive, lost work,
+health checks, the rest) is accounting.publishing.split's, which reads only the ledger.
 """
 
 from __future__ import annotations
@@ -17,25 +17,25 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from wattlog.accounting.calibrate_cli import stored_calibrations
-from wattlog.accounting.efficiency import Efficiency
-from wattlog.accounting.gaps import GapSummary, run_gaps
-from wattlog.accounting.job_speed import JobSpeed, job_speed
+from wattlog.accounting.carbon.sites import run_catalog
+from wattlog.accounting.commands.calibrate_cli import stored_calibrations
 from wattlog.accounting.ledger.lease import reap_before_reading
-from wattlog.accounting.market_columns import MARKET_FILE_ENV, add_market_columns
-from wattlog.accounting.reference import reference_table_rows
-from wattlog.accounting.render import MISSING, TableRow, table_cells, to_csv, to_latex, to_markdown
-from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
-from wattlog.accounting.sites import run_catalog
-from wattlog.accounting.split import energy_split
+from wattlog.accounting.publishing.efficiency import Efficiency
+from wattlog.accounting.publishing.gaps import GapSummary, run_gaps
+from wattlog.accounting.publishing.job_speed import JobSpeed, job_speed
+from wattlog.accounting.publishing.market_columns import MARKET_FILE_ENV, add_market_columns
+from wattlog.accounting.publishing.reference import reference_table_rows
+from wattlog.accounting.publishing.render import MISSING, TableRow, table_cells, to_csv, to_latex, to_markdown
+from wattlog.accounting.publishing.run_table import TableOptions, run_footprint, run_row
+from wattlog.accounting.publishing.split import energy_split
 from wattlog.accounting.units import j_to_kwh, sig3
 from wattlog.events import EventKind
 from wattlog.records import Kind
 
 if TYPE_CHECKING:
-    from wattlog.accounting.footprint import Footprint
     from wattlog.accounting.ledger import Ledger
     from wattlog.accounting.ledger.views import EventInfo, RunInfo
+    from wattlog.accounting.publishing.footprint import Footprint
     from wattlog.records import EnergyInterval
 
 GAP_COLUMNS = ["start", "end", "host", "device", "reason", "detail"]
@@ -70,7 +70,7 @@ class RunSummary:
     def speed_text(self) -> str:
         """Tokens, tok/s, tok/J and MFU of the job, as the trainer's panels compute them; "-" where unknown.
 
-        >>> from wattlog.accounting.job_speed import JobSpeed
+        >>> from wattlog.accounting.publishing.job_speed import JobSpeed
         >>> run = RunSummary.__new__(RunSummary)
         >>> object.__setattr__(run, "speed", JobSpeed(8, 4.2e9, 3600.0, 8.4e8, "counter", 1.17e6, 5.0, None))
         >>> run.speed_text()
@@ -242,7 +242,7 @@ def _events_frame(events: list[EventInfo]) -> pd.DataFrame:
 def gaps_frame(summary: GapSummary) -> pd.DataFrame:
     """The run's gaps as the report draws them: recorded ones and the downtime between attempts.
 
-    One implementation with the tables' gap footnote (accounting.gaps): `reason` is the group
+    One implementation with the tables' gap footnote (accounting.publishing.gaps): `reason` is the group
     (device lost, agent down, ...), `detail` the text the agent recorded.
     """
     frame = pd.DataFrame(

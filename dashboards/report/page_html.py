@@ -11,7 +11,7 @@ from __future__ import annotations
 from html import escape
 from typing import TYPE_CHECKING
 
-from wattlog.accounting.render import footnotes, format_figure, readable_amount, table_cells
+from wattlog.accounting.publishing.render import footnotes, format_figure, readable_amount, table_cells
 from wattlog.accounting.units import mwh_of
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def table19_html(summary: RunSummary) -> str:
 def table19_table(summary: RunSummary) -> str:
     """Table 19 (the run's row first, then the paper's) as an HTML table (styled by TABLE_CSS).
 
-    Cells are the same text `wattlog table` prints (accounting.render.table_cells), escaped:
+    Cells are the same text `wattlog table` prints (accounting.publishing.render.table_cells), escaped:
     "-" is a dash, never Markdown.
     """
     headers, cells = table_cells(summary.rows)

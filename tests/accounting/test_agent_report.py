@@ -7,7 +7,7 @@ import io
 import pytest
 from rich.console import Console
 
-from wattlog.accounting.agent_report import device_grid
+from wattlog.accounting.fleet.agent_report import device_grid
 from wattlog.records import EnergyFigure, Kind, Source
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo
 

@@ -15,11 +15,11 @@ import pytest
 
 from tests.accounting.test_audit import _rewrite_members
 from tests.accounting.test_audit_rows import _steady_rows
-from wattlog.accounting.audit import build_bundle, verify_bundle
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.ledger.reader import RunReader
-from wattlog.accounting.run_table import TableOptions
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.publishing.audit import build_bundle, verify_bundle
+from wattlog.accounting.publishing.run_table import TableOptions
 from wattlog.clock import FakeClock
 from wattlog.errors import ConfigError
 

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from wattlog.accounting.exports import rows_csv, rows_json
+from wattlog.accounting.carbon.sites import site_catalog
+from wattlog.accounting.commands.windows_cli import window_cells
 from wattlog.accounting.ledger import Ledger, LedgerSink, RunSpec, make_engine
 from wattlog.accounting.ledger.windows import windows
-from wattlog.accounting.render import TableRow
-from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
-from wattlog.accounting.sites import site_catalog
-from wattlog.accounting.windows_cli import window_cells
+from wattlog.accounting.publishing.exports import rows_csv, rows_json
+from wattlog.accounting.publishing.render import TableRow
+from wattlog.accounting.publishing.run_table import TableOptions, run_footprint, run_row
 from wattlog.clock import FakeClock
 from wattlog.records import EnergyFigure, band_of_sum
 from wattlog.telemetry.integrator import Integrator
@@ -145,7 +145,7 @@ def test_a_window_closed_before_the_evidence_gets_the_band_the_agent_gives_one_a
 def test_the_audit_bundle_carries_the_revisions_and_its_replay_gives_the_agents_band(
     recorded: Recorded, tmp_path: Path
 ) -> None:
-    from wattlog.accounting.audit import build_bundle, verify_bundle
+    from wattlog.accounting.publishing.audit import build_bundle, verify_bundle
 
     options = TableOptions(catalog=site_catalog())
     bundle = build_bundle(recorded.ledger, recorded.run, options, tmp_path / "run.tar.gz")

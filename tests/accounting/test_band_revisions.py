@@ -70,7 +70,7 @@ def test_the_tables_band_is_the_agents_on_a_lock_a_true_counter_exposes(ledger: 
 
 
 def test_the_composed_sink_of_run_and_tracker_passes_revisions_to_the_ledger(ledger: Ledger) -> None:
-    from wattlog.accounting.recording import CountingSink
+    from wattlog.accounting.fleet.recording import CountingSink
     from wattlog.telemetry.sinks import RevisionSink
 
     run = ledger.start_run("composed")

@@ -6,18 +6,18 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from wattlog.accounting.calibrate_cli import register
-from wattlog.accounting.calibration import (
+from wattlog.accounting.carbon.sites import site_catalog
+from wattlog.accounting.commands.calibrate_cli import register
+from wattlog.accounting.devices import Overhead
+from wattlog.accounting.fleet.calibration import (
     CalibrationWindow,
     calibrate,
     load_calibration_file,
     load_calibrations,
     save_calibration,
 )
-from wattlog.accounting.devices import Overhead
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
-from wattlog.accounting.run_table import TableOptions, run_row
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.publishing.run_table import TableOptions, run_row
 from wattlog.cli import main
 from wattlog.clock import FakeClock
 from wattlog.errors import ConfigError

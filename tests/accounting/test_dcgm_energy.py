@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from wattlog.accounting.dcgm_energy import DCGM_SOURCE, dcgm_energy, dcgm_row
-from wattlog.accounting.footprint import CarbonPath
-from wattlog.accounting.intensity import HourlySeries, IntensityRef
+from wattlog.accounting.carbon.catalog import save_series
+from wattlog.accounting.carbon.intensity import HourlySeries, IntensityRef
+from wattlog.accounting.carbon.sites import Site
+from wattlog.accounting.fleet.dcgm_energy import DCGM_SOURCE, dcgm_energy, dcgm_row
 from wattlog.accounting.it_energy import energy_label
 from wattlog.accounting.ledger import Ledger, make_engine
-from wattlog.accounting.ledger.catalog import save_series
-from wattlog.accounting.sites import Site
+from wattlog.accounting.publishing.footprint import CarbonPath
 from wattlog.cli import app
 from wattlog.errors import ConfigError
 from wattlog.telemetry.job import expand_nodelist

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.devices import device_catalog
-from wattlog.accounting.efficiency import Efficiency
-from wattlog.accounting.exports import rows_csv, rows_json
-from wattlog.accounting.job_speed import efficiency_of
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.jobs import RankReport, report_rank_progress
 from wattlog.accounting.ledger.runs import RunSpec
 from wattlog.accounting.ledger.views import RankInfo
-from wattlog.accounting.render import footnotes
-from wattlog.accounting.run_table import TableOptions, run_row
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.publishing.efficiency import Efficiency
+from wattlog.accounting.publishing.exports import rows_csv, rows_json
+from wattlog.accounting.publishing.job_speed import efficiency_of
+from wattlog.accounting.publishing.render import footnotes
+from wattlog.accounting.publishing.run_table import TableOptions, run_row
 from wattlog.records import EnergyInterval, Kind, Source
 
 START_S = 1_764_000_000.0
@@ -141,9 +141,9 @@ def test_a_killed_runs_lease_gap_after_its_last_row_leaves_its_gpu_seconds_alone
 @pytest.mark.parametrize("gaps", [((50.0, 60.0), (55.0, 70.0)), ((-20.0, 5.0),), ((95.0, 130.0),)])
 def test_gpu_seconds_take_only_the_gaps_inside_the_span_once(gaps: tuple[tuple[float, float], ...]) -> None:
     """Overlapping gaps of one GPU count once; the parts of a gap outside the rows' span not at all."""
-    from wattlog.accounting.gaps import GapReason, GapSummary, RunGap
     from wattlog.accounting.ledger.views import EnergyTotal
-    from wattlog.accounting.run_table import RunRead
+    from wattlog.accounting.publishing.gaps import GapReason, GapSummary, RunGap
+    from wattlog.accounting.publishing.run_table import RunRead
     from wattlog.records import EnergyFigure
 
     total = EnergyTotal(

@@ -16,8 +16,8 @@ from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.admin import delete_run
 from wattlog.accounting.ledger.reader import HOURS
 from wattlog.accounting.ledger.rollups import IMPOSSIBLE_ENERGY_SQL, IMPOSSIBLE_SUMS_SQL
-from wattlog.accounting.run_energy import ledger_energy
-from wattlog.accounting.verify import check_ledger, rollup_drift
+from wattlog.accounting.ledger.run_energy import ledger_energy
+from wattlog.accounting.ledger.verify import check_ledger, rollup_drift
 from wattlog.errors import LedgerError
 from wattlog.records import EnergyInterval, Kind, Source
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from wattlog.accounting.extrapolate import job_energy
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.jobs import job_nodes, join_run
 from wattlog.accounting.ledger.views import EnergyTotal
+from wattlog.accounting.publishing.extrapolate import job_energy
+from wattlog.accounting.publishing.run_table import TableOptions, run_footprint, run_row
 from wattlog.accounting.ranges import Range
-from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
-from wattlog.accounting.sites import site_catalog
 from wattlog.accounting.units import j_to_mwh
 from wattlog.errors import ConfigError
 from wattlog.records import EnergyInterval, Kind, Source

@@ -7,10 +7,10 @@ import io
 import pytest
 from rich.console import Console
 
-from wattlog.accounting.footprint import WaterConvention
+from wattlog.accounting.publishing.footprint import WaterConvention
+from wattlog.accounting.publishing.reference import reference_table_rows
+from wattlog.accounting.publishing.render import TableRow, footnotes, table_cells, to_rich
 from wattlog.accounting.ranges import Range
-from wattlog.accounting.reference import reference_table_rows
-from wattlog.accounting.render import TableRow, footnotes, table_cells, to_rich
 
 
 def demo_row() -> TableRow:

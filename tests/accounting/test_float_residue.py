@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.runs import RunSpec
-from wattlog.accounting.verify import impossible_rows
+from wattlog.accounting.ledger.verify import impossible_rows
 from wattlog.cli import main
 from wattlog.records import BandRevision, EnergyInterval, Kind, Source, band_terms
 

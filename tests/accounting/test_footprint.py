@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from wattlog.accounting.footprint import (
+from wattlog.accounting.carbon.intensity import ConstantIntensity, HourlySeries
+from wattlog.accounting.carbon.sites import Site, get_site
+from wattlog.accounting.it_energy import Energy, energy_label
+from wattlog.accounting.publishing.footprint import (
     WaterConvention,
     co2_t,
     co2_t_hourly,
@@ -15,10 +18,7 @@ from wattlog.accounting.footprint import (
     footprint_for,
     water_kl,
 )
-from wattlog.accounting.intensity import ConstantIntensity, HourlySeries
-from wattlog.accounting.it_energy import Energy, energy_label
 from wattlog.accounting.ranges import Range
-from wattlog.accounting.sites import Site, get_site
 from wattlog.errors import ConfigError
 from wattlog.records import EnergyFigure, Kind, Source
 
@@ -140,7 +140,7 @@ def test_hourly_accepts_datetime_keys_and_needs_energy_by_hour(tmp_path: Path) -
 
 
 def test_the_table_flag_overrides_the_series_a_site_names(tmp_path: Path) -> None:
-    from wattlog.accounting.intensity import IntensityRef
+    from wattlog.accounting.carbon.intensity import IntensityRef
 
     path = tmp_path / "grid.csv"
     path.write_text(f"{T0},0.1\n", encoding="utf-8")

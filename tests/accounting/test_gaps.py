@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from wattlog.accounting.gaps import GapReason, classify, run_gaps
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
-from wattlog.accounting.run_table import TableOptions, run_row
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.publishing.gaps import GapReason, classify, run_gaps
+from wattlog.accounting.publishing.run_table import TableOptions, run_row
 from wattlog.cli import main
 from wattlog.clock import FakeClock
 from wattlog.records import EnergyInterval, Gap, Kind, Source

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wattlog.accounting.footprint import water_kl
-from wattlog.accounting.grid_water import GridWater, fuel_water, mix_water, water_series
+from wattlog.accounting.carbon.grid_water import GridWater, fuel_water, mix_water, water_series
+from wattlog.accounting.publishing.footprint import water_kl
 from wattlog.accounting.ranges import Range
 
 H = 3600

@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from wattlog.accounting.intensity import ConstantIntensity, HourlySeries, hour_start_s, split_by_hour_mwh
+from wattlog.accounting.carbon.intensity import (
+    ConstantIntensity,
+    HourlySeries,
+    hour_start_s,
+    split_by_hour_mwh,
+)
 from wattlog.accounting.ranges import Range
 from wattlog.accounting.units import mwh_to_j
 from wattlog.errors import ConfigError
@@ -107,7 +112,7 @@ def test_split_by_hour_zero_length_interval_lands_in_its_hour() -> None:
 
 
 def test_a_running_total_splits_into_the_hours_its_intervals_would() -> None:
-    from wattlog.accounting.intensity import HourSplitter
+    from wattlog.accounting.carbon.intensity import HourSplitter
 
     splitter = HourSplitter(T0 + 1800)
     assert splitter.add(T0 + 1800, 0.0) == {}

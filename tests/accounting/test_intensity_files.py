@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from wattlog.accounting.intensity import HourlySeries
-from wattlog.accounting.intensity.eia930 import EIA_FACTORS
-from wattlog.accounting.intensity.registry import detect_format, read_intensity
+from wattlog.accounting.carbon.intensity import HourlySeries
+from wattlog.accounting.carbon.intensity.eia930 import EIA_FACTORS
+from wattlog.accounting.carbon.intensity.registry import detect_format, read_intensity
 from wattlog.accounting.ledger import RunSpec
 from wattlog.errors import ConfigError
 
@@ -116,8 +116,8 @@ def test_table_reads_an_electricity_maps_file(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_a_sites_zone_picks_its_rows_of_an_electricity_maps_file(tmp_path: Path) -> None:
-    from wattlog.accounting.intensity import IntensityRef
-    from wattlog.accounting.intensity.registry import open_intensity
+    from wattlog.accounting.carbon.intensity import IntensityRef
+    from wattlog.accounting.carbon.intensity.registry import open_intensity
 
     path = write(tmp_path, "DE.csv", [EM_HEADER, *EM_ROWS])
     assert open_intensity(IntensityRef("electricitymaps", str(path), "DE")).kg_per_kwh_at(

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from wattlog.accounting.intensity import ConstantIntensity, IntensityRef, OpenContext
-from wattlog.accounting.intensity.registry import (
+from wattlog.accounting.carbon.intensity import ConstantIntensity, IntensityRef, OpenContext
+from wattlog.accounting.carbon.intensity.registry import (
     SOURCES,
     by_name,
     file_formats,

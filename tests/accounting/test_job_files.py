@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from wattlog.accounting.fleet.job_files import JobUser, append_as, job_user
-from wattlog.accounting.render import TableRow
-from wattlog.accounting.slurm_hooks import _append_card
+from wattlog.accounting.fleet.slurm_hooks import _append_card
+from wattlog.accounting.publishing.render import TableRow
 
 NOBODY = JobUser(65534, 65534)
 as_root = pytest.mark.skipif(os.getuid() != 0, reason="needs root to play the job's user (nobody)")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from wattlog.accounting.carbon.catalog import load_intensity, save_intensity, save_site, stored_sites
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
-from wattlog.accounting.ledger.catalog import load_intensity, save_intensity, save_site, stored_sites
 from wattlog.errors import ConfigError, LedgerError
 
 
@@ -45,8 +45,8 @@ def test_missing_series_is_a_clear_error(ledger: Ledger) -> None:
 
 
 def test_a_site_reads_a_stored_series_back_through_the_registry(ledger: Ledger, tmp_path) -> None:
-    from wattlog.accounting.run_table import TableOptions, run_footprint
-    from wattlog.accounting.sites import load_sites
+    from wattlog.accounting.carbon.sites import load_sites
+    from wattlog.accounting.publishing.run_table import TableOptions, run_footprint
     from wattlog.records import EnergyInterval, Kind, Source
 
     h0 = 1_767_225_600

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.accounting.test_scope2 import MARKET_FILE, T0
+from wattlog.accounting.carbon.scope2 import Matching
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
-from wattlog.accounting.market_columns import HEADERS
-from wattlog.accounting.scope2 import Matching
+from wattlog.accounting.publishing.market_columns import HEADERS
 from wattlog.cli import main
 from wattlog.records import EnergyInterval, Kind, Source
 
@@ -91,8 +91,8 @@ def test_a_run_of_a_site_without_a_market_shows_a_dash(
 
 def test_the_report_shows_the_market_columns(setup: tuple[str, list[str]], tmp_path: Path) -> None:
     pytest.importorskip("pandas")
-    from wattlog.accounting.run_table import TableOptions
-    from wattlog.accounting.sites import site_catalog
+    from wattlog.accounting.carbon.sites import site_catalog
+    from wattlog.accounting.publishing.run_table import TableOptions
     from wattlog.dashboards.report.data import load_report
 
     db, _ = setup

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from wattlog.accounting import mfu as mfu_module
 from wattlog.accounting.devices import device_catalog
-from wattlog.accounting.mfu import mfu_of
+from wattlog.accounting.publishing import mfu as mfu_module
+from wattlog.accounting.publishing.mfu import mfu_of
 from wattlog.clock import FakeClock
 from wattlog.trainer.callbacks import SpeedCallback
 from wattlog.trainer.metrics import StepRecord

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import EnergyTotal, Ledger, RunSpec, make_engine
-from wattlog.accounting.node_boundary import node_boundary
-from wattlog.accounting.run_energy import energy_from_devices
-from wattlog.accounting.run_table import TableOptions, run_row
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.ledger.run_energy import energy_from_devices
+from wattlog.accounting.publishing.node_boundary import node_boundary
+from wattlog.accounting.publishing.run_table import TableOptions, run_row
 from wattlog.accounting.units import j_to_mwh
 from wattlog.records import EnergyInterval, Kind, Source
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.ledger.jobs import job_nodes, join_run
 from wattlog.accounting.ledger.lease import reap_lost, renew_lease
 from wattlog.accounting.ledger.node_lease import NODE_LOST_REASON, NodeHolder, machine_id
-from wattlog.accounting.run_table import TableOptions, run_row
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.publishing.run_table import TableOptions, run_row
 from wattlog.clock import FakeClock
 from wattlog.events import EventKind
 from wattlog.records import EnergyInterval, Kind, Source

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from wattlog.accounting.exports import rows_csv
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.ledger.lease import reap_lost, renew_lease
-from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.publishing.exports import rows_csv
+from wattlog.accounting.publishing.run_table import TableOptions, run_footprint, run_row
 from wattlog.cli import main
 from wattlog.clock import FakeClock
 from wattlog.records import EnergyInterval, Kind, Source

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wattlog.accounting.power import Segment, find_dips, job_series, power_fluctuation
+from wattlog.accounting.publishing.power import Segment, find_dips, job_series, power_fluctuation
 from wattlog.errors import ConfigError
 from wattlog.records import EnergyInterval, Kind, Source
 from wattlog.telemetry.sensors.traces import TrainingTrace

@@ -18,10 +18,10 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
-from wattlog.accounting.prometheus_energy import energy_counted
-from wattlog.accounting.run_table import TableOptions, run_row
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.publishing.prometheus_energy import energy_counted
+from wattlog.accounting.publishing.run_table import TableOptions, run_row
 from wattlog.clock import FakeClock
 from wattlog.records import EnergyInterval, Kind, Source
 

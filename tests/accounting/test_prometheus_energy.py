@@ -10,7 +10,7 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from wattlog.accounting.prometheus_energy import PrometheusError, energy_from_prometheus
+from wattlog.accounting.publishing.prometheus_energy import PrometheusError, energy_from_prometheus
 from wattlog.errors import ConfigError
 
 LABELS = {"host": "n0", "device": "GPU-1", "kind": "gpu", "source": "counter"}

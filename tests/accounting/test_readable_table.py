@@ -12,13 +12,13 @@ import io
 import json
 from pathlib import Path
 
-from wattlog.accounting.exports import rows_csv, rows_json
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.publishing.exports import rows_csv, rows_json
+from wattlog.accounting.publishing.reference import reference_table_rows
+from wattlog.accounting.publishing.render import TableRow, table_cells
+from wattlog.accounting.publishing.run_table import TableOptions, run_row
 from wattlog.accounting.ranges import Range
-from wattlog.accounting.reference import reference_table_rows
-from wattlog.accounting.render import TableRow, table_cells
-from wattlog.accounting.run_table import TableOptions, run_row
-from wattlog.accounting.sites import site_catalog
 from wattlog.records import EnergyInterval, Kind, Source
 
 H0 = 1_767_225_600.0

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.waiting import wait_until
+from wattlog.accounting.fleet.recording import LedgerTarget, Recording, RecordingConfig
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
-from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
 from wattlog.clock import FakeClock
 from wattlog.events import EventKind
 from wattlog.records import Kind, Source

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from wattlog.accounting.reference import (
+from wattlog.accounting.publishing.reference import (
     ReferenceRow,
     _row,
     recomputed_figures,
@@ -14,7 +14,7 @@ from wattlog.accounting.reference import (
     reference_table_rows,
     table19_rows,
 )
-from wattlog.accounting.render import FIGURE_COLUMNS, HEADERS, MISSING, table_cells, to_markdown
+from wattlog.accounting.publishing.render import FIGURE_COLUMNS, HEADERS, MISSING, table_cells, to_markdown
 from wattlog.errors import ConfigError
 
 TABLE_19 = Path(__file__).parent / "data" / "table19.md"  # a copy of ../shared/TABLE19.md, the print

@@ -10,12 +10,12 @@ import json
 import pytest
 from rich.console import Console
 
-from wattlog.accounting.fitted import FittedTable
-from wattlog.accounting.footprint import WaterConvention, footprint_for
+from wattlog.accounting.carbon.sites import get_site
 from wattlog.accounting.it_energy import Energy
-from wattlog.accounting.ranges import Range
-from wattlog.accounting.reference import reference_table_rows
-from wattlog.accounting.render import (
+from wattlog.accounting.publishing.fitted import FittedTable
+from wattlog.accounting.publishing.footprint import WaterConvention, footprint_for
+from wattlog.accounting.publishing.reference import reference_table_rows
+from wattlog.accounting.publishing.render import (
     TableFormat,
     TableRow,
     footnotes,
@@ -31,7 +31,7 @@ from wattlog.accounting.render import (
     to_markdown,
     to_rich,
 )
-from wattlog.accounting.sites import get_site
+from wattlog.accounting.ranges import Range
 from wattlog.errors import ConfigError
 from wattlog.records import EnergyFigure, Kind, Source
 

@@ -7,7 +7,7 @@ from dataclasses import astuple
 import pytest
 
 from wattlog.accounting.ledger import EnergyTotal, Ledger, make_engine
-from wattlog.accounting.run_energy import energy_from_devices, ledger_energy
+from wattlog.accounting.ledger.run_energy import energy_from_devices, ledger_energy
 from wattlog.accounting.units import j_to_mwh
 from wattlog.errors import ConfigError
 from wattlog.records import EnergyFigure, EnergyInterval, Kind, Source

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from wattlog.accounting.carbon.run_sites import site_figures, stored_site
+from wattlog.accounting.carbon.sites import SITES_FILE_ENV, site_catalog
 from wattlog.accounting.ledger import Ledger, make_engine
-from wattlog.accounting.sites import SITES_FILE_ENV, site_catalog
 from wattlog.cli import main
 from wattlog.events import EventKind
 

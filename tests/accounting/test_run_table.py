@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import event
 
-from wattlog.accounting.intensity import HourlySeries, IntensitySource
+from wattlog.accounting.carbon.intensity import HourlySeries, IntensitySource
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
-from wattlog.accounting.run_table import TableOptions, run_row
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.publishing.run_table import TableOptions, run_row
 from wattlog.clock import FakeClock
 from wattlog.events import EventKind
 from wattlog.records import EnergyInterval, Gap, Kind, Source

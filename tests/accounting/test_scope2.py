@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from wattlog.accounting.footprint import CarbonPath
-from wattlog.accounting.intensity import ConstantIntensity
-from wattlog.accounting.market import Instrument, InstrumentKind, Market, load_markets
+from wattlog.accounting.carbon.intensity import ConstantIntensity
+from wattlog.accounting.carbon.market import Instrument, InstrumentKind, Market, load_markets
+from wattlog.accounting.carbon.scope2 import Allocation, Matching
+from wattlog.accounting.publishing.footprint import CarbonPath
 from wattlog.accounting.ranges import Range
-from wattlog.accounting.scope2 import Allocation, Matching
 from wattlog.errors import ConfigError
 
 H = 3600
@@ -90,7 +90,7 @@ def test_a_market_file_missing_a_figure_names_it(tmp_path: Path) -> None:
 
 
 def test_recorded_uses_are_spent_and_a_run_applied_again_keeps_its_own_share(market: Market) -> None:
-    from wattlog.accounting.scope2 import Use
+    from wattlog.accounting.carbon.scope2 import Use
 
     annual = Allocation(market, Matching.ANNUAL)
     annual.record([Use("ppa", 2026, "earlier", 2.4), Use("rec", 2026, "earlier", 1.0)])  # another call's

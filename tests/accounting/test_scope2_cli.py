@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.accounting.test_scope2 import MARKET_FILE, T0
+from wattlog.accounting.carbon.instruments import load_uses
 from wattlog.accounting.ledger import Ledger, make_engine
-from wattlog.accounting.ledger.instruments import load_uses
 from wattlog.cli import main
 from wattlog.records import EnergyInterval, Kind, Source
 

@@ -6,8 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from wattlog.accounting.carbon.sites import (
+    SITE_FIELDS,
+    Site,
+    builtin_sites,
+    get_site,
+    load_sites,
+    site_catalog,
+)
 from wattlog.accounting.ranges import Range
-from wattlog.accounting.sites import SITE_FIELDS, Site, builtin_sites, get_site, load_sites, site_catalog
 from wattlog.errors import ConfigError
 
 

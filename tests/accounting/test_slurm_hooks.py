@@ -18,11 +18,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from wattlog.accounting.ledger import Ledger, make_engine
-from wattlog.accounting.ledger.models import Status
-from wattlog.accounting.ranges import Range
-from wattlog.accounting.render import TableRow
-from wattlog.accounting.slurm_hooks import (
+from wattlog.accounting.fleet.slurm_hooks import (
     JobEnv,
     SlurmHooks,
     comment,
@@ -33,6 +29,10 @@ from wattlog.accounting.slurm_hooks import (
     stop_agent,
     write_comment,
 )
+from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.ledger.models import Status
+from wattlog.accounting.publishing.render import TableRow
+from wattlog.accounting.ranges import Range
 from wattlog.cli import full_app
 from wattlog.errors import ConfigError
 

@@ -7,8 +7,8 @@ import io
 from rich.console import Console
 
 from wattlog.accounting.ledger import Ledger, make_engine
-from wattlog.accounting.run_report import split_table
-from wattlog.accounting.split import Use, energy_split
+from wattlog.accounting.publishing.run_report import split_table
+from wattlog.accounting.publishing.split import Use, energy_split
 from wattlog.clock import FakeClock
 from wattlog.records import EnergyInterval, Kind, Source
 

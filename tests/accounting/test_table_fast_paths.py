@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from tests.accounting.sqlite_work import sqlite_steps
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
-from wattlog.accounting.verify import check_ledger
+from wattlog.accounting.ledger.verify import check_ledger
 from wattlog.cli import command_app, full_app
 from wattlog.records import EnergyInterval, Kind, Source
 

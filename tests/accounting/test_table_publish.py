@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from wattlog.accounting.devices import device_catalog
-from wattlog.accounting.example_project import EXAMPLE_RUNS, seed_example_project
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
+from wattlog.accounting.publishing.example_project import EXAMPLE_RUNS, seed_example_project
 from wattlog.cli import main
 from wattlog.records import EnergyInterval, Kind, Source
 from wattlog.telemetry.sensors.traces import TrainingTrace

@@ -81,7 +81,7 @@ def test_tiny_and_huge_numbers_are_positional() -> None:
 
 
 def test_a_one_minute_demo_reads_in_wh_and_g() -> None:
-    from wattlog.accounting.render import TableRow, readable_summary
+    from wattlog.accounting.publishing.render import TableRow, readable_summary
 
     mwh = 540.0 / 3.6e9  # 60 s at 9 W
     row = TableRow(

@@ -6,11 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from wattlog.accounting.intensity.base import HourlySeries
+from wattlog.accounting.carbon.intensity.base import HourlySeries
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
-from wattlog.accounting.run_table import TableOptions, run_row
-from wattlog.accounting.sites import site_catalog
-from wattlog.accounting.validity import ValidityLimits, counter_check_payload
+from wattlog.accounting.publishing.run_table import TableOptions, run_row
+from wattlog.accounting.publishing.validity import ValidityLimits, counter_check_payload
 from wattlog.cli import main
 from wattlog.clock import FakeClock
 from wattlog.errors import ConfigError

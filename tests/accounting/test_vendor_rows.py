@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.waiting import wait_until
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, LedgerSink, RunSpec, make_engine
-from wattlog.accounting.render import TableRow
-from wattlog.accounting.run_table import TableOptions, run_row
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.publishing.render import TableRow
+from wattlog.accounting.publishing.run_table import TableOptions, run_row
 from wattlog.clock import SystemClock
 from wattlog.telemetry.agent import Agent
 from wattlog.telemetry.agent_config import AgentConfig

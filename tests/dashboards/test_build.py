@@ -179,8 +179,8 @@ def test_variables_run_host_site_filter_every_query(name: str) -> None:
 def test_site_rules_carry_every_catalog_site_with_its_figures() -> None:
     import yaml
 
+    from wattlog.accounting.carbon.sites import builtin_sites
     from wattlog.accounting.ranges import bounds
-    from wattlog.accounting.sites import builtin_sites
 
     rules = yaml.safe_load(build.render()["prometheus/sites.rules.yml"])["groups"][0]["rules"]
     published = {(r["record"], r["labels"]["site"]): r["expr"] for r in rules}
@@ -194,8 +194,8 @@ def test_site_rules_carry_every_catalog_site_with_its_figures() -> None:
 
 
 def test_a_sites_intensity_rule_names_its_real_source() -> None:
-    from wattlog.accounting.intensity import IntensityRef
-    from wattlog.accounting.sites import Site
+    from wattlog.accounting.carbon.intensity import IntensityRef
+    from wattlog.accounting.carbon.sites import Site
     from wattlog.dashboards.siterules import site_rules
 
     ref = IntensityRef("eia930", "/data/EIA930_BALANCE.csv", "ERCO")

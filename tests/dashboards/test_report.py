@@ -16,10 +16,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.dashboards.seed import RUN, START_S, seed_ledger
-from wattlog.accounting.job_speed import job_speed
 from wattlog.accounting.ledger import Ledger, RunSpec
 from wattlog.accounting.ledger.jobs import RankReport, report_rank_progress
-from wattlog.accounting.render import readable_amount, to_csv, to_latex, to_markdown
+from wattlog.accounting.publishing.job_speed import job_speed
+from wattlog.accounting.publishing.render import readable_amount, to_csv, to_latex, to_markdown
 from wattlog.accounting.units import mwh_of, sig3
 from wattlog.dashboards.report import data
 from wattlog.dashboards.report.data import load_report

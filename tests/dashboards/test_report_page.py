@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from tests.dashboards.seed import RUN, START_S, seed_ledger
 from wattlog.accounting.ledger import Ledger, Role, RunSpec, make_engine
-from wattlog.accounting.render import footnotes, table_cells
+from wattlog.accounting.publishing.render import footnotes, table_cells
 from wattlog.cli import app as cli_app
 from wattlog.dashboards.report import charts, data
 from wattlog.dashboards.report.data import load_report, load_summary

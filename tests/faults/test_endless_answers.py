@@ -16,11 +16,11 @@ from typing import Any
 
 from tests.accounting.live.test_at_close import SITES, _ended_run
 from tests.faults.endless_server import endless_server
-from wattlog.accounting.intensity.live.at_close import fetch_at_close
-from wattlog.accounting.intensity.live.client import HttpClient, ProviderError
-from wattlog.accounting.intensity.live.providers import ProviderContext
+from wattlog.accounting.carbon.intensity.live.at_close import fetch_at_close
+from wattlog.accounting.carbon.intensity.live.client import HttpClient, ProviderError
+from wattlog.accounting.carbon.intensity.live.providers import ProviderContext
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, make_engine
-from wattlog.accounting.sites import site_catalog
 
 
 def within(seconds: float, call: Callable[[], Any]) -> tuple[Any, float]:

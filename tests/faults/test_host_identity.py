@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.telemetry.fakes import ConstantSensor
+from wattlog.accounting.fleet.node import NodeAgent, NodeOptions
 from wattlog.accounting.ledger import Ledger, make_engine
-from wattlog.accounting.node import NodeAgent, NodeOptions
 from wattlog.cli import main
 from wattlog.events import EventKind
 from wattlog.telemetry.agent import AgentConfig

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from tests.telemetry.fakes import ConstantSensor
+from wattlog.accounting.fleet.node import NodeAgent, NodeOptions
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.lease import LostRun, reap_lost
 from wattlog.accounting.ledger.node_lease import LostNode
-from wattlog.accounting.node import NodeAgent, NodeOptions
 from wattlog.clock import FakeClock
 from wattlog.telemetry.agent import AgentConfig
 

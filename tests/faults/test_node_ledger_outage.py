@@ -18,10 +18,10 @@ import pytest
 
 from tests.telemetry.fakes import ConstantSensor
 from tests.waiting import wait_until
+from wattlog.accounting.fleet.node import NodeAgent, NodeOptions
+from wattlog.accounting.fleet.slurm_hooks import SlurmHooks, serve_agent
 from wattlog.accounting.ledger import Ledger, describe_url, make_engine
 from wattlog.accounting.ledger.spool import replay_folder
-from wattlog.accounting.node import NodeAgent, NodeOptions
-from wattlog.accounting.slurm_hooks import SlurmHooks, serve_agent
 from wattlog.cli import main
 from wattlog.errors import LedgerError, RunNotFound
 from wattlog.telemetry.agent import AgentConfig

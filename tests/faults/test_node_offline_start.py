@@ -19,11 +19,11 @@ import pytest
 
 from tests.faults.test_ledger_unreachable_at_start import closed_port
 from tests.telemetry.fakes import ConstantSensor
+from wattlog.accounting.fleet.node import NodeAgent, NodeOptions
 from wattlog.accounting.ledger import Ledger, describe_url, make_engine
 from wattlog.accounting.ledger.jobs import job_nodes
 from wattlog.accounting.ledger.spool import replay_folder
 from wattlog.accounting.ledger.spool_lines import read_spool
-from wattlog.accounting.node import NodeAgent, NodeOptions
 from wattlog.errors import LedgerUnavailable
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sinks import INCOMPLETE_EXIT
@@ -43,7 +43,7 @@ def test_a_node_started_while_the_ledger_was_unreachable_stores_its_run_once_whe
     agent = AgentConfig(port=None, period_s=0.01, flush_s=0.05, host="n1", lock_dir=tmp_path / "locks")
     environ = {**ENV, "WATTLOG_SPOOL_DIR": str(tmp_path / "spool")}
     node = NodeAgent(NodeOptions(run="job", db=url, agent=agent), environ, [ConstantSensor("GPU-x", 150.0)])
-    monkeypatch.setattr("wattlog.accounting.node.join_run", _unreachable)
+    monkeypatch.setattr("wattlog.accounting.fleet.node.join_run", _unreachable)
     node.start()  # old code: LedgerError raised here, nothing measured
     assert node.offline is not None and "unreachable" in node.describe()
     time.sleep(0.4)  # the ledger is back: the next flush replays the spooled start and rows

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from wattlog.accounting.gaps import GapReason, run_gaps
 from wattlog.accounting.ledger import Ledger, make_engine
+from wattlog.accounting.publishing.gaps import GapReason, run_gaps
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors.estimate import CPU_UUID, DRAM_UUID, EstimateSensor
 

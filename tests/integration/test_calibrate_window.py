@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_redfish_node import _config, emulator  # noqa: F401 - the fixture
-from wattlog.accounting.calibration import CalibrationWindow, calibrate
+from wattlog.accounting.fleet.calibration import CalibrationWindow, calibrate
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.windows import windows
 from wattlog.records import Kind

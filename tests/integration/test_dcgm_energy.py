@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.integration.fake_dcgm import FakeDcgmExporter, FakeGpu
-from wattlog.accounting.dcgm_energy import DCGM_SOURCE, dcgm_energy
+from wattlog.accounting.fleet.dcgm_energy import DCGM_SOURCE, dcgm_energy
 from wattlog.cli import app
 
 pytestmark = pytest.mark.integration

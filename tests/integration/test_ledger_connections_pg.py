@@ -72,8 +72,8 @@ def test_more_node_agents_than_connection_slots_all_join_and_write(
 ) -> None:
     from sqlalchemy.pool import NullPool
 
+    from wattlog.accounting.fleet.node import NodeAgent, NodeOptions
     from wattlog.accounting.ledger.jobs import job_nodes
-    from wattlog.accounting.node import NodeAgent, NodeOptions
     from wattlog.telemetry.agent import AgentConfig
     from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 

@@ -24,10 +24,10 @@ from prometheus_client import CollectorRegistry, Gauge
 
 from tests.integration.conftest import Servers
 from tests.integration.servers import Prometheus, http_json
+from wattlog.accounting.carbon.sites import builtin_sites
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.jobs import rank_progress
-from wattlog.accounting.run_table import TableOptions, run_footprint
-from wattlog.accounting.sites import builtin_sites
+from wattlog.accounting.publishing.run_table import TableOptions, run_footprint
 from wattlog.dashboards import build
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.exporter import AgentStateCollector, serve

@@ -7,7 +7,7 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry
 
-from wattlog.accounting.prometheus_energy import PrometheusError, energy_from_prometheus
+from wattlog.accounting.publishing.prometheus_energy import PrometheusError, energy_from_prometheus
 from wattlog.records import EnergyFigure, Kind, Source
 from wattlog.telemetry.exporter import EnergyCollector, serve
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo

@@ -19,7 +19,7 @@ import pytest
 from tests.dashboards.seed import RUN, START_S, seed_ledger
 from tests.integration.servers import free_port, wattlog_process
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
-from wattlog.accounting.render import readable_amount
+from wattlog.accounting.publishing.render import readable_amount
 from wattlog.accounting.units import mwh_of
 from wattlog.dashboards.report.data import load_report
 from wattlog.records import EnergyInterval, Kind, Source

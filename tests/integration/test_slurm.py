@@ -20,10 +20,10 @@ from sqlmodel import col
 
 from tests.integration.slurm import missing, running_slurm
 from tests.integration.slurm_train import STEPS, TOKENS
+from wattlog.accounting.fleet.slurm_hooks import SlurmHooks, scripts
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.jobs import rank_progress
 from wattlog.accounting.ledger.models import JobNode
-from wattlog.accounting.slurm_hooks import SlurmHooks, scripts
 
 pytestmark = pytest.mark.integration
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from wattlog.accounting.footprint import CarbonPath, LiveCarbon
-from wattlog.accounting.intensity import HourSplitter
+from wattlog.accounting.carbon.intensity import HourSplitter
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
-from wattlog.accounting.run_table import TableOptions, run_footprint
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.publishing.footprint import CarbonPath, LiveCarbon
+from wattlog.accounting.publishing.run_table import TableOptions, run_footprint
 from wattlog.integrations.session import figures_of
 from wattlog.records import EnergyFigure, EnergyInterval, Kind, Source
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo

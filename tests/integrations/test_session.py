@@ -72,7 +72,7 @@ def test_a_site_figure_given_as_a_range_gives_both_ends() -> None:
 
 
 def _site(name: str) -> Any:
-    from wattlog.accounting.sites import get_site
+    from wattlog.accounting.carbon.sites import get_site
 
     return get_site(name)
 

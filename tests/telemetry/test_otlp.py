@@ -10,9 +10,9 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
+from wattlog.accounting.fleet.recording import LedgerTarget, Recording, RecordingConfig
 from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.store import Ledger
-from wattlog.accounting.recording import LedgerTarget, Recording, RecordingConfig
 from wattlog.errors import ConfigError
 from wattlog.metric_names import OtelName
 from wattlog.records import EnergyFigure, Kind, Source

@@ -10,8 +10,8 @@ import pytest
 from rich.console import Console
 
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
-from wattlog.accounting.run_report import split_table, summary_lines
-from wattlog.accounting.split import EnergySplit, Use, energy_split
+from wattlog.accounting.publishing.run_report import split_table, summary_lines
+from wattlog.accounting.publishing.split import EnergySplit, Use, energy_split
 from wattlog.cli import main
 from wattlog.clock import FakeClock
 from wattlog.events import Activity, EventKind

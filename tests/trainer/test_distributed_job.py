@@ -2,7 +2,7 @@
 
 Before, each rank divided its own tokens by its node's energy: with two ranks per
 node the figure came out half the job's. Now every rank reports its tokens into the
-ledger and rank 0 records the job's figure (wattlog.accounting.job_speed).
+ledger and rank 0 records the job's figure (wattlog.accounting.publishing.job_speed).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from wattlog.accounting.job_speed import job_speed
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.jobs import job_nodes
-from wattlog.accounting.run_table import TableOptions, run_row
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.publishing.job_speed import job_speed
+from wattlog.accounting.publishing.run_table import TableOptions, run_row
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 from wattlog.telemetry.sensors.traces import ConstantTrace

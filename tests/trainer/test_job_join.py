@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from wattlog.accounting.fleet.node import NodeAgent, NodeOptions
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.jobs import job_nodes
-from wattlog.accounting.node import NodeAgent, NodeOptions
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 from wattlog.trainer.tracker import Tracker

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from wattlog.accounting.split import Use, split_row, windows
+from wattlog.accounting.publishing.split import Use, split_row, windows
 from wattlog.trainer.restarts import last_attempt, lost_work
 
 

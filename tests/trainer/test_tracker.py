@@ -18,7 +18,7 @@ from tests.trainer.conftest import NoSyncTensor, SyncError, no_sync
 from tests.waiting import wait_until
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.windows import windows
-from wattlog.accounting.split import Use, energy_split
+from wattlog.accounting.publishing.split import Use, energy_split
 from wattlog.errors import ConfigError, LedgerError
 from wattlog.trainer.callback import Callback, CallbackContext
 from wattlog.trainer.callbacks import SpeedCallback, SpeedFigures, StabilityCallback

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from wattlog.accounting.mfu import mfu_of
+from wattlog.accounting.publishing.mfu import mfu_of
 from wattlog.errors import ConfigError
 from wattlog.trainer.callback import Callback
 
@@ -27,7 +27,7 @@ class SpeedFigures:
         energy_j: Cumulative energy of the measured devices (None without energy).
         tokens_per_j: Tokens per joule over the batch (None without energy).
         mfu: Model FLOPs utilisation, 0..1 (None without FLOPs per token and a published peak
-            FLOP/s, or above 1: see wattlog.accounting.mfu).
+            FLOP/s, or above 1: see wattlog.accounting.publishing.mfu).
     """
 
     step: int

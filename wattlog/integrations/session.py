@@ -18,11 +18,11 @@ from typing import Any
 
 from rich.console import Console
 
-from wattlog.accounting.footprint import CarbonPath, LiveCarbon, water_kl
-from wattlog.accounting.intensity import HourSplitter
+from wattlog.accounting.carbon.intensity import HourSplitter
+from wattlog.accounting.carbon.sites import Site, get_site, run_catalog
 from wattlog.accounting.it_energy import energy_label
+from wattlog.accounting.publishing.footprint import CarbonPath, LiveCarbon, water_kl
 from wattlog.accounting.ranges import Quantity, bounds
-from wattlog.accounting.sites import Site, get_site, run_catalog
 from wattlog.accounting.units import j_to_kwh, j_to_mwh
 from wattlog.events import EventCategory, EventKind
 from wattlog.notices import Notices
@@ -57,7 +57,7 @@ def figures_of(
     figure is never read as a measured one. The band is beside the figure (``energy_j_low``,
     ``energy_j_high``). CO2 and water need the run's site (no silent default): without one only
     energy is given. A site figure given as a range yields ``_low`` and ``_high`` keys. CO2 takes
-    the tables' path (:class:`~wattlog.accounting.footprint.CarbonPath`) with the site's own
+    the tables' path (:class:`~wattlog.accounting.publishing.footprint.CarbonPath`) with the site's own
     intensity source, so the logged figure and the table agree. ``tokens_per_joule`` is given
     only once tokens were reported (never a 0 that means "unknown").
 
@@ -289,7 +289,7 @@ class TrackerSession:
         tracker, self._ended = self._ended, None
         if tracker is None or tracker.rank != 0 or tracker.ledger is None or self._quiet:
             return
-        from wattlog.accounting.run_report import print_run_end
+        from wattlog.accounting.publishing.run_report import print_run_end
 
         try:
             db = tracker.session.config.db

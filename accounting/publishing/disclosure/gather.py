@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
 
+from wattlog.accounting.carbon.sites import get_site
 from wattlog.accounting.devices import DeviceCatalog, device_catalog
 from wattlog.accounting.ledger.jobs import rank_progress
 from wattlog.accounting.ledger.models import Stage
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import EnergyTotal, RunInfo
-from wattlog.accounting.project_table import run_figures, run_phase
 from wattlog.accounting.publishing.disclosure.model import (
     S_PER_DAY,
     Basis,
@@ -24,10 +24,10 @@ from wattlog.accounting.publishing.disclosure.model import (
     basis_of,
     combine_basis,
 )
+from wattlog.accounting.publishing.project_table import run_figures, run_phase
+from wattlog.accounting.publishing.render import TableRow
+from wattlog.accounting.publishing.run_table import TableOptions, has_site, run_row
 from wattlog.accounting.ranges import Range, bounds, midpoint
-from wattlog.accounting.render import TableRow
-from wattlog.accounting.run_table import TableOptions, has_site, run_row
-from wattlog.accounting.sites import get_site
 from wattlog.errors import ConfigError
 from wattlog.records import Kind
 

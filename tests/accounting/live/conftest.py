@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 from pytest_httpserver import HTTPServer
 
-from wattlog.accounting.intensity.live.providers import ProviderContext
+from wattlog.accounting.carbon.intensity.live.providers import ProviderContext
 
 T0 = 1_774_742_400  # 2026-03-29T00:00Z: British Summer Time starts at 01:00Z that day
 NOW = T0 + 30 * 3600

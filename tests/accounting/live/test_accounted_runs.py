@@ -14,12 +14,12 @@ import pytest
 from pytest_httpserver import HTTPServer
 
 from tests.accounting.live.conftest import T0
-from wattlog.accounting.footprint import CarbonPath
-from wattlog.accounting.intensity import IntensityRef
-from wattlog.accounting.intensity.live.cache import fetch_into_ledger
-from wattlog.accounting.intensity.live.providers import ProviderContext
+from wattlog.accounting.carbon.intensity import IntensityRef
+from wattlog.accounting.carbon.intensity.live.cache import fetch_into_ledger
+from wattlog.accounting.carbon.intensity.live.providers import ProviderContext
+from wattlog.accounting.carbon.sites import Site
 from wattlog.accounting.ledger import Ledger, make_engine
-from wattlog.accounting.sites import Site
+from wattlog.accounting.publishing.footprint import CarbonPath
 
 H = 3600
 DATA = Path(__file__).parents[1] / "data" / "providers"

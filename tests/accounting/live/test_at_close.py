@@ -13,14 +13,14 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from tests.accounting.live.conftest import T0
-from wattlog.accounting.intensity.hours import hour_start_s, iso_hour
-from wattlog.accounting.intensity.live import ukgrid
-from wattlog.accounting.intensity.live.at_close import budgeted, fetch_at_close
-from wattlog.accounting.intensity.live.client import ProviderError
-from wattlog.accounting.intensity.live.providers import ProviderContext
+from wattlog.accounting.carbon.catalog import load_series
+from wattlog.accounting.carbon.intensity.hours import hour_start_s, iso_hour
+from wattlog.accounting.carbon.intensity.live import ukgrid
+from wattlog.accounting.carbon.intensity.live.at_close import budgeted, fetch_at_close
+from wattlog.accounting.carbon.intensity.live.client import ProviderError
+from wattlog.accounting.carbon.intensity.live.providers import ProviderContext
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, RunSpec, Status, make_engine
-from wattlog.accounting.ledger.catalog import load_series
-from wattlog.accounting.sites import site_catalog
 from wattlog.errors import LedgerError
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
@@ -140,7 +140,7 @@ def test_a_run_session_fetches_its_hours_when_it_closes(
 def test_the_first_node_of_a_job_fetches_its_hours_when_it_closes(
     httpserver: HTTPServer, sites_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from wattlog.accounting.node import NodeAgent, NodeOptions
+    from wattlog.accounting.fleet.node import NodeAgent, NodeOptions
 
     monkeypatch.setattr(ukgrid, "BASE_URL", httpserver.url_for(""))
     httpserver.expect_request(re.compile("/intensity/.*")).respond_with_handler(_uk_answer)

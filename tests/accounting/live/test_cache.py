@@ -10,15 +10,15 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Response
 
 from tests.accounting.live.conftest import T0
-from wattlog.accounting.footprint import CarbonPath, LiveCarbon
-from wattlog.accounting.intensity import HourlySeries, HourSplitter, IntensityRef
-from wattlog.accounting.intensity.hours import iso_hour
-from wattlog.accounting.intensity.live.cache import CachedIntensity, fetch_into_ledger
-from wattlog.accounting.intensity.live.client import ProviderError
-from wattlog.accounting.intensity.live.providers import ProviderContext
+from wattlog.accounting.carbon.catalog import load_series
+from wattlog.accounting.carbon.intensity import HourlySeries, HourSplitter, IntensityRef
+from wattlog.accounting.carbon.intensity.hours import iso_hour
+from wattlog.accounting.carbon.intensity.live.cache import CachedIntensity, fetch_into_ledger
+from wattlog.accounting.carbon.intensity.live.client import ProviderError
+from wattlog.accounting.carbon.intensity.live.providers import ProviderContext
+from wattlog.accounting.carbon.sites import Site
 from wattlog.accounting.ledger import Ledger, make_engine
-from wattlog.accounting.ledger.catalog import load_series
-from wattlog.accounting.sites import Site
+from wattlog.accounting.publishing.footprint import CarbonPath, LiveCarbon
 from wattlog.errors import ConfigError
 
 H = 3600

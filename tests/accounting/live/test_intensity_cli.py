@@ -9,7 +9,7 @@ import pytest
 from pytest_httpserver import HTTPServer
 
 from tests.accounting.live.conftest import T0
-from wattlog.accounting.intensity.hours import iso_hour
+from wattlog.accounting.carbon.intensity.hours import iso_hour
 from wattlog.cli import main
 
 H = 3600

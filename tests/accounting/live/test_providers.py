@@ -10,10 +10,10 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from tests.accounting.live.conftest import NOW, T0
-from wattlog.accounting.intensity.hours import iso_hour
-from wattlog.accounting.intensity.live.client import ProviderError, iso_second
-from wattlog.accounting.intensity.live.electricitymaps_api import ElectricityMapsApi
-from wattlog.accounting.intensity.live.providers import ProviderContext, open_provider
+from wattlog.accounting.carbon.intensity.hours import iso_hour
+from wattlog.accounting.carbon.intensity.live.client import ProviderError, iso_second
+from wattlog.accounting.carbon.intensity.live.electricitymaps_api import ElectricityMapsApi
+from wattlog.accounting.carbon.intensity.live.providers import ProviderContext, open_provider
 from wattlog.errors import ConfigError
 
 H = 3600

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wattlog.accounting.intensity.live.window import cleanest_window
+from wattlog.accounting.carbon.intensity.live.window import cleanest_window
 from wattlog.errors import ConfigError
 
 H = 3600

@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.accounting.publishing.disclosure_ledger import Spec, seeded
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.publishing.disclosure.gather import disclosure_of_project, disclosure_of_run
 from wattlog.accounting.publishing.disclosure.mdf import methodology, sig, to_mdf
 from wattlog.accounting.publishing.disclosure.model import Basis, Boundary
-from wattlog.accounting.run_table import TableOptions
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.publishing.run_table import TableOptions
 from wattlog.cli import full_app
 from wattlog.records import Source
 

@@ -11,11 +11,11 @@ from typer.testing import CliRunner
 
 from tests.accounting.publishing.disclosure_ledger import H0, seeded
 from tests.accounting.publishing.schemas import cyclonedx_16, errors, spdx_301
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.publishing.disclosure.cyclonedx import to_cyclonedx
 from wattlog.accounting.publishing.disclosure.gather import disclosure_of_project, disclosure_of_run
 from wattlog.accounting.publishing.disclosure.spdx import to_spdx
-from wattlog.accounting.run_table import TableOptions
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.publishing.run_table import TableOptions
 from wattlog.cli import full_app
 
 OPTIONS = TableOptions(catalog=site_catalog(None))

@@ -8,11 +8,11 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.accounting.publishing.disclosure_ledger import Spec, seeded
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.devices import device_catalog
 from wattlog.accounting.publishing.disclosure.gather import disclosure_of_run
 from wattlog.accounting.publishing.disclosure.sci import sci_of
-from wattlog.accounting.run_table import TableOptions
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.publishing.run_table import TableOptions
 from wattlog.cli import full_app
 
 OPTIONS = TableOptions(catalog=site_catalog(None))
