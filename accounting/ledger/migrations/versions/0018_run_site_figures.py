@@ -23,11 +23,11 @@ depends_on = None
 
 def upgrade() -> None:
     """Apply this revision."""
-    with op.batch_alter_table("run") as batch:
-        batch.add_column(sa.Column("site_figures", sa.JSON(), nullable=True))
+    # a plain ADD COLUMN (both engines): a batch copy of `run` would drop the table other tables'
+    # foreign keys point at, which SQLite refuses
+    op.add_column("run", sa.Column("site_figures", sa.JSON(), nullable=True))
 
 
 def downgrade() -> None:
     """Revert this revision."""
-    with op.batch_alter_table("run") as batch:
-        batch.drop_column("site_figures")
+    op.drop_column("run", "site_figures")  # SQLite >= 3.35 drops a column in place
