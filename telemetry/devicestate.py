@@ -196,6 +196,8 @@ class DeviceState:
     utilisation_reads: int = 0
     startup: tuple[float, float, float] | None = None  # counter J, power x time J, s: first interval
     swapped: str = ""  # why its counter was swapped for power x time at start-up (empty: it was not)
+    scale: tuple[float, float, float] | None = None  # sampled vs counter, its spread, span s (scalecheck)
+    scale_doubt_rel: float = 0.0  # the counter's scale off power x time by this much: in the band
 
     def check_due(self) -> bool:
         """Whether the counter has changed enough (two differences) for its start-up check: one read

@@ -41,6 +41,7 @@ from wattlog.telemetry.accumulate import Steps
 from wattlog.telemetry.devicestate import DeviceState, EdgeMark, Failure, Totals
 from wattlog.telemetry.lockcheck import LockCheck, due, notes
 from wattlog.telemetry.revisions import Revisions, evidence_of
+from wattlog.telemetry.scalecheck import judge_scale
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, Reading, SensorProfile
 from wattlog.telemetry.uncertainty import BandInputs, BandModel
 
@@ -309,7 +310,7 @@ class Integrator:
             measured_s=d.measured_s,
             gap_s=d.health.closed_gap_s + open_gap_s,
             publications=d.pubs.pub_n,
-            doubt_j=self._band.calibrated_j(d.info, d.counter.stale_doubt_j),
+            doubt_j=self._band.calibrated_j(d.info, d.counter.stale_doubt_j + d.scale_doubt_rel * raw_j),
         )
 
     def _inputs(self, d: DeviceState, cur: Totals, prev: Totals) -> BandInputs:
@@ -368,6 +369,7 @@ class Integrator:
             finding = check.analyse(self._band, self._profile(d))
             with self._lock:
                 finding.apply(d)
+                judge_scale(d, self._band.profile(d.info))
 
     def _notes(self, d: DeviceState) -> tuple[str, ...]:
         return notes(d, self._profile(d))
