@@ -12,6 +12,10 @@ energy: a counter that ran backwards (ROCm/amdsmi #115) or jumped to an
 impossible value (#38; Level Zero's 3.69 TW wrap) is counted as a reset and
 its step is a gap, never negative or terawatt energy.
 
+Only a changed counter value is an update, whatever its timestamps say (AMD
+stamps every read anew): a value held for several updates and then moving on is
+a stale stretch whose catch-up is kept as energy (telemetry.stale).
+
 Across a stretch without readings (a blocked sensor, failed reads) a counter
 still measures exactly: the difference spans it, nothing is interpolated. So
 for counter devices such a stretch is bridged, not a gap, unless the counter
