@@ -240,6 +240,15 @@ class DeviceState:
         median_s = self.power.period.median_s or self.counter.period.period_s  # 5 updates seen
         return max_gap_s if median_s is None else max(max_gap_s, _GAP_PUBLICATIONS * median_s)
 
+    def band_publications(self, cur: Totals, prev: Totals, period_s: float) -> int:
+        """Publications the band of the span (prev, cur] counts: the distinct ones read, or for a counter
+        at least its measured seconds over the sensor's publication period: a counter that sums the
+        observed windows sums every publication, however rarely power is read (AMD's: once a second)."""
+        seen = cur.publications - prev.publications
+        if not self.uses_counter or period_s <= 0:
+            return seen
+        return max(seen, int((cur.measured_s - prev.measured_s) / period_s))
+
     def cv(self) -> float:
         """Variation of the power from one publication to the next (Publications.cv)."""
         return self.pubs.cv()

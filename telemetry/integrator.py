@@ -327,7 +327,7 @@ class Integrator:
             gap_s=cur.gap_s - prev.gap_s,
             p_max_w=d.p_max_w(),
             cv=d.cv(),
-            publications=cur.publications - prev.publications,
+            publications=d.band_publications(cur, prev, self._profile(d).publication_period_s),
             phase_lock=d.check.lock is not None,
             alias_rel=d.check.repetition.alias_rel if d.check.repetition is not None else None,
             counter_true=d.check.counter_true,

@@ -154,3 +154,15 @@ def test_a_counter_on_its_scale_is_said_to_hold_and_a_noisy_load_does_not_pass_f
     assert any(
         n.startswith("counter scale not resolved") for n in noisy.notes
     )  # 1 Hz samples of a training load
+
+
+def test_a_counters_band_counts_the_sensors_publications_not_the_1_hz_power_reads() -> None:
+    from wattlog.records import Kind, Source
+    from wattlog.telemetry.devicestate import DeviceState, Totals
+    from wattlog.telemetry.types import DeviceInfo
+
+    d = DeviceState(DeviceInfo("a", "a", Kind.GPU, Source.COUNTER, True, power_limit_w=750.0))
+    span = Totals(measured_s=60.0, publications=60)  # power read once a second beside the counter
+    assert d.band_publications(span, Totals(), 0.1) == 60  # no counter value yet: what was read
+    d.counter.last_counter_mj = 1.0
+    assert d.band_publications(span, Totals(), 0.1) == 600  # the counter sums every 100 ms publication
