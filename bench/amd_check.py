@@ -3,7 +3,7 @@
 For each AMD GPU wattlog sees: its HIP index and profile, whether its energy
 counter passed the start-up check, and over `--seconds` of reads every 25 ms the
 counter's energy against integrated power (their ratio, the counter's update
-cadence from its timestamps, gaps and resets). Needs the `amd` extra on a ROCm
+cadence from its changed values, gaps and resets). Needs the `amd` extra on a ROCm
 machine; `--simulate` runs it on the amdsmi stand-in (no GPU).
 
     python -m bench.amd_check --seconds 20 --out amd_check.json
@@ -31,19 +31,19 @@ def check(
     """Read every AMD GPU for `seconds` through an integrator; one summary per GPU."""
     devices = sensor.devices()
     integ = Integrator(devices, host="amd-check", clock=clock, period_s=period_s)
-    stamps: dict[str, set[float]] = {d.uuid: set() for d in devices}
+    values: dict[str, set[float]] = {d.uuid: set() for d in devices}  # AMD's timestamps date reads
     end_s = clock.monotonic() + seconds
     while clock.monotonic() < end_s:
         clock.sleep(period_s)
         for device in devices:
             reading = sensor.read(device, clock.monotonic())
             integ.add(reading)
-            if reading.energy_t_s is not None:
-                stamps[device.uuid].add(reading.energy_t_s)
+            if reading.energy_mj is not None:
+                values[device.uuid].add(reading.energy_mj)
     rows = []
     for energy in integ.snapshot():
         d = energy.device
-        updates = len(stamps[d.uuid])
+        updates = max(len(values[d.uuid]) - 1, 0)
         rows.append(
             {
                 "uuid": d.uuid,

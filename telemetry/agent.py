@@ -327,6 +327,7 @@ class Agent:
             chosen = job_selection(whole_node=True) if self.config.whole_node else None
             environ = self._environ if self._environ is not None else os.environ
             config = DiscoveryConfig(chosen, environ=environ, extra=self._extra_sensors, clock=self._clock)
+            config.hwmon_root = self.config.hwmon_root
             config.slow_period_s = self.config.slow_period_s
             found = discover(config)
             self._notes.extend(found.notes)

@@ -76,6 +76,9 @@ class AgentConfig:
     """At close, keep serving until the next regular scrape has read `wattlog_agent_finished 1`
     (so Prometheus knows the end was normal), at most this long; no wait when nothing scrapes
     regularly; 0 closes at once. The run is closed before this wait."""
+    hwmon_root: Path | None = None
+    """The hwmon tree Grace's ACPI power meters are read from (None: $WATTLOG_HWMON_ROOT, else
+    /sys/class/hwmon)."""
     stop_timeout_s: float = 30.0
     """At close, how long to wait for the flush thread (a sink write in progress) before warning
     that it is stuck; close then still waits for that write to hand over the last interval."""

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wattlog.numbers import MAX_SIMULATED_GPUS, check_number
-from wattlog.options import SimulateOption, WholeNodeOption
+from wattlog.options import HwmonRootOption, SimulateOption, WholeNodeOption
 from wattlog.telemetry.selection import job_selection
 from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.sensors.discovery import Discovery, DiscoveryConfig, discover
@@ -26,6 +26,7 @@ def sensors(
     powercap_root: Annotated[Path, typer.Option(help="Root of the Linux powercap tree (RAPL).")] = Path(
         "/sys/class/powercap"
     ),
+    hwmon_root: HwmonRootOption = None,
 ) -> None:
     """List the devices wattlog would measure: kind, energy counter, and the source label of each figure."""
     check_number("--simulate", simulate, low=0, high=MAX_SIMULATED_GPUS)
@@ -35,7 +36,7 @@ def sensors(
 
         extra.append(SimulatedSensor(simulated_gpus(simulate)))
     chosen = job_selection(whole_node=True) if whole_node else None  # else each vendor's own visibility
-    found = discover(DiscoveryConfig(chosen, powercap_root=powercap_root, extra=extra))
+    found = discover(DiscoveryConfig(chosen, powercap_root=powercap_root, extra=extra, hwmon_root=hwmon_root))
     try:
         print_discovery(found, Console(highlight=False))
     finally:

@@ -196,6 +196,8 @@ class DeviceState:
     utilisation_reads: int = 0
     startup: tuple[float, float, float] | None = None  # counter J, power x time J, s: first interval
     swapped: str = ""  # why its counter was swapped for power x time at start-up (empty: it was not)
+    scale: tuple[float, float, float] | None = None  # sampled vs counter, its spread, span s (scalecheck)
+    scale_doubt_rel: float = 0.0  # the counter's scale off power x time by this much: in the band
 
     def check_due(self) -> bool:
         """Whether the counter has changed enough (two differences) for its start-up check: one read
@@ -237,6 +239,15 @@ class DeviceState:
         once per publication or update, not every tick)."""
         median_s = self.power.period.median_s or self.counter.period.period_s  # 5 updates seen
         return max_gap_s if median_s is None else max(max_gap_s, _GAP_PUBLICATIONS * median_s)
+
+    def band_publications(self, cur: Totals, prev: Totals, period_s: float) -> int:
+        """Publications the band of the span (prev, cur] counts: the distinct ones read, or for a counter
+        at least its measured seconds over the sensor's publication period: a counter that sums the
+        observed windows sums every publication, however rarely power is read (AMD's: once a second)."""
+        seen = cur.publications - prev.publications
+        if not self.uses_counter or period_s <= 0:
+            return seen
+        return max(seen, int((cur.measured_s - prev.measured_s) / period_s))
 
     def cv(self) -> float:
         """Variation of the power from one publication to the next (Publications.cv)."""

@@ -12,6 +12,10 @@ energy: a counter that ran backwards (ROCm/amdsmi #115) or jumped to an
 impossible value (#38; Level Zero's 3.69 TW wrap) is counted as a reset and
 its step is a gap, never negative or terawatt energy.
 
+Only a changed counter value is an update, whatever its timestamps say (AMD
+stamps every read anew): a value held for several updates and then moving on is
+a stale stretch whose catch-up is kept as energy (telemetry.stale).
+
 Across a stretch without readings (a blocked sensor, failed reads) a counter
 still measures exactly: the difference spans it, nothing is interpolated. So
 for counter devices such a stretch is bridged, not a gap, unless the counter
@@ -41,6 +45,7 @@ from wattlog.telemetry.accumulate import Steps
 from wattlog.telemetry.devicestate import DeviceState, EdgeMark, Failure, Totals
 from wattlog.telemetry.lockcheck import LockCheck, due, notes
 from wattlog.telemetry.revisions import Revisions, evidence_of
+from wattlog.telemetry.scalecheck import judge_scale
 from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, Reading, SensorProfile
 from wattlog.telemetry.uncertainty import BandInputs, BandModel
 
@@ -309,7 +314,7 @@ class Integrator:
             measured_s=d.measured_s,
             gap_s=d.health.closed_gap_s + open_gap_s,
             publications=d.pubs.pub_n,
-            doubt_j=self._band.calibrated_j(d.info, d.counter.stale_doubt_j),
+            doubt_j=self._band.calibrated_j(d.info, d.counter.stale_doubt_j + d.scale_doubt_rel * raw_j),
         )
 
     def _inputs(self, d: DeviceState, cur: Totals, prev: Totals) -> BandInputs:
@@ -322,7 +327,7 @@ class Integrator:
             gap_s=cur.gap_s - prev.gap_s,
             p_max_w=d.p_max_w(),
             cv=d.cv(),
-            publications=cur.publications - prev.publications,
+            publications=d.band_publications(cur, prev, self._profile(d).publication_period_s),
             phase_lock=d.check.lock is not None,
             alias_rel=d.check.repetition.alias_rel if d.check.repetition is not None else None,
             counter_true=d.check.counter_true,
@@ -369,6 +374,7 @@ class Integrator:
             finding = check.analyse(self._band, self._profile(d))
             with self._lock:
                 finding.apply(d)
+                judge_scale(d, self._band.profile(d.info))
 
     def _notes(self, d: DeviceState) -> tuple[str, ...]:
         return notes(d, self._profile(d))

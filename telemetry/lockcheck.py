@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from wattlog.records import Source
 from wattlog.telemetry.devicestate import DeviceState
+from wattlog.telemetry.scalecheck import scale_note
 from wattlog.telemetry.stale import stale_note
 from wattlog.telemetry.types import SensorProfile
 from wattlog.telemetry.uncertainty import (
@@ -161,6 +162,8 @@ def notes(d: DeviceState, profile: SensorProfile) -> tuple[str, ...]:
         out.append(f"counter jumped forward {counter.jumps}x, more than the device could draw: a gap each")
     if (stale := stale_note(d)) is not None:
         out.append(stale)
+    if (scale := scale_note(d)) is not None:
+        out.append(scale)
     if counter.wraps:
         out.append(f"counter wrapped {counter.wraps}x at {d.info.counter_range_mj:g} mJ")
     if counter.bridged_s:

@@ -88,3 +88,10 @@ FormatOption = Annotated[
     TableFormat,
     typer.Option("--format", help="rich, markdown, latex, csv, html or json (hf: `wattlog table`, one run)."),
 ]
+HwmonRootOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--hwmon-root",
+        help="Where Grace's ACPI power meters are read ($WATTLOG_HWMON_ROOT; default /sys/class/hwmon).",
+    ),
+]

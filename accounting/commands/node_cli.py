@@ -40,6 +40,7 @@ from wattlog.options import (
     CommandArgument,
     DbOption,
     FlushOption,
+    HwmonRootOption,
     LingerOption,
     LockDirOption,
     MetricsPortOption,
@@ -82,6 +83,7 @@ def node(
     ] = 1.0,
     lock_dir: LockDirOption = None,
     linger_s: LingerOption = LINGER_S,
+    hwmon_root: HwmonRootOption = None,
     lease_s: Annotated[
         float | None,
         typer.Option(
@@ -108,6 +110,7 @@ def node(
             port=None if port == -1 else port,
             linger_s=linger_s,
             lock_dir=lock_dir if lock_dir is not None else default_lock_dir(),
+            hwmon_root=hwmon_root,
         ),
         project=project,
         site=site,
@@ -169,15 +172,10 @@ def agent(
     lock_dir: LockDirOption = None,
     run: Annotated[str, typer.Option(help="The `run` label on every series (tells runs apart).")] = "",
     linger_s: LingerOption = LINGER_S,
+    hwmon_root: HwmonRootOption = None,
 ) -> int:
     """Run the measuring agent (sidecar mode): sample, serve metrics, print what was measured."""
-    if seconds is not None:
-        check_number("--seconds", seconds, low=0, high=10 * 365 * 86400, low_open=True)
-    check_number("--period-ms", period_ms, low=0, high=60_000, low_open=True, hint="the default is 25")
-    check_number("--flush-s", flush_s, low=period_ms / 1000.0, high=86400, hint="the default is 10")
-    check_port("--port", port, allow_none=-1)
-    check_number("--simulate", simulate, low=0, high=MAX_SIMULATED_GPUS)
-    check_number("--linger-s", linger_s, low=0, high=3600, hint="0 closes at once")
+    _check_agent_options(seconds, period_ms, flush_s, port, simulate, linger_s)
     config = AgentConfig(
         period_s=period_ms / 1000.0,
         flush_s=flush_s,
@@ -187,6 +185,7 @@ def agent(
         run=run,
         linger_s=linger_s,
         lock_dir=lock_dir if lock_dir is not None else default_lock_dir(),
+        hwmon_root=hwmon_root,
     )
     extra = [SimulatedSensor(simulated_gpus(simulate, t0_s=time.monotonic()))] if simulate else []
     console = _console()
@@ -208,6 +207,19 @@ def agent(
         finally:
             recording.close()
     return print_ending(runner, console, "wattlog agent", outcome.exit_code, recording.completeness())
+
+
+def _check_agent_options(
+    seconds: float | None, period_ms: float, flush_s: float, port: int, simulate: int, linger_s: float
+) -> None:
+    """`wattlog agent`'s numbers in range (ConfigError naming the option otherwise)."""
+    if seconds is not None:
+        check_number("--seconds", seconds, low=0, high=10 * 365 * 86400, low_open=True)
+    check_number("--period-ms", period_ms, low=0, high=60_000, low_open=True, hint="the default is 25")
+    check_number("--flush-s", flush_s, low=period_ms / 1000.0, high=86400, hint="the default is 10")
+    check_port("--port", port, allow_none=-1)
+    check_number("--simulate", simulate, low=0, high=MAX_SIMULATED_GPUS)
+    check_number("--linger-s", linger_s, low=0, high=3600, hint="0 closes at once")
 
 
 def _console() -> Console:

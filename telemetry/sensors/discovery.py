@@ -27,7 +27,7 @@ from wattlog.telemetry.sensors.bmc import BmcConfig, check_config
 from wattlog.telemetry.sensors.dcmi import DcmiNodeSensor
 from wattlog.telemetry.sensors.estimate import EstimateConfig, EstimateSensor
 from wattlog.telemetry.sensors.gaudi import GaudiBackend
-from wattlog.telemetry.sensors.hwmon_power import HwmonPowerSensor
+from wattlog.telemetry.sensors.hwmon_power import HwmonPowerSensor, hwmon_root
 from wattlog.telemetry.sensors.nvidia import NvidiaBackend
 from wattlog.telemetry.sensors.powercap import PowercapSensor
 from wattlog.telemetry.sensors.redfish_node import RedfishNodeSensor
@@ -85,8 +85,9 @@ class DiscoveryConfig:
     """The vendor backends to probe (default: one of each in GPU_BACKENDS)."""
     environ: Mapping[str, str] | None = None
     """The environment visibility is read from (default: this process's)."""
-    hwmon_root: Path = Path("/sys/class/hwmon")
-    """The hwmon tree Grace's ACPI power meters are read from (CPUs without RAPL)."""
+    hwmon_root: Path | None = None
+    """The hwmon tree Grace's ACPI power meters are read from (CPUs without RAPL); default:
+    $WATTLOG_HWMON_ROOT in `environ`, else /sys/class/hwmon."""
     bmc: BmcConfig | None = None
     """The node's BMC, the node boundary (default: read from `environ`, see telemetry.sensors.bmc;
     nothing set there: no BMC is probed)."""
@@ -109,8 +110,9 @@ def discover(config: DiscoveryConfig | None = None) -> Discovery:
         _probe_vendor(found, backend, selection, options, os.environ if c.environ is None else c.environ)
         for backend in (c.backends if c.backends is not None else [make() for make in GPU_BACKENDS])
     ]
-    _probe_host(found, (c.powercap_root, c.hwmon_root), c.estimate or EstimateConfig(), slow_period_s)
     environ = os.environ if c.environ is None else c.environ
+    roots = (c.powercap_root, hwmon_root(environ, c.hwmon_root))
+    _probe_host(found, roots, c.estimate or EstimateConfig(), slow_period_s)
     _probe_node(found, check_config(c.bmc or BmcConfig.from_environ(environ)))
     for sensor in c.extra:
         found.probe(type(sensor).__name__, sensor)
@@ -153,9 +155,13 @@ def _probe_host(
     measured = {device.kind for device in rapl}
     grace = HwmonPowerSensor(root=roots[1])
     modules = [d.name for _, d in found.devices if d.profile is not None and d.profile.scope == "module"]
-    if Kind.CPU not in measured and modules:  # the module's counter holds its Grace CPU: never twice
-        measured.add(Kind.CPU)
-        found.notes.append(f"CPU power is inside the module energy of {', '.join(modules)}: not added")
+    if Kind.CPU not in measured and modules:  # the module's counter holds Grace and memory: never twice
+        inside = [kind for kind in _HOST_KINDS if kind not in measured]
+        measured.update(inside)
+        found.notes.append(
+            f"{'/'.join(inside)} power is inside the module energy of {', '.join(modules)} "
+            "(its profile: GPU + Grace CPU + memory): neither measured apart nor estimated"
+        )
     elif Kind.CPU not in measured and grace.is_available():  # silent where no ACPI power meter exists
         measured.update(device.kind for device in found.probe("Grace", grace) or [])
         found.notes.extend(f"Grace: {line}" for line in grace.skipped)

@@ -3,7 +3,10 @@
 Grace has no RAPL: its power is published by ACPI 4.0 power meters (kernel
 driver `acpi_power_meter`, hwmon name ``power_meter``), each ``powerN_average``
 in microwatts, averaged over ``powerN_average_interval`` ms, and named by the
-firmware in ``powerN_oem_info`` (Documentation/hwmon/acpi_power_meter.rst). On
+firmware in ``powerN_oem_info`` (Documentation/hwmon/acpi_power_meter.rst). A
+meter that exposes ``powerN_input`` instead (microwatts, the hwmon sysfs ABI's
+instantaneous power, Documentation/hwmon/sysfs-interface.rst) is read from it,
+and its note says so: never ignored without a word. On
 Grace superchips the names say what each meter covers: "Grace Power Socket N"
 (the CPU socket), "CPU Power Socket N" (its CPU rail; taken to overlap the
 former, so the two are never summed), "SysIO Power Socket N" and "Module Power
@@ -18,7 +21,7 @@ SysIO is not CPU power: both are listed in `skipped`, not measured.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from wattlog.errors import SensorError, SensorUnavailable
@@ -28,6 +31,16 @@ from wattlog.telemetry.types import DeviceInfo, Reading
 _METER = "power_meter"
 _SOCKET = re.compile(r"^(grace|cpu|sysio|module) power socket (\d+)$", re.IGNORECASE)
 _PREFIX = "hwmon:"
+HWMON_ROOT = Path("/sys/class/hwmon")
+HWMON_ROOT_ENV = "WATTLOG_HWMON_ROOT"
+"""The environment variable naming another hwmon tree (a container's bind mount, a test tree)."""
+
+
+def hwmon_root(environ: Mapping[str, str], given: Path | None = None) -> Path:
+    """The hwmon tree to read: `given` (a CLI option), else $WATTLOG_HWMON_ROOT, else /sys/class/hwmon."""
+    if given is not None:
+        return given
+    return Path(environ[HWMON_ROOT_ENV]) if environ.get(HWMON_ROOT_ENV) else HWMON_ROOT
 
 
 def _read_text(path: Path) -> str:
@@ -42,9 +55,7 @@ class HwmonPowerSensor:
         read_text: Reads one sysfs file (injected for tests).
     """
 
-    def __init__(
-        self, root: Path = Path("/sys/class/hwmon"), read_text: Callable[[Path], str] = _read_text
-    ) -> None:
+    def __init__(self, root: Path = HWMON_ROOT, read_text: Callable[[Path], str] = _read_text) -> None:
         self._root = root
         self._read_text = read_text
         self._paths: dict[str, Path] = {}
@@ -66,13 +77,24 @@ class HwmonPowerSensor:
             except OSError:
                 continue
             for folder in (hwmon, hwmon / "device"):  # the driver puts its files on the ACPI device
-                for average in sorted(folder.glob("power*_average")):
-                    info = average.with_name(average.name.replace("_average", "_oem_info"))
-                    try:
-                        found.append((self._read_text(info).strip(), average))
-                    except OSError:
-                        continue
+                found.extend(self._readings(folder))
         return found
+
+    def _readings(self, folder: Path) -> list[tuple[str, Path]]:
+        """(oem_info, the file to read) of each meter in `folder`: powerN_average, else powerN_input."""
+        out = []
+        for info in sorted(folder.glob("power*_oem_info")):
+            stem = info.name.removesuffix("_oem_info")
+            value = next(
+                (f for f in (folder / f"{stem}_average", folder / f"{stem}_input") if f.exists()), None
+            )
+            if value is None:
+                continue
+            try:
+                out.append((self._read_text(info).strip(), value))
+            except OSError:
+                continue
+        return out
 
     def devices(self) -> list[DeviceInfo]:
         """One CPU device per Grace socket; module and SysIO meters are skipped (see the module docstring).
@@ -102,7 +124,8 @@ class HwmonPowerSensor:
             scope = (
                 "the Grace socket" if what == "grace" else "the CPU rail only (no Grace meter on this socket)"
             )
-            note = f"power from ACPI power meter {path.name} ({info}: {scope}), averaged by the firmware"
+            how = "averaged by the firmware" if path.name.endswith("_average") else "its instantaneous input"
+            note = f"power from ACPI power meter {path.name} ({info}: {scope}), {how}"
             found.append(
                 DeviceInfo(uuid, f"Grace socket {socket}", Kind.CPU, Source.SAMPLED, False, note=note)
             )

@@ -11,7 +11,12 @@ from wattlog.clock import FakeClock
 from wattlog.telemetry.integrator import Integrator
 from wattlog.telemetry.sampler import Sampler
 from wattlog.telemetry.sensors.amdsmi_sensor import AmdSmiSensor
-from wattlog.telemetry.sensors.fake_amdsmi import COUNTER_RESOLUTION_UJ, AmdFaults, FakeAmdSmi
+from wattlog.telemetry.sensors.fake_amdsmi import (
+    COUNTER_RESOLUTION_UJ,
+    ROCM_SMI_RESOLUTION_UJ,
+    AmdFaults,
+    FakeAmdSmi,
+)
 from wattlog.telemetry.sensors.simulated import SimulatedGpu
 from wattlog.telemetry.sensors.traces import ConstantTrace, TrainingTrace
 from wattlog.telemetry.types import DeviceEnergy, Vendor
@@ -110,3 +115,54 @@ def test_amd_window_edges_resolve_within_one_counter_update_at_under_15_calls() 
     assert all(e.resolved and e.within_update for e in result.windows)
     assert sum(abs(e.rel) for e in result.windows) / len(result.windows) <= 0.001
     assert result.calls_per_s is not None and result.calls_per_s <= 15
+
+
+# -- the counter's scale checked -------------------------------------------------------------
+
+
+def flushed(smi: FakeAmdSmi, clock: FakeClock, seconds: float) -> DeviceEnergy:
+    """The first GPU's energy after `seconds` of the Sampler at 25 ms, flushed every 10 s (as the agent)."""
+    sensor = AmdSmiSensor(smi, clock=clock, check_s=0)
+    integ = Integrator(sensor.devices(), host="h", clock=clock)
+    sampler = Sampler([sensor], integ, period_s=0.025, clock=clock)
+    for k in range(1, round(seconds / 10.0) + 1):
+        sampler.run_until(10.0 * k)
+        integ.take_intervals()
+    return integ.snapshot()[0]
+
+
+def test_a_counter_0_27_percent_off_power_x_time_is_said_and_carried_in_the_band(
+    fake_clock: FakeClock,
+) -> None:
+    scale = ROCM_SMI_RESOLUTION_UJ / COUNTER_RESOLUTION_UJ  # 15.3 uJ per count taken for the float32 15.259
+    e = flushed(FakeAmdSmi(mi300x(1), fake_clock, AmdFaults(counter_scale=scale)), fake_clock, 150.0)
+    [note] = [n for n in e.notes if n.startswith("counter scale")]
+    print(note)
+    assert "off power x time by +0.27%" in note and "in the band" in note
+    truth_j = e.energy_j / scale
+    assert e.low_j <= truth_j and e.high_j >= e.energy_j * (1 + 2 * (scale - 1))  # both readings inside
+
+
+def test_a_counter_on_its_scale_is_said_to_hold_and_a_noisy_load_does_not_pass_for_a_scale_error(
+    fake_clock: FakeClock,
+) -> None:
+    e = flushed(FakeAmdSmi(mi300x(1), fake_clock), fake_clock, 150.0)
+    assert any(n.startswith("counter scale checked") and "within 0.2 %" in n for n in e.notes)
+    clock = FakeClock()
+    scale = ROCM_SMI_RESOLUTION_UJ / COUNTER_RESOLUTION_UJ
+    noisy = flushed(FakeAmdSmi(mi300x(1, watts=None), clock, AmdFaults(counter_scale=scale)), clock, 150.0)
+    assert any(
+        n.startswith("counter scale not resolved") for n in noisy.notes
+    )  # 1 Hz samples of a training load
+
+
+def test_a_counters_band_counts_the_sensors_publications_not_the_1_hz_power_reads() -> None:
+    from wattlog.records import Kind, Source
+    from wattlog.telemetry.devicestate import DeviceState, Totals
+    from wattlog.telemetry.types import DeviceInfo
+
+    d = DeviceState(DeviceInfo("a", "a", Kind.GPU, Source.COUNTER, True, power_limit_w=750.0))
+    span = Totals(measured_s=60.0, publications=60)  # power read once a second beside the counter
+    assert d.band_publications(span, Totals(), 0.1) == 60  # no counter value yet: what was read
+    d.counter.last_counter_mj = 1.0
+    assert d.band_publications(span, Totals(), 0.1) == 600  # the counter sums every 100 ms publication
