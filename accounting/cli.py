@@ -9,6 +9,7 @@ import typer
 from wattlog.accounting.audit_cli import register as register_audit
 from wattlog.accounting.calibrate_cli import WindowMeasure
 from wattlog.accounting.calibrate_cli import register as register_calibrate
+from wattlog.accounting.commands.card_cli import register as register_card
 from wattlog.accounting.commands.disclose_cli import register as register_disclose
 from wattlog.accounting.commands.estimate_cli import register as register_estimate
 from wattlog.accounting.intensity_cli import register as register_intensity
@@ -48,6 +49,7 @@ def register(app: typer.Typer, measure: WindowMeasure | None = None) -> None:
     register_slurm(app)
     register_disclose(app)
     register_estimate(app)
+    register_card(app)
 
 
 def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RICH) -> None:
