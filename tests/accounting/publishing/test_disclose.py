@@ -134,3 +134,10 @@ def test_a_run_the_gate_finds_invalid_is_written_and_the_command_exits_non_zero(
     assert out.exit_code == 1
     assert "Validity: NOT VALID (1 reason(s)): unchecked: energy counter(s) not checked" in out.output
     assert "Amount of energy used for training:" in out.output  # still written, with the verdict beside it
+
+
+def test_a_run_without_energy_says_n_a_and_the_command_exits_non_zero(tmp_path: Path) -> None:
+    _, url = seeded(tmp_path, (Spec("empty", "final", "pretraining", 0, 1.0, cpu_w=0.0),))
+    out = CliRunner().invoke(full_app(), ["disclose", "empty", "--db", url], env={"COLUMNS": "200"})
+    assert out.exit_code == 1
+    assert "Amount of energy used for training: N/A" in out.output and "  - gpu: -" in out.output
