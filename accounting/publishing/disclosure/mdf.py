@@ -141,7 +141,7 @@ def methodology(phase: PhaseFigures) -> str:
     how = ", ".join(_SOURCE_WORDS[s] for s in sensors) or "no recorded energy"
     gpu, node = phase.at(Boundary.GPU), phase.at(Boundary.NODE)
     parts = [
-        f"Energy was recorded by the wattlog agent on every node from {how}, over "
+        f"Energy was recorded by wattlog's node agents from {how}, over "
         f"{len(phase.runs)} run(s) spanning {sig(phase.wall_clock_days)} days "
         f"and {sig(phase.gpu_days)} GPU-days.",
         "GPU energy was measured per device;" if gpu else "No GPU-only figure was kept;",

@@ -120,6 +120,7 @@ def test_the_command_writes_mdf_and_json_for_a_run_and_a_project(tmp_path: Path)
     document = json.loads(out.output)
     assert [p["phase"] for p in document["phases"]] == ["development", "final", "post-training"]
     assert document["phases"][0]["flops"] is None  # not reported: null, never 0
+    assert document["phases"][1]["methodology"].startswith("Energy was recorded by wattlog's node agents")
     energy = document["phases"][1]["energy"]
     assert [e["boundary"] for e in energy] == ["gpu", "node", "facility"]
     assert all(e["low_mwh"] <= e["mwh"] <= e["high_mwh"] and e["source"] for e in energy)
