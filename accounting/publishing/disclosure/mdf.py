@@ -158,10 +158,13 @@ def methodology(phase: PhaseFigures) -> str:
         )
     else:
         parts.append("No site was recorded, so no facility energy or emissions are given.")
-    parts.append(
-        f"{phase.gap_count} gap(s) totalling {_gap_hours(phase)} "
-        "device-hours were recorded and not filled in; the band is widened by them."
-    )
+    if phase.gap_count:
+        parts.append(
+            f"{phase.gap_count} gap(s) totalling {_gap_hours(phase)} device-hours were recorded and not "
+            "filled in; the band is widened by them."
+        )
+    else:
+        parts.append("No gaps (agent down, sensor lost) were recorded.")
     parts.append("Every run passed the validity gate." if not phase.invalid else
                  f"The validity gate flagged {len(phase.invalid)} reason(s) (listed above).")  # fmt: skip
     return " ".join(parts)
