@@ -53,4 +53,4 @@ def test_the_command_prints_row_published_reproduced_difference_source() -> None
     )
     assert any("differs, as known" in line for line in lines)
     summary = CliRunner().invoke(full_app(), ["card", "reproduce", "--format", "markdown"])
-    assert "33 of 33 rows reproduced; 1 known published fault(s)" in summary.output
+    assert "34 of 34 rows reproduced; 1 known published fault(s)" in summary.output
