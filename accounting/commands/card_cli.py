@@ -20,8 +20,9 @@ def reproduce(fmt: FormatOption = TableFormat.RICH) -> None:
     from wattlog.accounting.publishing.disclosure.suite import reproduce as reproduce_row
     from wattlog.accounting.publishing.disclosure.suite import suite_rows
 
+    rows = suite_rows()
     cells, failed, reproduced, faults = [], 0, 0, 0
-    for row in suite_rows():
+    for row in rows:
         found = reproduce_row(row)
         if row.expect_differs:
             verdict = "differs, as known" if found.ok else "REPRODUCES (expected to differ)"
@@ -34,7 +35,6 @@ def reproduce(fmt: FormatOption = TableFormat.RICH) -> None:
             f"{row.model} ({row.key})", f"{row.figure}, {row.unit}", row.published.text, _figure(found.value),
             f"{found.difference * 100:+.3f} %", found.rule, verdict, row.source,
         ])  # fmt: skip
-    rows = suite_rows()
     expected = sum(not row.expect_differs for row in rows)
     notes = [
         f"{reproduced} of {expected} rows reproduced; {faults} known published fault(s) shown and still "
