@@ -93,6 +93,7 @@ COMMANDS = (
         "slurm",
         "SLURM prolog/epilog: an agent per node of each job; its energy, CO2 and water in its AdminComment.",
     ),
+    ("card", "Published cards: reproduce the suite of published rows; check a card's energy table."),
     ("dashboards", "Grafana dashboards: build the JSON, provision Grafana."),
     ("webhook", "Receive alerts into the ledger; send wattlog's events out."),
 )

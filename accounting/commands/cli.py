@@ -10,6 +10,7 @@ from wattlog.accounting.carbon.sites import SITE_FIELDS, Site, site_catalog
 from wattlog.accounting.commands.audit_cli import register as register_audit
 from wattlog.accounting.commands.calibrate_cli import WindowMeasure
 from wattlog.accounting.commands.calibrate_cli import register as register_calibrate
+from wattlog.accounting.commands.card_cli import register as register_card
 from wattlog.accounting.commands.disclose_cli import register as register_disclose
 from wattlog.accounting.commands.estimate_cli import register as register_estimate
 from wattlog.accounting.commands.intensity_cli import register as register_intensity
@@ -50,6 +51,7 @@ def register(app: typer.Typer, measure: WindowMeasure | None = None) -> None:
     register_slurm(app)
     register_disclose(app)
     register_estimate(app)
+    register_card(app)
 
 
 def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RICH) -> None:

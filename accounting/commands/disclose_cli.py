@@ -75,7 +75,8 @@ def disclose(
             raise typer.Exit(1)
     else:
         typer.echo(render(found, fmt, created_s), nl=False)
-    if any(p.invalid for p in found.phases):  # written, but a reviewer must see it failed the gate
+    # written, but a reviewer must see what failed the gate or has no energy at all
+    if any(p.invalid or p.outer is None for p in found.phases):
         raise typer.Exit(1)
 
 

@@ -126,7 +126,7 @@ def run_phase_figures(
         notes=()
         if has_site(run, options)
         else (f"{run.name}: recorded without a site (no facility energy)",),
-        embodied_t=figures.embodied_t,
+        embodied_t=None if figures.device_assumed else figures.embodied_t,  # never another board's figure
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from wattlog.accounting.publishing.disclosure.mdf import methodology
 from wattlog.accounting.publishing.disclosure.model import (
     Boundary,
     BoundaryEnergy,
@@ -66,6 +67,7 @@ def phase_dict(phase: PhaseFigures) -> dict[str, Any]:
         "co2_t_location_based": quantity(phase.co2_t),
         "period_unix_s": list(phase.period_s) if phase.period_s else None,
         "notes": list(phase.notes),
+        "methodology": methodology(phase),
     }
 
 

@@ -141,10 +141,10 @@ def methodology(phase: PhaseFigures) -> str:
     how = ", ".join(_SOURCE_WORDS[s] for s in sensors) or "no recorded energy"
     gpu, node = phase.at(Boundary.GPU), phase.at(Boundary.NODE)
     parts = [
-        f"Energy was recorded by the wattlog agent on every node from {how}, over "
+        f"Energy was recorded by wattlog's node agents from {how}, over "
         f"{len(phase.runs)} run(s) spanning {sig(phase.wall_clock_days)} days "
         f"and {sig(phase.gpu_days)} GPU-days.",
-        "GPU energy was measured per device;" if gpu else "No GPU-only figure was kept;",
+        f"GPU energy ({gpu.source}) is kept per device;" if gpu else "No GPU-only figure was kept;",
         f"node energy ({node.source}) adds the rest of each server."
         if node
         else "no node energy was recorded.",
@@ -153,15 +153,19 @@ def methodology(phase: PhaseFigures) -> str:
         factors = "; ".join(
             f"{s.site}: PUE {sig_quantity(s.pue, 4)}, source: {s.pue_source}" for s in phase.sites
         )
+        base = "node energy" if node else "GPU energy (the rest of the server not counted)"
         parts.append(
-            f"Facility energy is node energy times PUE ({factors}); emissions use location-based intensity."
+            f"Facility energy is {base} times PUE ({factors}); emissions use location-based intensity."
         )
     else:
         parts.append("No site was recorded, so no facility energy or emissions are given.")
-    parts.append(
-        f"{phase.gap_count} gap(s) totalling {_gap_hours(phase)} "
-        "device-hours were recorded and not filled in; the band is widened by them."
-    )
+    if phase.gap_count:
+        parts.append(
+            f"{phase.gap_count} gap(s) totalling {_gap_hours(phase)} device-hours were recorded and not "
+            "filled in; the band is widened by them."
+        )
+    else:
+        parts.append("No gaps (agent down, sensor lost) were recorded.")
     parts.append("Every run passed the validity gate." if not phase.invalid else
                  f"The validity gate flagged {len(phase.invalid)} reason(s) (listed above).")  # fmt: skip
     return " ".join(parts)

@@ -91,7 +91,7 @@ def test_the_forms_items_mwh_to_two_figures_or_more_the_boundary_and_a_methodolo
     assert "8.40e+21 FLOP" in text
     paragraph = methodology(found.phases[0])
     assert 60 <= len(paragraph.split()) <= 160
-    assert "integrated power readings" in paragraph and "PUE 1.200" in paragraph and "0 gap(s)" in paragraph
+    assert "integrated power readings" in paragraph and "PUE 1.200" in paragraph and "No gaps" in paragraph
 
 
 def test_a_simulated_run_is_never_called_measured(tmp_path: Path) -> None:
@@ -120,6 +120,7 @@ def test_the_command_writes_mdf_and_json_for_a_run_and_a_project(tmp_path: Path)
     document = json.loads(out.output)
     assert [p["phase"] for p in document["phases"]] == ["development", "final", "post-training"]
     assert document["phases"][0]["flops"] is None  # not reported: null, never 0
+    assert document["phases"][1]["methodology"].startswith("Energy was recorded by wattlog's node agents")
     energy = document["phases"][1]["energy"]
     assert [e["boundary"] for e in energy] == ["gpu", "node", "facility"]
     assert all(e["low_mwh"] <= e["mwh"] <= e["high_mwh"] and e["source"] for e in energy)
@@ -134,3 +135,10 @@ def test_a_run_the_gate_finds_invalid_is_written_and_the_command_exits_non_zero(
     assert out.exit_code == 1
     assert "Validity: NOT VALID (1 reason(s)): unchecked: energy counter(s) not checked" in out.output
     assert "Amount of energy used for training:" in out.output  # still written, with the verdict beside it
+
+
+def test_a_run_without_energy_says_n_a_and_the_command_exits_non_zero(tmp_path: Path) -> None:
+    _, url = seeded(tmp_path, (Spec("empty", "final", "pretraining", 0, 1.0, cpu_w=0.0),))
+    out = CliRunner().invoke(full_app(), ["disclose", "empty", "--db", url], env={"COLUMNS": "200"})
+    assert out.exit_code == 1
+    assert "Amount of energy used for training: N/A" in out.output and "  - gpu: -" in out.output

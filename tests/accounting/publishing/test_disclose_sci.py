@@ -58,3 +58,17 @@ def test_market_based_sci_is_refused_with_the_reason(tmp_path: Path) -> None:
     assert out.exit_code != 0
     message = " ".join(str(out.exception or "").split()) + " ".join(out.output.split())
     assert "admits only location-based intensity" in message and "offsets never lower an SCI score" in message
+
+
+def test_a_run_without_a_device_model_gets_no_embodied_term_from_an_assumed_board(tmp_path: Path) -> None:
+    from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
+    from wattlog.records import EnergyInterval, Kind, Source
+
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"))
+    run = ledger.start_run("bare", RunSpec(project="p", role="final", site="jupiter"))  # no device model
+    t0 = run.start_s
+    row = EnergyInterval.of("n", "GPU-0", Kind.GPU, Source.SAMPLED, t0, t0 + 3600, 2.16e6, 2.0e6, 2.3e6)
+    ledger.record_intervals(run.id if run.id is not None else "bare", [row])
+    sci = sci_of(disclosure_of_run(ledger, "bare", OPTIONS).phases[0])
+    assert sci.embodied_g is None
+    assert "no embodied figure for the device model (M left out)" in sci.missing
