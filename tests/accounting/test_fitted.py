@@ -68,7 +68,8 @@ def test_every_header_number_and_note_is_whole_at_any_width(width: int) -> None:
     assert_nothing_cut(rendered(width), width)
 
 
-def test_a_non_terminal_gets_everything_too() -> None:
+def test_a_non_terminal_gets_everything_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COLUMNS")  # what a pipe without COLUMNS gets: rich's 80
     out = rendered(None, terminal=False)
     assert_nothing_cut(out, 80)
 
