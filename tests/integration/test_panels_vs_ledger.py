@@ -41,7 +41,7 @@ pytestmark = pytest.mark.integration
 SITE, PLANNED, BUDGET_T = "jupiter", 1e7, 1e-5
 PROMETHEUS_DIR = Path(build.__file__).parent / "prometheus"
 # $__interval 30 s: the annotations' step (a 5 s window holds one 5 s scrape: no increase)
-VARIABLES = {"$run": ".*", "$host": ".*", "$site": ".*", "$__interval": "30s", "$__range": "1h"}
+VARIABLES = {"$job": ".*", "$run": ".*", "$host": ".*", "$site": ".*", "$__interval": "30s", "$__range": "1h"}
 NOW = {"Cluster power"}
 TOTALS = {
     "Energy so far", "CO2 so far and projected", "Water so far and projected", "Tokens per joule",
@@ -234,6 +234,9 @@ def test_every_panel_reads_right_during_a_run_and_five_minutes_after_it(
         prometheus.wait_for('up{job="wattlog"} == 0', lambda r: len(r) == 2, timeout_s=30)
         time.sleep(1.0)  # then ask half a second back: every scrape up to that moment is stored
         live_j = check_during(prometheus, ledger_figures(db, "done"), time.time() - 0.5)
+        # an evaluation (every 15 s) has seen the live run train: its alert fired (the annotation's region)
+        firing = 'ALERTS{alertname="PanelTestLiveRunTrains", alertstate="firing"}'
+        prometheus.wait_for(firing, lambda r: len(r) == 1, timeout_s=40)
         live.end()
         prometheus.wait_for('up{job="wattlog"} == 0', lambda r: len(r) == 3, timeout_s=30)
         # the rules have seen the end (as they have 5 minutes later): the test alert resolved
