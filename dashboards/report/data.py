@@ -23,6 +23,7 @@ from wattlog.accounting.gaps import GapSummary, run_gaps
 from wattlog.accounting.job_speed import JobSpeed, job_speed
 from wattlog.accounting.ledger.lease import reap_before_reading
 from wattlog.accounting.market_columns import MARKET_FILE_ENV, add_market_columns
+from wattlog.accounting.publishing.column_units import exact_count
 from wattlog.accounting.reference import reference_table_rows
 from wattlog.accounting.render import MISSING, TableRow, table_cells, to_csv, to_latex, to_markdown
 from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
@@ -81,7 +82,8 @@ class RunSummary:
             return f"no token counts recorded · {MISSING} tok/s · {MISSING} tok/J · MFU {MISSING}"
         per_s, per_j = (MISSING if v is None else sig3(v) for v in (sp.tokens_per_s, sp.tokens_per_j))
         mfu = MISSING if sp.mfu is None else f"{100 * sp.mfu:.1f} %"
-        return f"{sig3(sp.tokens)} tokens · {per_s} tok/s · {per_j} tok/J · MFU {mfu}"
+        # tokens exact: 4,096 is not "4,100"
+        return f"{exact_count(sp.tokens)} tokens · {per_s} tok/s · {per_j} tok/J · MFU {mfu}"
 
     def efficiency_text(self) -> str:
         """J per token, J per 10^18 FLOP and mean GPU power / TDP of the run; "-" where unknown."""
