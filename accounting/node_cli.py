@@ -202,14 +202,19 @@ def agent(
         try:
             runner = recording.start().agent
             assert runner is not None
-            console.print(f"wattlog agent: metrics at {runner.metrics_url or '(not served)'}", soft_wrap=True)
-            for note in runner.notes:
-                console.print(f"  note: {note}", markup=False)  # pip's [extra] is no markup
+            _say_started(runner, console)
             with live_view(console, runner):  # a terminal sees power and energy while it measures
                 outcome = run_or_wait(supervisor, command, seconds, console, "wattlog agent")
         finally:
             recording.close()
     return print_ending(runner, console, "wattlog agent", outcome.exit_code, recording.spooled_lines)
+
+
+def _say_started(runner: Agent, console: Console) -> None:
+    """Where the agent serves its metrics, and its start notes."""
+    console.print(f"wattlog agent: metrics at {runner.metrics_url or '(not served)'}", soft_wrap=True)
+    for note in runner.notes:
+        console.print(f"  note: {note}", markup=False)  # pip's [extra] is no markup
 
 
 def live_view(console: Console, runner: Agent) -> contextlib.AbstractContextManager[object]:
