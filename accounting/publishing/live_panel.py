@@ -38,8 +38,10 @@ def live_panel(snapshot: Callable[[], Sequence[DeviceEnergy]], elapsed_s: Callab
         )
     if len(devices) > 1:
         powers = [d.power_w for d in devices if d.power_w is not None]
-        energy = [sum(getattr(d.figure, f) for d in devices) for f in ("energy_j", "low_j", "high_j")]
-        total = _energy_and_band(*energy, min(d.samples for d in devices))
+        energy_j, low_j, high_j = (
+            sum(getattr(d.figure, f) for d in devices) for f in ("energy_j", "low_j", "high_j")
+        )
+        total = _energy_and_band(energy_j, low_j, high_j, min(d.samples for d in devices))
         table.add_row(
             "total", readable(sum(powers), "power") if powers else MISSING, *total, "", style="bold"
         )
