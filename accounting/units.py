@@ -113,12 +113,12 @@ def kl_to_l(volume_kl: Q) -> Q:
 _LADDERS: dict[str, tuple[tuple[str, float], ...]] = {
     # quantity -> (unit, size in the base unit), smallest first; base units: J, g, L, W, W/s.
     "energy": (("J", 1.0), ("Wh", 3600.0), ("kWh", 3.6e6), ("MWh", 3.6e9)),
-    "mass": (("g", 1.0), ("kg", 1e3), ("t", 1e6)),
-    "volume": (("L", 1.0), ("kL", 1e3)),
+    "mass": (("ug", 1e-6), ("mg", 1e-3), ("g", 1.0), ("kg", 1e3), ("t", 1e6)),
+    "volume": (("uL", 1e-6), ("mL", 1e-3), ("L", 1.0), ("kL", 1e3)),  # a short run's water: 0.748 uL
     "power": (("W", 1.0), ("kW", 1e3), ("MW", 1e6)),
     "ramp": (("W/s", 1.0), ("kW/s", 1e3), ("MW/s", 1e6)),
 }
-"""The units a reader sees, by quantity: J, Wh, kWh, MWh; g, kg, t; L, kL."""
+"""The units a reader sees, by quantity: J, Wh, kWh, MWh; ug, mg, g, kg, t; uL, mL, L, kL."""
 
 
 def sig3(value: float, digits: int = 3) -> str:

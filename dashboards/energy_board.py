@@ -1,16 +1,16 @@
 """The energy board: power now, energy, CO2, water and budget of the selected runs, and the sampler's health.
 
-Footprint panels (CO2, water, projections) read recording rules from
-dashboards/prometheus/rules.yml rather than repeating the formulas in PromQL here:
-`wattlog:run_co2_tonnes` = MWh x PUE x intensity, with the site's PUE, WUE and
-intensity published as `wattlog:site_*` constants by sites.rules.yml (generated
-from accounting's site catalog by dashboards.siterules). Alerts and panels thus
-use one formula, the paper's (DESIGN.md). Totals read each series' last value in the
+Footprint panels (CO2, water, projections) apply the paper's formula (DESIGN.md) to
+the energy counters' last values (dashboards.footprint_queries), with the site's PUE,
+WUE and intensity published as `wattlog:site_*` constants by sites.rules.yml (generated
+from accounting's site catalog by dashboards.siterules): a recording rule evaluated
+every 15 s missed a run's last seconds. Totals read each series' last value in the
 range (queries.so_far), so finished runs count; "now" figures read live agents only.
 """
 
 from __future__ import annotations
 
+from wattlog.dashboards.footprint_queries import CO2_PROJECTED, CO2_SO_FAR, WATER_PROJECTED_L, WATER_SO_FAR_L
 from wattlog.dashboards.panels import (
     KG,
     KG_FIXED,
@@ -30,13 +30,11 @@ from wattlog.dashboards.panels import (
     tonnes,
     unit_by_ref,
 )
-from wattlog.dashboards.queries import NONE_LIVE, RUN_SITE, agents_panel, board, live, so_far
+from wattlog.dashboards.queries import NONE_LIVE, agents_panel, board, live, so_far
 from wattlog.metric_names import MetricName
 
 POWER = f"{MetricName.POWER_WATTS}{{{SELECTOR}}}"
 ENERGY = f"{MetricName.ENERGY_JOULES_TOTAL}{{{SELECTOR}}}"
-CO2_SO_FAR = f"sum by (run) ({so_far(f'wattlog:run_co2_tonnes{{{RUN_SITE}}}')})"
-CO2_PROJECTED = f"sum by (run) ({so_far(f'wattlog:run_co2_projected_tonnes{{{RUN_SITE}}}')})"
 BUDGET = "max by (run) (" + so_far(f'{MetricName.RUN_CO2_BUDGET_TONNES}{{run=~"$run"}}') + ")"
 INTENSITY = "wattlog:site_carbon_intensity_kg_per_kwh"
 SELECTED_SITES = f"on (site) count by (site) ({so_far(ENERGY)})"
@@ -107,8 +105,9 @@ def _energy_and_carbon() -> list[tuple[Panel, int, int]]:
             *tonnes(CO2_PROJECTED, "{{run}} at end", "CD"),
         ],
         KG,
-        "CO2eq = MWh x PUE x carbon intensity of the run's site (recording rules), every selected run "
-        "live or finished. The intensity and its source: the panel 'Carbon intensity and its source'. "
+        "CO2eq = MWh x PUE x carbon intensity of the run's site (the counters' last values), every "
+        "selected run live or finished. The intensity and its source: the panel 'Carbon intensity and "
+        "its source'. "
         f"Projected = so far / share of planned tokens done ({MetricName.RUN_PLANNED_TOKENS}).",
     )
     return [
@@ -134,24 +133,14 @@ def _water_and_efficiency() -> list[tuple[Panel, int, int]]:
     """Water so far and projected, and tokens per joule of each run so far."""
     tokens = f"sum by (run) ({so_far(f'{MetricName.TRAIN_TOKENS_TOTAL}{{{SELECTOR}}}')})"
     joules = f"sum by (run) ({so_far(ENERGY)})"
-    water = "wattlog:run_water"  # _kilolitres and _projected_kilolitres
     return [
         (
             report_link(
                 stat(
                     "Water so far and projected",
                     [
-                        target(
-                            f"sum by (run) ({so_far(f'{water}_kilolitres{{{RUN_SITE}}}')}) * 1000",
-                            "{{run}} so far",
-                            instant=True,
-                        ),
-                        target(
-                            f"sum by (run) ({so_far(f'{water}_projected_kilolitres{{{RUN_SITE}}}')}) * 1000",
-                            "{{run}} at end",
-                            "B",
-                            instant=True,
-                        ),
+                        target(WATER_SO_FAR_L, "{{run}} so far", instant=True),
+                        target(WATER_PROJECTED_L, "{{run}} at end", "B", instant=True),
                     ],
                     "litre",
                     "MWh x PUE x (WUE on-site + off-site), the OLMo 2 paper's convention; "

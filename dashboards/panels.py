@@ -278,7 +278,7 @@ def dashboard(
         "title": title,
         "description": description,
         "tags": ["wattlog", "energy"],
-        "timezone": "browser",
+        "timezone": "utc",  # as every other wattlog output (issue 44): not the browser's zone
         "editable": True,
         "graphTooltip": 1,
         "fiscalYearStartMonth": 0,

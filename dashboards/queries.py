@@ -35,8 +35,9 @@ TOKENS_PER_JOULE = (
     f"sum by (run) (rate({MetricName.ENERGY_JOULES_TOTAL}{{{SELECTOR}}}[5m]))"
 )
 FINISHED = f"{MetricName.AGENT_FINISHED}{{{SELECTOR}}}"
-JOBS = 'job=~"wattlog|wattlog-nodes"'
-"""Every scrape job the README documents (as rules.yml's WattlogAgentDown)."""
+JOBS = 'job=~"$job"'
+"""The scrape jobs of the agents, a board variable (All: every job that scrapes an agent): a literal
+`job=~"wattlog|wattlog-nodes"` read every agent as lost under any other job name."""
 NONE_LIVE = "no live agent: every selected run has ended"
 
 
@@ -84,6 +85,7 @@ def board_variables() -> list[dict]:
     metric = MetricName.ENERGY_JOULES_TOTAL
     return [
         datasource_variable(),
+        query_variable("job", "Job", f"label_values({MetricName.AGENT_FINISHED}, job)"),
         query_variable("run", "Run", f"label_values({metric}, run)"),
         query_variable("host", "Host", f'label_values({metric}{{run=~"$run"}}, host)'),
         query_variable("site", "Site", f'label_values({metric}{{run=~"$run"}}, site)'),

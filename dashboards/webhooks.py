@@ -41,6 +41,7 @@ from wattlog.accounting.ledger.models import Role
 from wattlog.accounting.ledger.runs import RunSpec
 from wattlog.dashboards.alert_checks import PayloadError as PayloadError
 from wattlog.dashboards.alert_checks import labels_of, time_s_of, unstorable
+from wattlog.dashboards.host_runs import host_run
 from wattlog.errors import ConfigError, LedgerError
 from wattlog.events import EventCategory, EventKind
 from wattlog.serving import CLOSE_TIMEOUT_S, BoundedHTTPServer
@@ -249,7 +250,7 @@ class AlertRecorder:
             return recorded, duplicates
 
     def _target(self, alert: Alert, known: Mapping[str, set[str]]) -> str:
-        """The ledger run an alert is recorded in: its own, else its host's."""
+        """The ledger run an alert is recorded in: its own, else its host's run then, else its host's."""
         if alert.run and (alert.run in known or self._exists(alert.run)):
             return alert.run
         host = host_of(alert)
@@ -258,7 +259,7 @@ class AlertRecorder:
             raise PayloadError(
                 422, f"alert {alert.name!r} {named} and no host or instance label: nothing recorded"
             )
-        return HOST_RUN_PREFIX + host
+        return host_run(self._ledger, host, alert.time_s, HOST_RUN_PREFIX) or HOST_RUN_PREFIX + host
 
     def _exists(self, run: str) -> bool:
         return self._ledger.find_run(run) is not None

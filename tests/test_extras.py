@@ -69,3 +69,18 @@ def test_a_module_that_is_no_extras_is_not_disguised_as_one() -> None:
 def test_installed_counts_a_blocked_module_as_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "streamlit", None)
     assert not installed("streamlit") and installed("json") and not installed("wattlog_no_such_module")
+
+
+def test_the_public_api_without_torch_is_one_line_naming_the_extra() -> None:
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "try:\n    from wattlog import Tracker\nexcept ImportError as e:\n    print(type(e).__name__, e)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    # was a bare ModuleNotFoundError: "import of torch halted; None in sys.modules"
+    assert (
+        done.stdout.strip()
+        == "MissingExtra from wattlog import Tracker needs torch: pip install 'wattlog[torch]'"
+    )

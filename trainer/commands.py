@@ -74,6 +74,9 @@ def demo(
     group: GroupOption = "",
     device_model: DeviceModelOption = "",
     table: TableOption = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="Say why each kind of device was not found (else one line).")
+    ] = False,
 ) -> int:
     """Train a small GPT for a minute under the tracker, print its footprint (--table: beside Table 19)."""
     from wattlog.trainer.demo import DemoConfig, run_demo
@@ -92,6 +95,7 @@ def demo(
         scale_group=group,
         device_model=device_model,
         table=table,
+        verbose=verbose,
     )
     return run_demo(config)
 

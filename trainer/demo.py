@@ -78,6 +78,8 @@ class DemoConfig:
     """Accelerator model (embodied figures, power limit)."""
     table: bool = False
     """End with the run beside Table 19 and its energy split (default: five lines)."""
+    verbose: bool = False
+    """Say why each kind of device was not found (default: one line naming them)."""
 
     def __post_init__(self) -> None:
         """Validate the settings before anything starts."""
@@ -108,8 +110,8 @@ def _demo(config: DemoConfig, console: Console, supervisor: Supervisor) -> int:
     warmup = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / 50))
     simulated = simulated_gpus(config.simulate_gpus, t0_s=time.monotonic(), seed=config.seed)
     found = discover(DiscoveryConfig(extra=[SimulatedSensor(simulated)] if simulated else []))
-    for note in found.notes:
-        console.print(f"[dim]{escape(note)}[/]")  # a note may hold pip's [extra]
+    for line in not_found_lines(found.notes, verbose=config.verbose):
+        console.print(line, style="dim", markup=False, soft_wrap=True)  # a note may hold pip's [extra]
     flush_s = min(config.flush_s, max(0.5, config.seconds / 4))
     tracker = Tracker(
         run,
@@ -194,10 +196,10 @@ def _train(
     columns = (
         TextColumn("[bold]step {task.fields[step]}"),
         BarColumn(),
-        TextColumn("loss {task.fields[loss]}"),
-        TextColumn("{task.fields[tps]} tok/s"),
-        TextColumn("{task.fields[watts]} W"),
-        TextColumn("{task.fields[energy]}"),
+        TextColumn("loss {task.fields[loss]}"),  # each field labelled, its unit with its value or "-"
+        TextColumn("speed {task.fields[tps]}"),
+        TextColumn("power {task.fields[watts]}"),
+        TextColumn("energy {task.fields[energy]}"),
         TimeElapsedColumn(),
     )
     fields: dict[str, Any] = {"step": 0, "loss": "-", "tps": "-", "watts": "-", "energy": "-"}
@@ -228,10 +230,22 @@ def _view(t: Tracker) -> dict[str, Any]:
     return {
         "step": t.current_step,
         "loss": f"{latest.values['loss']:.3f}" if latest and "loss" in latest.values else "-",
-        "tps": f"{speed.tokens_per_s:,.0f}" if speed else "-",
-        "watts": f"{power:.1f}" if power is not None else "-",
+        "tps": f"{speed.tokens_per_s:,.0f} tok/s" if speed else "-",
+        "watts": readable(power, "power") if power is not None else "-",
         "energy": readable(energy, "energy") if energy is not None else "-",
     }
+
+
+def not_found_lines(notes: Sequence[str], *, verbose: bool) -> list[str]:
+    """What was looked for and not found: one line naming each (``--verbose``: every note whole).
+
+    >>> not_found_lines(["NVIDIA: no driver found", "RAPL: no powercap tree"], verbose=False)
+    ['Not found: NVIDIA, RAPL (why: wattlog demo --verbose, or wattlog sensors)']
+    """
+    if verbose or not notes:
+        return list(notes)
+    names = ", ".join(dict.fromkeys(note.split(":", 1)[0] for note in notes))
+    return [f"Not found: {names} (why: wattlog demo --verbose, or wattlog sensors)"]
 
 
 def published_peak(devices: Sequence[DeviceEnergy]) -> tuple[float | None, str]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from wattlog.accounting.it_energy import energy_label
 from wattlog.accounting.ledger import Status
 from wattlog.accounting.ledger.completeness import Completeness
+from wattlog.accounting.units import sig3, unit_for
 from wattlog.records import EnergyFigure
 from wattlog.telemetry.supervise import Ending, Outcome, StopRequested
 
@@ -75,7 +76,8 @@ class SessionSummary:
         """One line for the user: the energy measured and how much of it is in the ledger."""
         if self.measured_j is None:
             return self.recorded_part()
-        band = f"band {self.low_j:.3f}-{self.high_j:.3f} J"
+        unit, size = unit_for(self.measured_j, "energy")  # the run's one unit, as its Energy line's
+        band = f"band {sig3(self.low_j / size)} - {sig3(self.high_j / size)} {unit}"
         return f"{self.recorded_part()}; source {self.source or 'none'}, {band}"
 
     def recorded_part(self) -> str:
@@ -88,7 +90,10 @@ class SessionSummary:
             verdict = f"INCOMPLETE: {self.done.why()}"
         else:
             verdict = "INCOMPLETE: the rest is not in the ledger"
-        return f"measured {self.measured_j:.3f} J, {self.recorded_j:.3f} J recorded in the ledger ({verdict})"
+        # in the unit the Energy line below uses, not "measured 402.292 J" then "Energy: 0.112 Wh"
+        unit, size = unit_for(self.measured_j, "energy")
+        measured, recorded = sig3(self.measured_j / size), sig3(self.recorded_j / size)
+        return f"measured {measured} {unit}, {recorded} {unit} recorded in the ledger ({verdict})"
 
 
 def status_for_error(error: BaseException | None) -> Status:

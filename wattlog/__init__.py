@@ -155,4 +155,12 @@ __all__ = [
     "make_engine",
 ]
 
-lazy_package(__name__, _HOMES)
+
+def _missing_extra(error: ModuleNotFoundError, name: str) -> Exception | None:
+    """`from wattlog import Tracker` without torch: one line naming the pip extra, not a bare error."""
+    from wattlog.extras import MissingExtra
+
+    return MissingExtra.of(error, f"from wattlog import {name}")
+
+
+lazy_package(__name__, _HOMES, _missing_extra)

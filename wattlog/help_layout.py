@@ -12,10 +12,12 @@ wrapped instead. Each app passes ``rich_markup_mode=None, cls=WholeHelpGroup``
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
 from typer.core import TyperGroup
+
+if TYPE_CHECKING:  # typer ships its own click: its types, not click's
+    from typer._click import Context, HelpFormatter
 
 __all__ = ["PLAIN_HELP", "WholeHelpGroup"]
 
@@ -23,7 +25,7 @@ __all__ = ["PLAIN_HELP", "WholeHelpGroup"]
 class WholeHelpGroup(TyperGroup):
     """A command group whose --help lists each command's first paragraph whole, wrapped, never cut."""
 
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
         """List the commands, each with the first paragraph of its help."""
         rows = []
         for name in self.list_commands(ctx):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -24,12 +24,20 @@ class LazyPackage(ModuleType):
     """A package module that imports a public name from its home module when first read."""
 
     _wattlog_homes: Mapping[str, str]
+    _wattlog_missing: Callable[[ModuleNotFoundError, str], Exception | None] | None
 
     def __getattr__(self, name: str) -> Any:
         home = self._wattlog_homes.get(name)
         if home is None:
             raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(home), name)
+        try:
+            module = importlib.import_module(home)
+        except ModuleNotFoundError as error:  # e.g. `from wattlog import Tracker` without torch
+            said = self._wattlog_missing(error, name) if self._wattlog_missing is not None else None
+            if said is None:
+                raise
+            raise said from error
+        value = getattr(module, name)
         super().__setattr__(name, value)  # later reads skip __getattr__
         return value
 
@@ -47,15 +55,22 @@ class LazyPackage(ModuleType):
         return sorted({*super().__dir__(), *self._wattlog_homes})
 
 
-def lazy_package(name: str, homes: Mapping[str, str]) -> None:
+def lazy_package(
+    name: str,
+    homes: Mapping[str, str],
+    missing: Callable[[ModuleNotFoundError, str], Exception | None] | None = None,
+) -> None:
     """Make the package `name` load each public name from `homes` ({name: module}) on first use.
 
     Args:
         name: The package's ``__name__``.
         homes: The module each public name is defined in.
+        missing: Turns a name's missing dependency into the error to raise instead (one line naming
+            the pip extra); None, or it returning None, lets the ModuleNotFoundError through.
     """
     module = sys.modules[name]
     vars(module)["_wattlog_homes"] = dict(homes)  # before the class changes: __getattr__ reads it
+    vars(module)["_wattlog_missing"] = missing
     module.__class__ = LazyPackage
 
 

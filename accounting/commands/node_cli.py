@@ -21,6 +21,7 @@ Both compose their agent through :class:`~wattlog.accounting.fleet.recording.Rec
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
@@ -52,7 +53,7 @@ from wattlog.options import (
     SiteOption,
     WholeNodeOption,
 )
-from wattlog.telemetry.agent import AgentConfig, default_lock_dir
+from wattlog.telemetry.agent import Agent, AgentConfig, default_lock_dir
 from wattlog.telemetry.agent_cli import run_or_wait
 from wattlog.telemetry.agent_config import LINGER_S
 from wattlog.telemetry.otlp import OtlpConfig
@@ -200,10 +201,9 @@ def agent(
         try:
             runner = recording.start().agent
             assert runner is not None
-            console.print(f"wattlog agent: metrics at {runner.metrics_url or '(not served)'}", soft_wrap=True)
-            for note in runner.notes:
-                console.print(f"  note: {note}", markup=False)  # pip's [extra] is no markup
-            outcome = run_or_wait(supervisor, command, seconds, console, "wattlog agent")
+            _say_started(runner, console)
+            with live_view(console, runner):  # a terminal sees power and energy while it measures
+                outcome = run_or_wait(supervisor, command, seconds, console, "wattlog agent")
         finally:
             recording.close()
     return print_ending(runner, console, "wattlog agent", outcome.exit_code, recording.completeness())
@@ -220,6 +220,30 @@ def _check_agent_options(
     check_port("--port", port, allow_none=-1)
     check_number("--simulate", simulate, low=0, high=MAX_SIMULATED_GPUS)
     check_number("--linger-s", linger_s, low=0, high=3600, hint="0 closes at once")
+
+
+def _say_started(runner: Agent, console: Console) -> None:
+    """Where the agent serves its metrics, and its start notes."""
+    console.print(f"wattlog agent: metrics at {runner.metrics_url or '(not served)'}", soft_wrap=True)
+    for note in runner.notes:
+        console.print(f"  note: {note}", markup=False)  # pip's [extra] is no markup
+
+
+def live_view(console: Console, runner: Agent) -> contextlib.AbstractContextManager[object]:
+    """On a terminal, the live panel redrawn twice a second (cleared at the end); elsewhere nothing."""
+    if not console.is_terminal:
+        return contextlib.nullcontext()
+    from rich.live import Live
+
+    from wattlog.accounting.publishing.live_panel import live_panel
+
+    start_s = time.monotonic()
+    return Live(
+        get_renderable=lambda: live_panel(runner.snapshot, lambda: time.monotonic() - start_s),
+        console=console,
+        refresh_per_second=2,
+        transient=True,
+    )
 
 
 def _console() -> Console:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wattlog.accounting.publishing.column_units import plain_number
 from wattlog.accounting.units import sig3
 
 EFLOP = 1e18
@@ -70,8 +71,9 @@ class Efficiency:
 
     def line(self) -> str:
         """One line for a table's notes or the report; "-" where unknown."""
-        per_token = MISSING if self.j_per_token is None else sig3(self.j_per_token)
-        per_eflop = MISSING if self.j_per_eflop is None else sig3(self.j_per_eflop)
+        # beyond six digits in powers of ten: "2.21x10^12", not "2,210,000,000,000"
+        per_token = MISSING if self.j_per_token is None else plain_number(self.j_per_token)
+        per_eflop = MISSING if self.j_per_eflop is None else plain_number(self.j_per_eflop)
         head = f"J per token {per_token}, J per 10^18 FLOP {per_eflop}, average GPU power"
         if self.avg_power_w is None:  # no GPU measured: no power, so nothing to set against a TDP
             return f"{head} {MISSING}"

@@ -18,6 +18,7 @@ from typing import cast
 from rich.console import Console, RenderableType
 
 from wattlog.accounting.it_energy import Energy
+from wattlog.accounting.publishing.column_units import amount_cells
 from wattlog.accounting.publishing.efficiency import Efficiency
 from wattlog.accounting.publishing.fitted import FittedTable
 from wattlog.accounting.publishing.footprint import Footprint, WaterConvention
@@ -263,25 +264,27 @@ HEADERS = {
 
 
 def table_cells(rows: Sequence[TableRow]) -> tuple[list[str], list[list[str]]]:
-    """Headers and cells; GPU and CPU+DRAM columns only if a row has both; extra columns last."""
+    """Headers and cells; GPU and CPU+DRAM columns only if a row has both; extra columns last.
+
+    Each amount column prints in one unit, named in its header (see `publishing.column_units`).
+    """
     split = any(r.gpu_j is not None and r.host_j is not None for r in rows)
     keys = [k for k in HEADERS if split or k not in ("gpu_mwh", "host_mwh")]
     extra = list(dict.fromkeys(header for r in rows for header, _ in r.extra))
+    unit_headers, amounts = amount_cells(rows)
     cells = []
-    for r in rows:
-        by_key = {column: r.cell(column) for column in FIGURE_COLUMNS}
+    for r, amount in zip(rows, amounts, strict=True):
+        by_key = {column: r.cell(column) for column in FIGURE_COLUMNS} | amount
         if r.hourly_intensity:
             by_key["carbon_intensity_kg_per_kwh"] += " (hourly mean)"
         by_key.update(
             model=printable(r.model) + (" (NOT VALID)" if r.validity else ""),  # newlines must not break it
             energy_source=r.energy_source,
-            energy_band_mwh=r.amount("total_power_mwh", mwh_of(r.energy_band_j)),
-            gpu_mwh=r.amount("total_power_mwh", mwh_of(r.gpu_j)),
-            host_mwh=r.amount("total_power_mwh", mwh_of(r.host_j)),
         )
         texts = dict(r.extra)
         cells.append([by_key[k] for k in keys] + [texts.get(h, MISSING) for h in extra])
-    return [HEADERS[k] for k in keys] + extra, cells
+    headers = HEADERS | unit_headers
+    return [headers[k] for k in keys] + extra, cells
 
 
 def readable_summary(row: TableRow) -> str:

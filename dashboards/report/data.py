@@ -20,6 +20,7 @@ import pandas as pd
 from wattlog.accounting.carbon.sites import run_catalog
 from wattlog.accounting.commands.calibrate_cli import stored_calibrations
 from wattlog.accounting.ledger.lease import reap_before_reading
+from wattlog.accounting.publishing.column_units import exact_count
 from wattlog.accounting.publishing.efficiency import Efficiency
 from wattlog.accounting.publishing.gaps import GapSummary, run_gaps
 from wattlog.accounting.publishing.job_speed import JobSpeed, job_speed
@@ -81,7 +82,8 @@ class RunSummary:
             return f"no token counts recorded · {MISSING} tok/s · {MISSING} tok/J · MFU {MISSING}"
         per_s, per_j = (MISSING if v is None else sig3(v) for v in (sp.tokens_per_s, sp.tokens_per_j))
         mfu = MISSING if sp.mfu is None else f"{100 * sp.mfu:.1f} %"
-        return f"{sig3(sp.tokens)} tokens · {per_s} tok/s · {per_j} tok/J · MFU {mfu}"
+        # tokens exact: 4,096 is not "4,100"
+        return f"{exact_count(sp.tokens)} tokens · {per_s} tok/s · {per_j} tok/J · MFU {mfu}"
 
     def efficiency_text(self) -> str:
         """J per token, J per 10^18 FLOP and mean GPU power / TDP of the run; "-" where unknown."""

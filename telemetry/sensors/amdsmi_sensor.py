@@ -28,7 +28,9 @@ amdsmi's order is used and the device's note says so.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -100,13 +102,7 @@ class AmdSmiSensor:
 
     def _start(self) -> Any:
         if self._amdsmi is None:
-            try:
-                self._amdsmi = importlib.import_module("amdsmi")
-            except (ImportError, OSError, AttributeError, KeyError) as e:  # amdsmi raises these without ROCm
-                raise SensorUnavailable(
-                    f"amdsmi cannot load ({e}): pip install wattlog[amd] on a ROCm machine "
-                    "(not measuring AMD GPUs)"
-                ) from e
+            self._amdsmi = _import_amdsmi()
         if not self._started:
             try:
                 self._amdsmi.amdsmi_init()
@@ -326,3 +322,29 @@ def _number(value: Any) -> float | None:
 def _with(device: DeviceInfo, source: Source, has_counter: bool, note: str) -> DeviceInfo:
     """`device` with its source, counter flag and note settled after the start-up check."""
     return replace(device, source=source, has_counter=has_counter, note=note)
+
+
+def _import_amdsmi() -> Any:
+    """Import amdsmi with its own prints silenced; a hint that fits why it cannot load.
+
+    Without ROCm, amdsmi prints two lines of its own while failing to import: every command began
+    with them, then advised ``pip install wattlog[amd]`` though it was installed (issue 44).
+
+    Raises:
+        SensorUnavailable: amdsmi is not installed, or is installed and ROCm's library is missing.
+    """
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+            return importlib.import_module("amdsmi")
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".", 1)[0] != "amdsmi":
+            raise SensorUnavailable(f"amdsmi cannot load ({e}): not measuring AMD GPUs") from e
+        raise SensorUnavailable(
+            "amdsmi is not installed: pip install 'wattlog[amd]' on a ROCm machine (not measuring AMD GPUs)"
+        ) from e
+    except (ImportError, OSError, AttributeError, KeyError) as e:  # amdsmi raises these without ROCm
+        raise SensorUnavailable(
+            f"amdsmi is installed but cannot load ROCm's libamd_smi.so ({e}): install ROCm, or ignore this "
+            "on a machine without AMD GPUs (not measuring AMD GPUs)"
+        ) from e

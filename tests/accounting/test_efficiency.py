@@ -91,9 +91,7 @@ def test_a_runs_row_carries_them_into_the_notes_json_and_csv(ledger: Ledger) -> 
         and rows[0].efficiency.tdp_source
     )  # type: ignore[union-attr]
     notes = footnotes(rows)
-    line = (
-        "J per token 4.54, J per 10^18 FLOP 756,000,000, average GPU power 630 W = 90 % of TDP 700 W (H100; "
-    )
+    line = "J per token 4.54, J per 10^18 FLOP 7.56x10^8, average GPU power 630 W = 90 % of TDP 700 W (H100; "
     assert any(n.startswith("measured (") and line in n for n in notes)
     assert any(
         n.startswith("no-tokens (") and ": J per token -, J per 10^18 FLOP -, average GPU power 630 W" in n

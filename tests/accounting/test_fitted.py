@@ -77,11 +77,13 @@ def test_a_non_terminal_gets_everything_too(monkeypatch: pytest.MonkeyPatch) -> 
 def test_the_runs_row_comes_after_the_published_rows() -> None:
     out = rendered(80)
     assert out.index("gpt-small (demo-20261203-071500") > out.index("OLMo 2 13B")
-    # a run's own row reads in a unit of its size (issue 20), never 1.38e-07 MWh
-    assert "0.138 Wh" in out and "0.0951 g" in out and "e-0" not in out
+    # beside the paper's rows, the paper's unit in a power of ten (issue 44), never 1.38e-07 MWh; its
+    # figures in units of their size in the note under the table
+    assert "1.38x10^-7" in out and "IT energy 0.138 Wh, emissions 95.1 mg" in " ".join(out.split())
+    assert "e-0" not in out
 
 
 def test_wide_enough_is_a_grid_and_narrow_is_stacked() -> None:
-    assert "Total power (MWh): 0.138 Wh" in rendered(60)
+    assert "Total power (MWh): 1.38x10^-7" in rendered(60)
     wide = rendered(220)
     assert "Total power (MWh): " not in wide and "Total power (MWh)" in wide

@@ -41,18 +41,29 @@ def small_row(**changes: object) -> TableRow:
     return TableRow(**fields)  # type: ignore[arg-type]
 
 
-def test_a_users_row_reads_in_units_of_its_size_and_the_papers_rows_keep_theirs() -> None:
+def test_a_users_rows_alone_read_in_one_unit_per_column_chosen_by_its_largest_value() -> None:
+    headers, cells = table_cells([small_row(), small_row(model="half", energy_j=0.5 * 2.85e-05 * MWH_J)])
+    by_model = {row[0]: dict(zip(headers, row, strict=True)) for row in cells}
+    mine = by_model["mine"]
+    assert mine["Total power (Wh)"] == "28.5" and by_model["half"]["Total power (Wh)"] == "14.2"
+    assert mine["Emissions (gCO2eq)"] == "11.4"
+    assert mine["Water (uL)"] == "14.6"  # was "0.0000146 L"
+    assert mine["Energy band (Wh)"] == "27.0 - 30.0"
+
+
+def test_beside_the_papers_rows_every_row_is_in_the_papers_unit() -> None:
+    # used to mix units in a column: "28.5 Wh" under "Total power (MWh)" beside the paper's "1,022"
     published = reference_table_rows(table19_only=True)
     headers, cells = table_cells([*published, small_row(), small_row(model="big", energy_j=131.4 * MWH_J)])
     by_model = {row[0]: dict(zip(headers, row, strict=True)) for row in cells}
     mine = by_model["mine"]
-    assert mine["Total power (MWh)"] == "28.5 Wh"
-    assert mine["Emissions (tCO2eq)"] == "11.4 g"
-    assert mine["Water (kL)"] == "0.0000146 L"
-    assert mine["Energy band (MWh)"] == "27.0 - 30.0 Wh"
-    assert by_model["big"]["Total power (MWh)"] == "131"  # in the column's own unit: bare, as the paper
+    assert mine["Total power (MWh)"] == "2.85x10^-5"  # beyond six digits: a power of ten
+    assert mine["Emissions (tCO2eq)"] == "1.14x10^-5" and mine["Water (kL)"] == "1.46x10^-8"
+    assert by_model["big"]["Total power (MWh)"] == "131"
     olmo = by_model["OLMo 2 7B"]
     assert olmo["Total power (MWh)"] == "131" and olmo["Emissions (tCO2eq)"] == "52"
+    units = ("Wh", " J", " g", " L", "kL", "MWh")
+    assert not any(u in cell for row in cells for cell in row[1:7] for u in units)  # the header's unit only
     assert all("e-" not in cell for row in cells for cell in row)  # never scientific notation
 
 
@@ -86,7 +97,7 @@ def test_a_run_without_a_site_shows_its_energy_and_source_and_says_what_to_pass(
     row = run_row(ledger, ledger.get_run("nosite"), TableOptions(catalog=site_catalog()))
     headers, [cells] = table_cells([row])
     shown = dict(zip(headers, cells, strict=True))
-    assert shown["Total power (MWh)"] == "28.5 Wh" and shown["Energy source"] == "counter"
-    assert shown["Energy band (MWh)"] == "27.8 - 29.2 Wh"
+    assert shown["Total power (Wh)"] == "28.5" and shown["Energy source"] == "counter"
+    assert shown["Energy band (Wh)"] == "27.8 - 29.2"
     assert shown["Emissions (tCO2eq)"] == "-" and shown["Water (kL)"] == "-"
     assert any("pass --site NAME" in note for note in row.notes)

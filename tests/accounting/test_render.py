@@ -81,30 +81,21 @@ def test_format_figure_rounds_as_the_paper_prints(column: str, value: object, te
 def test_columns_follow_table_19_then_source_and_band() -> None:
     headers, cells = table_cells([_run_row()])
     assert headers[:7] == [
-        "Model", "Total power (MWh)", "PUE", "Carbon intensity (kg CO2e/kWh)",
-        "Emissions (tCO2eq)", "WUE (L/kWh)", "Water (kL)",
+        "Model", "Total power (kWh)", "PUE", "Carbon intensity (kg CO2e/kWh)",
+        "Emissions (gCO2eq)", "WUE (L/kWh)", "Water (L)",
     ]  # fmt: skip
-    assert headers[7:] == ["Energy source", "Energy band (MWh)"]
-    # a run's amounts in units of their size (0.00123 MWh, 0.0004-0.0006 t, 0.0019 kL)
-    assert cells[0][1:] == [
-        "1.23 kWh",
-        "1.2",
-        "0.332",
-        "400 - 600 g",
-        "1.29",
-        "1.90 L",
-        "counter",
-        "1.20 - 1.26 kWh",
-    ]
+    assert headers[7:] == ["Energy source", "Energy band (kWh)"]
+    # a run's amounts in its columns' units, named in the headers (0.00123 MWh, 0.0004-0.0006 t, 0.0019 kL)
+    assert cells[0][1:] == ["1.23", "1.2", "0.332", "400 - 600", "1.29", "1.90", "counter", "1.20 - 1.26"]
 
 
 def test_gpu_and_cpu_dram_columns_only_when_both_measured() -> None:
     plain = table_cells([_run_row(gpu_j=1.0 * MWH_J)])[0]
-    assert "GPU energy (MWh)" not in plain
+    assert not any(h.startswith("GPU energy") for h in plain)
     split = _run_row(gpu_j=0.0009 * MWH_J, host_j=0.00033 * MWH_J)
     headers, cells = table_cells([split, _run_row(model="other")])
-    assert headers[-2:] == ["GPU energy (MWh)", "CPU+DRAM energy (MWh)"]
-    assert cells[0][-2:] == ["900 Wh", "330 Wh"]  # 0.0009 and 0.00033 MWh
+    assert headers[-2:] == ["GPU energy (kWh)", "CPU+DRAM energy (kWh)"]  # the total's unit
+    assert cells[0][-2:] == ["0.900", "0.330"]  # 0.0009 and 0.00033 MWh
     assert cells[1][-2:] == ["-", "-"]
     assert any("GPUs alone" in n for n in footnotes([_run_row(gpu_j=1.0 * MWH_J, host_j=0.5 * MWH_J)]))
 
@@ -137,7 +128,7 @@ def test_from_footprint_carries_labels_and_hourly_flag() -> None:
 def test_markdown() -> None:
     text = to_markdown([_run_row(model="a|b")])
     lines = text.splitlines()
-    assert lines[0].startswith("| Model | Total power (MWh) |")
+    assert lines[0].startswith("| Model | Total power (kWh) |")
     assert lines[1] == "|---|---:|---:|---:|---:|---:|---:|---|---:|"
     assert "a\\|b" in lines[2]
     assert any(line.startswith("- Left out: embodied") for line in lines)

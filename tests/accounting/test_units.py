@@ -58,10 +58,11 @@ def test_mwh_times_kg_per_kwh_is_tonnes() -> None:
         (3.6e6 * 1.234, "energy", "1.23 kWh"),
         (3.6e9 * 131.4, "energy", "131 MWh"),
         (3.6e9 * 1022.0, "energy", "1,020 MWh"),
-        (0.103, "mass", "0.103 g"),
+        (0.103, "mass", "103 mg"),
         (999.96, "mass", "1.00 kg"),
         (52.19e6, "mass", "52.2 t"),
-        (0.5, "volume", "0.500 L"),
+        (0.5, "volume", "500 mL"),
+        (7.48e-7, "volume", "0.748 uL"),  # a short run's water, was "0.000000748 L"
         (202_800.0, "volume", "203 kL"),
         (1.96e3, "power", "1.96 kW"),
         (2.5e6, "ramp", "2.50 MW/s"),
@@ -89,6 +90,6 @@ def test_a_one_minute_demo_reads_in_wh_and_g() -> None:
         Range(mwh * 1.58 * 1.29, mwh * 1.58 * 4.26), "estimated",
     )  # fmt: skip
     assert readable_summary(row) == (
-        "gpt-small (demo, final): IT energy 0.150 Wh, emissions 0.103 g CO2e, "
-        "water 0.000306 - 0.00101 L (energy source: estimated)"
+        "gpt-small (demo, final): IT energy 0.150 Wh, emissions 103 mg CO2e, "
+        "water 0.306 - 1.01 mL (energy source: estimated)"
     )

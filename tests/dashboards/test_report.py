@@ -117,7 +117,7 @@ def test_a_small_run_reads_in_wh_and_grams_not_millionths(ledger_url: str, ledge
     metrics = {label: value for label, (value, _) in headline(app).items()}
     assert metrics["Energy (IT)"] == "28.5 Wh"
     assert metrics["Emissions (CO2eq)"].endswith(" g") and "0.0000" not in metrics["Emissions (CO2eq)"]
-    assert metrics["Water"].endswith(" L")
+    assert metrics["Water"] == "44.1 mL"  # was "0.0441 L"
 
 
 def test_times_are_to_the_second_in_utc_and_labelled(ledger_url: str) -> None:

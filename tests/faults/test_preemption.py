@@ -28,7 +28,14 @@ from tests.processes import wattlog_session
 from tests.waiting import wait_until
 from wattlog.accounting.ledger import Ledger, make_engine
 
-SUMMARY = re.compile(r"measured ([\d.]+) J, ([\d.]+) J recorded in the ledger")
+SUMMARY = re.compile(r"measured ([\d.,]+) (J|Wh|kWh), ([\d.,]+) \2 recorded in the ledger")
+JOULES = {"J": 1.0, "Wh": 3600.0, "kWh": 3.6e6}
+
+
+def summary_j(out: str) -> tuple[float, float]:
+    """The measured and recorded energy of a run's ending line, joules (printed to 3 figures)."""
+    measured, unit, recorded = SUMMARY.search(out).groups()  # type: ignore[union-attr]
+    return float(measured.replace(",", "")) * JOULES[unit], float(recorded.replace(",", "")) * JOULES[unit]
 
 
 @contextlib.contextmanager
@@ -110,7 +117,7 @@ def test_sigterm_of_wattlog_run_flushes_closes_as_preempted_and_exits_143(
     assert "Traceback" not in out
     run = Ledger(make_engine(db)).get_run("job")
     stored_j = sum(t.energy_j for t in Ledger(make_engine(db)).energy_totals("job"))
-    measured_j, recorded_j = (float(v) for v in SUMMARY.search(out).groups())  # type: ignore[union-attr]
+    measured_j, recorded_j = summary_j(out)
     to = "group" if whole_group else "pid"
     print(
         f"SIGTERM of wattlog run (to the {to}): scraped {before_j:.3f} J before, agent integrated "
@@ -118,8 +125,8 @@ def test_sigterm_of_wattlog_run_flushes_closes_as_preempted_and_exits_143(
     )
     assert run.status == "preempted" and run.end_s is not None
     assert before_j > 0 and stored_j >= before_j  # nothing integrated before the signal was lost
-    assert stored_j == pytest.approx(measured_j, rel=1e-6, abs=1e-3)  # printed with 3 decimals
-    assert recorded_j == pytest.approx(measured_j, abs=1e-3)
+    assert stored_j == pytest.approx(measured_j, rel=5e-3)  # printed to 3 significant figures
+    assert recorded_j == pytest.approx(measured_j, rel=1e-9)
     assert "all recorded" in out and "preempted (exit code 143)" in out
     kinds = [(e.kind, dict(e.payload)) for e in Ledger(make_engine(db)).events("job")]
     assert ("stopped", {"signal": "SIGTERM", "exit_code": 143}) in kinds
@@ -150,10 +157,10 @@ def test_sigterm_of_wattlog_demo_stops_training_and_closes_the_run_as_preempted(
     ledger = Ledger(make_engine(db))
     run = ledger.get_run("d")
     stored_j = sum(t.energy_j for t in ledger.energy_totals("d"))
-    measured_j, recorded_j = (float(v) for v in SUMMARY.search(out).groups())  # type: ignore[union-attr]
+    measured_j, recorded_j = summary_j(out)
     print(f"SIGTERM of wattlog demo: agent integrated {measured_j:.3f} J, ledger holds {stored_j:.3f} J")
     assert run.status == "preempted" and "Stopped by SIGTERM" in out and "Traceback" not in out
-    assert stored_j > 0 and stored_j == pytest.approx(measured_j, rel=1e-6, abs=1e-3)
+    assert stored_j > 0 and stored_j == pytest.approx(measured_j, rel=5e-3)
     assert any(e.kind == "progress" for e in ledger.events("d"))  # the last steps were recorded too
 
 

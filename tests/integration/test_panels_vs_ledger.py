@@ -1,18 +1,20 @@
 """Every panel query on a real Prometheus during a run and 5 minutes after it ends, against the ledger.
 
-Two Trackers over simulated GPUs write one ledger and are scraped every second with the shipped
-rules: run "done" finishes first, run "live" goes on, a third agent "crashes" (stops without its
-finished mark). While "live" runs, "now" panels must show it alone, totals must add "done" (the
-ledger's figures, to the joule) and the agents panel must tell finished from up and lost. Once
-"live" has ended, every query is evaluated again at its end + 300 s (Prometheus evaluates an
-instant query at any time, so nobody waits 5 minutes): "now" panels are empty (the board says
-"no live agent"), totals equal the ledger's energy, CO2, water, tokens per joule, per device,
-and history panels and annotations have data over the run's range. Every panel of the three
-boards is in exactly one of those groups, so a new panel must say how it is checked.
+Two Trackers over simulated GPUs write one ledger and are scraped at the shipped intervals (5 s
+scrapes, 15 s rule evaluations: prometheus.yml) with the shipped rules: run "done" finishes first,
+run "live" goes on, a third agent "crashes" (stops without its finished mark). While "live" runs,
+"now" panels must show it alone, totals must add "done" (the ledger's figures, to the joule) and the
+agents panel must tell finished from up and lost. Once "live" has ended, every query is evaluated
+again at its end + 300 s (Prometheus evaluates an instant query at any time, so nobody waits 5
+minutes): "now" panels are empty (the board says "no live agent"), totals equal the ledger's energy,
+CO2, water, tokens per joule, per device, and history panels and annotations have data over the
+run's range. Every panel of the three boards is in exactly one of those groups, so a new panel must
+say how it is checked.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import urllib.parse
@@ -38,7 +40,8 @@ pytestmark = pytest.mark.integration
 
 SITE, PLANNED, BUDGET_T = "jupiter", 1e7, 1e-5
 PROMETHEUS_DIR = Path(build.__file__).parent / "prometheus"
-VARIABLES = {"$run": ".*", "$host": ".*", "$site": ".*", "$__interval": "5s", "$__range": "1h"}
+# $__interval 30 s: the annotations' step (a 5 s window holds one 5 s scrape: no increase)
+VARIABLES = {"$job": ".*", "$run": ".*", "$host": ".*", "$site": ".*", "$__interval": "30s", "$__range": "1h"}
 NOW = {"Cluster power"}
 TOTALS = {
     "Energy so far", "CO2 so far and projected", "Water so far and projected", "Tokens per joule",
@@ -100,7 +103,8 @@ class Run:
     """A Tracker training in a thread on its own agent (own host, locks), into the shared ledger."""
 
     def __init__(self, name: str, db: str, tmp_path: Path, peak_flops: float) -> None:
-        agent = AgentConfig(port=0, flush_s=1.0, host=f"node-{name}", lock_dir=tmp_path / name, linger_s=5.0)
+        # lingers past a 5 s scrape, so Prometheus reads the finished mark
+        agent = AgentConfig(port=0, flush_s=1.0, host=f"node-{name}", lock_dir=tmp_path / name, linger_s=12.0)
         sensors = [SimulatedSensor(simulated_gpus(2, t0_s=time.monotonic(), seed=len(name)))]
         self.tracker = Tracker(name, site=SITE, db=db, log_every=5, gc_every=None, sensors=sensors,
                                agent_config=agent, environ={}, flops_per_token=6e6,
@@ -142,10 +146,27 @@ def ledger_figures(db: str, run: str) -> dict[str, Any]:
     }
 
 
+def shipped_intervals() -> tuple[float, float]:
+    """The scrape and evaluation intervals of the shipped prometheus.yml, seconds (5 and 15)."""
+    text = (PROMETHEUS_DIR / "prometheus.yml").read_text()
+    found = dict(re.findall(r"^\s+(scrape_interval|evaluation_interval): (\d+)s$", text, re.MULTILINE))
+    return float(found["scrape_interval"]), float(found["evaluation_interval"])
+
+
 def start_prometheus(servers: Servers, tmp_path: Path, targets: list[str], planner_port: int) -> Prometheus:
-    """The shipped rules (site constants every second), a test alert, the runs' plans, 1 s scrapes."""
+    """The shipped rules and intervals (site constants at each evaluation), a test alert, the runs' plans.
+
+    At 1 s scrapes and evaluations the boards' CO2 and water passed while, at the shipped 5 s and 15 s,
+    they under-read a finished run by its last seconds (a rule never saw its last scrape).
+    """
+    scrape_s, evaluation_s = shipped_intervals()
+    assert (scrape_s, evaluation_s) == (5.0, 15.0)
     sites = tmp_path / "sites.rules.yml"
-    sites.write_text((PROMETHEUS_DIR / "sites.rules.yml").read_text().replace("interval: 1m", "interval: 1s"))
+    sites.write_text(
+        (PROMETHEUS_DIR / "sites.rules.yml")
+        .read_text()
+        .replace("interval: 1m", f"interval: {evaluation_s:g}s")
+    )
     (tmp_path / "alert.rules.yml").write_text(ALERT_RULE)
     jobs = [
         {  # as dashboards/prometheus/prometheus.yml: the agents' own run and host labels kept
@@ -156,7 +177,12 @@ def start_prometheus(servers: Servers, tmp_path: Path, targets: list[str], plann
         {"job_name": "plans", "static_configs": [{"targets": [f"127.0.0.1:{planner_port}"]}]},
     ]
     rules = [PROMETHEUS_DIR / "rules.yml", sites, tmp_path / "alert.rules.yml"]
-    return servers.prometheus(rule_files=rules, extra_scrape_configs=jobs)
+    return servers.prometheus(
+        rule_files=rules,
+        extra_scrape_configs=jobs,
+        scrape_interval_s=scrape_s,
+        evaluation_interval_s=evaluation_s,
+    )
 
 
 def plans() -> CollectorRegistry:
@@ -199,19 +225,22 @@ def test_every_panel_reads_right_during_a_run_and_five_minutes_after_it(
         prometheus.wait_for(
             "count_over_time(wattlog_agent_finished[1m]) >= 3 and on (run) wattlog:run_co2_projected_tonnes",
             lambda r: len(r) == 2,
-            timeout_s=20,
+            timeout_s=60,
         )
         live.nan.set()
         servers_open.remove(crashed)
         crashed.close()  # no finished mark: a crash
         done.end()
-        prometheus.wait_for('up{job="wattlog"} == 0', lambda r: len(r) == 2, timeout_s=10)
+        prometheus.wait_for('up{job="wattlog"} == 0', lambda r: len(r) == 2, timeout_s=30)
         time.sleep(1.0)  # then ask half a second back: every scrape up to that moment is stored
         live_j = check_during(prometheus, ledger_figures(db, "done"), time.time() - 0.5)
+        # an evaluation (every 15 s) has seen the live run train: its alert fired (the annotation's region)
+        firing = 'ALERTS{alertname="PanelTestLiveRunTrains", alertstate="firing"}'
+        prometheus.wait_for(firing, lambda r: len(r) == 1, timeout_s=40)
         live.end()
-        prometheus.wait_for('up{job="wattlog"} == 0', lambda r: len(r) == 3, timeout_s=10)
+        prometheus.wait_for('up{job="wattlog"} == 0', lambda r: len(r) == 3, timeout_s=30)
         # the rules have seen the end (as they have 5 minutes later): the test alert resolved
-        prometheus.wait_for('ALERTS{alertname="PanelTestLiveRunTrains"}', lambda r: not r, timeout_s=10)
+        prometheus.wait_for('ALERTS{alertname="PanelTestLiveRunTrains"}', lambda r: not r, timeout_s=40)
         end_s = time.time()
         figures = {run: ledger_figures(db, run) for run in ("done", "live")}
         assert live_j <= figures["live"]["joules"] + 1e-6  # the live figure was a part of the final one

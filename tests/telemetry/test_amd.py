@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import sys
 from pathlib import Path
 
 import pytest
@@ -212,7 +213,7 @@ def test_the_missing_extra_is_named_verbatim_in_wattlog_sensors(tmp_path: Path) 
     found = discover(DiscoveryConfig(backends=[AmdBackend()], environ={}, powercap_root=tmp_path))
     console = Console(file=io.StringIO(), width=400, highlight=False)
     print_discovery(found, console)
-    assert "pip install wattlog[amd]" in console.file.getvalue()  # type: ignore[attr-defined]
+    assert "pip install 'wattlog[amd]'" in console.file.getvalue()  # type: ignore[attr-defined]
     found.close()
 
 
@@ -248,3 +249,33 @@ def test_a_counter_that_stops_answering_mid_run_is_a_lost_device_with_a_gap_not_
     [a] = integ.snapshot()
     assert a.lost and a.gap_s == pytest.approx(5.0, abs=0.1)
     assert a.energy_j == pytest.approx(2500.0, rel=0.02) and a.high_j >= 5000.0  # the band holds the truth
+
+
+def test_amdsmi_without_rocm_is_silenced_and_says_to_install_rocm_not_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from wattlog.errors import SensorUnavailable
+    from wattlog.telemetry.sensors.amdsmi_sensor import AmdSmiSensor
+
+    # what amdsmi does when ROCm's library is missing: prints its own lines, then fails
+    (tmp_path / "amdsmi.py").write_text(
+        "import sys\nprint('ROCm library not found')\nprint('check LD_LIBRARY_PATH', file=sys.stderr)\n"
+        "raise KeyError('ROCM_PATH')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "amdsmi", raising=False)
+    with pytest.raises(SensorUnavailable) as raised:
+        AmdSmiSensor().devices()
+    message = str(raised.value)
+    assert "install ROCm" in message and "pip install" not in message  # the extra is installed
+    out, err = capfd.readouterr()
+    assert "ROCm library not found" not in out + err and "LD_LIBRARY_PATH" not in out + err
+
+
+def test_amdsmi_not_installed_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from wattlog.errors import SensorUnavailable
+    from wattlog.telemetry.sensors.amdsmi_sensor import AmdSmiSensor
+
+    monkeypatch.setitem(sys.modules, "amdsmi", None)
+    with pytest.raises(SensorUnavailable, match=r"amdsmi is not installed: pip install 'wattlog\[amd\]'"):
+        AmdSmiSensor().devices()

@@ -85,6 +85,24 @@ def test_demo_ends_quietly_with_five_lines_like_wattlog_run(
     assert last[2].startswith("CO2 ") and "site world" in last[2]
     assert last[3] == f"Ledger: {tmp_path / 'l.db'}" or str(tmp_path / "l.db") in last[3]
     assert last[4] == f"Full table beside Table 19: wattlog table q --reference --db {db}"
+    # what the machine lacks in one line (was 9 wrapped lines about NVIDIA, AMD, Gaudi and RAPL)
+    assert len([line for line in out.splitlines() if "not measuring" in line or "Not found" in line]) <= 1
+    [progress] = [line for line in out.splitlines() if line.startswith("step ")]
+    assert " loss " in progress and " speed " in progress and " power " in progress and " energy " in progress
+    assert " W " in progress.split(" power ")[1][:12] or " power - " in progress  # the unit with its value
+
+
+def test_the_lines_of_what_was_not_found_name_each_once_and_verbose_says_why() -> None:
+    from wattlog.trainer.demo import not_found_lines
+
+    notes = ["NVIDIA: no NVIDIA driver found", "AMD: amdsmi cannot load", "AMD: second", "RAPL: no tree"]
+    [line] = not_found_lines(notes, verbose=False)
+    assert (
+        line.startswith("Not found: NVIDIA, AMD, RAPL (")
+        and "--verbose" in line
+        and "wattlog sensors" in line
+    )
+    assert not_found_lines(notes, verbose=True) == notes and not_found_lines([], verbose=False) == []
 
 
 @pytest.mark.parametrize(
