@@ -27,6 +27,16 @@ class TableFormat(StrEnum):
     HF = "hf"
 
 
+class DiscloseFormat(StrEnum):
+    """The published forms `wattlog disclose` writes (a form, not a table: its own closed set)."""
+
+    MDF = "mdf"
+    JSON = "json"
+    SPDX = "spdx"
+    CYCLONEDX = "cyclonedx"
+    SCI = "sci"
+
+
 DbOption = Annotated[
     str | None,
     typer.Option(
@@ -87,6 +97,10 @@ SiteOption = Annotated[
 FormatOption = Annotated[
     TableFormat,
     typer.Option("--format", help="rich, markdown, latex, csv, html or json (hf: `wattlog table`, one run)."),
+]
+DiscloseFormatOption = Annotated[
+    DiscloseFormat,
+    typer.Option("--format", help="mdf (EU AI Act form items), json, spdx, cyclonedx, sci."),
 ]
 HwmonRootOption = Annotated[
     Path | None,

@@ -15,17 +15,7 @@ from wattlog.accounting.publishing.disclosure.gather import disclosure_of_projec
 from wattlog.accounting.publishing.disclosure.model import Disclosure
 from wattlog.accounting.publishing.run_table import TableOptions
 from wattlog.errors import ConfigError
-from wattlog.options import DbOption, SitesFileOption
-
-
-class DiscloseFormat(StrEnum):
-    """What `wattlog disclose` writes."""
-
-    MDF = "mdf"
-    JSON = "json"
-    SPDX = "spdx"
-    CYCLONEDX = "cyclonedx"
-    SCI = "sci"
+from wattlog.options import DbOption, DiscloseFormat, DiscloseFormatOption, SitesFileOption
 
 
 class Method(StrEnum):
@@ -38,10 +28,7 @@ class Method(StrEnum):
 def disclose(
     run: Annotated[str | None, typer.Argument(help="The run (name or id); or --project.")] = None,
     project: ProjectOption = None,
-    fmt: Annotated[
-        DiscloseFormat,
-        typer.Option("--format", help="mdf (EU AI Act form items), json, spdx, cyclonedx, sci."),
-    ] = DiscloseFormat.MDF,
+    fmt: DiscloseFormatOption = DiscloseFormat.MDF,
     method: Annotated[
         Method, typer.Option("--method", help="Carbon method: location (SCI admits no other) or market.")
     ] = Method.LOCATION,
