@@ -24,6 +24,7 @@ from wattlog.accounting.intensity.base import HourlySeries, HourProvenance
 from wattlog.accounting.intensity.hours import HOUR_S, hour_start_s, iso_hour
 from wattlog.errors import ConfigError, UntrustedInput, WattlogError
 from wattlog.http_body import MAX_BODY_BYTES, read_body
+from wattlog.masking import mask
 
 log = logging.getLogger(__name__)
 
@@ -195,10 +196,7 @@ class HttpClient:
         return self._error(message)
 
     def _error(self, message: str, status: int | None = None) -> ProviderError:
-        for secret in self.secrets:
-            if secret:
-                message = message.replace(secret, "***").replace(urllib.parse.quote(secret), "***")
-        return ProviderError(self.provider, message, status)
+        return ProviderError(self.provider, mask(message, self.secrets), status)
 
 
 def _detail(error: urllib.error.HTTPError) -> str:
