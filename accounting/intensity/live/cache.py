@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from wattlog.accounting.carbon.plausible import plausible_fetch
 from wattlog.accounting.grid_water import GridWater, water_series
 from wattlog.accounting.intensity.base import (
     HourlySeries,
@@ -56,6 +57,8 @@ class FetchReport:
     stored: int
     missing: tuple[int, ...]
     water_stored: int = 0
+    refused: str = ""
+    """One line naming the hours refused as physically impossible ("" if none); they are missing."""
 
 
 def fetch_into_ledger(
@@ -87,6 +90,7 @@ def fetch_into_ledger(
         water = water_series(mixes, ref.zone, site_wue_l_per_kwh, fetched.series.origin)
     else:
         fetched = provider.history(ref.zone, start_s, end_s)
+    fetched, refused = plausible_fetch(fetched)  # an impossible hour is never stored as valid
     from wattlog.accounting.ledger.catalog import save_series  # the ledger loads only when storing
 
     name = series_name(ref)
@@ -94,7 +98,7 @@ def fetch_into_ledger(
     water_stored = 0
     if water is not None and water.kg_per_kwh_by_hour:
         water_stored = save_series(ledger, water_series_name(ref), water)
-    return FetchReport(name, stored, fetched.missing, water_stored)
+    return FetchReport(name, stored, fetched.missing, water_stored, refused)
 
 
 def water_series_name(ref: IntensityRef) -> str:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from wattlog.accounting.carbon.plausible import implausible_mix
 from wattlog.accounting.intensity.base import HourProvenance
 from wattlog.accounting.intensity.eia930 import mix_intensity
 from wattlog.accounting.intensity.hours import HOUR_S
@@ -101,8 +102,8 @@ class EiaApi:
         fetched_s = self.clock()
         for hour, mix in mixes.items():
             mixed = mix_intensity(mix)
-            if mixed is None:
-                continue  # no generation reported: the hour stays missing
+            if mixed is None or implausible_mix(mix):  # negative gas was once mixed in as 0: refused
+                continue  # no generation reported, or impossible: the hour stays missing
             values[hour], assumed = mixed
             kind = "estimated" if assumed else "actual"
             provenance[hour] = hour_provenance(

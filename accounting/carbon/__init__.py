@@ -1,0 +1,1 @@
+"""Carbon: intensity sources and providers, sites, grids, Scope 2, market, grid water."""
