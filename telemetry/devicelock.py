@@ -152,7 +152,7 @@ class DeviceLocks:
 
 def lock_name(uuid: str) -> str:
     """The lock file's name of a device (UUIDs may hold "/" or ":"; a digest keeps sanitised names apart)."""
-    digest = hashlib.sha1(uuid.encode()).hexdigest()[:8]
+    digest = hashlib.sha1(uuid.encode(), usedforsecurity=False).hexdigest()[:8]
     return f"{_UNSAFE.sub('_', uuid)}-{digest}.lock"
 
 

@@ -125,11 +125,11 @@ def replace_day(
     """
     name = partition_name(day)
     session.execute(text(f"LOCK TABLE {name} IN ACCESS EXCLUSIVE MODE"))
-    raw_sql = text(f"SELECT * FROM {name} WHERE resolution = :raw")
+    raw_sql = text(f"SELECT * FROM {name} WHERE resolution = :raw")  # noqa: S608 - table and partition names are this module's constants or dates it formats, never input
     raw = [dict(r._mapping) for r in session.execute(raw_sql, {"raw": Resolution.RAW.value})]
     if not raw:
         return 0, 0
-    kept_sql = text(f"SELECT * FROM {name} WHERE resolution <> :raw")
+    kept_sql = text(f"SELECT * FROM {name} WHERE resolution <> :raw")  # noqa: S608 - table and partition names are this module's constants or dates it formats, never input
     kept = [dict(r._mapping) for r in session.execute(kept_sql, {"raw": Resolution.RAW.value})]
     folded = fold(raw)
     session.execute(text(f"DROP TABLE {name}"))

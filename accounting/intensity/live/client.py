@@ -162,7 +162,9 @@ class HttpClient:
         """
         query = urllib.parse.urlencode(params)
         url = f"{self.base_url.rstrip('/')}/{path.lstrip('/')}" + (f"?{query}" if query else "")
-        request = urllib.request.Request(url, headers=dict(headers or {}))
+        if not url.startswith(("http://", "https://")):  # never file: or a custom scheme
+            raise self._error(f"{url} is not an http(s) URL; check --base-url")
+        request = urllib.request.Request(url, headers=dict(headers or {}))  # noqa: S310 - http(s) checked above
         wait_s = self.backoff_s
         for attempt in range(self.retries + 1):
             try:
