@@ -97,6 +97,18 @@ class RedfishNodeSensor:
         """
         if self._client is None:
             self._client = self._connect(self._config)
+        try:
+            found = self._chassis_devices()
+        except (AttributeError, TypeError, KeyError, ValueError, IndexError) as e:  # garbage: one line
+            raise SensorUnavailable(
+                f"Redfish service at {self._config.redfish_url} answered outside DMTF's schema "
+                f"({type(e).__name__}: {str(e)[:80]}): not read"
+            ) from e
+        if not found:
+            raise SensorUnavailable(f"no chassis at {self._config.redfish_url} reports input power")
+        return found
+
+    def _chassis_devices(self) -> list[DeviceInfo]:
         found = []
         for member in self._get("/redfish/v1/Chassis").get("Members", []):
             chassis = self._get(member["@odata.id"])
@@ -113,8 +125,6 @@ class RedfishNodeSensor:
             name = str(chassis.get("Name") or chassis.get("Id") or member["@odata.id"])
             counts = meter.energy_uri is not None
             found.append(DeviceInfo(uuid, name, Kind.NODE, source, counts, note=note, profile=profile))
-        if not found:
-            raise SensorUnavailable(f"no chassis at {self._config.redfish_url} reports input power")
         return found
 
     def _meter(self, chassis: dict[str, Any]) -> _Meter | None:
