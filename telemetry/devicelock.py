@@ -19,6 +19,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import re
 import tempfile
@@ -29,6 +30,7 @@ from wattlog.errors import ConfigError, PlantedFolder
 from wattlog.telemetry.private import private_folder
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +145,12 @@ class DeviceLocks:
             return private_folder(self._dir)
         except PlantedFolder as planted:
             fresh = Path(tempfile.mkdtemp(prefix="wattlog-locks-"))  # 0700, a new name: nothing to redirect
-            self.notes.append(
+            note = (
                 f"{planted}; measuring with device locks in {fresh}, so other agents of this node cannot "
                 "see this run's devices"
             )
+            logger.warning("%s", note)  # said where the user looks, not only in the agent's notes
+            self.notes.append(note)
             return fresh
 
 

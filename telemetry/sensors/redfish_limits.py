@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from wattlog.errors import SensorError
 
@@ -64,12 +64,13 @@ def _rating(chassis: dict[str, Any], get: Callable[[str], dict[str, Any]]) -> fl
     if legacy:
         supplies = get(legacy).get("PowerSupplies") or []
         ratings = [s.get("PowerCapacityWatts") for s in supplies if isinstance(s, dict)]
-        if ratings and all(_positive(r) for r in ratings):
-            return float(sum(ratings))
+        rated = [float(r) for r in ratings if _positive(r)]
+        if rated and len(rated) == len(ratings):
+            return sum(rated)
     return None
 
 
-def _positive(value: object) -> bool:
+def _positive(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < math.inf
 
 
