@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from wattlog.errors import SensorError
+from wattlog.errors import SensorError, SensorUnavailable
 from wattlog.telemetry.sensors.bmc import BmcConfig
 from wattlog.telemetry.sensors.redfish_limits import UNRATED_MAX_W, power_limit
 from wattlog.telemetry.sensors.redfish_node import RedfishNodeSensor
@@ -94,3 +94,15 @@ def test_without_a_rating_the_bound_for_any_chassis_holds() -> None:
     assert limit.max_w == UNRATED_MAX_W and "no supply rating" in limit.basis
     with pytest.raises(SensorError):
         limit.check("redfish:x", 1e12)
+
+
+def test_a_bmc_answering_garbage_is_one_line() -> None:
+    class Garbage(MockupClient):
+        def get(self, uri: str) -> Answer:
+            return Answer(200, {"Members": "<html>login</html>", "@odata.id": 7})
+
+    node_sensor = RedfishNodeSensor(BmcConfig(redfish_url="http://bmc"), connect=lambda config: Garbage())
+    with pytest.raises(SensorUnavailable) as caught:
+        node_sensor.devices()
+    said = str(caught.value)
+    assert "answered outside DMTF's schema" in said and "\n" not in said
