@@ -88,6 +88,7 @@ def test_nothing_is_made_inside_a_parent_of_theirs(shared_tmp: Path) -> None:
     assert devices >= 1
     assert len(planted_notes(notes)) == 1
     assert list((shared_tmp / "wattlog-0").iterdir()) == []
+    assert sorted(p.name for p in shared_tmp.iterdir()) == ["wattlog-0"]  # the fresh folder went with the run
 
 
 def test_an_unplanted_path_is_made_private_and_used(shared_tmp: Path) -> None:
