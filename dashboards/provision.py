@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TOKEN_ENV = "GRAFANA_TOKEN"
+TOKEN_ENV = "GRAFANA_TOKEN"  # noqa: S105 - the name of an environment variable, not a secret
 _T = TypeVar("_T")
 
 

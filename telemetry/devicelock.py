@@ -19,8 +19,10 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import re
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +31,7 @@ from wattlog.errors import ConfigError, PlantedFolder
 from wattlog.telemetry.private import private_folder
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +72,11 @@ class DeviceLocks:
 
     def __init__(self, lock_dir: Path, pid: int | None = None) -> None:
         self._dir = lock_dir
+        self._in = lock_dir  # where the locks are: lock_dir, or a fresh folder when it was planted
         self._pid = os.getpid() if pid is None else pid
         self._held: dict[str, int] = {}
         self._checked = False
+        self._fresh: Path | None = None  # a private folder made because the given one was planted
         self.notes: list[str] = []
         """What went wrong with the lock folder (a planted one, replaced by a fresh private one)."""
 
@@ -128,31 +133,37 @@ class DeviceLocks:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
         self._held.clear()
+        if self._fresh is not None:  # the fallback folder only this agent knew: nothing left in <tmp>
+            shutil.rmtree(self._fresh, ignore_errors=True)
+            self._fresh, self._checked = None, False
 
     def _path(self, uuid: str) -> Path:
         # Private to this user: a folder others can write lets them plant a lock that names
         # their own metrics server, whose figures a run would then record as its energy.
         if not self._checked:
-            self._dir = self._private_dir()
+            self._in = self._private_dir()
             self._checked = True
-        return self._dir / lock_name(uuid)
+        return self._in / lock_name(uuid)
 
     def _private_dir(self) -> Path:
         """The lock folder, or a fresh private one (named in a note) when it was planted."""
         try:
             return private_folder(self._dir)
         except PlantedFolder as planted:
-            fresh = Path(tempfile.mkdtemp(prefix="wattlog-locks-"))  # 0700, a new name: nothing to redirect
-            self.notes.append(
+            # 0700 and a new name: nothing to redirect
+            fresh = self._fresh = Path(tempfile.mkdtemp(prefix="wattlog-locks-"))
+            note = (
                 f"{planted}; measuring with device locks in {fresh}, so other agents of this node cannot "
                 "see this run's devices"
             )
+            logger.warning("%s", note)  # said where the user looks, not only in the agent's notes
+            self.notes.append(note)
             return fresh
 
 
 def lock_name(uuid: str) -> str:
     """The lock file's name of a device (UUIDs may hold "/" or ":"; a digest keeps sanitised names apart)."""
-    digest = hashlib.sha1(uuid.encode()).hexdigest()[:8]
+    digest = hashlib.sha1(uuid.encode(), usedforsecurity=False).hexdigest()[:8]
     return f"{_UNSAFE.sub('_', uuid)}-{digest}.lock"
 
 

@@ -14,12 +14,10 @@ another user owns it or any folder or link on its way (telemetry/private_walk.py
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
+from wattlog.masking import mask
 from wattlog.telemetry.private_walk import open_private_folder
-
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:/@\s]*):[^@\s]*@")
 
 
 def hide_password(url: str) -> str:
@@ -28,7 +26,7 @@ def hide_password(url: str) -> str:
     >>> hide_password("http://ops:s3cret@gw:9091/metrics")
     'http://ops:***@gw:9091/metrics'
     """
-    return _USERINFO.sub(r"\g<scheme>\g<user>:***@", url)
+    return mask(url)
 
 
 def private_folder(path: Path) -> Path:

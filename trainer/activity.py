@@ -47,7 +47,7 @@ class RunnableSampler:
 
     def popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
         """Start the child like subprocess.Popen, then sample it until it ends or :meth:`stop`."""
-        child: subprocess.Popen[bytes] = subprocess.Popen(*args, **kwargs)
+        child: subprocess.Popen[bytes] = subprocess.Popen(*args, **kwargs)  # noqa: S603 - the command the user asked `wattlog run` to measure, as given
         self._thread = threading.Thread(
             target=self._loop, args=(child.pid,), name="wattlog-runnable", daemon=True
         )

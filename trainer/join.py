@@ -56,7 +56,7 @@ def read_counters(url: str, devices: Iterable[str], timeout_s: float = 5.0) -> d
     wanted = set(devices)
     try:
         deadline = time.monotonic() + timeout_s  # the whole answer: a dripping server is cut there
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:  # the node agent, on loopback
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:  # the node agent, on loopback  # noqa: S310 - the metrics URL of this user's own live agent, from its lock file (devicelock trusts no other)
             text = read_body(response, deadline=deadline, max_bytes=_MAX_BYTES, source=url).decode()
     except (OSError, ValueError) as error:  # unreachable, or not text (UnicodeDecodeError)
         raise SensorError(f"cannot read the node agent's metrics at {url}: {error}") from error

@@ -93,6 +93,8 @@ def fetch(
     print(f"stored {report.stored} hours in ledger series {report.series}")
     if report.water_stored:
         print(f"stored {report.water_stored} hours of grid water in ledger series water:{report.series}")
+    if report.refused:
+        print(report.refused, file=sys.stderr)
     if report.missing:
         first, last = iso_hour(report.missing[0]), iso_hour(report.missing[-1])
         print(

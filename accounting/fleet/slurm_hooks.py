@@ -50,7 +50,7 @@ Runner = Callable[[list[str]], "subprocess.CompletedProcess[str]"]
 def run_slurm(args: list[str]) -> subprocess.CompletedProcess[str]:
     """Run a SLURM command (a missing binary reads as exit 127, like a shell)."""
     try:
-        return subprocess.run(args, capture_output=True, text=True, timeout=30, check=False)
+        return subprocess.run(args, capture_output=True, text=True, timeout=30, check=False)  # noqa: S603 - argv of SLURM's own tools (scontrol, sacctmgr), no shell
     except FileNotFoundError:
         return subprocess.CompletedProcess(args, 127, "", f"{args[0]}: not found")
     except subprocess.TimeoutExpired:
@@ -136,7 +136,7 @@ def start_agent(hooks: SlurmHooks, environ: Mapping[str, str]) -> int:
     command = [sys.executable, "-m", "wattlog", "slurm", *hooks.options(), "agent"]
     with job.file(hooks, "log").open("ab") as log:
         # slurmd waits for the prolog's output pipe: the agent must hold none of it
-        process = subprocess.Popen(
+        process = subprocess.Popen(  # noqa: S603 - argv of this Python running wattlog, no shell
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True, env=dict(environ),
         )  # fmt: skip

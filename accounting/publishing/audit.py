@@ -62,6 +62,7 @@ from wattlog.clock import FakeClock
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.events import EventKind
 from wattlog.records import BandRevision, Gap
+from wattlog.untrusted import loads_json
 
 if TYPE_CHECKING:
     from wattlog.accounting.ledger.views import EventInfo, RankInfo, RunInfo
@@ -210,7 +211,12 @@ def verify_bundle(path: Path, progress: Progress | None = None) -> AuditResult:
             )
         unknown = [name for name in members if name not in _FILES and name != "rows.json"]
         problems += [f"{name}: not a file an audit bundle holds" for name in unknown]
-        printed = json.loads(_member(members, "table.json") or b"{}")
+        try:  # the bundle's own words: any bytes until proved otherwise
+            printed = loads_json(_member(members, "table.json") or b"{}")
+        except ValueError:
+            printed, problems = {}, [*problems, "table.json: not JSON"]
+        if not isinstance(printed, dict):
+            printed, problems = {}, [*problems, "table.json: not a JSON object"]
         if problems:
             return AuditResult(tuple(problems), printed, {})
         try:

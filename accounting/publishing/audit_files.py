@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from wattlog.accounting.publishing.untrusted_tar import TarLimits, regular_members
+from wattlog.untrusted import loads_json
 
 MANIFEST = "manifest.json"
 _PIECE = 1 << 20
@@ -74,7 +75,12 @@ def check_manifest(members: Mapping[str, Path]) -> list[str]:
     """What the manifest says that the files do not: missing, unlisted, or changed files."""
     if MANIFEST not in members:
         return ["no manifest.json: not an audit bundle"]
-    manifest = json.loads(members[MANIFEST].read_bytes())
+    try:  # from elsewhere: any bytes
+        manifest = loads_json(members[MANIFEST].read_bytes())
+    except ValueError as error:
+        return [f"manifest.json: not JSON ({str(error).splitlines()[0][:120]})"]
+    if not isinstance(manifest, dict) or not all(isinstance(v, str) for v in manifest.values()):
+        return ["manifest.json: not a JSON object of file name -> SHA-256"]
     problems = [f"{name}: listed in the manifest, missing" for name in manifest if name not in members]
     problems += [
         f"{name}: not in the manifest" for name in members if name not in manifest and name != MANIFEST

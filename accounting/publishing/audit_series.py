@@ -19,6 +19,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Protocol, TextIO
 
+from wattlog.escape import for_csv
 from wattlog.records import BAND_TERMS, EnergyInterval, band_terms, summed_band
 
 SERIES = "series.json"
@@ -133,6 +134,7 @@ def write_csv(batches: Iterable[list[EnergyInterval]], out: TextIO, devices: Col
             power = repr(row.energy_j / span_s) if span_s > 0 else ""
             energy = map(repr, (row.start_s, row.end_s, row.energy_j, row.low_j, row.high_j))
             counted = map(repr, (counter, *summed_band(*sums)))
-            writer.writerow((*key, str(row.kind), str(row.source), *energy, power, *counted))
+            names = (for_csv(row.host), for_csv(row.device))  # from a bundle: never a spreadsheet formula
+            writer.writerow((*names, str(row.kind), str(row.source), *energy, power, *counted))
             count += 1
     return count

@@ -7,7 +7,6 @@ The renderers take headers, rows of already formatted cells and footnotes;
 from __future__ import annotations
 
 import csv
-import html
 import io
 from collections.abc import Collection, Sequence
 
@@ -15,42 +14,25 @@ from rich.console import RenderableType
 
 from wattlog.accounting.publishing.fitted import FittedTable
 from wattlog.errors import ConfigError
+from wattlog.escape import for_csv, for_html, for_latex, for_markdown, for_terminal
 from wattlog.options import TableFormat as TableFormat
 
 MISSING = "-"
 """What a cell shows where the source gives no figure."""
 
 
-_CONTROL = {i: f"\\x{i:02x}" for i in (*range(32), 127)} | {9: "\\t", 10: "\\n", 13: "\\r"}
-_FORMULA_START = ("=", "+", "-", "@")
-
-
 def printable(text: str) -> str:
     """`text` with control characters shown as escapes: a run name's newline never breaks a table row."""
-    return text.translate(_CONTROL)
+    return for_terminal(text)
 
 
 def csv_text(text: str) -> str:
-    """A text cell for CSV: printable, and never read as a formula by a spreadsheet.
-
-    A cell starting with = + - or @ is prefixed with ' (OWASP's CSV-injection advice);
-    numbers (-1.5) and the missing mark (-) are left as they are.
+    """A text cell for CSV: printable, and never read as a formula by a spreadsheet (:func:`for_csv`).
 
     >>> csv_text("=1+1"), csv_text("@SUM(A1)"), csv_text("-"), csv_text("-1.5")
     ("'=1+1", "'@SUM(A1)", '-', '-1.5')
     """
-    text = printable(text)
-    if text.startswith(_FORMULA_START) and text != MISSING and not _is_number(text):
-        return "'" + text
-    return text
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+    return for_csv(text)
 
 
 # Grid renderers: headers + cells + footnotes, shared by Table 19 and `wattlog sites`.
@@ -60,7 +42,10 @@ def rich_grid(
     headers: Sequence[str], cells: Sequence[Sequence[str]], notes: Sequence[str], right: Collection[int] = ()
 ) -> FittedTable:
     """A terminal table that never cuts a figure; columns whose index is in `right` are right-aligned."""
-    return FittedTable(headers, cells, notes, frozenset(right))
+    cells = [[for_terminal(c) for c in row] for row in cells]
+    return FittedTable(
+        [for_terminal(h) for h in headers], cells, [for_terminal(n) for n in notes], frozenset(right)
+    )
 
 
 def markdown_grid(
@@ -69,24 +54,18 @@ def markdown_grid(
     """A Markdown pipe table and a footnote list."""
 
     def line(items: Sequence[str]) -> str:
-        return "| " + " | ".join(i.replace("|", "\\|").replace("\n", " ") for i in items) + " |"
+        return "| " + " | ".join(for_markdown(i) for i in items) + " |"
 
     rule = ["---:" if i in right else "---" for i in range(len(headers))]
     out = [line(headers), "|" + "|".join(rule) + "|", *(line(r) for r in cells)]
     if notes:
-        out += ["", *(f"- {n}" for n in notes)]
+        out += ["", *(f"- {for_markdown(n)}" for n in notes)]
     return "\n".join(out) + "\n"
 
 
-_LATEX_SPECIALS = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-    "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-}  # fmt: skip
-
-
 def latex_escape(text: str) -> str:
-    """Escape LaTeX's special characters."""
-    return "".join(_LATEX_SPECIALS.get(c, c) for c in text)
+    """Escape LaTeX's special characters (and show control characters as escapes)."""
+    return for_latex(text)
 
 
 def latex_grid(
@@ -120,8 +99,8 @@ def csv_grid(headers: Sequence[str], cells: Sequence[Sequence[str]], notes: Sequ
     del notes
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(headers)
-    writer.writerows([("" if c == MISSING else c) for c in row] for row in cells)
+    writer.writerow([csv_text(h) for h in headers])
+    writer.writerows([("" if c == MISSING else csv_text(c)) for c in row] for row in cells)
     return buffer.getvalue()
 
 
@@ -132,7 +111,7 @@ def html_grid(
 
     def cell(tag: str, i: int, text: str) -> str:
         align = ' class="num"' if i in right else ""
-        return f"<{tag}{align}>{html.escape(text)}</{tag}>"
+        return f"<{tag}{align}>{for_html(text)}</{tag}>"
 
     out = ['<table class="wattlog-table">', "<thead><tr>"]
     out += [cell("th", i, h) for i, h in enumerate(headers)]
@@ -141,7 +120,7 @@ def html_grid(
         out.append("<tr>" + "".join(cell("td", i, c) for i, c in enumerate(row)) + "</tr>")
     out.append("</tbody></table>")
     if notes:
-        out += ['<ul class="wattlog-notes">', *(f"<li>{html.escape(n)}</li>" for n in notes), "</ul>"]
+        out += ['<ul class="wattlog-notes">', *(f"<li>{for_html(n)}</li>" for n in notes), "</ul>"]
     return "\n".join(out) + "\n"
 
 

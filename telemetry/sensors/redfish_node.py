@@ -23,6 +23,7 @@ from wattlog.errors import SensorError, SensorUnavailable
 from wattlog.extras import MissingExtra, require
 from wattlog.records import Kind, Source
 from wattlog.telemetry.sensors.bmc import BmcConfig, iso_duration_s, node_profile
+from wattlog.telemetry.sensors.redfish_limits import PowerLimit, check_counter, power_limit
 from wattlog.telemetry.types import DeviceInfo, Reading
 
 _PREFIX = "redfish:"
@@ -76,6 +77,8 @@ class RedfishNodeSensor:
         self._connect = connect
         self._client: Any = None
         self._meters: dict[str, _Meter] = {}
+        self._limits: dict[str, PowerLimit] = {}
+        self._last_energy: dict[str, tuple[float, float]] = {}  # uuid -> (t_s, mJ) of the last good read
 
     def _get(self, uri: str) -> dict[str, Any]:
         response = self._client.get(uri)
@@ -94,6 +97,18 @@ class RedfishNodeSensor:
         """
         if self._client is None:
             self._client = self._connect(self._config)
+        try:
+            found = self._chassis_devices()
+        except (AttributeError, TypeError, KeyError, ValueError, IndexError) as e:  # garbage: one line
+            raise SensorUnavailable(
+                f"Redfish service at {self._config.redfish_url} answered outside DMTF's schema "
+                f"({type(e).__name__}: {str(e)[:80]}): not read"
+            ) from e
+        if not found:
+            raise SensorUnavailable(f"no chassis at {self._config.redfish_url} reports input power")
+        return found
+
+    def _chassis_devices(self) -> list[DeviceInfo]:
         found = []
         for member in self._get("/redfish/v1/Chassis").get("Members", []):
             chassis = self._get(member["@odata.id"])
@@ -102,6 +117,7 @@ class RedfishNodeSensor:
                 continue
             uuid = f"{_PREFIX}{self._config.redfish_url.split('://', 1)[-1]}{member['@odata.id']}"
             self._meters[uuid] = meter
+            self._limits[uuid] = power_limit(chassis, self._get)
             profile = node_profile("Redfish", accuracy_pct=meter.accuracy_pct, period_s=meter.interval_s)
             every = f"every {meter.interval_s:g} s (SensingInterval)" if meter.interval_s else "no interval"
             note = f"node input power from the BMC over Redfish, {meter.what}, {every}"
@@ -109,8 +125,6 @@ class RedfishNodeSensor:
             name = str(chassis.get("Name") or chassis.get("Id") or member["@odata.id"])
             counts = meter.energy_uri is not None
             found.append(DeviceInfo(uuid, name, Kind.NODE, source, counts, note=note, profile=profile))
-        if not found:
-            raise SensorUnavailable(f"no chassis at {self._config.redfish_url} reports input power")
         return found
 
     def _meter(self, chassis: dict[str, Any]) -> _Meter | None:
@@ -163,15 +177,22 @@ class RedfishNodeSensor:
             raise SensorError(f"{device.uuid} is not one of this sensor's chassis (call devices() first)")
         try:
             power_w = _number(self._get(meter.power_uri), meter.power_key)
+            self._limits[device.uuid].check(device.uuid, power_w)  # 10^12 W was once energy
             energy = None if meter.energy_uri is None else _number(self._get(meter.energy_uri), ("Reading",))
         except SensorError:
             raise
         except Exception as e:  # connection errors of the client: a gap, as any failed read
             raise SensorError(f"{device.uuid}: Redfish read failed ({type(e).__name__})") from e
+        energy_mj = None if energy is None else energy * _KWH_MJ
+        if energy_mj is not None:
+            check_counter(
+                device.uuid, self._limits[device.uuid], self._last_energy.get(device.uuid), t_s, energy_mj
+            )
+            self._last_energy[device.uuid] = (t_s, energy_mj)
         return Reading(
             device.uuid,
             t_s,
-            energy_mj=None if energy is None else energy * _KWH_MJ,
+            energy_mj=energy_mj,
             power_w=power_w,
             power_t_s=t_s,  # a publication stamped when read: gaps are spaced by the BMC's own interval
             next_read_s=None if meter.interval_s is None else t_s + meter.interval_s,

@@ -282,7 +282,7 @@ class TrainingTrace(PiecewiseTrace):
                 "TrainingTrace needs 0 < step_s[0] <= step_s[1], duration_s > 0, "
                 "0 <= comm_fraction < 1, jitter >= 0, warmup_s >= 0 and step_grid_s > 0 (or None)"
             )
-        points = shape.points(random.Random(seed), duration_s, warmup_s)
+        points = shape.points(random.Random(seed), duration_s, warmup_s)  # noqa: S311 - a simulated trace's noise, not a secret
         starts, powers = _merged([p for p in points if p[0] < duration_s])
         trace = cls(starts, powers, duration_s, repeats=True)
         trace.seed = seed

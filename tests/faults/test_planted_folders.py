@@ -10,6 +10,7 @@ named in one note and the run measures with locks in a fresh private folder.
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import subprocess
@@ -68,12 +69,16 @@ def test_a_link_to_a_root_folder_is_never_chmodded_nor_written(shared_tmp: Path)
     assert "uid 65534" in note and "remove it" in note and "\n" not in note
 
 
-def test_a_world_writable_lock_folder_of_theirs_does_not_stop_the_run(shared_tmp: Path) -> None:
+def test_a_world_writable_lock_folder_of_theirs_does_not_stop_the_run(
+    shared_tmp: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     as_nobody("mkdir", "-m", "0777", "-p", str(shared_tmp / "wattlog-0" / "wattlog-locks"))
-    notes, devices = measure()
+    with caplog.at_level(logging.WARNING):
+        notes, devices = measure()
     assert devices >= 1
     [note] = planted_notes(notes)
     assert str(default_lock_dir()) in note
+    assert [r.getMessage() for r in caplog.records if "not safe to use" in r.getMessage()] == [note]  # shown
     assert list((shared_tmp / "wattlog-0" / "wattlog-locks").iterdir()) == []
 
 
@@ -83,6 +88,7 @@ def test_nothing_is_made_inside_a_parent_of_theirs(shared_tmp: Path) -> None:
     assert devices >= 1
     assert len(planted_notes(notes)) == 1
     assert list((shared_tmp / "wattlog-0").iterdir()) == []
+    assert sorted(p.name for p in shared_tmp.iterdir()) == ["wattlog-0"]  # the fresh folder went with the run
 
 
 def test_an_unplanted_path_is_made_private_and_used(shared_tmp: Path) -> None:

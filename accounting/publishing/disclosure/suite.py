@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from wattlog.accounting.publishing.footprint import co2_t, water_kl
 from wattlog.accounting.publishing.disclosure.estimate import Draw, Hours, estimate
+from wattlog.accounting.publishing.footprint import co2_t, water_kl
 from wattlog.accounting.ranges import midpoint
 from wattlog.errors import ConfigError
 

@@ -113,4 +113,6 @@ def fetch_at_close(
     line = f"run {info.name}: stored {report.stored} hours of grid intensity in ledger series {report.series}"
     if report.missing:
         line += f"; {len(report.missing)} hours the provider lacked take the site's constant, labelled"
+    if report.refused:
+        line += f"; {report.refused}"
     return CloseFetch(not report.missing, line)

@@ -28,6 +28,7 @@ from wattlog.accounting.carbon.intensity.hours import hour_start_s, iso_hour
 from wattlog.accounting.carbon.intensity.live.client import hours_between
 from wattlog.accounting.carbon.intensity.live.eia_api import EiaApi
 from wattlog.accounting.carbon.intensity.live.providers import PROVIDERS, ProviderContext, open_provider
+from wattlog.accounting.carbon.plausible import plausible_fetch
 from wattlog.accounting.ranges import Quantity
 from wattlog.errors import ConfigError, LedgerError
 
@@ -56,6 +57,8 @@ class FetchReport:
     stored: int
     missing: tuple[int, ...]
     water_stored: int = 0
+    refused: str = ""
+    """One line naming the hours refused as physically impossible ("" if none); they are missing."""
 
 
 def fetch_into_ledger(
@@ -87,6 +90,7 @@ def fetch_into_ledger(
         water = water_series(mixes, ref.zone, site_wue_l_per_kwh, fetched.series.origin)
     else:
         fetched = provider.history(ref.zone, start_s, end_s)
+    fetched, refused = plausible_fetch(fetched)  # an impossible hour is never stored as valid
     from wattlog.accounting.carbon.catalog import save_series  # the ledger loads only when storing
 
     name = series_name(ref)
@@ -94,7 +98,7 @@ def fetch_into_ledger(
     water_stored = 0
     if water is not None and water.kg_per_kwh_by_hour:
         water_stored = save_series(ledger, water_series_name(ref), water)
-    return FetchReport(name, stored, fetched.missing, water_stored)
+    return FetchReport(name, stored, fetched.missing, water_stored, refused)
 
 
 def water_series_name(ref: IntensityRef) -> str:

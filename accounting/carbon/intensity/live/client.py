@@ -24,6 +24,7 @@ from wattlog.accounting.carbon.intensity.base import HourlySeries, HourProvenanc
 from wattlog.accounting.carbon.intensity.hours import HOUR_S, hour_start_s, iso_hour
 from wattlog.errors import ConfigError, UntrustedInput, WattlogError
 from wattlog.http_body import MAX_BODY_BYTES, read_body
+from wattlog.masking import mask
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +162,9 @@ class HttpClient:
         """
         query = urllib.parse.urlencode(params)
         url = f"{self.base_url.rstrip('/')}/{path.lstrip('/')}" + (f"?{query}" if query else "")
-        request = urllib.request.Request(url, headers=dict(headers or {}))
+        if not url.startswith(("http://", "https://")):  # never file: or a custom scheme
+            raise self._error(f"{url} is not an http(s) URL; check --base-url")
+        request = urllib.request.Request(url, headers=dict(headers or {}))  # noqa: S310 - http(s) checked above
         wait_s = self.backoff_s
         for attempt in range(self.retries + 1):
             try:
@@ -195,10 +198,7 @@ class HttpClient:
         return self._error(message)
 
     def _error(self, message: str, status: int | None = None) -> ProviderError:
-        for secret in self.secrets:
-            if secret:
-                message = message.replace(secret, "***").replace(urllib.parse.quote(secret), "***")
-        return ProviderError(self.provider, message, status)
+        return ProviderError(self.provider, mask(message, self.secrets), status)
 
 
 def _detail(error: urllib.error.HTTPError) -> str:

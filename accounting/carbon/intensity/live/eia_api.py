@@ -32,6 +32,7 @@ from wattlog.accounting.carbon.intensity.live.client import (
     hour_provenance,
     hours_between,
 )
+from wattlog.accounting.carbon.plausible import implausible_mix
 
 NAME = "eia-api"
 KEY_ENV = "EIA_API_KEY"
@@ -101,8 +102,8 @@ class EiaApi:
         fetched_s = self.clock()
         for hour, mix in mixes.items():
             mixed = mix_intensity(mix)
-            if mixed is None:
-                continue  # no generation reported: the hour stays missing
+            if mixed is None or implausible_mix(mix):  # negative gas was once mixed in as 0: refused
+                continue  # no generation reported, or impossible: the hour stays missing
             values[hour], assumed = mixed
             kind = "estimated" if assumed else "actual"
             provenance[hour] = hour_provenance(

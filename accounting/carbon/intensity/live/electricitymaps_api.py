@@ -29,7 +29,7 @@ from wattlog.accounting.carbon.intensity.live.client import (
 )
 
 NAME = "electricitymaps-api"
-TOKEN_ENV = "ELECTRICITYMAPS_TOKEN"
+TOKEN_ENV = "ELECTRICITYMAPS_TOKEN"  # noqa: S105 - the name of an environment variable, not a secret
 BASE_URL = "https://api.electricitymap.org"
 MAX_HOURS = 240
 """past-range's longest hourly span per request (10 days)."""

@@ -29,7 +29,7 @@ from wattlog.accounting.carbon.intensity.live.client import (
 
 NAME = "watttime"
 USER_ENV = "WATTTIME_USER"
-PASSWORD_ENV = "WATTTIME_PASSWORD"
+PASSWORD_ENV = "WATTTIME_PASSWORD"  # noqa: S105 - the name of an environment variable, not a secret
 BASE_URL = "https://api.watttime.org"
 KG_PER_LB = 0.45359237
 MAX_HOURS = 30 * 24
