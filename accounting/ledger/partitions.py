@@ -156,6 +156,21 @@ def _create_sql(day: int, *, if_not_exists: bool = False) -> str:
     )
 
 
+def day_bytes(connection: Connection) -> dict[int, tuple[int, str]]:
+    """Day -> (bytes on disk with indexes, "raw" | "compacted" | "empty"), per day partition."""
+    if not is_partitioned(connection):
+        return {}
+    sizes = {}
+    for day in day_partitions(connection):
+        name = partition_name(day)
+        raw, rows = (f"EXISTS (SELECT 1 FROM {name}{where})" for where in (" WHERE resolution = 'raw'", ""))
+        size, has_raw, has_rows = connection.execute(
+            text(f"SELECT pg_total_relation_size('{name}'), {raw}, {rows}")
+        ).one()
+        sizes[day] = (int(size), "raw" if has_raw else "compacted" if has_rows else "empty")
+    return sizes
+
+
 def whole_days(session: Session, before_hour: int) -> list[int]:
     """Days with their own partition whose hours all precede `before_hour` ([] unless partitioned)."""
     connection = session.connection()
