@@ -79,6 +79,7 @@ def fill_day(url: str, rows: int, day: int = DAY) -> int:
     return run.id
 
 
+SIZE = "SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_partition_tree('energy_record')"
 MONTH_DAYS = 54
 MONTH = f"""
 INSERT INTO energy_record (run_id, host, device, kind, source, resolution, hour, start_s, end_s,
@@ -126,16 +127,22 @@ def fill_month(url: str, rows: int, day: int = DAY) -> int:
 
 
 def step(what: str, url: str) -> dict[str, float]:
-    """Run one step in this process: `check` (rows, rollups) or `compact`; its time and peak RSS."""
+    """Run one step in this process: `check` (rows, rollups), `compact` or `table` (the run's Table 19
+    row, as `wattlog table` prints it); its time, peak RSS and the energy table's bytes before and after."""
+    import contextlib
+    import io
+
     from sqlalchemy import text
 
     from wattlog.accounting.ledger import Ledger, make_engine
     from wattlog.accounting.verify import check_ledger, rollup_drift
+    from wattlog.cli import main as wattlog
 
     engine = make_engine(url, migrate=False)
     ledger = Ledger(engine)
     with engine.connect() as connection:  # imports and the first connection, before the step
         joules0 = float(connection.execute(text("SELECT sum(energy_j) FROM energy_record")).scalar_one())
+        bytes0 = int(connection.execute(text(SIZE)).scalar_one())
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     began = time.perf_counter()
     if what == "check":
@@ -143,12 +150,20 @@ def step(what: str, url: str) -> dict[str, float]:
         drift = rollup_drift(ledger)
         assert not drift, drift
         done = {}
+    elif what == "table":
+        with engine.connect() as connection:
+            name = str(connection.execute(text("SELECT name FROM run ORDER BY id LIMIT 1")).scalar_one())
+        with contextlib.redirect_stdout(io.StringIO()) as shown:
+            code = wattlog(["table", name, "--site", "jupiter", "--db", url])
+        assert code == 0 and "MWh" in shown.getvalue(), shown.getvalue()
+        done = {}
     else:
         compaction = ledger.compact_hourly(0, now_s=(DAY + 2) * 86_400.0)
         done = {"raw_rows": compaction.raw_rows, "hourly_rows": compaction.hourly_rows}
     seconds = time.perf_counter() - began
     with engine.connect() as connection:
         joules1 = float(connection.execute(text("SELECT sum(energy_j) FROM energy_record")).scalar_one())
+        bytes1 = int(connection.execute(text(SIZE)).scalar_one())
     rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     engine.dispose()
     return {
@@ -157,6 +172,8 @@ def step(what: str, url: str) -> dict[str, float]:
         "peak_mib": rss1 / 1024,
         "j0": joules0,
         "j1": joules1,
+        "bytes0": bytes0,
+        "bytes1": bytes1,
         **done,
     }
 
@@ -179,7 +196,7 @@ def main() -> None:
     parser.add_argument(
         "--layout", choices=["day", "month"], default="day", help="raw day, or compacted month"
     )
-    parser.add_argument("--step", choices=["check", "compact"], help=argparse.SUPPRESS)
+    parser.add_argument("--step", choices=["check", "compact", "table"], help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.step:
@@ -193,7 +210,7 @@ def main() -> None:
             for code in args.code:
                 url = server.create_database()
                 (fill_day if args.layout == "day" else fill_month)(url, rows)
-                for what in ("check", "compact") if args.layout == "day" else ("check",):
+                for what in ("check", "compact") if args.layout == "day" else ("check", "table"):
                     got = _child(code.resolve(), what, url)
                     joules = (
                         "equal" if got["j0"] == got["j1"] else f"differ by {got['j1'] - got['j0']:+.6f} J"
@@ -201,7 +218,8 @@ def main() -> None:
                     print(
                         f"rows {rows:>9,}  code {str(code):16s} {what:7s} {got['seconds']:7.1f} s"
                         f"  client peak RSS {got['peak_mib']:7.0f} MiB (after imports {got['rss0_mib']:4.0f})"
-                        f"  joules {got['j0']:.6e} -> {got['j1']:.6e} ({joules})",
+                        f"  joules {got['j0']:.6e} -> {got['j1']:.6e} ({joules})"
+                        f"  energy table {got['bytes0'] / 2**20:.0f} -> {got['bytes1'] / 2**20:.0f} MiB",
                         flush=True,
                     )
 

@@ -219,6 +219,13 @@ def _lines(args: argparse.Namespace, results: list[Any], wall_s: float, cpu_s: f
         max((s for result in results for s in result[0][r]), default=0.0) < FLUSH_S
         for r in range(args.rounds)
     )
+    drains = [
+        max((s for result in results for s in result[0][r]), default=float("nan")) for r in range(args.rounds)
+    ]
+    lines.append(
+        f"  each round's burst drained in {statistics.median(drains):.2f} s (median): "
+        f"{args.nodes / statistics.median(drains):.1f} flushes/s while the burst lasted, the rate sustained"
+    )
     lines.append(
         f"  {flushes:,} flushes ({ROWS_PER_FLUSH * flushes:,} rows) in {wall_s:.1f} s: {flushes / wall_s:.1f}"
         f" flushes/s against {args.nodes / FLUSH_S:.1f} needed; {rounds_in_time} of {args.rounds} rounds"

@@ -145,7 +145,7 @@ def move_default_day(session: Session, day: int) -> int:
     session.execute(text(_create_sql(day, if_not_exists=True)))
     moved = session.execute(text(f"INSERT INTO {ENERGY.name} SELECT * FROM wattlog_moving"))
     session.execute(text("DROP TABLE wattlog_moving"))
-    return int(moved.rowcount)
+    return int(moved.rowcount)  # type: ignore[attr-defined]  # a CursorResult
 
 
 def _create_sql(day: int, *, if_not_exists: bool = False) -> str:

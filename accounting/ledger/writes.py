@@ -79,7 +79,7 @@ def _rebuild(session: Session, table: Table, key: Sequence[str], run_id: int | N
     summed = rows_summed(table, key, run_id)
     # summed and inserted by the database: a month of 2,048 nodes is millions of hours, none in the client
     written = session.execute(insert(table).from_select([c.name for c in summed.selected_columns], summed))
-    return int(written.rowcount)
+    return int(written.rowcount)  # type: ignore[attr-defined]  # a CursorResult
 
 
 def rows_summed(table: Table, key: Sequence[str], run_id: int | None) -> Select[Any]:
