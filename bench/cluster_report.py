@@ -24,7 +24,9 @@ from wattlog.telemetry.job import sampled_nodes
 if TYPE_CHECKING:
     from bench.cluster import ClusterConfig
 
-_SIZE = text("SELECT pg_total_relation_size('energy_record')")  # table, indexes and TOAST
+# table, indexes and TOAST of every partition: the partitioned parent itself holds none (sizing it
+# printed 0 bytes per GPU-hour once the table was partitioned by day, revision 0014)
+_SIZE = text("SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_partition_tree('energy_record')")
 _OVERLAP = text(
     "SELECT max(first_s), min(last_s) FROM "
     "(SELECT min(start_s) AS first_s, max(end_s) AS last_s FROM energy_record GROUP BY host) AS hosts"
@@ -224,14 +226,10 @@ def ledger_figures(config: ClusterConfig, ledger_url: str, started_s: float, end
                 text("SELECT coalesce(sum(end_s - start_s), 0) / 3600 FROM energy_record WHERE kind = 'gpu'")
             ).scalar_one()
             connection.execute(text("VACUUM ANALYZE energy_record"))
-            raw_bytes = connection.execute(
-                text("SELECT pg_total_relation_size('energy_record')")
-            ).scalar_one()
+            raw_bytes = connection.execute(_SIZE).scalar_one()
             Ledger(engine).compact_hourly(0.0, now_s=ended_s + 3600.0)
             connection.execute(text("VACUUM FULL energy_record"))
-            hourly_bytes = connection.execute(
-                text("SELECT pg_total_relation_size('energy_record')")
-            ).scalar_one()
+            hourly_bytes = connection.execute(_SIZE).scalar_one()
             hourly_rows, after_j = connection.execute(
                 text("SELECT count(*), sum(energy_j) FROM energy_record")
             ).one()
@@ -259,6 +257,11 @@ def print_report(report: ClusterReport) -> None:
         f"cluster: {c.nodes} node processes x {c.gpus} simulated GPUs, {measured} measuring, "
         f"period {c.period_s:g} s, flush {c.flush_s:g} s, scrape {c.scrape_s:g} s, "
         f"{c.seconds:g} s each; wall {report.seconds:.0f} s (timings on shared cores: noisy)"
+    )
+    print(
+        f"stands in for: {c.nodes} nodes' agents; they sample every 0.025 s, these every {c.period_s:g} s "
+        f"({c.period_s / 0.025:g}x fewer samples: the ledger's rows, one per device per flush, are the "
+        "same; the agents' own CPU is not measured here, see bench.overhead)"
     )
     print(f"starts: {len(report.exit_codes) - len(report.failed_starts)} of {c.nodes} ok; exit codes "
           f"{sorted(set(report.exit_codes.values()), key=str)}")  # fmt: skip

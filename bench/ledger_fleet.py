@@ -30,6 +30,7 @@ from typing import Any
 from sqlalchemy import insert, select, text
 from sqlalchemy.orm import Session
 
+from bench.agent_rows import make_days
 from bench.ingest import FLUSH_S, T0, flush_rows
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.ledger.models import Resolution, hour_of
@@ -53,6 +54,7 @@ def old_held_keys(session: Session, run_id: int, intervals: Any) -> set[tuple[An
 def fill(ledger: Ledger, run_id: int, rows: int, filled: int) -> int:
     """Add fleet rows to the run's first hour until it holds `rows` (hosts fleet0.., 10 rows a flush)."""
     per_host = int(3600 / FLUSH_S) * ROWS_PER_FLUSH  # a host's rows in a full hour
+    make_days(ledger, hour_of(T0), hour_of(T0) + 1)  # the rows go to their day's partition, not DEFAULT
     batch: list[dict[str, Any]] = []
     for index in range(filled // ROWS_PER_FLUSH, rows // ROWS_PER_FLUSH):
         host, flush = divmod(index * ROWS_PER_FLUSH, per_host)

@@ -42,6 +42,7 @@ from typing import Any
 
 from sqlalchemy import insert, text
 
+from bench.agent_rows import load, make_days
 from bench.cli_start import process_seconds
 from bench.ingest import T0
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
@@ -54,17 +55,18 @@ BATCH = 20_000
 
 
 def fill(ledger: Ledger, name: str, gpus: int, days: int, raw: tuple[int, int] = (0, 600)) -> None:
-    """One run of `gpus` GPUs x `days` days (700 W for each GPU, a +-5 % band): hourly rows, the
-    last `raw[0]` days as raw rows every `raw[1]` seconds."""
+    """One run of `gpus` GPUs x `days` days (15-85 % of 700 W, bench.agent_rows.load; a +-5 % band):
+    hourly rows, the last `raw[0]` days as raw rows every `raw[1]` seconds, in their day partitions."""
     run_id = ledger.start_run(name, RunSpec(project="bench", role="final", site="jupiter")).id
     first = hour_of(T0)
+    make_days(ledger, first, first + 24 * days)
     raw_from = first + 24 * (days - raw[0])
     batch: list[dict[str, Any]] = []
     for hour in range(first, first + 24 * days):
         step_s, resolution = (raw[1], Resolution.RAW) if hour >= raw_from else (3600, Resolution.HOURLY)
         for start_s in range(hour * 3600, (hour + 1) * 3600, step_s):
             for gpu in range(gpus):
-                joules = 700.0 * step_s
+                joules = 700.0 * step_s * load(f"node{gpu // 8}", gpu % 8, start_s // 10)
                 batch.append(
                     {
                         "run_id": run_id,

@@ -7,6 +7,8 @@
 - runs: RunSpec, what a new run is (`Ledger.start_run(name, RunSpec(...))`).
 - store: Ledger, the facade: one transaction a call; `Ledger.reading(run)` for many reads in one.
 - runs, writes, reader, compaction: what the Ledger does, one module per job.
+- partitions, day_plan, placement, server_fold (PostgreSQL): day partitions made ahead of their rows,
+  DEFAULT's rows moved to their days (`wattlog partitions`), a day compacted by the server.
 - views: RunInfo, EventInfo, GapInfo, EnergyTotal, JobNodes, RankInfo: the frozen read models the Ledger
   returns (energy rows come back as wattlog.records.EnergyInterval).
 - jobs: runs that span nodes (join_run, job_nodes, report_rank_progress, rank_progress).

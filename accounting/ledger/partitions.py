@@ -145,7 +145,7 @@ def move_default_day(session: Session, day: int) -> int:
     session.execute(text(_create_sql(day, if_not_exists=True)))
     moved = session.execute(text(f"INSERT INTO {ENERGY.name} SELECT * FROM wattlog_moving"))
     session.execute(text("DROP TABLE wattlog_moving"))
-    return int(moved.rowcount)
+    return int(moved.rowcount)  # type: ignore[attr-defined]  # a CursorResult
 
 
 def _create_sql(day: int, *, if_not_exists: bool = False) -> str:
@@ -154,6 +154,21 @@ def _create_sql(day: int, *, if_not_exists: bool = False) -> str:
         f"CREATE TABLE {guard}{partition_name(day)} PARTITION OF {ENERGY.name}"
         f" FOR VALUES FROM ({day * DAY_HOURS}) TO ({(day + 1) * DAY_HOURS})"
     )
+
+
+def day_bytes(connection: Connection) -> dict[int, tuple[int, str]]:
+    """Day -> (bytes on disk with indexes, "raw" | "compacted" | "empty"), per day partition."""
+    if not is_partitioned(connection):
+        return {}
+    sizes = {}
+    for day in day_partitions(connection):
+        name = partition_name(day)
+        raw, rows = (f"EXISTS (SELECT 1 FROM {name}{where})" for where in (" WHERE resolution = 'raw'", ""))
+        size, has_raw, has_rows = connection.execute(
+            text(f"SELECT pg_total_relation_size('{name}'), {raw}, {rows}")
+        ).one()
+        sizes[day] = (int(size), "raw" if has_raw else "compacted" if has_rows else "empty")
+    return sizes
 
 
 def whole_days(session: Session, before_hour: int) -> list[int]:

@@ -104,11 +104,16 @@ def fold_day(
             session.execute(fold, {"hours": changed})
         columns = ", ".join(("id", *_COLUMNS))
         kept = f"SELECT {columns} FROM {part} WHERE resolution <> '{Resolution.RAW.value}'"
-        kept_rows = session.execute(text(f"INSERT INTO {stage} ({columns}) {kept}")).rowcount
+        kept_rows = _written(session, f"INSERT INTO {stage} ({columns}) {kept}")
         session.execute(text(f"TRUNCATE {part}"))
-        rows = session.execute(text(f"INSERT INTO {part} ({columns}) SELECT {columns} FROM {stage}")).rowcount
+        rows = _written(session, f"INSERT INTO {part} ({columns}) SELECT {columns} FROM {stage}")
         session.execute(text(f"DROP TABLE {stage}"))
-    return sum(now.values()), int(rows) - int(kept_rows)
+    return sum(now.values()), rows - kept_rows
+
+
+def _written(session: Session, insert_sql: str) -> int:
+    """Rows an INSERT wrote."""
+    return int(session.execute(text(insert_sql)).rowcount)  # type: ignore[attr-defined]  # a CursorResult
 
 
 def _raw_counts(session: Session, part: str) -> dict[int, int]:

@@ -13,7 +13,7 @@ import datetime as dt
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Table, func, or_, select, text
+from sqlalchemy import ColumnElement, Connection, Table, and_, case, func, or_, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from wattlog.accounting.ledger.models import EnergyRecord, Run
@@ -168,8 +168,8 @@ def rollup_drift(ledger: Ledger, progress: Progress | None = None) -> dict[int, 
     """Run id -> where the rollups a table reads disagree with the rows they sum: a device's energy,
     first start or last end, an hour's energy, or either without the other (empty when they agree).
 
-    Reads every row once, a run at a time (`progress` hears how many runs are done): `wattlog
-    check`, not a table.
+    The database sums every row, a run at a time (`progress` hears how many runs are done), and
+    returns only what disagrees: `wattlog check`, not a table.
     """
     drift: dict[int, list[str]] = {}
     with ledger.engine.connect() as connection:
@@ -190,16 +190,40 @@ def rollup_drift(ledger: Ledger, progress: Progress | None = None) -> dict[int, 
 def _table_drift(
     connection: Connection, table: Table, key: Sequence[str], what: str, run_id: int
 ) -> Iterator[str]:
-    """A line for each row of one rollup of the run that its rows' sums contradict (see rollup_drift)."""
+    """A line for each row of one rollup of the run that its rows' sums contradict (see rollup_drift).
+
+    The sums and the rollup are compared in the database (a full outer join of the rows' sums with
+    the rollup's rows): only disagreeing groups come back, so the client holds none of a month's
+    groups (issue 41: 2.7 GB at 4,096 GPUs when both sides were read into dicts).
+    """
     spans = table is EnergyRollup.__table__  # type: ignore[attr-defined]  # the device totals keep spans
     compared = ("energy_j", *(("first_start_s", "last_end_s") if spans else ()))
-    kept_query = select(*(table.c[k] for k in (*key, *compared))).where(table.c.run_id == run_id)
-    rows, kept = (
-        {tuple(r._mapping[k] for k in key[1:]): tuple(r._mapping[c] for c in compared) for r in result}
-        for result in (connection.execute(rows_summed(table, key, run_id)), connection.execute(kept_query))
+    sums = rows_summed(table, key, run_id).subquery("sums")
+    kept = select(*(table.c[k] for k in (*key, *compared))).where(table.c.run_id == run_id).subquery("kept")
+    joined = sums.join(kept, and_(*(sums.c[k] == kept.c[k] for k in key)), full=True)
+    rows_j, kept_j = sums.c.energy_j, kept.c.energy_j
+    larger = case((func.abs(rows_j) > func.abs(kept_j), func.abs(rows_j)), else_=func.abs(kept_j))
+    differs = or_(
+        sums.c.run_id.is_(None),
+        kept.c.run_id.is_(None),
+        func.abs(rows_j - kept_j) > DRIFT * larger,
+        *(sums.c[c].is_distinct_from(kept.c[c]) for c in compared[1:]),
     )
-    for group in sorted(rows.keys() | kept.keys(), key=str):
-        problem = _drifted(rows.get(group), kept.get(group))
+    query = select(
+        sums.c.run_id.is_not(None),
+        kept.c.run_id.is_not(None),
+        *(func.coalesce(sums.c[k], kept.c[k]) for k in key[1:]),
+        *(sums.c[c] for c in compared),
+        *(kept.c[c] for c in compared),
+    ).select_from(joined)
+    found = []
+    for has_rows, has_kept, *values in connection.execute(query.where(differs)):
+        group = tuple(values[: len(key) - 1])
+        rest = values[len(key) - 1 :]
+        summed = tuple(rest[: len(compared)]) if has_rows else None
+        held = tuple(rest[len(compared) :]) if has_kept else None
+        found.append((group, _drifted(summed, held)))
+    for group, problem in sorted(found, key=lambda f: str(f[0])):
         if problem:
             yield f"{what} {'/'.join(map(str, group))}: {problem}"
 

@@ -76,10 +76,10 @@ def _rebuild(session: Session, table: Table, key: Sequence[str], run_id: int | N
     if run_id is not None:
         wipe = wipe.where(table.c.run_id == run_id)
     session.execute(wipe)
-    rows = [dict(row._mapping) for row in session.execute(rows_summed(table, key, run_id))]
-    if rows:
-        session.execute(insert(table), rows)
-    return len(rows)
+    summed = rows_summed(table, key, run_id)
+    # summed and inserted by the database: a month of 2,048 nodes is millions of hours, none in the client
+    written = session.execute(insert(table).from_select([c.name for c in summed.selected_columns], summed))
+    return int(written.rowcount)  # type: ignore[attr-defined]  # a CursorResult
 
 
 def rows_summed(table: Table, key: Sequence[str], run_id: int | None) -> Select[Any]:
