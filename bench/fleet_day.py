@@ -135,7 +135,7 @@ def step(what: str, url: str) -> dict[str, float]:
     from sqlalchemy import text
 
     from wattlog.accounting.ledger import Ledger, make_engine
-    from wattlog.accounting.verify import check_ledger, rollup_drift
+    from wattlog.accounting.ledger.verify import check_ledger, rollup_drift
     from wattlog.cli import main as wattlog
 
     engine = make_engine(url, migrate=False)

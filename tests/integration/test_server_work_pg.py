@@ -16,7 +16,7 @@ from bench.fleet_day import fill_day
 from tests.integration.test_postgres_ledger import postgres_server  # noqa: F401  (session fixture)
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.compaction import fold_rows
-from wattlog.accounting.verify import rollup_drift
+from wattlog.accounting.ledger.verify import rollup_drift
 from wattlog.cli import main
 from wattlog.records import EnergyInterval, Kind, Source
 
