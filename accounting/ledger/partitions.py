@@ -85,7 +85,7 @@ def default_days(connection: Connection, days: Iterable[int]) -> set[int]:
     held = set()
     for day in sorted(set(days)):
         probe = text(
-            f"SELECT 1 FROM {DEFAULT_PARTITION} WHERE {_BOTH} AND hour >= :lo AND hour < :hi LIMIT 1"
+            f"SELECT 1 FROM {DEFAULT_PARTITION} WHERE {_BOTH} AND hour >= :lo AND hour < :hi LIMIT 1"  # noqa: S608 - table and partition names are this module's constants or dates it formats, never input
         )
         if connection.execute(probe, {"lo": day * DAY_HOURS, "hi": (day + 1) * DAY_HOURS}).first():
             held.add(day)
@@ -97,7 +97,7 @@ def default_rows(connection: Connection) -> dict[int, int]:
     if not is_partitioned(connection):
         return {}
     counted = connection.execute(
-        text(f"SELECT floor(hour / 24.0)::bigint, count(*) FROM {DEFAULT_PARTITION} GROUP BY 1 ORDER BY 1")
+        text(f"SELECT floor(hour / 24.0)::bigint, count(*) FROM {DEFAULT_PARTITION} GROUP BY 1 ORDER BY 1")  # noqa: S608 - table and partition names are this module's constants or dates it formats, never input
     )
     return {int(day): int(rows) for day, rows in counted}
 
@@ -136,14 +136,14 @@ def move_default_day(session: Session, day: int) -> int:
     session.execute(text(f"LOCK TABLE {DEFAULT_PARTITION} IN SHARE ROW EXCLUSIVE MODE"))
     session.execute(
         text(
-            "CREATE TEMPORARY TABLE wattlog_moving ON COMMIT DROP AS WITH moved AS ("
+            "CREATE TEMPORARY TABLE wattlog_moving ON COMMIT DROP AS WITH moved AS ("  # noqa: S608 - table and partition names are this module's constants or dates it formats, never input
             f"DELETE FROM {DEFAULT_PARTITION} WHERE {_BOTH} AND hour >= :lo AND hour < :hi RETURNING *"
             ") SELECT * FROM moved"
         ),
         {"lo": lo, "hi": hi},
     )
     session.execute(text(_create_sql(day, if_not_exists=True)))
-    moved = session.execute(text(f"INSERT INTO {ENERGY.name} SELECT * FROM wattlog_moving"))
+    moved = session.execute(text(f"INSERT INTO {ENERGY.name} SELECT * FROM wattlog_moving"))  # noqa: S608 - table and partition names are this module's constants or dates it formats, never input
     session.execute(text("DROP TABLE wattlog_moving"))
     return int(moved.rowcount)  # type: ignore[attr-defined]  # a CursorResult
 
@@ -163,7 +163,7 @@ def day_bytes(connection: Connection) -> dict[int, tuple[int, str]]:
     sizes = {}
     for day in day_partitions(connection):
         name = partition_name(day)
-        raw, rows = (f"EXISTS (SELECT 1 FROM {name}{where})" for where in (" WHERE resolution = 'raw'", ""))
+        raw, rows = (f"EXISTS (SELECT 1 FROM {name}{where})" for where in (" WHERE resolution = 'raw'", ""))  # noqa: S608 - table and partition names are this module's constants or dates it formats, never input
         size, has_raw, has_rows = connection.execute(
             text(f"SELECT pg_total_relation_size('{name}'), {raw}, {rows}")
         ).one()

@@ -60,7 +60,7 @@ def fold_sql(source: str, target: str, contiguous_s: float) -> str:
     """INSERT into `target` the hourly rows of `source`'s raw rows of the hours ``:hours``."""
     sums = ", ".join(f"sum({c})" for c in _SUMMED)
     return (
-        f"INSERT INTO {target} ({', '.join(_COLUMNS)})"
+        f"INSERT INTO {target} ({', '.join(_COLUMNS)})"  # noqa: S608 - table and partition names are this module's constants or dates it formats, never input
         f" SELECT {_KEY}, '{Resolution.HOURLY.value}', hour, min(start_s), max(end_s), {sums}"
         " FROM (SELECT *, sum(CASE WHEN prev_end IS NULL OR start_s > prev_end + :gap THEN 1 ELSE 0 END)"
         f" OVER (PARTITION BY {_KEY}, hour ORDER BY start_s, id ROWS UNBOUNDED PRECEDING) AS stretch"
@@ -100,13 +100,13 @@ def fold_day(
         now = _raw_counts(session, part)
         changed = [h for h, n in now.items() if n != dict(counts).get(h)]
         if changed:  # a replay added rows since their batch: fold those hours again, under the lock
-            session.execute(text(f"DELETE FROM {stage} WHERE hour = ANY(:hours)"), {"hours": changed})
+            session.execute(text(f"DELETE FROM {stage} WHERE hour = ANY(:hours)"), {"hours": changed})  # noqa: S608 - table and partition names are this module's constants or dates it formats, never input
             session.execute(fold, {"hours": changed})
         columns = ", ".join(("id", *_COLUMNS))
-        kept = f"SELECT {columns} FROM {part} WHERE resolution <> '{Resolution.RAW.value}'"
+        kept = f"SELECT {columns} FROM {part} WHERE resolution <> '{Resolution.RAW.value}'"  # noqa: S608 - table and partition names are this module's constants or dates it formats, never input
         kept_rows = _written(session, f"INSERT INTO {stage} ({columns}) {kept}")
         session.execute(text(f"TRUNCATE {part}"))
-        rows = _written(session, f"INSERT INTO {part} ({columns}) SELECT {columns} FROM {stage}")
+        rows = _written(session, f"INSERT INTO {part} ({columns}) SELECT {columns} FROM {stage}")  # noqa: S608 - table and partition names are this module's constants or dates it formats, never input
         session.execute(text(f"DROP TABLE {stage}"))
     return sum(now.values()), rows - kept_rows
 
@@ -118,6 +118,6 @@ def _written(session: Session, insert_sql: str) -> int:
 
 def _raw_counts(session: Session, part: str) -> dict[int, int]:
     rows = session.execute(
-        text(f"SELECT hour, count(*) FROM {part} WHERE resolution = '{Resolution.RAW.value}' GROUP BY hour")
+        text(f"SELECT hour, count(*) FROM {part} WHERE resolution = '{Resolution.RAW.value}' GROUP BY hour")  # noqa: S608 - table and partition names are this module's constants or dates it formats, never input
     )
     return {int(h): int(n) for h, n in rows}
