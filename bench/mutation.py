@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         base = Path(folder)
         tree = copy_tree(base / "baseline", args.tests_at)
         owning = tuple(dict.fromkeys(t for m in chosen for t in m.tests))
-        code, last = run_tests(tree, owning, args.timeout)
+        code, last = run_tests(tree, owning, args.timeout * 3)  # every owning file at once
         print(f"baseline (tests at {args.tests_at or 'this checkout'}): {last}")
         if code not in (0, 5):
             print("the owning tests fail without any mutation: fix that first", file=sys.stderr)
