@@ -7,7 +7,8 @@ this command stores them and records a ``resite`` event with the figures before 
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import typer
 
@@ -36,7 +37,8 @@ def resite_command(
         after = resite(ledger, run, site, catalog, reason or "wattlog runs resite")
     finally:
         engine.dispose()
-    figures = (after.site_figures or {}).get("figures", {})
+    stored: Mapping[str, Any] = after.site_figures or {}
+    figures = stored.get("figures", {})
     shown = ", ".join(f"{name} {figures[name]['value']} ({figures[name]['source']})" for name in SITE_FIELDS)
     print(
         f"run {after.name}: site {before.site or '-'} -> {after.site}: {shown}; "

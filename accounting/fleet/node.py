@@ -168,7 +168,11 @@ class NodeAgent:
         from wattlog.accounting.carbon.sites import run_catalog
 
         assert self.ledger is not None
-        return figures_for(self.options.site, run_catalog(self._environ), self.ledger.wall_s())
+        try:
+            return figures_for(self.options.site, run_catalog(self._environ), self.ledger.wall_s())
+        except ConfigError as error:  # measuring goes on: the table names the site's problem later
+            log.warning("site figures not stored with run %s: %s", self.options.run, error)
+            return None
 
     def _spool_start(self, error: LedgerUnavailable) -> None:
         """Spool the run's registration (whichever node's replay comes first creates it), and say so."""

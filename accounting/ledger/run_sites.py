@@ -8,7 +8,7 @@ change as a ``resite`` event holding what was there before, so no change is sile
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from wattlog.accounting.ledger.models import Event, Run
 from wattlog.accounting.ledger.reader import find_run
@@ -31,7 +31,7 @@ def resite_run(ledger: Ledger, run: int | str, site: str, figures: Mapping[str, 
         session.add(row)
         session.add(
             Event(
-                run_id=row.id,
+                run_id=cast(int, row.id),
                 kind=EventKind.RESITE,
                 time_s=ledger.clock.wall(),
                 payload={

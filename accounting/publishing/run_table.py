@@ -142,8 +142,10 @@ def carbon_path(ledger: Ledger, run: RunInfo, options: TableOptions) -> tuple[Si
         raise ConfigError(
             f"run {run.name!r} was recorded without a site: pass --site NAME (see `wattlog sites`)"
         )
-    # the figures the run stored at its start: a later catalog edit changes no stored run
-    site = get_site(site_name, options.catalog) if options.site else run_site(run, options.catalog)[0]
+    # the figures the run stored at its start (its own site named again included: an audit bundle):
+    # a later catalog edit changes no stored run; another site is the catalog's
+    other = options.site is not None and options.site != run.site
+    site = get_site(site_name, options.catalog) if other else run_site(run, options.catalog)[0]
     return site, CarbonPath.of(site, options.intensity, ledger)
 
 

@@ -143,3 +143,13 @@ def test_any_revision_taking_back_the_terms_in_any_order_leaves_a_readable_ledge
     [total] = ledger.energy_totals(run.id)
     f = total.figure
     assert f.low_j <= f.energy_j <= f.high_j and f.random_low_j >= 0 and f.random_high_j >= 0
+
+
+def test_a_sampling_part_far_below_zero_is_kept_for_the_check_to_find(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Only a residue is clamped: a revision taking back far more than the rows hold is damage."""
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'ledger.db'}"))
+    run = ledger.start_run("damaged")
+    ledger.record_intervals(run.id, _rows())
+    taken = (0.0, 0.0, -10.0, -10.0, -100.0, -100.0)
+    ledger.record_revisions(run.id, [BandRevision("h", "gpu0", 0.0, 30.0, "too much taken back", taken)])
+    assert impossible_rows(ledger, "l.db", [run.id])

@@ -149,3 +149,26 @@ def test_the_table_flag_overrides_the_series_a_site_names(tmp_path: Path) -> Non
     assert own.hourly and own.co2_t == pytest.approx(2.0 * 1.5 * 0.1)  # the site's series, not its 0.9
     given = footprint_for(energy(2.0, Source.COUNTER), site, intensity=ConstantIntensity(0.5, "x"))
     assert not given.hourly and given.co2_t == pytest.approx(2.0 * 1.5 * 0.5)
+
+
+def test_a_range_valued_mean_intensity_pairs_the_ends_one_pue_end_produced(tmp_path: Path) -> None:
+    """Hourly 0.3 kg/kWh at a site with PUE 1.1-1.3: CO2 and facility energy are both ranges, and
+    their ends come from the same PUE end, so the mean intensity is 0.3 at both ends. Pairing the
+    low end of one with the high end of the other (a mutation that survived, issue 38) read 0.25-0.35."""
+    path = tmp_path / "grid.csv"
+    path.write_text(f"{T0},0.3\n{T0 + 3600},0.3\n", encoding="utf-8")
+    site = Site(
+        "lab",
+        pue=Range(1.1, 1.3),
+        wue_onsite_l_per_kwh=0,
+        wue_offsite_l_per_kwh=1,
+        carbon_intensity_kg_per_kwh=0.9,
+    )
+    hours_j = {T0: 1.0 * MWH, T0 + 3600: 1.0 * MWH}
+    fp = footprint_for(
+        energy(2.0, Source.COUNTER, by_hour_j=hours_j), site, intensity=HourlySeries.from_csv(path)
+    )
+    co2 = Range.of(fp.co2_t)
+    assert (co2.lo, co2.hi) == pytest.approx((0.66, 0.78))
+    mean = Range.of(fp.intensity_kg_per_kwh)
+    assert (mean.lo, mean.hi) == pytest.approx((0.3, 0.3))

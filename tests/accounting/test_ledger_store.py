@@ -492,3 +492,16 @@ def test_device_spans_equal_every_rows_first_start_and_last_end(ledger: Ledger) 
     assert spans == expected
     with ledger.reading(ledger.start_run("empty").id) as read:
         assert read.device_spans() == {}
+
+
+def test_compaction_keeps_a_hole_between_rows_a_hole(ledger: Ledger) -> None:
+    """Two stretches of one device in one hour, 20 minutes apart, fold into two rows, never one
+    spanning the hole (it would read as measured time)."""
+    hour_s = 3600.0 * 500_000  # an hour boundary
+    run = ledger.start_run("holes").id
+    rows = [interval("gpu0", hour_s + k * 10.0, 100.0) for k in range(60)]  # 0-10 min
+    rows += [interval("gpu0", hour_s + 1800.0 + k * 10.0, 100.0) for k in range(60)]  # 30-40 min
+    ledger.record_intervals(run, rows)
+    ledger.compact_hourly(older_than_s=0, now_s=hour_s + 2 * 3600.0)
+    folded = sorted((r.start_s - hour_s, r.end_s - hour_s) for r in ledger.energy_rows(run))
+    assert folded == [(0.0, 600.0), (1800.0, 2400.0)]

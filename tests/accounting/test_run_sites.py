@@ -56,6 +56,8 @@ def test_a_sites_file_edit_after_a_run_changes_none_of_its_figures_and_resite_is
     _write(sites, 1.6, 0.5, 2026)  # the catalog changes the future, never the past
     after = _table(db, capsys)
     assert after["figures"] == before["figures"]
+    named_again = _table(db, capsys, "--site", "mylab")  # its own site named (as an audit bundle does)
+    assert named_again["figures"] == before["figures"]
     assert main(["runs", "resite", "r", "mylab", "--reason", "new facility report", "--db", db]) == 0
     said = " ".join(capsys.readouterr().out.split())
     assert "site mylab -> mylab" in said and "facility report 2026" in said and "resite event" in said

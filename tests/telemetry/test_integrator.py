@@ -353,3 +353,16 @@ def test_a_sound_counter_stays_a_counter() -> None:
     e = by_uuid(integ, "a")
     assert first.figure.source == Source.COUNTER and e.figure.source == Source.COUNTER
     assert not any("not trusted" in n for n in e.notes)
+
+
+def test_a_backwards_step_of_more_than_half_the_range_is_a_reset_even_without_a_power_limit(
+    fake_clock: FakeClock,
+) -> None:
+    """A wrap adds less than half the counter's range: 40 J -> 3 J of a 100 J counter would be a 63 J
+    wrap, so it is a reset even where no power limit bounds it (a mutation to the whole range survived)."""
+    cpu = DeviceInfo("cpu", "cpu", Kind.CPU, Source.COUNTER, True, counter_range_mj=100_000.0)
+    integ = Integrator([cpu], host="h", clock=fake_clock)
+    integ.add(Reading("cpu", 0.0, energy_mj=40_000.0))
+    integ.add(Reading("cpu", 10.0, energy_mj=3_000.0))
+    e = by_uuid(integ, "cpu")
+    assert e.energy_j == pytest.approx(3.0) and not any("wrapped" in n for n in e.notes)
