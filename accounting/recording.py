@@ -29,6 +29,7 @@ from prometheus_client.registry import Collector
 
 from wattlog.accounting.ledger.completeness import Completeness
 from wattlog.accounting.ledger.engine import describe_url
+from wattlog.accounting.ledger.identity import guard_identity
 from wattlog.accounting.ledger.lease import lease_for, release_lease, renew_lease
 from wattlog.accounting.ledger.node_lease import NodeHolder
 from wattlog.accounting.ledger.sink import LedgerSink
@@ -200,6 +201,8 @@ class Recording:
         sinks: list[IntervalSink] = []
         if self.target is not None:
             lease_s = self.config.lease_s or lease_for(self.config.agent.flush_s)
+            # a ledger deleted or replaced from now on is an outage: its writes spool, never vanish
+            guard_identity(self.target.ledger.engine)
             sink = LedgerSink(self.target.ledger, self.target.run_id, self._spool())
             self.ledger_sink = CountingSink(sink, lease_s, self.target.node)
             self.ledger_sink.renew()  # before the first flush: a run killed before it is reaped too
