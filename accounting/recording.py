@@ -27,6 +27,7 @@ from types import TracebackType
 
 from prometheus_client.registry import Collector
 
+from wattlog.accounting.ledger.admin import run_deleted
 from wattlog.accounting.ledger.completeness import Completeness
 from wattlog.accounting.ledger.engine import describe_url
 from wattlog.accounting.ledger.identity import guard_identity
@@ -264,6 +265,8 @@ class Recording:
             try:
                 ledger.record_event(run, EventKind.COUNTER_CHECK, payload=payload)
             except LedgerError as e:
+                if run_deleted(e, run):  # the run is gone: nothing of it is spooled
+                    continue
                 if self.spool is None:
                     log.warning("counter check of %s not stored: %s", device.device.uuid, e)
                     continue
@@ -298,7 +301,12 @@ class Recording:
         spool = self.spool
         if spool is None:
             return Completeness(self.unwritten_rows, ledger=False)
-        return Completeness(self.unwritten_rows, spool.ends, spool.events, spool.revisions)
+        done = Completeness(self.unwritten_rows, spool.ends, spool.events, spool.revisions)
+        sink = self.ledger_sink.sink if self.ledger_sink is not None else None
+        if sink is not None and sink.run_deleted:
+            deleted = f"the run was deleted from the ledger while measured: {sink.refused_rows} rows refused"
+            return done.with_other(deleted)
+        return done
 
     def describe_ledger(self) -> str | None:
         """One line on the ledger writes (rows, flushes, latency); None without a ledger."""

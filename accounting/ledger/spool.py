@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from wattlog.accounting.ledger.admin import set_aside_if_deleted
 from wattlog.accounting.ledger.runs import RunSpec
 from wattlog.accounting.ledger.spool_lines import (
     Batch,
@@ -83,6 +84,7 @@ class Replayed:
         torn: Unreadable last lines skipped (a crash mid-write).
         failed: One line per file that could not be replayed (still on disk).
         rejected: One line per file with bad lines (named by line; kept in `<file>.rejected`).
+        orphaned: One line per file of a run deleted from the ledger (set aside, never replayed).
     """
 
     files: int = 0
@@ -93,6 +95,7 @@ class Replayed:
     torn: int = 0
     failed: tuple[str, ...] = ()
     rejected: tuple[str, ...] = ()
+    orphaned: tuple[str, ...] = ()
 
 
 class Spool:
@@ -181,6 +184,17 @@ class Spool:
         lines = [json.dumps({"run": run, "type": "revision", **asdict(r)}) for r in revisions]
         self._append_lines("".join(line + "\n" for line in lines))
         self.revisions += len(revisions)
+
+    def discard(self) -> int:
+        """Drop every line (its run was deleted from the ledger); returns the energy rows dropped."""
+        dropped = self.rows
+        if self._file is not None:
+            self._file.truncate(0)
+            self._file.seek(0)
+            self._write_header(self._file)
+        self.rows = self.ends = self.events = self.revisions = 0
+        self.joules = 0.0
+        return dropped
 
     @property
     def waiting(self) -> bool:
@@ -315,6 +329,7 @@ def replay_folder(ledger: Ledger, folder: Path, where: str, *, skip: Path | None
     files = written = rows = busy = others = torn = 0
     failed: list[str] = []
     rejected: list[str] = []
+    orphaned: list[str] = []
     paths = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
     for path in paths:
         if skip is not None and path == skip:
@@ -332,7 +347,8 @@ def replay_folder(ledger: Ledger, folder: Path, where: str, *, skip: Path | None
             try:
                 written += _write(ledger, content.batches)
             except LedgerError as error:
-                failed.append(f"{path}: {error}")
+                note = set_aside_if_deleted(path, content.batches, error)  # else it would fail forever
+                (orphaned if note else failed).append(note or f"{path}: {error}")
                 continue
             if content.bad:
                 rejected.append(describe_bad(path, content.bad, keep_aside(path, content.bad)))
@@ -340,7 +356,7 @@ def replay_folder(ledger: Ledger, folder: Path, where: str, *, skip: Path | None
             torn += content.torn
             files += 1
             path.unlink()
-    return Replayed(files, rows, written, busy, others, torn, tuple(failed), tuple(rejected))
+    return Replayed(files, rows, written, busy, others, torn, tuple(failed), tuple(rejected), tuple(orphaned))
 
 
 @contextlib.contextmanager
