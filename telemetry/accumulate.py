@@ -119,7 +119,8 @@ class Steps:
             if driver_timed:  # publications come every ~100 ms (the estimate: 1 s) whatever our period
                 d.power.period.add(dt)
             max_gap_s = d.max_read_spacing_s(self.max_gap_s)  # paced reads: by publication or update
-            if dt > max_gap_s:
+            # a read failed since the last value: the stretch is the gap the warning said, never filled
+            if dt > max_gap_s or d.health.failure_reason is not None:
                 if not d.uses_counter:  # a counter bridges the stretch; power alone does not
                     reason = d.health.failure_reason or f"no readings for {dt:.3f} s (> {max_gap_s:.3f} s)"
                     self.close_gap(d, last_t, last_t + dt, reason)
