@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from wattlog.accounting.fleet.slurm_lifetime import JobWatch
 from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.models import Status
 from wattlog.accounting.ledger.store import Ledger
@@ -165,8 +166,12 @@ def serve_agent(
     options = NodeOptions(run=run, db=hooks.db, agent=agent, site=hooks.site, simulate_gpus=hooks.simulate)
     node = NodeAgent(options, environ).start()
     print(f"wattlog slurm agent: {node.describe()}", flush=True)
+    watch = JobWatch(job.job_id, runner)  # ends an agent whose job ended or whose controller is gone
     try:
         while not stop.wait(hooks.comment_every_s):
+            if (gone := watch.ended()) is not None:
+                print(f"wattlog slurm agent: {gone}: ending", flush=True)
+                break
             if node.job.node_index == 0 and node.ledger is not None:
                 print(f"wattlog slurm agent: {_live_comment(node.ledger, hooks, job, runner)}", flush=True)
     finally:

@@ -1,0 +1,1 @@
+"""Nodes of a job: composition, SLURM hooks and their agents' lifetime, DCGM and Prometheus readers."""
