@@ -269,7 +269,8 @@ class Spool:
             descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
             handle = os.fdopen(descriptor, "a+", encoding="utf-8")
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # our own pid: nobody else holds it
-            if handle.seek(0, os.SEEK_END) == 0:
+            if handle.seek(0, os.SEEK_END) == 0 or header_of(self.path) is None:  # new, or torn (disk full)
+                handle.truncate(0)  # nothing follows a torn header: the first append that failed wrote it
                 self._write_header(handle)
             self._size = handle.tell()
             self._file = handle
