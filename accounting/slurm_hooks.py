@@ -39,7 +39,7 @@ from wattlog.accounting.node import NodeAgent, NodeOptions
 from wattlog.accounting.ranges import Quantity, bounds
 from wattlog.accounting.render import TableFormat, TableRow, footnotes, render
 from wattlog.accounting.run_table import TableOptions, run_row
-from wattlog.accounting.sites import site_catalog
+from wattlog.accounting.sites import run_catalog
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.telemetry.agent import AgentConfig
 
@@ -231,7 +231,7 @@ def _alive(pid: int) -> bool:
 def job_row(ledger: Ledger, run: str, site: str) -> tuple[TableRow, str]:
     """The run's Table-19 row, gated like every table's (a simulated or gappy run is marked), and its
     site (`site` when given, else the one recorded)."""
-    options = TableOptions(catalog=site_catalog(None), site=site or None)
+    options = TableOptions(catalog=run_catalog(), site=site or None)  # $WATTLOG_SITES_FILE too
     info = ledger.get_run(run)
     return run_row(ledger, info, options), site or info.site
 
