@@ -137,7 +137,8 @@ class Steps:
             max_gap_s = d.max_read_spacing_s(self.max_gap_s)  # paced reads: by publication or update
             if not driver_timed and d.uses_counter:  # a counter's power read at the slow rate (amdsmi)
                 max_gap_s = max(max_gap_s, SLOW_POWER_MAX_S)
-            if dt > max_gap_s:
+            # a read failed since the last value: the stretch is the gap the warning said, never filled
+            if dt > max_gap_s or d.health.failure_reason is not None:
                 if not d.uses_counter:  # a counter bridges the stretch; power alone does not
                     reason = d.health.failure_reason or f"no readings for {dt:.3f} s (> {max_gap_s:.3f} s)"
                     self.close_gap(d, last_t, last_t + dt, reason)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from collections.abc import Iterator
 
+import psutil
 import pytest
 
 from wattlog.clock import FakeClock
@@ -51,3 +53,46 @@ def signal_handlers_restored() -> Iterator[None]:
     for signum, handler in before.items():
         signal.signal(signum, handler)
     assert not leaked, f"the test left its own handler for {', '.join(leaked)} installed"
+
+
+_CHILDREN_KEY = pytest.StashKey[set[int]]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Note this process's children before the test's body (servers its fixtures started are theirs)."""
+    item.stash[_CHILDREN_KEY] = {child.pid for child in psutil.Process().children(recursive=True)}
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    """Fail the test whose body left a process of its own running once its fixtures are torn down.
+
+    The real SLURM test once passed and left its job's agent running, orphaned, for 48 minutes:
+    whatever a test starts, it stops. The stragglers are killed, so later tests do not pay for them.
+    """
+    result = yield
+    before = item.stash.get(_CHILDREN_KEY, None)
+    if before is None:  # the body never ran (a setup failed or skipped)
+        return result
+    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and _running(p)]
+    for process in left:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    assert not left, f"the test left {len(left)} process(es) running: {', '.join(_named(p) for p in left)}"
+    return result
+
+
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _named(process: psutil.Process) -> str:
+    try:
+        return f"{process.pid} ({' '.join(process.cmdline())[:80]})"
+    except psutil.Error:
+        return str(process.pid)

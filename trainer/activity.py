@@ -18,7 +18,7 @@ import psutil
 
 from wattlog.errors import WattlogError
 from wattlog.events import Activity, EventKind
-from wattlog.trainer.session import RunSession
+from wattlog.trainer.session import RunSession, cause_of
 
 log = logging.getLogger(__name__)
 
@@ -89,4 +89,5 @@ def record_activity(session: RunSession, activity: Activity) -> None:
     try:
         session.recorder.event(EventKind.ACTIVITY, payload=activity.to_json(), time_s=activity.end_s)
     except WattlogError as error:
-        log.warning("the command's activity is not recorded (its energy is not split by it): %s", error)
+        why = "the command's activity is not recorded (its energy is not split by it): %s"
+        log.warning(why, error, extra=cause_of(error))

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from wattlog.accounting.ledger import EventInfo, Ledger, RunSpec, Status
+from wattlog.accounting.ledger.admin import run_deleted
 from wattlog.accounting.ledger.jobs import RankReport, created_by_job, record_node, report_rank_progress
 from wattlog.accounting.ledger.spool import Spool
 from wattlog.accounting.publishing.job_speed import JobSpeed, job_speed
@@ -154,8 +155,8 @@ class RunRecorder:
                 raise LedgerError("the run is not registered in the ledger yet")
             self.ledger.record_event(self.run_id, **event)
         except LedgerError as error:
-            if self.spool is None:
-                raise
+            if self.spool is None or run_deleted(error, self.run_id or self.run):
+                raise  # a deleted run's events have no run to go to: never spooled
             self._spool_event(event, error)
 
     def _spool_event(self, event: dict[str, Any], error: LedgerError) -> None:

@@ -17,15 +17,14 @@ from rich.console import Console
 
 from wattlog.accounting.ledger.completeness import Completeness
 from wattlog.accounting.publishing.run_report import print_run_end
-from wattlog.causes import LEDGER_OUTAGE
-from wattlog.errors import ConfigError, LedgerUnavailable, WattlogError
+from wattlog.errors import ConfigError, LedgerUnavailable, RunNotFound, WattlogError
 from wattlog.events import Activity
 from wattlog.records import Kind
 from wattlog.telemetry.sinks import INCOMPLETE_EXIT
 from wattlog.telemetry.supervise import Ending, StopRequested, Supervisor
 from wattlog.telemetry.types import mean_utilisation
 from wattlog.trainer.activity import RunnableSampler, children_cpu_s, record_activity
-from wattlog.trainer.session import RunSession, SessionConfig, status_for_outcome
+from wattlog.trainer.session import RunSession, SessionConfig, cause_of, status_for_outcome
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +94,8 @@ def _show_end(session: RunSession, exit_code: int, console: Console, stderr: Con
         try:
             print_run_end(session.ledger, run, db, table=table, console=console)
             shown = True
-        except LedgerUnavailable as down:  # the outage's one line is said already, or is this one
-            log.error("cannot show the figures of %s: %s", run, down, extra=LEDGER_OUTAGE)
+        except (LedgerUnavailable, RunNotFound) as down:  # the outage's one line is said already, or is this
+            log.error("cannot show the figures of %s: %s", run, down, extra=cause_of(down))
         except WattlogError as failed:
             stderr.print(f"cannot show the figures of {run}: {failed}", soft_wrap=True, markup=False)
     done = session.completeness()

@@ -31,12 +31,13 @@ from prometheus_client.registry import Collector
 
 from wattlog.accounting.fleet.recording import LedgerTarget, Recording, RecordingConfig
 from wattlog.accounting.ledger import Ledger, RunSpec, Status, make_engine
+from wattlog.accounting.ledger.admin import run_deleted
 from wattlog.accounting.ledger.completeness import Completeness
 from wattlog.accounting.ledger.engine import check_integrity, unconnected_engine
 from wattlog.accounting.ledger.jobs import created_by_job
-from wattlog.causes import LEDGER_OUTAGE
+from wattlog.causes import LEDGER_OUTAGE, RUN_DELETED
 from wattlog.clock import Clock, SystemClock
-from wattlog.errors import LedgerError, LedgerUnavailable, WattlogError
+from wattlog.errors import LedgerError, LedgerUnavailable, RunNotFound, WattlogError
 from wattlog.events import EventKind, Stopped
 from wattlog.notices import Notices
 from wattlog.telemetry.agent import Agent
@@ -293,9 +294,10 @@ class RunSession:
         assert self.recorder is not None
         try:
             self.recorder.end(status)
-        except WattlogError:
+        except WattlogError as error:
             spool = self.recording.spool if self.recording is not None else None
-            if spool is not None and self.config.rank == 0 and self.run_id is not None:
+            deleted = self.run_id is not None and run_deleted(error, self.run_id)  # no run to end
+            if spool is not None and self.config.rank == 0 and self.run_id is not None and not deleted:
                 spool.append_end(self.run_id, status.value, self.recorder.end_s())
             raise
 
@@ -386,7 +388,12 @@ def _safely(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
     except Exception as error:
-        log.warning(
-            "%s failed: %s", what, error, extra=LEDGER_OUTAGE if isinstance(error, LedgerError) else None
-        )
+        log.warning("%s failed: %s", what, error, extra=cause_of(error))
         return None
+
+
+def cause_of(error: BaseException) -> dict[str, str] | None:
+    """The cause a failure of the ledger reports, so an outage or a deleted run is said once."""
+    if isinstance(error, RunNotFound):
+        return RUN_DELETED
+    return LEDGER_OUTAGE if isinstance(error, LedgerError) else None

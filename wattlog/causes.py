@@ -20,6 +20,8 @@ CAUSE: Final = "wattlog_cause"
 """The LogRecord attribute naming the cause a record reports."""
 LEDGER_OUTAGE: Final = {CAUSE: "the ledger is unavailable"}
 """``extra=`` of a record reporting a consequence of the ledger being down, full or replaced."""
+RUN_DELETED: Final = {CAUSE: "the run was deleted from the ledger"}
+"""``extra=`` of a record reporting a consequence of the run deleted (forced) while it was written."""
 SPOOL_UNWRITABLE: Final = {CAUSE: "the spool cannot be written"}
 """``extra=`` of a record reporting a consequence of the spool's disk being full or read-only."""
 

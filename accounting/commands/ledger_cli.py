@@ -57,6 +57,7 @@ def replay(
         notes.append(f"{done.other_ledgers} file(s) of other ledgers left alone")
     if done.torn:
         notes.append(f"{done.torn} torn line(s) skipped")
+    notes += done.orphaned  # a deleted run's spool: set aside, never a file that fails every replay
     if notes:
         print("; ".join(notes))
     for line in done.rejected:  # one line per file: its good lines are stored, its bad ones kept aside

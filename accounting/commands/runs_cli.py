@@ -138,8 +138,14 @@ def delete(
     run: _RunArgument,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
     db: DbOption = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Delete a run still being written (its later rows are refused).")
+    ] = False,
 ) -> int:
-    """Delete a run with all its rows (energy, gaps, events, windows), after a confirmation."""
+    """Delete a run with all its rows (energy, gaps, events, windows), after a confirmation.
+
+    A run whose agent still writes (its lease is held) is refused in one line unless --force.
+    """
     with open_ledger(db) as ledger:
         found = ledger.get_run(run)
         if not yes:
@@ -148,7 +154,7 @@ def delete(
             if not typer.confirm(question, default=False):
                 print(f"run {found.name} kept")
                 return 1
-        done = delete_run(ledger, found.id)
+        done = delete_run(ledger, found.id, force=force)
     print(f"{done.line()} (ledger {describe_url(db)})")
     return 0
 

@@ -23,6 +23,7 @@ from typing import Annotated
 import typer
 
 from wattlog.accounting.fleet.slurm_hooks import SlurmHooks, finish_job, scripts, serve_agent, start_agent
+from wattlog.accounting.fleet.slurm_lifetime import stoppable_runner
 from wattlog.errors import WattlogError
 from wattlog.help_layout import PLAIN_HELP
 from wattlog.options import DbOption, SimulateOption
@@ -132,7 +133,8 @@ def agent(ctx: typer.Context) -> None:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    raise typer.Exit(serve_agent(ctx.obj, _environ(), stop))
+    # its SLURM commands are killed when SIGTERM comes: the agent ends within a second of it
+    raise typer.Exit(serve_agent(ctx.obj, _environ(), stop, stoppable_runner(stop)))
 
 
 def _environ() -> dict[str, str]:

@@ -27,8 +27,10 @@ from types import TracebackType
 
 from prometheus_client.registry import Collector
 
+from wattlog.accounting.ledger.admin import run_deleted
 from wattlog.accounting.ledger.completeness import Completeness
 from wattlog.accounting.ledger.engine import describe_url
+from wattlog.accounting.ledger.identity import guard_identity
 from wattlog.accounting.ledger.lease import lease_for, release_lease, renew_lease
 from wattlog.accounting.ledger.node_lease import NodeHolder
 from wattlog.accounting.ledger.sink import LedgerSink
@@ -200,6 +202,8 @@ class Recording:
         sinks: list[IntervalSink] = []
         if self.target is not None:
             lease_s = self.config.lease_s or lease_for(self.config.agent.flush_s)
+            # a ledger deleted or replaced from now on is an outage: its writes spool, never vanish
+            guard_identity(self.target.ledger.engine)
             sink = LedgerSink(self.target.ledger, self.target.run_id, self._spool())
             self.ledger_sink = CountingSink(sink, lease_s, self.target.node)
             self.ledger_sink.renew()  # before the first flush: a run killed before it is reaped too
@@ -261,6 +265,8 @@ class Recording:
             try:
                 ledger.record_event(run, EventKind.COUNTER_CHECK, payload=payload)
             except LedgerError as e:
+                if run_deleted(e, run):  # the run is gone: nothing of it is spooled
+                    continue
                 if self.spool is None:
                     log.warning("counter check of %s not stored: %s", device.device.uuid, e)
                     continue
@@ -295,7 +301,12 @@ class Recording:
         spool = self.spool
         if spool is None:
             return Completeness(self.unwritten_rows, ledger=False)
-        return Completeness(self.unwritten_rows, spool.ends, spool.events, spool.revisions)
+        done = Completeness(self.unwritten_rows, spool.ends, spool.events, spool.revisions)
+        sink = self.ledger_sink.sink if self.ledger_sink is not None else None
+        if sink is not None and sink.run_deleted:
+            deleted = f"the run was deleted from the ledger while measured: {sink.refused_rows} rows refused"
+            return done.with_other(deleted)
+        return done
 
     def describe_ledger(self) -> str | None:
         """One line on the ledger writes (rows, flushes, latency); None without a ledger."""

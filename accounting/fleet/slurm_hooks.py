@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from wattlog.accounting.carbon.sites import site_catalog
+from wattlog.accounting.carbon.sites import run_catalog
 from wattlog.accounting.fleet.job_files import JobUser, append_as, job_user
 from wattlog.accounting.fleet.node import NodeAgent, NodeOptions
+from wattlog.accounting.fleet.slurm_lifetime import JobWatch
 from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.models import Status
 from wattlog.accounting.ledger.store import Ledger
@@ -166,8 +167,12 @@ def serve_agent(
     options = NodeOptions(run=run, db=hooks.db, agent=agent, site=hooks.site, simulate_gpus=hooks.simulate)
     node = NodeAgent(options, environ).start()
     print(f"wattlog slurm agent: {node.describe()}", flush=True)
+    watch = JobWatch(job.job_id, runner)  # ends an agent whose job ended or whose controller is gone
     try:
         while not stop.wait(hooks.comment_every_s):
+            if (gone := watch.ended()) is not None:
+                print(f"wattlog slurm agent: {gone}: ending", flush=True)
+                break
             if node.job.node_index == 0 and node.ledger is not None:
                 print(f"wattlog slurm agent: {_live_comment(node.ledger, hooks, job, runner)}", flush=True)
     finally:
@@ -227,7 +232,7 @@ def _alive(pid: int) -> bool:
 def job_row(ledger: Ledger, run: str, site: str) -> tuple[TableRow, str]:
     """The run's Table-19 row, gated like every table's (a simulated or gappy run is marked), and its
     site (`site` when given, else the one recorded)."""
-    options = TableOptions(catalog=site_catalog(None), site=site or None)
+    options = TableOptions(catalog=run_catalog(), site=site or None)  # $WATTLOG_SITES_FILE too
     info = ledger.get_run(run)
     return run_row(ledger, info, options), site or info.site
 

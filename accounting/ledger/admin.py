@@ -7,18 +7,21 @@ added later (with its foreign key) is deleted with its run without a change here
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy import Table, delete, func, select
 from sqlalchemy.orm import Session
 from sqlmodel import SQLModel, col
 
-from wattlog.accounting.ledger.models import Role, Run
+from wattlog.accounting.ledger.models import Role, Run, Status
 from wattlog.accounting.ledger.reader import find_run
 from wattlog.accounting.ledger.runs import member
+from wattlog.accounting.ledger.spool_lines import run_key
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import RunInfo
-from wattlog.errors import ConfigError, LedgerError
+from wattlog.errors import ConfigError, LedgerError, RunNotFound
 
 _NAME_LIMIT = 200  # Run.name's column width
 
@@ -80,15 +83,49 @@ def rename_run(ledger: Ledger, run: int | str, new_name: str) -> RunInfo:
         return RunInfo.of(row)
 
 
-def delete_run(ledger: Ledger, run: int | str) -> Deleted:
+def run_deleted(error: BaseException, run: int | str) -> bool:
+    """Whether `error` says that the run a writer writes by id is gone: deleted (`--force`) while live.
+
+    A run written by name (its start spooled while the ledger was down) is no such case: replay creates it.
+    """
+    return isinstance(error, RunNotFound) and isinstance(run, int)
+
+
+def set_aside_if_deleted(path: Path, runs: Iterable[str], error: LedgerError) -> str | None:
+    """Set a spool file of a deleted run aside (`<file>.deleted-run`, never replayed); a note, or None.
+
+    Its rows have no run to go to: replaying it would fail on every try.
+    """
+    if not all(run_deleted(error, run_key(run)) for run in runs):
+        return None
+    aside = path.rename(path.with_name(path.name + ".deleted-run"))
+    return f"{path}: its run was deleted from the ledger ({error}); set aside as {aside}"
+
+
+class RunLive(LedgerError):
+    """The run is still being written (its lease is held): deleting it needs `force`."""
+
+
+def delete_run(ledger: Ledger, run: int | str, *, force: bool = False) -> Deleted:
     """Delete a run and every row that belongs to it (energy, gaps, events, windows, nodes, ranks).
 
+    A run whose agent still holds its lease is refused unless `force`: its writer would go on
+    writing rows to a run that is gone (each refused, its spool dropped with a note).
+
     Raises:
+        RunLive: The run is being written and `force` is False.
         RunNotFound: No such run.
         LedgerError: The database fails (nothing is deleted).
     """
+    now_s = ledger.wall_s()
     with ledger.transaction(f"delete run {run!r}") as session:
         row = find_run(session, run)
+        lease_s = row.lease_until_s
+        if not force and row.status == Status.RUNNING.value and lease_s is not None and lease_s > now_s:
+            raise RunLive(
+                f"run {row.name} is being written (its agent holds its lease for {lease_s - now_s:.0f} s "
+                "more): stop it first, or pass --force (its later rows are then refused)"
+            )
         info = RunInfo.of(row)
         removed = {
             table.name: count for table in _run_tables() if (count := _delete_rows(session, table, info.id))

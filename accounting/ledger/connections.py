@@ -20,9 +20,10 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from wattlog.causes import LEDGER_OUTAGE
 from wattlog.errors import ConfigError
 
 __all__ = ["POOL_ENV_VAR", "Connections", "is_refusal", "with_retries"]
@@ -60,11 +61,30 @@ class Connections:
     pgbouncer: bool = False
     """The URL is pgbouncer in transaction mode: no server-side prepared statements, nothing held."""
     retry_s: float = 30.0
-    """How long a refused connection (server full or starting) is retried before it is an error."""
+    """How long the process's first connection is retried when refused (server full or starting)."""
+    running_retry_s: float = 2.0
+    """How long a refusal is retried once a connection succeeded (the run is measuring): a full
+    server is then an outage like a down one, its rows spooled, not a 30 s wait per write."""
     first_backoff_s: float = 0.1
     """The first wait after a refusal; each next one doubles, up to ``max_backoff_s``."""
     max_backoff_s: float = 2.0
     """The longest wait between two tries."""
+    _connected: bool = field(default=False, init=False, repr=False, compare=False)
+    _refusing: bool = field(default=False, init=False, repr=False, compare=False)
+
+    def budget_s(self) -> float:
+        """How long the next refused connection is retried: retry_s for the first one, running_retry_s
+        once one succeeded, 0 (one try) while the server has kept refusing past that budget."""
+        if self._refusing:
+            return 0.0
+        return min(self.running_retry_s, self.retry_s) if self._connected else self.retry_s
+
+    def settled(self, ok: bool) -> None:
+        """Note how a connect ended: a success closes the outage, a spent running budget opens one."""
+        if ok:
+            self._connected, self._refusing = True, False
+        elif self._connected:
+            self._refusing = True
 
     def __post_init__(self) -> None:
         if self.pool_size < 1 or self.max_overflow < 0:
@@ -72,7 +92,7 @@ class Connections:
                 f"a ledger pool needs pool_size >= 1 and max_overflow >= 0, got {self.pool_size} "
                 f"and {self.max_overflow}"
             )
-        if self.retry_s < 0 or not 0 < self.first_backoff_s <= self.max_backoff_s:
+        if self.retry_s < 0 or self.running_retry_s < 0 or not 0 < self.first_backoff_s <= self.max_backoff_s:
             raise ConfigError(
                 f"ledger connect retries need retry_s >= 0 and 0 < first_backoff_s <= max_backoff_s, got "
                 f"{self.retry_s}, {self.first_backoff_s}, {self.max_backoff_s}"
@@ -116,7 +136,7 @@ def with_retries(
     clock: Callable[[], float] = time.monotonic,
     jitter: Callable[[], float] = random.random,
 ) -> T:
-    """Call `connect` until the server stops refusing it, waiting longer each time, for up to retry_s.
+    """Call `connect` until the server stops refusing it, waiting longer each time (Connections.budget_s).
 
     Args:
         connect: Opens one connection (the driver's connect).
@@ -129,29 +149,39 @@ def with_retries(
         What `connect` returned.
 
     Raises:
-        Exception: Whatever `connect` raised: at once when it is no refusal, else once retry_s is spent.
+        Exception: Whatever `connect` raised: at once when it is no refusal, else once the budget is spent.
     """
-    deadline = clock() + connections.retry_s
+    budget_s = connections.budget_s()
+    deadline = clock() + budget_s
     backoff_s = connections.first_backoff_s
     tries = 0
     while True:
         tries += 1
         try:
-            return connect()
+            connection = connect()
         except Exception as error:
             if not is_refusal(error):
                 raise
             wait_s = min(backoff_s * (0.5 + jitter()), connections.max_backoff_s)
             if clock() + wait_s > deadline:
-                logger.warning(
-                    "the ledger refused %d connections in %.1f s: giving up", tries, connections.retry_s
-                )
+                connections.settled(False)
+                if budget_s:
+                    logger.warning(
+                        "the ledger refused %d connections in %.1f s: giving up",
+                        tries,
+                        budget_s,
+                        extra=LEDGER_OUTAGE,
+                    )
                 raise
             if tries == 1:
                 logger.warning(
                     "the ledger refused a connection (%s): retrying for up to %.0f s",
                     error,
-                    connections.retry_s,
+                    budget_s,
+                    extra=LEDGER_OUTAGE,
                 )
             sleep(wait_s)
             backoff_s = min(backoff_s * 2, connections.max_backoff_s)
+        else:
+            connections.settled(True)
+            return connection

@@ -7,10 +7,11 @@ import time
 from collections import deque
 from collections.abc import Sequence
 
+from wattlog.accounting.ledger.admin import run_deleted
 from wattlog.accounting.ledger.spool import Spool, replay_folder
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.windows import record_windows
-from wattlog.causes import LEDGER_OUTAGE, SPOOL_UNWRITABLE
+from wattlog.causes import LEDGER_OUTAGE, RUN_DELETED, SPOOL_UNWRITABLE
 from wattlog.errors import ConfigError, LedgerError
 from wattlog.records import BandRevision, EnergyInterval, Gap
 
@@ -45,11 +46,14 @@ class LedgerSink:
         self._leftovers_done = spool is None
         self._down = False
         self._spool_failing = False
+        self.refused_rows = 0
+        """Energy rows refused because the run was deleted from the ledger while measured."""
+        self.run_deleted = False
 
     @property
     def unwritten_rows(self) -> int:
         """Energy rows handed to this sink that are not in the ledger (spooled or lost)."""
-        return self.spool.rows + self.spool.lost_rows if self.spool is not None else 0
+        return self.spool.rows + self.spool.lost_rows + self.refused_rows if self.spool is not None else 0
 
     def write(self, intervals: Sequence[EnergyInterval], gaps: Sequence[Gap]) -> None:
         """Store one flush interval's rows and gaps in one transaction (or spool them).
@@ -71,7 +75,28 @@ class LedgerSink:
         except LedgerError as error:
             if self.spool is None:
                 raise
+            if run_deleted(error, self.run):
+                self._refuse(len(intervals), error)
+                return
             self._spool(intervals, gaps, error)
+
+    def _refuse(self, rows: int, error: LedgerError) -> None:
+        """The run was deleted (`wattlog runs delete --force`) while measured: its rows are refused, its
+        spool dropped (a spool of a run that is gone would fail replay forever); said in one line."""
+        assert self.spool is not None
+        dropped = self.spool.discard()
+        self.refused_rows += rows + dropped
+        if not self.run_deleted:
+            self.run_deleted = True
+            log.error(
+                "run %s was deleted from the ledger while it was measured (%s): its rows are refused from "
+                "now on, and the %d rows of its spool %s dropped",
+                self.run,
+                error,
+                dropped,
+                self.spool.path,
+                extra=RUN_DELETED,
+            )
 
     def describe(self) -> str:
         """One line: rows and flushes written, and the flush latency (p50, p99, max)."""
@@ -109,6 +134,8 @@ class LedgerSink:
             except LedgerError as error:
                 if self.spool is None:
                     raise
+                if run_deleted(error, self.run):  # the rows they revise are refused too
+                    return
                 why = str(error)
         try:
             self.spool.append_revisions(self.run, revisions)
@@ -131,6 +158,10 @@ class LedgerSink:
         try:
             self._catch_up()
         except LedgerError as error:
+            if run_deleted(error, self.run):
+                self._refuse(0, error)
+                self.spool.close()
+                return
             log.error(
                 "%d energy rows of run %s are not in the ledger (%s): they stay in %s; "
                 "run `wattlog replay` when the ledger is back",

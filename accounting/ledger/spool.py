@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from wattlog.accounting.ledger.admin import set_aside_if_deleted
 from wattlog.accounting.ledger.runs import RunSpec
 from wattlog.accounting.ledger.spool_lines import (
     Batch,
@@ -84,6 +85,7 @@ class Replayed:
         torn: Unreadable last lines skipped (a crash mid-write).
         failed: One line per file that could not be replayed (still on disk).
         rejected: One line per file with bad lines (named by line; kept in `<file>.rejected`).
+        orphaned: One line per file of a run deleted from the ledger (set aside, never replayed).
     """
 
     files: int = 0
@@ -94,6 +96,7 @@ class Replayed:
     torn: int = 0
     failed: tuple[str, ...] = ()
     rejected: tuple[str, ...] = ()
+    orphaned: tuple[str, ...] = ()
 
 
 class Spool:
@@ -183,6 +186,17 @@ class Spool:
         self._append_lines("".join(line + "\n" for line in lines))
         self.revisions += len(revisions)
 
+    def discard(self) -> int:
+        """Drop every line (its run was deleted from the ledger); returns the energy rows dropped."""
+        dropped = self.rows
+        if self._file is not None:
+            self._file.truncate(0)
+            self._file.seek(0)
+            self._write_header(self._file)
+        self.rows = self.ends = self.events = self.revisions = 0
+        self.joules = 0.0
+        return dropped
+
     @property
     def waiting(self) -> bool:
         """Whether lines wait to be replayed (rows, run starts and ends, events, band revisions)."""
@@ -256,7 +270,8 @@ class Spool:
             descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
             handle = os.fdopen(descriptor, "a+", encoding="utf-8")
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # our own pid: nobody else holds it
-            if handle.seek(0, os.SEEK_END) == 0:
+            if handle.seek(0, os.SEEK_END) == 0 or header_of(self.path) is None:  # new, or torn (disk full)
+                handle.truncate(0)  # nothing follows a torn header: the first append that failed wrote it
                 self._write_header(handle)
             self._size = handle.tell()
             self._file = handle
@@ -316,6 +331,7 @@ def replay_folder(ledger: Ledger, folder: Path, where: str, *, skip: Path | None
     files = written = rows = busy = others = torn = 0
     failed: list[str] = []
     rejected: list[str] = []
+    orphaned: list[str] = []
     paths = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
     for path in paths:
         if skip is not None and path == skip:
@@ -340,7 +356,8 @@ def replay_folder(ledger: Ledger, folder: Path, where: str, *, skip: Path | None
             try:
                 written += _write(ledger, content.batches)
             except LedgerError as error:
-                failed.append(f"{path}: {error}")
+                note = set_aside_if_deleted(path, content.batches, error)  # else it would fail forever
+                (orphaned if note else failed).append(note or f"{path}: {error}")
                 continue
             if content.bad:
                 rejected.append(describe_bad(path, content.bad, keep_aside(path, content.bad)))
@@ -348,7 +365,7 @@ def replay_folder(ledger: Ledger, folder: Path, where: str, *, skip: Path | None
             torn += content.torn
             files += 1
             path.unlink()
-    return Replayed(files, rows, written, busy, others, torn, tuple(failed), tuple(rejected))
+    return Replayed(files, rows, written, busy, others, torn, tuple(failed), tuple(rejected), tuple(orphaned))
 
 
 @contextlib.contextmanager

@@ -29,6 +29,7 @@ from wattlog.telemetry.sensors.estimate import EstimateConfig, EstimateSensor
 from wattlog.telemetry.sensors.gaudi import GaudiBackend
 from wattlog.telemetry.sensors.hwmon_power import HwmonPowerSensor, hwmon_root
 from wattlog.telemetry.sensors.nvidia import NvidiaBackend
+from wattlog.telemetry.sensors.offthread import OffThreadSensor
 from wattlog.telemetry.sensors.powercap import PowercapSensor
 from wattlog.telemetry.sensors.redfish_node import RedfishNodeSensor
 from wattlog.telemetry.types import DeviceInfo
@@ -141,10 +142,12 @@ def _probe_vendor(
 
 def _probe_node(found: _Found, bmc: BmcConfig) -> None:
     """The node boundary from the BMC: Redfish where a URL is set, else DCMI where asked for."""
-    if bmc.redfish_url and found.probe("Redfish", RedfishNodeSensor(bmc)):
+    # a BMC may answer in 30 s: read on its own thread, so the sampler never waits on it
+    deadline_s = bmc.timeout_s + 1.0
+    if bmc.redfish_url and found.probe("Redfish", OffThreadSensor(RedfishNodeSensor(bmc), deadline_s)):
         return
     if bmc.dcmi:
-        found.probe("DCMI", DcmiNodeSensor(bmc))
+        found.probe("DCMI", OffThreadSensor(DcmiNodeSensor(bmc), deadline_s))
 
 
 def _probe_host(

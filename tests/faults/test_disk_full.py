@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from wattlog.accounting.ledger import Ledger, LedgerSink, make_engine
-from wattlog.accounting.ledger.spool import Spool
+from wattlog.accounting.ledger import Ledger, LedgerSink, describe_url, make_engine
+from wattlog.accounting.ledger.spool import Spool, replay_folder
 from wattlog.errors import LedgerError
 from wattlog.records import EnergyInterval, Kind, Source
 
@@ -160,3 +160,17 @@ def test_a_run_end_that_cannot_be_spooled_leaves_no_torn_line(
     assert (
         spool.path.read_text().endswith('"end_s": 2.0}\n') and len(spool.path.read_text().splitlines()) == 3
     )
+
+
+def test_a_spool_whose_header_a_full_disk_tore_is_still_its_ledgers(tmp_path: Path) -> None:
+    """38e5f82: the rows appended after a torn header made the file "of other ledgers" to every replay."""
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    ledger = Ledger(make_engine(url))
+    run = ledger.start_run("r").id
+    spool = Spool(tmp_path / "spool", describe_url(url), run)
+    spool.path.parent.mkdir(parents=True, exist_ok=True)
+    spool.path.write_bytes(b'{"type": "header", "led')  # the disk filled in the first append's header
+    spool.append(run, [EnergyInterval.of("n", "gpu0", Kind.GPU, Source.COUNTER, 0.0, 1.0, 5.0, 5.0, 5.0)], [])
+    spool.close()
+    done = replay_folder(ledger, tmp_path / "spool", describe_url(url))
+    assert done.other_ledgers == 0 and done.written == 1

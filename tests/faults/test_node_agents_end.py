@@ -61,7 +61,7 @@ def test_a_run_whose_every_node_agent_ended_is_finished_never_lost(tmp_path: Pat
     lost_nodes, lost_runs = _reap_later(url)
     assert lost_nodes == [] and lost_runs == []
     assert ledger.get_run("job").status == "finished"
-    assert ledger.gaps("job") == []
+    assert not [g for g in ledger.gaps("job") if g.reason.startswith("agent down")]  # no lost gap
 
 
 def test_a_run_whose_joined_nodes_all_ended_is_finished_by_the_reaper_naming_the_missing_node(

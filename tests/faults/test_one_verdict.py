@@ -169,3 +169,17 @@ def test_a_site_of_the_users_sites_file_is_named_in_the_closing_lines(
     out, err = capsys.readouterr()
     assert "unknown site" not in err  # 38e5f82: "cannot show the figures of s: unknown site 'ourhall'"
     assert "site ourhall" in out and "CO2" in out
+
+
+def test_the_slurm_comment_names_a_site_of_the_users_sites_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wattlog.accounting.fleet.slurm_hooks import job_row
+    from wattlog.accounting.ledger import RunSpec, make_engine
+
+    (tmp_path / "sites.toml").write_text(SITES)
+    monkeypatch.setenv("WATTLOG_SITES_FILE", str(tmp_path / "sites.toml"))
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"))
+    ledger.start_run("slurm-1", RunSpec(site="ourhall"))
+    _, site = job_row(ledger, "slurm-1", "")  # 38e5f82: ConfigError, unknown site 'ourhall'
+    assert site == "ourhall"
