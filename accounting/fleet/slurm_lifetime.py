@@ -33,7 +33,7 @@ def stoppable_runner(stop: threading.Event, timeout_s: float = 30.0, poll_s: flo
 
     def run(args: list[str]) -> subprocess.CompletedProcess[str]:
         try:
-            process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # noqa: S603 - argv of SLURM's own tools (scontrol), no shell
         except FileNotFoundError:
             return subprocess.CompletedProcess(args, 127, "", f"{args[0]}: not found")
         deadline_s = time.monotonic() + timeout_s
