@@ -40,7 +40,8 @@ def sensors(
 
 
 def print_discovery(found: Discovery, console: Console) -> None:
-    """The selection line, one row per device (vendor, sensor profile, scope, counter), then the notes."""
+    """The selection line, one row per device (vendor, sensor profile, scope, counter), the notes,
+    then the vendor backends probed and who registered each (a plugin names its package)."""
     # notes are plain text: "pip install wattlog[amd]" must not be read as rich markup
     console.print(found.selection.describe(), markup=False)
     for note in found.selection.notes:
@@ -68,6 +69,8 @@ def print_discovery(found: Discovery, console: Console) -> None:
     console.print(table)
     for note in found.notes:
         console.print(f"- {note}", markup=False)
+    if found.backends:  # what each vendor's backend is, and which package brought it
+        console.print(f"vendor backends: {', '.join(found.backends)}", markup=False)
 
 
 def register(app: typer.Typer) -> None:
