@@ -22,7 +22,6 @@ amdsmi's order is used and the device's note says so.
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -33,6 +32,7 @@ from wattlog.errors import ConfigError, DeviceLost, NotSupported, SensorError, S
 from wattlog.records import Kind, Source
 from wattlog.telemetry.sensors.base import COUNTER_CHECK, COUNTER_STOPPED, counter_trusted
 from wattlog.telemetry.sensors.profiles import board_profile
+from wattlog.telemetry.sensors.vendor_library import import_library, start_library
 from wattlog.telemetry.types import DeviceInfo, Reading, Vendor
 
 log = logging.getLogger(__name__)
@@ -93,18 +93,20 @@ class AmdSmiSensor:
 
     def _start(self) -> Any:
         if self._amdsmi is None:
-            try:
-                self._amdsmi = importlib.import_module("amdsmi")
-            except (ImportError, OSError, AttributeError, KeyError) as e:  # amdsmi raises these without ROCm
-                raise SensorUnavailable(
+            self._amdsmi = import_library(
+                "amdsmi",
+                (ImportError, OSError, AttributeError, KeyError),  # amdsmi raises these without ROCm
+                lambda e: (
                     f"amdsmi cannot load ({e}): pip install wattlog[amd] on a ROCm machine "
                     "(not measuring AMD GPUs)"
-                ) from e
+                ),
+            )
         if not self._started:
-            try:
-                self._amdsmi.amdsmi_init()
-            except self._amdsmi.AmdSmiException as e:
-                raise SensorUnavailable(f"amdsmi could not start ({e}): not measuring AMD GPUs") from e
+            start_library(
+                self._amdsmi.amdsmi_init,
+                self._amdsmi.AmdSmiException,
+                lambda e: f"amdsmi could not start ({e}): not measuring AMD GPUs",
+            )
             self._started = True
         return self._amdsmi
 
