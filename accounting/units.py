@@ -19,6 +19,9 @@ from typing import TypeVar
 
 from wattlog.accounting.ranges import Range
 
+HOUR_S = 3600
+"""Seconds in an hour: the one definition every hour key, rollup and intensity hour uses."""
+
 J_PER_KWH = 3.6e6
 """Joules in one kilowatt-hour."""
 KWH_PER_MWH = 1000.0

@@ -25,7 +25,7 @@ from wattlog.lazy import lazy_package
 if TYPE_CHECKING:
     from wattlog.telemetry.integrator import Integrator
     from wattlog.telemetry.sampler import Sampler, SamplerStats
-    from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, Reading, SensorProfile, Vendor
+    from wattlog.telemetry.types import DeviceEnergy, DeviceInfo, PluginVendor, Reading, SensorProfile, Vendor
     from wattlog.telemetry.uncertainty import BandModel
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
@@ -39,6 +39,7 @@ _HOMES = {
     "Sampler": "wattlog.telemetry.sampler",
     "SamplerStats": "wattlog.telemetry.sampler",
     "SensorProfile": "wattlog.telemetry.types",
+    "PluginVendor": "wattlog.telemetry.types",
     "Vendor": "wattlog.telemetry.types",
 }
 
@@ -51,6 +52,7 @@ __all__ = [
     "Sampler",
     "SamplerStats",
     "SensorProfile",
+    "PluginVendor",
     "Vendor",
 ]
 

@@ -49,7 +49,8 @@ NOTE_MIN_WIDTH = 40
 
 
 def print_discovery(found: Discovery, console: Console) -> None:
-    """The selection line, one row per device (vendor, sensor profile, scope, counter), then the notes.
+    """The selection line, one row per device (vendor, sensor profile, scope, counter), the notes,
+    then the vendor backends probed and who registered each (a plugin names its package).
 
     A terminal too narrow for the table and a readable notes column gets one block per device
     instead (at 80 columns the table's notes were two characters wide: 115 lines for two devices).
@@ -74,6 +75,8 @@ def print_discovery(found: Discovery, console: Console) -> None:
         console.print(table)
     for note in found.notes:
         console.print(f"- {note}", markup=False)
+    if found.backends:  # what each vendor's backend is, and which package brought it
+        console.print(f"vendor backends: {', '.join(found.backends)}", markup=False)
 
 
 def _cells(device: DeviceInfo) -> list[str]:

@@ -25,6 +25,26 @@ class Vendor(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class PluginVendor:
+    """A vendor a plugin's backend brings (entry-point group ``wattlog.sensors``), beside :class:`Vendor`.
+
+    Attributes:
+        value: Its name as data carries it ("acme"), as a Vendor's value is.
+        label: Its name as notes and tables show it ("Acme").
+    """
+
+    value: str
+    label: str
+
+    def __str__(self) -> str:
+        return self.value
+
+
+AnyVendor = Vendor | PluginVendor
+"""A built-in vendor or one a plugin brought."""
+
+
+@dataclass(frozen=True, slots=True)
 class SensorProfile:
     """How one board family's power sensor behaves; the band reads it (telemetry.uncertainty).
 
@@ -109,7 +129,7 @@ class DeviceInfo:
     power_limit_w: float | None = None
     index: int | None = None
     note: str = ""
-    vendor: Vendor | None = None
+    vendor: AnyVendor | None = None
     profile: SensorProfile | None = None
 
 

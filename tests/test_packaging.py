@@ -313,3 +313,13 @@ def test_the_projects_own_venv_takes_torch_from_its_constraints() -> None:
     setup = (ROOT / "scripts" / "setup.sh").read_text()
     assert "-c scripts/constraints.txt" in setup
     assert "torch==" in (ROOT / "scripts" / "constraints.txt").read_text()
+
+
+def test_make_typecheck_runs_mypy_strict_on_the_public_api() -> None:
+    """`make test` (through typecheck) holds the public API to mypy --strict (issue 39)."""
+    makefile = (ROOT / "Makefile").read_text()
+    (line,) = [line for line in makefile.splitlines() if line.startswith("PUBLIC_API :=")]
+    public = ["wattlog/__init__.py", "wattlog/records.py", "wattlog/integrations"]
+    assert line.split(":=")[1].split() == public
+    target = makefile.split("\ntypecheck:\n")[1].split("\n\n")[0]
+    assert "$(BIN)/mypy --strict $(PUBLIC_API)" in target

@@ -15,8 +15,9 @@ from sqlalchemy import delete, select
 from sqlmodel import col
 
 from wattlog.accounting.carbon.intensity.base import HourlySeries, HourProvenance
-from wattlog.accounting.ledger.models import SECONDS_PER_HOUR, IntensityPoint, SiteRecord
+from wattlog.accounting.ledger.models import IntensityPoint, SiteRecord
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.units import HOUR_S
 from wattlog.errors import ConfigError, LedgerError
 
 ESTIMATED_MARK = " [estimated]"
@@ -49,7 +50,7 @@ def save_intensity(
     with ledger.transaction(f"save intensity series {series!r}") as session:
         session.execute(delete(IntensityPoint).where(col(IntensityPoint.series) == series))
         session.add_all(
-            IntensityPoint(series=series, hour=h // SECONDS_PER_HOUR, kg_per_kwh=v, source=source)
+            IntensityPoint(series=series, hour=h // HOUR_S, kg_per_kwh=v, source=source)
             for h, v in sorted(kg_per_kwh_by_hour.items())
         )
     return len(kg_per_kwh_by_hour)
@@ -70,9 +71,7 @@ def save_series(ledger: Ledger, series: str, fetched: HourlySeries) -> int:
             where = fetched.provenance.get(hour_s)
             source = (where.source + (ESTIMATED_MARK if where.estimated else "")) if where else fetched.origin
             session.merge(
-                IntensityPoint(
-                    series=series, hour=hour_s // SECONDS_PER_HOUR, kg_per_kwh=value, source=source
-                )
+                IntensityPoint(series=series, hour=hour_s // HOUR_S, kg_per_kwh=value, source=source)
             )
     return len(fetched.kg_per_kwh_by_hour)
 
@@ -81,7 +80,7 @@ def _check_points(series: str, kg_per_kwh_by_hour: Mapping[int, float]) -> None:
     if not series.strip():
         raise ConfigError("an intensity series needs a name")
     for hour_s, value in kg_per_kwh_by_hour.items():
-        if hour_s % SECONDS_PER_HOUR:
+        if hour_s % HOUR_S:
             raise ConfigError(f"series {series!r}: {hour_s} is not the start of an hour")
         if not (math.isfinite(value) and value >= 0):
             raise ConfigError(f"series {series!r}: intensity {value} at {hour_s} must be finite and >= 0")
@@ -107,8 +106,8 @@ def load_series(ledger: Ledger, series: str) -> HourlySeries:
         points = session.execute(query.order_by(col(IntensityPoint.hour))).scalars().all()
     if not points:
         raise LedgerError(f"intensity series {series!r} is not in the ledger: store it first")
-    values = {p.hour * SECONDS_PER_HOUR: p.kg_per_kwh for p in points}
-    provenance = {p.hour * SECONDS_PER_HOUR: _provenance(p.source) for p in points}
+    values = {p.hour * HOUR_S: p.kg_per_kwh for p in points}
+    provenance = {p.hour * HOUR_S: _provenance(p.source) for p in points}
     sources = sorted({_provenance(p.source).source for p in points if p.source})
     named = "; ".join(sources) if len(sources) <= 2 else f"{sources[0]}; and {len(sources) - 1} other sources"
     origin = f"ledger series {series}" + (f" ({named})" if sources else "")

@@ -33,7 +33,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from wattlog.accounting.carbon.intensity.hours import HOUR_S, timestamp_s
+from wattlog.accounting.carbon.intensity.hours import timestamp_s
+from wattlog.accounting.units import HOUR_S
 from wattlog.errors import ConfigError
 
 

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import typer
 
+from wattlog.accounting.carbon.intensity.registry import registered
 from wattlog.accounting.carbon.sites import SITE_FIELDS, Site, site_catalog
 from wattlog.accounting.commands.audit_cli import register as register_audit
 from wattlog.accounting.commands.calibrate_cli import WindowMeasure
@@ -25,6 +26,7 @@ from wattlog.accounting.commands.windows_cli import register as register_windows
 from wattlog.accounting.publishing.render import TableFormat, render_grid, show
 from wattlog.accounting.ranges import format_quantity
 from wattlog.options import FormatOption, SitesFileOption
+from wattlog.plugins import BUILT_IN
 
 _FIELD_LABELS = {
     "pue": "PUE",
@@ -60,8 +62,17 @@ def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RI
     notes = [f"{site.name}: {site.description}" for site in catalog.values() if site.description]
     if sites_file is not None:
         notes.append(f"user sites from {sites_file} (they override built-in sites of the same name)")
+    notes.extend(plugin_notes())
     cells = site_cells(catalog.values())
     show(render_grid(["Site", "Figure", "Value", "Source"], cells, notes, fmt, right={2}))
+
+
+def plugin_notes() -> list[str]:
+    """The intensity sources installed packages brought (entry points), and those that failed to load."""
+    found = registered()
+    brought = [f"{source.name} ({origin})" for source, origin in found.sources if origin != BUILT_IN]
+    lines = [f"intensity sources from plugins: {', '.join(brought)}"] if brought else []
+    return lines + [f"plugin not loaded: {line}" for line in found.failures]
 
 
 def site_cells(sites: Iterable[Site]) -> list[list[str]]:

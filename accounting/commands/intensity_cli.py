@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from wattlog.accounting.carbon.intensity.hours import HOUR_S, hour_start_s, iso_hour, timestamp_s
+from wattlog.accounting.carbon.intensity.hours import hour_start_s, iso_hour, timestamp_s
 from wattlog.accounting.carbon.intensity.live.cache import CachedIntensity, fetch_into_ledger, open_grid_water
 from wattlog.accounting.carbon.intensity.live.providers import PROVIDERS, ProviderContext, open_provider
 from wattlog.accounting.carbon.intensity.live.window import cleanest_window
@@ -25,6 +25,7 @@ from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.publishing.render import TableFormat, render_grid, show
 from wattlog.accounting.ranges import bounds, format_quantity
+from wattlog.accounting.units import HOUR_S
 from wattlog.errors import ConfigError
 from wattlog.help_layout import PLAIN_HELP
 from wattlog.options import DbOption, FormatOption, SitesFileOption

@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from wattlog.accounting.carbon.intensity import IntensitySource, timestamp_s
-from wattlog.accounting.carbon.intensity.hours import HOUR_S
 from wattlog.accounting.carbon.intensity.live.client import hours_between
 from wattlog.accounting.carbon.intensity.registry import by_name
 from wattlog.accounting.carbon.sites import Site
@@ -31,6 +30,7 @@ from wattlog.accounting.ledger.views import EnergyTotal
 from wattlog.accounting.publishing.footprint import CarbonPath, WaterConvention, footprint_for
 from wattlog.accounting.publishing.prometheus_energy import query_vector
 from wattlog.accounting.publishing.render import TableRow
+from wattlog.accounting.units import HOUR_S
 from wattlog.errors import ConfigError
 from wattlog.records import Kind
 from wattlog.telemetry.job import expand_nodelist

@@ -20,8 +20,7 @@ from wattlog.accounting.ledger.rollups import (
     EnergyRollup,
     EnergySums,
 )
-
-SECONDS_PER_HOUR = 3600
+from wattlog.accounting.units import HOUR_S
 
 
 class Role(StrEnum):
@@ -85,7 +84,7 @@ def hour_of(t_s: float) -> int:
     >>> hour_of(7199.9), hour_of(7200.0)
     (1, 2)
     """
-    return int(t_s // SECONDS_PER_HOUR)
+    return int(t_s // HOUR_S)
 
 
 class Project(SQLModel, table=True):

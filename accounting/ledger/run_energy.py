@@ -16,9 +16,8 @@ from wattlog.accounting.it_energy import Energy, energy_label
 from wattlog.accounting.ledger.reader import RunReader
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import EnergyTotal
+from wattlog.accounting.units import HOUR_S
 from wattlog.records import Kind
-
-HOUR_S = 3600
 
 
 def energy_from_devices(

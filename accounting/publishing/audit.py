@@ -37,7 +37,6 @@ from wattlog.accounting.ledger.runs import RunSpec
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.progress import Progress
 from wattlog.accounting.publishing.audit_contents import (
-    HOUR_S,
     config_doc,
     intensity_doc,
     profiles_doc,
@@ -58,6 +57,7 @@ from wattlog.accounting.publishing.exports import rows_csv, rows_json
 from wattlog.accounting.publishing.render import FIGURE_COLUMNS, TableRow
 from wattlog.accounting.publishing.run_table import TableOptions, carbon_path, overhead_for, run_row
 from wattlog.accounting.publishing.validity import ValidityLimits
+from wattlog.accounting.units import HOUR_S
 from wattlog.clock import FakeClock
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.events import EventKind

@@ -27,9 +27,9 @@ from wattlog.accounting.publishing.footprint import WaterConvention
 from wattlog.accounting.publishing.run_table import TableOptions
 from wattlog.accounting.publishing.validity import ValidityLimits
 from wattlog.accounting.ranges import Quantity, Range
+from wattlog.accounting.units import HOUR_S
 from wattlog.errors import ConfigError
 
-HOUR_S = 3600
 PROFILE_FILES = ("nvidia.toml", "amd.toml", "gaudi.toml", "node.toml", "unknown_board.toml")
 """The sensor-profile data files (wattlog.telemetry.sensors) whose numbers the bands read."""
 SITE_FIGURES = ("pue", "wue_onsite_l_per_kwh", "wue_offsite_l_per_kwh", "carbon_intensity_kg_per_kwh")

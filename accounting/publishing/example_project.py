@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 from wattlog.accounting.ledger.runs import RunSpec
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.units import HOUR_S
 from wattlog.records import EnergyInterval, Kind, Source
-
-HOUR_S = 3600.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,6 @@ amdsmi's order is used and the device's note says so.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import logging
 from collections.abc import Callable
@@ -42,6 +41,7 @@ from wattlog.records import Kind, Source
 from wattlog.telemetry.publications import CounterPace
 from wattlog.telemetry.sensors.base import COUNTER_CHECK, COUNTER_STOPPED, counter_trusted
 from wattlog.telemetry.sensors.profiles import board_profile
+from wattlog.telemetry.sensors.vendor_library import import_library, start_library
 from wattlog.telemetry.types import DeviceInfo, Reading, Vendor
 
 log = logging.getLogger(__name__)
@@ -104,10 +104,11 @@ class AmdSmiSensor:
         if self._amdsmi is None:
             self._amdsmi = _import_amdsmi()
         if not self._started:
-            try:
-                self._amdsmi.amdsmi_init()
-            except self._amdsmi.AmdSmiException as e:
-                raise SensorUnavailable(f"amdsmi could not start ({e}): not measuring AMD GPUs") from e
+            start_library(
+                self._amdsmi.amdsmi_init,
+                self._amdsmi.AmdSmiException,
+                lambda e: f"amdsmi could not start ({e}): not measuring AMD GPUs",
+            )
             self._started = True
         return self._amdsmi
 
@@ -334,17 +335,22 @@ def _import_amdsmi() -> Any:
         SensorUnavailable: amdsmi is not installed, or is installed and ROCm's library is missing.
     """
     said = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
-            return importlib.import_module("amdsmi")
-    except ModuleNotFoundError as e:
+    with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+        # amdsmi raises these without ROCm
+        return import_library(
+            "amdsmi", (ImportError, OSError, AttributeError, KeyError), _why_amdsmi_is_missing
+        )
+
+
+def _why_amdsmi_is_missing(e: BaseException) -> str:
+    """The line for an amdsmi that did not import: not installed, or installed without ROCm."""
+    if isinstance(e, ModuleNotFoundError):
         if (e.name or "").split(".", 1)[0] != "amdsmi":
-            raise SensorUnavailable(f"amdsmi cannot load ({e}): not measuring AMD GPUs") from e
-        raise SensorUnavailable(
+            return f"amdsmi cannot load ({e}): not measuring AMD GPUs"
+        return (
             "amdsmi is not installed: pip install 'wattlog[amd]' on a ROCm machine (not measuring AMD GPUs)"
-        ) from e
-    except (ImportError, OSError, AttributeError, KeyError) as e:  # amdsmi raises these without ROCm
-        raise SensorUnavailable(
-            f"amdsmi is installed but cannot load ROCm's libamd_smi.so ({e}): install ROCm, or ignore this "
-            "on a machine without AMD GPUs (not measuring AMD GPUs)"
-        ) from e
+        )
+    return (
+        f"amdsmi is installed but cannot load ROCm's libamd_smi.so ({e}): install ROCm, or ignore this "
+        "on a machine without AMD GPUs (not measuring AMD GPUs)"
+    )

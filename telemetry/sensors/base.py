@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from wattlog.clock import Clock
 from wattlog.errors import SensorError
 from wattlog.telemetry.selection import GpuSelection, Visibility, job_selection
-from wattlog.telemetry.types import DeviceInfo, Reading, Vendor
+from wattlog.telemetry.types import AnyVendor, DeviceInfo, Reading, Vendor
 
 COUNTER_STOPPED = (
     "its energy counter stopped answering: from here on a gap, not power integrated under a counter's label"
@@ -74,13 +74,14 @@ class ProbeOptions:
 class Backend(Protocol):
     """One vendor's accelerators: which of them a process sees, and a Sensor that reads them.
 
-    Discovery loops over the registered backends (discovery.GPU_BACKENDS); everything a
-    vendor does differently (its library, its visibility variables, its sensor profiles)
-    stays inside its backend.
+    Discovery loops over the registered backends (discovery.GPU_BACKENDS, then those the
+    ``wattlog.sensors`` entry points bring: discovery.vendor_backends); everything a vendor does
+    differently (its library, its visibility variables, its sensor profiles) stays inside its
+    backend. A plugin's backend names its vendor with a :class:`PluginVendor`.
     """
 
     @property
-    def vendor(self) -> Vendor:
+    def vendor(self) -> AnyVendor:
         """Who made the accelerators; notes on screen start with its name."""
         ...
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from wattlog.errors import ConfigError
 from wattlog.telemetry.sensors.profiles import VENDOR_PROFILES, read_data
-from wattlog.telemetry.types import Vendor
+from wattlog.telemetry.types import AnyVendor
 
 _FIELDS = ("peak_bf16_flops", "power_limit_w", "embodied_kg_co2e")
 
@@ -46,7 +46,7 @@ class BoardFacts:
         return dict(self.sources).get(name, "")
 
 
-def board_facts(vendor: Vendor, name: str) -> BoardFacts | None:
+def board_facts(vendor: AnyVendor, name: str) -> BoardFacts | None:
     """The facts of `vendor`'s board called `name`, or None if its data file names no such board."""
     filename = VENDOR_PROFILES.get(vendor)
     if filename is None:

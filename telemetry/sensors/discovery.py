@@ -19,6 +19,7 @@ from typing import Any
 
 from wattlog.clock import Clock
 from wattlog.errors import SensorError
+from wattlog.plugins import EntryPoints, Loaded, installed_entry_points, load_group
 from wattlog.records import Kind
 from wattlog.telemetry.selection import GpuSelection
 from wattlog.telemetry.sensors.amd import AmdBackend
@@ -39,6 +40,21 @@ _HOST_KINDS = (Kind.CPU, Kind.DRAM)
 GPU_BACKENDS: tuple[Callable[[], Backend], ...] = (NvidiaBackend, AmdBackend, GaudiBackend)
 """The registered vendor backends, in the order discovery probes them (a UUID is measured once)."""
 
+SENSORS_GROUP = "wattlog.sensors"
+"""The entry-point group of vendor backends: each names a callable that returns a Backend."""
+
+BUILT_IN_BACKENDS = {
+    "nvidia": "wattlog.telemetry.sensors.nvidia:NvidiaBackend",
+    "amd": "wattlog.telemetry.sensors.amd:AmdBackend",
+    "gaudi": "wattlog.telemetry.sensors.gaudi:GaudiBackend",
+}
+"""GPU_BACKENDS as pyproject.toml registers them in SENSORS_GROUP (the same order)."""
+
+
+def vendor_backends(entry_points: EntryPoints = installed_entry_points) -> Loaded:
+    """The vendor backends: the built-ins, then those installed packages register, by name."""
+    return load_group(SENSORS_GROUP, BUILT_IN_BACKENDS, entry_points)
+
 
 @dataclass(frozen=True, slots=True)
 class Discovery:
@@ -49,12 +65,14 @@ class Discovery:
         devices: (sensor, device) for every device to sample, each UUID once.
         notes: One line per backend not used (or used only in part) and why.
         selection: Which GPUs of the node belong to the job.
+        backends: One line per vendor backend probed: its vendor and who registered it.
     """
 
     sensors: tuple[Sensor, ...]
     devices: tuple[tuple[Sensor, DeviceInfo], ...]
     notes: tuple[str, ...]
     selection: GpuSelection
+    backends: tuple[str, ...] = ()
 
     def close(self) -> None:
         """Close every sensor (nvmlShutdown and the like)."""
@@ -83,7 +101,9 @@ class DiscoveryConfig:
     """How often slow metrics (GPU utilisation, temperature, memory, power limit; the CPU estimate's
     utilisation) are read."""
     backends: Sequence[Backend] | None = None
-    """The vendor backends to probe (default: one of each in GPU_BACKENDS)."""
+    """The vendor backends to probe (default: one of each in GPU_BACKENDS, then the plugins')."""
+    entry_points: EntryPoints = installed_entry_points
+    """Where the plugins' backends are found (default: the installed packages' metadata)."""
     environ: Mapping[str, str] | None = None
     """The environment visibility is read from (default: this process's)."""
     hwmon_root: Path | None = None
@@ -107,9 +127,10 @@ def discover(config: DiscoveryConfig | None = None) -> Discovery:
     selection, slow_period_s = c.selection, c.slow_period_s
     options = ProbeOptions(c.clock, slow_period_s, {"pynvml": c.nvml} if c.nvml is not None else {})
     found = _Found()
+    backends = _backends(c, found)
     selections = [
         _probe_vendor(found, backend, selection, options, os.environ if c.environ is None else c.environ)
-        for backend in (c.backends if c.backends is not None else [make() for make in GPU_BACKENDS])
+        for backend, _ in backends
     ]
     environ = os.environ if c.environ is None else c.environ
     roots = (c.powercap_root, hwmon_root(environ, c.hwmon_root))
@@ -120,7 +141,30 @@ def discover(config: DiscoveryConfig | None = None) -> Discovery:
     # the selection line is that of the first vendor whose devices are measured (an AMD node's says HIP's)
     used = [chosen for chosen, found_some in selections if found_some] or [chosen for chosen, _ in selections]
     shown = selection or (used[0] if used else GpuSelection(False, None, None, "no GPU backend"))
-    return Discovery(tuple(found.sensors), tuple(found.devices), tuple(found.notes), shown)
+    listed = tuple(f"{backend.vendor.label} ({origin})" for backend, origin in backends)
+    return Discovery(tuple(found.sensors), tuple(found.devices), tuple(found.notes), shown, listed)
+
+
+def _backends(c: DiscoveryConfig, found: _Found) -> list[tuple[Backend, str]]:
+    """The backends to probe with who registered each; a plugin that fails is a note."""
+    if c.backends is not None:
+        return [(backend, "given") for backend in c.backends]
+    backends: list[tuple[Backend, str]] = [(make(), "built-in") for make in GPU_BACKENDS]
+    loaded = vendor_backends(c.entry_points)
+    found.notes.extend(loaded.failures)
+    for plugin in loaded.brought():
+        try:
+            backend = plugin.loaded()
+        except Exception as e:  # a plugin's fault is a note, never the agent's end
+            found.notes.append(f"{SENSORS_GROUP} {plugin.name!r} from {plugin.origin}: {e}")
+            continue
+        if not isinstance(backend, Backend):
+            found.notes.append(
+                f"{SENSORS_GROUP} {plugin.name!r} from {plugin.origin}: not a Backend, not used"
+            )
+            continue
+        backends.append((backend, f"plugin {plugin.name!r} from {plugin.origin}"))
+    return backends
 
 
 def _probe_vendor(

@@ -12,7 +12,6 @@ hl-smi's CSV once a second (sensors/hlsmi.py: power only, labelled `sampled`).
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from wattlog.telemetry.selection import GAUDI_VISIBILITY, GpuSelection
 from wattlog.telemetry.sensors.base import COUNTER_STOPPED, ProbeOptions, RuleVisibility, Sensor
 from wattlog.telemetry.sensors.hlsmi import HlSmiSensor
 from wattlog.telemetry.sensors.profiles import board_profile
+from wattlog.telemetry.sensors.vendor_library import import_library, start_library
 from wattlog.telemetry.types import DeviceInfo, Reading, Vendor
 
 log = logging.getLogger(__name__)
@@ -74,18 +74,20 @@ class HlmlSensor:
 
     def _start(self) -> Any:
         if self._hlml is None:
-            try:
-                self._hlml = importlib.import_module("pyhlml")
-            except (ImportError, OSError) as e:
-                raise SensorUnavailable(
+            self._hlml = import_library(
+                "pyhlml",
+                (ImportError, OSError),
+                lambda e: (
                     f"pyhlml cannot load ({e}): install it from the Gaudi software stack "
                     "(not measuring Gaudi)"
-                ) from e
+                ),
+            )
         if not self._started:
-            try:
-                self._hlml.hlmlInit()
-            except self._hlml.HLMLError as e:
-                raise SensorUnavailable(f"HLML could not start ({e}): not measuring Gaudi") from e
+            start_library(
+                self._hlml.hlmlInit,
+                self._hlml.HLMLError,
+                lambda e: f"HLML could not start ({e}): not measuring Gaudi",
+            )
             self._started = True
         return self._hlml
 

@@ -27,7 +27,6 @@ can block for tens of seconds), while the other GPUs go on. Run against
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -60,6 +59,7 @@ from wattlog.telemetry.sensors.nvml_fields import (
     utilisation,
 )
 from wattlog.telemetry.sensors.profiles import load_table
+from wattlog.telemetry.sensors.vendor_library import import_library, start_library
 from wattlog.telemetry.types import DeviceInfo, Reading, Vendor
 
 log = logging.getLogger(__name__)
@@ -108,22 +108,14 @@ class NvmlSensor:
     def _start(self) -> Any:
         """Import (if needed) and init NVML once; the module."""
         if self._nvml is None:
-            try:
-                self._nvml = importlib.import_module("pynvml")
-            except ImportError as e:
-                raise SensorUnavailable(
-                    "nvidia-ml-py is not installed: pip install nvidia-ml-py (not measuring GPUs)"
-                ) from e
+            self._nvml = import_library(
+                "pynvml",
+                (ImportError,),
+                lambda _: "nvidia-ml-py is not installed: pip install nvidia-ml-py (not measuring GPUs)",
+            )
         nvml = self._nvml
         if not self._started:
-            try:
-                nvml.nvmlInit()
-            except nvml.NVMLError as e:
-                if getattr(e, "value", None) in NO_DRIVER:
-                    raise SensorUnavailable(
-                        "no NVIDIA driver found (libnvidia-ml.so.1 could not be loaded): not measuring GPUs"
-                    ) from e
-                raise SensorUnavailable(f"NVML could not start ({e}): not measuring GPUs") from e
+            start_library(nvml.nvmlInit, nvml.NVMLError, _nvml_failed)
             self._started = True
         return nvml
 
@@ -386,3 +378,10 @@ class NvmlSensor:
                 state.unsupported.add(metric)
                 return None
             raise error from e
+
+
+def _nvml_failed(error: BaseException) -> str:
+    """The line for an nvmlInit that raised: no driver at all, or another NVML error."""
+    if getattr(error, "value", None) in NO_DRIVER:
+        return "no NVIDIA driver found (libnvidia-ml.so.1 could not be loaded): not measuring GPUs"
+    return f"NVML could not start ({error}): not measuring GPUs"

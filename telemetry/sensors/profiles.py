@@ -16,10 +16,10 @@ from importlib import resources
 from typing import Any
 
 from wattlog.errors import ConfigError
-from wattlog.telemetry.types import SensorProfile, Vendor
+from wattlog.telemetry.types import AnyVendor, SensorProfile, Vendor
 
 _PACKAGE = "wattlog.telemetry.sensors"
-VENDOR_PROFILES: Mapping[Vendor, str] = {
+VENDOR_PROFILES: Mapping[AnyVendor, str] = {
     Vendor.NVIDIA: "nvidia.toml",
     Vendor.AMD: "amd.toml",
     Vendor.HABANA: "gaudi.toml",
@@ -76,7 +76,7 @@ def load_table(filename: str) -> ProfileTable:
     return ProfileTable(named, families[default_key])
 
 
-def board_profile(vendor: Vendor, name: str) -> SensorProfile:
+def board_profile(vendor: AnyVendor, name: str) -> SensorProfile:
     """The profile of `vendor`'s board called `name`: its data file's family, else the vendor's default."""
     filename = VENDOR_PROFILES.get(vendor)
     return load_table(filename).for_board(name) if filename else unknown_board()

@@ -19,12 +19,12 @@ from wattlog.accounting.carbon.intensity.base import (
 )
 from wattlog.accounting.carbon.intensity.constant import ConstantIntensity
 from wattlog.accounting.carbon.intensity.hours import (
-    HOUR_S,
     HourSplitter,
     hour_start_s,
     split_by_hour_mwh,
     timestamp_s,
 )
+from wattlog.accounting.units import HOUR_S
 
 __all__ = [
     "HOUR_S",

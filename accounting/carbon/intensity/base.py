@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from wattlog.accounting.carbon.intensity.hours import HOUR_S, iso_hour
+from wattlog.accounting.carbon.intensity.hours import iso_hour
 from wattlog.accounting.ranges import Quantity
+from wattlog.accounting.units import HOUR_S
 from wattlog.errors import ConfigError
 
 if TYPE_CHECKING:

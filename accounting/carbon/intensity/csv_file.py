@@ -14,7 +14,8 @@ import math
 from pathlib import Path
 
 from wattlog.accounting.carbon.intensity.base import HourlySeries, IntensityRef, OpenContext, RegisteredSource
-from wattlog.accounting.carbon.intensity.hours import HOUR_S, iso_hour, timestamp_s
+from wattlog.accounting.carbon.intensity.hours import iso_hour, timestamp_s
+from wattlog.accounting.units import HOUR_S
 from wattlog.errors import ConfigError
 
 EXPECTED = "expected 'timestamp,kg_co2_per_kwh' with an ISO 8601 or Unix timestamp on the hour"

@@ -21,7 +21,7 @@ from wattlog.accounting.carbon.intensity.base import (
     OpenContext,
     RegisteredSource,
 )
-from wattlog.accounting.carbon.intensity.hours import HOUR_S
+from wattlog.accounting.units import HOUR_S
 from wattlog.errors import ConfigError
 
 EIA_TIME = "UTC Time at End of Hour"

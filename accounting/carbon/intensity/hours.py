@@ -11,10 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from wattlog.accounting.units import j_to_mwh
+from wattlog.accounting.units import HOUR_S, j_to_mwh
 from wattlog.records import EnergyInterval
-
-HOUR_S = 3600
 
 
 def hour_start_s(t: float | datetime) -> int:

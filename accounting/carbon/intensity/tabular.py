@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from wattlog.accounting.carbon.intensity.base import HourlySeries, HourProvenance
-from wattlog.accounting.carbon.intensity.hours import HOUR_S
+from wattlog.accounting.units import HOUR_S
 from wattlog.errors import ConfigError
 
 

@@ -21,7 +21,8 @@ from email.message import Message
 from typing import Any
 
 from wattlog.accounting.carbon.intensity.base import HourlySeries, HourProvenance
-from wattlog.accounting.carbon.intensity.hours import HOUR_S, hour_start_s, iso_hour
+from wattlog.accounting.carbon.intensity.hours import hour_start_s, iso_hour
+from wattlog.accounting.units import HOUR_S
 from wattlog.errors import ConfigError, UntrustedInput, WattlogError
 from wattlog.http_body import MAX_BODY_BYTES, read_body
 from wattlog.masking import mask

@@ -24,7 +24,6 @@ from typing import Any
 
 from wattlog.accounting.carbon.intensity.base import HourProvenance
 from wattlog.accounting.carbon.intensity.eia930 import mix_intensity
-from wattlog.accounting.carbon.intensity.hours import HOUR_S
 from wattlog.accounting.carbon.intensity.live.client import (
     Fetch,
     HttpClient,
@@ -33,6 +32,7 @@ from wattlog.accounting.carbon.intensity.live.client import (
     hours_between,
 )
 from wattlog.accounting.carbon.plausible import implausible_mix
+from wattlog.accounting.units import HOUR_S
 
 NAME = "eia-api"
 KEY_ENV = "EIA_API_KEY"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wattlog.accounting.carbon.intensity.base import HourProvenance
-from wattlog.accounting.carbon.intensity.hours import HOUR_S, timestamp_s
+from wattlog.accounting.carbon.intensity.hours import timestamp_s
 from wattlog.accounting.carbon.intensity.live.client import (
     Fetch,
     HttpClient,
@@ -27,6 +27,7 @@ from wattlog.accounting.carbon.intensity.live.client import (
     hours_between,
     iso_second,
 )
+from wattlog.accounting.units import HOUR_S
 
 NAME = "electricitymaps-api"
 TOKEN_ENV = "ELECTRICITYMAPS_TOKEN"  # noqa: S105 - the name of an environment variable, not a secret

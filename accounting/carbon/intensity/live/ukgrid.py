@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wattlog.accounting.carbon.intensity.base import HourProvenance
-from wattlog.accounting.carbon.intensity.hours import HOUR_S, hour_start_s, iso_hour, timestamp_s
+from wattlog.accounting.carbon.intensity.hours import hour_start_s, iso_hour, timestamp_s
 from wattlog.accounting.carbon.intensity.live.client import (
     Fetch,
     HttpClient,
@@ -24,6 +24,7 @@ from wattlog.accounting.carbon.intensity.live.client import (
     hour_provenance,
     hours_between,
 )
+from wattlog.accounting.units import HOUR_S
 from wattlog.errors import ConfigError
 
 NAME = "ukgrid"

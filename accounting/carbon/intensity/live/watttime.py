@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from wattlog.accounting.carbon.intensity.hours import HOUR_S, timestamp_s
+from wattlog.accounting.carbon.intensity.hours import timestamp_s
 from wattlog.accounting.carbon.intensity.live.client import (
     Fetch,
     HttpClient,
@@ -26,6 +26,7 @@ from wattlog.accounting.carbon.intensity.live.client import (
     hours_between,
     iso_second,
 )
+from wattlog.accounting.units import HOUR_S
 
 NAME = "watttime"
 USER_ENV = "WATTTIME_USER"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from wattlog.accounting.carbon.intensity.hours import HOUR_S
+from wattlog.accounting.units import HOUR_S
 from wattlog.errors import ConfigError
 
 

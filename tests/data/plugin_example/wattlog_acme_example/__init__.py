@@ -1,0 +1,1 @@
+"""A third party's wattlog plugin: the Acme accelerator and Acme's grid intensity (a test fixture)."""

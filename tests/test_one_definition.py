@@ -1,0 +1,36 @@
+"""One definition each (issue 39): a constant the product needs in many places is defined once."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PRODUCT = ("wattlog", "telemetry", "accounting", "trainer", "dashboards")
+
+
+def _module_constants(value: float) -> list[str]:
+    """Every module-level name bound to `value` (as a literal or a product of literals) in the product."""
+    found = []
+    for folder in PRODUCT:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if (ROOT / folder).is_symlink() or "migrations" in path.parts:
+                continue  # wattlog/<wing> links to the wing itself; a migration is frozen history
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+                bound = getattr(node, "value", None)
+                if isinstance(target, ast.Name) and bound is not None and _evaluates_to(bound, value):
+                    found.append(f"{path.relative_to(ROOT)}:{target.id}")
+    return found
+
+
+def _evaluates_to(node: ast.expr, value: float) -> bool:
+    try:
+        result = eval(compile(ast.Expression(node), "<constant>", "eval"), {"__builtins__": {}})  # noqa: S307
+    except Exception:  # a name, a call: not a literal constant
+        return False
+    return isinstance(result, (int, float)) and not isinstance(result, bool) and result == value
+
+
+def test_the_hour_is_defined_once() -> None:
+    assert _module_constants(3600) == ["accounting/units.py:HOUR_S"]
