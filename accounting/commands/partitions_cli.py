@@ -7,10 +7,10 @@ from typing import Annotated
 import typer
 
 from wattlog.accounting.ledger.engine import describe_url, make_engine
-from wattlog.accounting.ledger.models import SECONDS_PER_HOUR
 from wattlog.accounting.ledger.partitions import DAY_HOURS
 from wattlog.accounting.ledger.placement import place
 from wattlog.accounting.ledger.store import Ledger
+from wattlog.accounting.units import HOUR_S
 from wattlog.numbers import check_number
 from wattlog.options import DbOption
 
@@ -28,7 +28,7 @@ def partitions(
     engine = make_engine(db, create=False)
     try:
         ledger = Ledger(engine)
-        today = int(ledger.clock.wall() // (SECONDS_PER_HOUR * DAY_HOURS))
+        today = int(ledger.clock.wall() // (HOUR_S * DAY_HOURS))
         done = place(ledger.transaction, today, ahead_days)
     finally:
         engine.dispose()
