@@ -43,16 +43,16 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from wattlog.accounting.exports import rows_csv
+from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.ledger.admin import delete_run
 from wattlog.accounting.ledger.engine import describe_url
 from wattlog.accounting.ledger.lease import reap_lost, renew_lease
 from wattlog.accounting.ledger.spool import Spool, replay_folder
+from wattlog.accounting.ledger.verify import impossible_rows
 from wattlog.accounting.ledger.windows import record_windows, windows
-from wattlog.accounting.run_table import TableOptions, run_footprint, run_row
-from wattlog.accounting.sites import site_catalog
-from wattlog.accounting.verify import impossible_rows
+from wattlog.accounting.publishing.exports import rows_csv
+from wattlog.accounting.publishing.run_table import TableOptions, run_footprint, run_row
 from wattlog.clock import FakeClock
 from wattlog.records import (
     BandRevision,

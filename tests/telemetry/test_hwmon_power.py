@@ -150,7 +150,7 @@ def test_wattlog_sensors_takes_hwmon_root(tmp_path: Path) -> None:
 def test_the_agent_commands_take_hwmon_root_into_their_config(command: str) -> None:
     import inspect
 
-    from wattlog.accounting import node_cli
+    from wattlog.accounting.commands import node_cli
 
     assert "hwmon_root" in inspect.signature(getattr(node_cli, command)).parameters
     assert "hwmon_root" in {f.name for f in __import__("dataclasses").fields(node_cli.AgentConfig)}
