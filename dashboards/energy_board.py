@@ -1,16 +1,15 @@
 """The energy board: power now, energy, CO2, water and budget of the selected runs, and the sampler's health.
 
-Footprint panels (CO2, water, projections) read recording rules from
-dashboards/prometheus/rules.yml rather than repeating the formulas in PromQL here:
-`wattlog:run_co2_tonnes` = MWh x PUE x intensity, with the site's PUE, WUE and
-intensity published as `wattlog:site_*` constants by sites.rules.yml (generated
-from accounting's site catalog by dashboards.siterules). Alerts and panels thus
-use one formula, the paper's (DESIGN.md). Totals read each series' last value in the
-range (queries.so_far), so finished runs count; "now" figures read live agents only.
-"""
+Footprint panels (CO2, water, projections) apply the paper's formula (DESIGN.md) to each raw
+counter's last value (dashboards.footprint), with the site's PUE, WUE and intensity published as
+`wattlog:site_*` constants by sites.rules.yml (generated from accounting's site catalog by
+dashboards.siterules); the recording rules of rules.yml, evaluated every 15 s, would miss a run's
+last seconds. Totals read each series' last value in the range (queries.so_far), so finished runs
+count; "now" figures read live agents only."""
 
 from __future__ import annotations
 
+from wattlog.dashboards.footprint import CO2_T, INTENSITY, WATER_KL, projected
 from wattlog.dashboards.panels import (
     KG,
     KG_FIXED,
@@ -30,15 +29,14 @@ from wattlog.dashboards.panels import (
     tonnes,
     unit_by_ref,
 )
-from wattlog.dashboards.queries import NONE_LIVE, RUN_SITE, agents_panel, board, live, so_far
+from wattlog.dashboards.queries import NONE_LIVE, agents_panel, board, live, so_far
 from wattlog.metric_names import MetricName
 
 POWER = f"{MetricName.POWER_WATTS}{{{SELECTOR}}}"
 ENERGY = f"{MetricName.ENERGY_JOULES_TOTAL}{{{SELECTOR}}}"
-CO2_SO_FAR = f"sum by (run) ({so_far(f'wattlog:run_co2_tonnes{{{RUN_SITE}}}')})"
-CO2_PROJECTED = f"sum by (run) ({so_far(f'wattlog:run_co2_projected_tonnes{{{RUN_SITE}}}')})"
+CO2_SO_FAR = CO2_T
+CO2_PROJECTED = projected(CO2_T)
 BUDGET = "max by (run) (" + so_far(f'{MetricName.RUN_CO2_BUDGET_TONNES}{{run=~"$run"}}') + ")"
-INTENSITY = "wattlog:site_carbon_intensity_kg_per_kwh"
 SELECTED_SITES = f"on (site) count by (site) ({so_far(ENERGY)})"
 """`and` this: only the sites of the selected runs (the site constants carry no run)."""
 
@@ -107,7 +105,8 @@ def _energy_and_carbon() -> list[tuple[Panel, int, int]]:
             *tonnes(CO2_PROJECTED, "{{run}} at end", "CD"),
         ],
         KG,
-        "CO2eq = MWh x PUE x carbon intensity of the run's site (recording rules), every selected run "
+        "CO2eq = MWh x PUE x carbon intensity of the run's site (each counter's last value, so a run's "
+        "last seconds count), every selected run "
         "live or finished. The intensity and its source: the panel 'Carbon intensity and its source'. "
         f"Projected = so far / share of planned tokens done ({MetricName.RUN_PLANNED_TOKENS}).",
     )
@@ -134,7 +133,6 @@ def _water_and_efficiency() -> list[tuple[Panel, int, int]]:
     """Water so far and projected, and tokens per joule of each run so far."""
     tokens = f"sum by (run) ({so_far(f'{MetricName.TRAIN_TOKENS_TOTAL}{{{SELECTOR}}}')})"
     joules = f"sum by (run) ({so_far(ENERGY)})"
-    water = "wattlog:run_water"  # _kilolitres and _projected_kilolitres
     return [
         (
             report_link(
@@ -142,12 +140,12 @@ def _water_and_efficiency() -> list[tuple[Panel, int, int]]:
                     "Water so far and projected",
                     [
                         target(
-                            f"sum by (run) ({so_far(f'{water}_kilolitres{{{RUN_SITE}}}')}) * 1000",
+                            f"{WATER_KL} * 1000",
                             "{{run}} so far",
                             instant=True,
                         ),
                         target(
-                            f"sum by (run) ({so_far(f'{water}_projected_kilolitres{{{RUN_SITE}}}')}) * 1000",
+                            f"{projected(WATER_KL)} * 1000",
                             "{{run}} at end",
                             "B",
                             instant=True,
