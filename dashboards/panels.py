@@ -278,7 +278,7 @@ def dashboard(
         "title": title,
         "description": description,
         "tags": ["wattlog", "energy"],
-        "timezone": "browser",
+        "timezone": "utc",  # wattlog says UTC everywhere (the CLI, the report, the ledger)
         "editable": True,
         "graphTooltip": 1,
         "fiscalYearStartMonth": 0,

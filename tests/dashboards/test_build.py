@@ -161,7 +161,7 @@ def test_training_dashboard_has_health_panels_and_event_annotations() -> None:
         "wattlog_train_loss_scale",
         "wattlog_train_mfu_ratio",
         "wattlog_train_tokens_total",
-        "up{",
+        "max by (job, instance) (up)",  # joined on the marks' job: any job name
     ):
         assert metric in exprs
     events = [a for a in board["annotations"]["list"] if a["name"] == "wattlog events"]
