@@ -72,6 +72,7 @@ def test_every_alert_has_a_rule_test_and_the_alerts_the_issue_asks_for() -> None
         "WattlogNonFiniteLoss",
         "WattlogTrainingStalled",
         "WattlogRunCO2BudgetSpent",
+        "WattlogRunFinished",  # the source of alertmanager.yml's inhibitions
     }
     tests = yaml.safe_load((PROMETHEUS / "rules_test.yml").read_text())
     fired = {
@@ -112,6 +113,11 @@ def test_alertmanager_config_checks_and_sends_to_the_webhook() -> None:
     hooks = [h for r in config["receivers"] for h in r.get("webhook_configs", [])]
     assert hooks and hooks[0]["url"].endswith("/alerts") and hooks[0]["send_resolved"]
     assert "credentials" not in hooks[0]["http_config"]["authorization"]  # the token stays in a file
+    inhibited = {r["source_matchers"][0]: r["equal"] for r in config["inhibit_rules"]}
+    assert inhibited == {  # the behaviour: tests/integration/test_alert_inhibition.py
+        'alertname="WattlogRunFinished"': ["run"],
+        'alertname="WattlogGpuLost"': ["host", "device", "run"],
+    }
 
 
 def test_grafana_provisioning_and_compose_agree_with_the_dashboards() -> None:
