@@ -169,3 +169,17 @@ def test_the_page_script_has_no_bare_strings_for_streamlit_magic_to_print() -> N
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
     ]
     assert strings == []
+
+
+def test_validity_stands_beside_the_headline_and_on_the_printable_page(ledger: Ledger) -> None:
+    # a NOT VALID run (simulated devices) showed its figures with no word of it there
+    summary = load_summary(ledger, RUN)
+    page = printable_page(summary, "model OLMo mini", "2026-12-04 09:00:00 UTC")
+    figures_end = page.index('<div class="figures">') + page[page.index('<div class="figures">') :].index(
+        "<h2>"
+    )
+    assert '<p class="validity invalid">NOT VALID to publish: ' in page[:figures_end]
+    assert "simulated" in page[page.index("NOT VALID to publish") :].split("</p>")[0]
+    app = run_app()
+    [error] = [e.value for e in app.error if "NOT VALID" in e.value]
+    assert error.startswith("NOT VALID to publish:") and "simulated" in error
