@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 import sqlite3
 import sys
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from xml.etree import ElementTree
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
@@ -183,3 +185,17 @@ def test_validity_stands_beside_the_headline_and_on_the_printable_page(ledger: L
     app = run_app()
     [error] = [e.value for e in app.error if "NOT VALID" in e.value]
     assert error.startswith("NOT VALID to publish:") and "simulated" in error
+
+
+def test_a_killed_runs_gaps_after_its_last_row_lie_on_the_charts_axis(ledger: Ledger) -> None:
+    # a killed run's lease gaps (the reason it is NOT VALID) lay after its last row, off the axis
+    report = load_report(ledger, RUN)
+    last_row = report.power["time"].max()
+    lease = pd.DataFrame(
+        {"start": [last_row], "end": [last_row + pd.Timedelta(hours=3)], "host": ["vm"], "device": ["gpu0"],
+         "reason": ["lease expired"], "detail": [""]}
+    )  # fmt: skip
+    killed = dataclasses.replace(report, gaps=pd.concat([report.gaps, lease], ignore_index=True))
+    _, scale = charts._time_axis(killed)  # noqa: SLF001
+    first, last = (pd.Timestamp(t) for t in scale.domain)
+    assert first <= report.power["time"].min() and last == last_row + pd.Timedelta(hours=3)
