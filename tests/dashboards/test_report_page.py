@@ -199,3 +199,16 @@ def test_a_killed_runs_gaps_after_its_last_row_lie_on_the_charts_axis(ledger: Le
     _, scale = charts._time_axis(killed)  # noqa: SLF001
     first, last = (pd.Timestamp(t) for t in scale.domain)
     assert first <= report.power["time"].min() and last == last_row + pd.Timedelta(hours=3)
+
+
+def test_the_readmes_example_run_reads_the_times_of_its_rows(tmp_path: Path) -> None:
+    # "00:45:49 UTC to 00:45:50 UTC" for 500 hours of January rows: the run's times were the seeding's
+    from wattlog.accounting.publishing.example_project import EXAMPLE_RUNS, HOUR_S, seed_example_project
+
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'example.db'}"))
+    seed_example_project(ledger)
+    final = ledger.get_run("final-7b")
+    with ledger.reading("final-7b") as reader:
+        span = reader.span()
+    assert span is not None and (final.start_s, final.end_s) == span
+    assert final.end_s - final.start_s == next(r.hours for r in EXAMPLE_RUNS if r.name == "final-7b") * HOUR_S
