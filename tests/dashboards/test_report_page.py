@@ -212,3 +212,12 @@ def test_the_readmes_example_run_reads_the_times_of_its_rows(tmp_path: Path) -> 
         span = reader.span()
     assert span is not None and (final.start_s, final.end_s) == span
     assert final.end_s - final.start_s == next(r.hours for r in EXAMPLE_RUNS if r.name == "final-7b") * HOUR_S
+
+
+def test_tokens_are_exact_and_big_rates_take_a_prefix(ledger: Ledger) -> None:
+    # 4,096 tokens read "4,100"; 1,170,000 tok/s is seven digits to count
+    from wattlog.accounting.publishing.job_speed import JobSpeed
+
+    speed = JobSpeed(1, 4096.0, 3600.0, 8.4e8, "counter", 1.17e6, 5.0, None)
+    text = dataclasses.replace(load_summary(ledger, RUN), speed=speed).speed_text()
+    assert text.startswith("4,096 tokens · 1.17 M tok/s · 5.00 tok/J")
