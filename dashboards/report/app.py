@@ -196,8 +196,11 @@ def project_section(ledger: Ledger, run: RunInfo) -> None:
         )
         return
     from wattlog.dashboards.report.data import report_options
+    from wattlog.dashboards.report.project_columns import run_verdicts, with_verdicts
 
-    for grid in project_tables(ledger, project, "phase", report_options()):
+    options, runs = report_options(), ledger.runs(project)
+    grids = project_tables(ledger, project, "phase", options)
+    for grid in with_verdicts(grids, runs, run_verdicts(ledger, runs, options)):
         st.markdown(f"**{markdown_text(grid.title)}**")
         st.table(static_table(pd.DataFrame(grid.cells, columns=grid.headers)))
         for note in grid.notes:

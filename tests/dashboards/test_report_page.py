@@ -160,6 +160,12 @@ def test_project_tables_split_development_and_final_on_demand(ledger_url: str, l
     phases = list(app.table[before].value.index)
     assert phases[:2] == ["development", "final"] and phases[2].startswith("Total")
     assert any("Table 2" in m.value for m in app.markdown)
+    # 29 t of simulated energy showed with no source nor validity: each group and run says both
+    table1, table2 = app.table[before].value, app.table[before + 1].value
+    assert list(table1.columns[-2:]) == ["Energy source", "Validity"] == list(table2.columns[-2:])
+    final, development = table1.loc["final"], table1.loc["development"]  # Markdown cells: "a\\+b"
+    assert "simulated" in final["Energy source"] and final["Validity"].startswith("NOT VALID (")
+    assert "counter" in development["Energy source"]
 
 
 def test_the_page_script_has_no_bare_strings_for_streamlit_magic_to_print() -> None:
@@ -221,3 +227,19 @@ def test_tokens_are_exact_and_big_rates_take_a_prefix(ledger: Ledger) -> None:
     speed = JobSpeed(1, 4096.0, 3600.0, 8.4e8, "counter", 1.17e6, 5.0, None)
     text = dataclasses.replace(load_summary(ledger, RUN), speed=speed).speed_text()
     assert text.startswith("4,096 tokens · 1.17 M tok/s · 5.00 tok/J")
+
+
+def test_each_run_of_tables_2_and_3_carries_its_own_source_and_validity() -> None:
+    from wattlog.accounting.publishing.project_table import Grid
+    from wattlog.dashboards.report.project_columns import Verdict, with_verdicts
+
+    verdicts = {"final-7b": Verdict("simulated", "NOT VALID"), "serve": Verdict("counter", "valid")}
+    grids = [
+        Grid("Table 1", ["Phase", "MWh"], [["final", "1"], ["Total (p)", "2"]], [], frozenset()),
+        Grid("Table 2", ["Model", "Run", "MWh"], [["7B", "final-7b", "1"]], [], frozenset()),
+        Grid("Table 3", ["Inference run", "Requests"], [["serve", "2"]], [], frozenset()),
+    ]
+    table1, table2, table3 = with_verdicts(grids, [], verdicts)
+    assert table2.cells == [["7B", "final-7b", "1", "simulated", "NOT VALID"]]
+    assert table3.cells == [["serve", "2", "counter", "valid"]]
+    assert table1.cells[-1][-2:] == ["counter+simulated", "NOT VALID (1 of 2 runs)"]
