@@ -54,6 +54,7 @@ from wattlog.options import (
 from wattlog.telemetry.agent import AgentConfig, default_lock_dir
 from wattlog.telemetry.agent_cli import run_or_wait
 from wattlog.telemetry.agent_config import LINGER_S
+from wattlog.telemetry.live_panel import LivePanel
 from wattlog.telemetry.otlp import OtlpConfig
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
 from wattlog.telemetry.supervise import Supervisor, cannot_start
@@ -204,7 +205,8 @@ def agent(
             console.print(f"wattlog agent: metrics at {runner.metrics_url or '(not served)'}", soft_wrap=True)
             for note in runner.notes:
                 console.print(f"  note: {note}", markup=False)  # pip's [extra] is no markup
-            outcome = run_or_wait(supervisor, command, seconds, console, "wattlog agent")
+            with LivePanel(runner.snapshot, console):  # a terminal: power and energy per device, live
+                outcome = run_or_wait(supervisor, command, seconds, console, "wattlog agent")
         finally:
             recording.close()
     return print_ending(runner, console, "wattlog agent", outcome.exit_code, recording.completeness())
