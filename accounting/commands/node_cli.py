@@ -51,13 +51,13 @@ from wattlog.options import (
     SiteOption,
     WholeNodeOption,
 )
-from wattlog.telemetry.agent import AgentConfig, default_lock_dir
+from wattlog.telemetry.agent import Agent, AgentConfig, default_lock_dir
 from wattlog.telemetry.agent_cli import run_or_wait
 from wattlog.telemetry.agent_config import LINGER_S
 from wattlog.telemetry.live_panel import LivePanel
 from wattlog.telemetry.otlp import OtlpConfig
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
-from wattlog.telemetry.supervise import Supervisor, cannot_start
+from wattlog.telemetry.supervise import Outcome, Supervisor, cannot_start
 
 
 def node(
@@ -205,11 +205,18 @@ def agent(
             console.print(f"wattlog agent: metrics at {runner.metrics_url or '(not served)'}", soft_wrap=True)
             for note in runner.notes:
                 console.print(f"  note: {note}", markup=False)  # pip's [extra] is no markup
-            with LivePanel(runner.snapshot, console):  # a terminal: power and energy per device, live
-                outcome = run_or_wait(supervisor, command, seconds, console, "wattlog agent")
+            outcome = _measure(supervisor, runner, command, seconds, console)
         finally:
             recording.close()
     return print_ending(runner, console, "wattlog agent", outcome.exit_code, recording.completeness())
+
+
+def _measure(
+    supervisor: Supervisor, runner: Agent, command: list[str] | None, seconds: float | None, console: Console
+) -> Outcome:
+    """Run or wait (run_or_wait) under the live panel: on a terminal, power and energy per device, live."""
+    with LivePanel(runner.snapshot, console):
+        return run_or_wait(supervisor, command, seconds, console, "wattlog agent")
 
 
 def _console() -> Console:
