@@ -48,21 +48,21 @@ def labels_of(value: Any, what: str) -> dict[str, str]:
     return value
 
 
-def unstorable(run: str, name: str, host_run: str, payload: Any) -> str:
+def unstorable(run: str, name: str, host: str, payload: Any) -> str:
     """Why the ledger could never store an alert ("" if it can).
 
     Args:
         run: The run its labels name ("" if none).
         name: Its alertname.
-        host_run: The run it would be recorded in when its run is unknown ("host:<host>").
+        host: The host it is attributed to when its run is unknown.
         payload: The event payload (labels, annotations, ...).
     """
     if any("\x00" in text for text in (run, name, *_strings(payload))):
         return "a label or annotation holds a NUL byte, which the ledger cannot store"
     if len(run) > NAME_CHARS:
         return f"its run label is {len(run)} characters, over the ledger's {NAME_CHARS}"
-    if len(host_run) > NAME_CHARS:
-        return f"its host label makes a run name of {len(host_run)} characters, over {NAME_CHARS}"
+    if len(host) > NAME_CHARS:
+        return f"its host label is {len(host)} characters, over the ledger's {NAME_CHARS}"
     return ""
 
 

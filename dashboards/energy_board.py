@@ -1,16 +1,15 @@
 """The energy board: power now, energy, CO2, water and budget of the selected runs, and the sampler's health.
 
-Footprint panels (CO2, water, projections) apply the paper's formula (DESIGN.md) to
-the energy counters' last values (dashboards.footprint_queries), with the site's PUE,
-WUE and intensity published as `wattlog:site_*` constants by sites.rules.yml (generated
-from accounting's site catalog by dashboards.siterules): a recording rule evaluated
-every 15 s missed a run's last seconds. Totals read each series' last value in the
-range (queries.so_far), so finished runs count; "now" figures read live agents only.
-"""
+Footprint panels (CO2, water, projections) apply the paper's formula (DESIGN.md) to each raw
+counter's last value (dashboards.footprint), with the site's PUE, WUE and intensity published as
+`wattlog:site_*` constants by sites.rules.yml (generated from accounting's site catalog by
+dashboards.siterules); the recording rules of rules.yml, evaluated every 15 s, would miss a run's
+last seconds. Totals read each series' last value in the range (queries.so_far), so finished runs
+count; "now" figures read live agents only."""
 
 from __future__ import annotations
 
-from wattlog.dashboards.footprint_queries import CO2_PROJECTED, CO2_SO_FAR, WATER_PROJECTED_L, WATER_SO_FAR_L
+from wattlog.dashboards.footprint import CO2_T, INTENSITY, WATER_KL, projected
 from wattlog.dashboards.panels import (
     KG,
     KG_FIXED,
@@ -35,8 +34,9 @@ from wattlog.metric_names import MetricName
 
 POWER = f"{MetricName.POWER_WATTS}{{{SELECTOR}}}"
 ENERGY = f"{MetricName.ENERGY_JOULES_TOTAL}{{{SELECTOR}}}"
+CO2_SO_FAR = CO2_T
+CO2_PROJECTED = projected(CO2_T)
 BUDGET = "max by (run) (" + so_far(f'{MetricName.RUN_CO2_BUDGET_TONNES}{{run=~"$run"}}') + ")"
-INTENSITY = "wattlog:site_carbon_intensity_kg_per_kwh"
 SELECTED_SITES = f"on (site) count by (site) ({so_far(ENERGY)})"
 """`and` this: only the sites of the selected runs (the site constants carry no run)."""
 
@@ -105,9 +105,9 @@ def _energy_and_carbon() -> list[tuple[Panel, int, int]]:
             *tonnes(CO2_PROJECTED, "{{run}} at end", "CD"),
         ],
         KG,
-        "CO2eq = MWh x PUE x carbon intensity of the run's site (the counters' last values), every "
-        "selected run live or finished. The intensity and its source: the panel 'Carbon intensity and "
-        "its source'. "
+        "CO2eq = MWh x PUE x carbon intensity of the run's site (each counter's last value, so a run's "
+        "last seconds count), every selected run "
+        "live or finished. The intensity and its source: the panel 'Carbon intensity and its source'. "
         f"Projected = so far / share of planned tokens done ({MetricName.RUN_PLANNED_TOKENS}).",
     )
     return [
@@ -139,8 +139,17 @@ def _water_and_efficiency() -> list[tuple[Panel, int, int]]:
                 stat(
                     "Water so far and projected",
                     [
-                        target(WATER_SO_FAR_L, "{{run}} so far", instant=True),
-                        target(WATER_PROJECTED_L, "{{run}} at end", "B", instant=True),
+                        target(
+                            f"{WATER_KL} * 1000",
+                            "{{run}} so far",
+                            instant=True,
+                        ),
+                        target(
+                            f"{projected(WATER_KL)} * 1000",
+                            "{{run}} at end",
+                            "B",
+                            instant=True,
+                        ),
                     ],
                     "litre",
                     "MWh x PUE x (WUE on-site + off-site), the OLMo 2 paper's convention; "

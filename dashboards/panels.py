@@ -278,7 +278,7 @@ def dashboard(
         "title": title,
         "description": description,
         "tags": ["wattlog", "energy"],
-        "timezone": "utc",  # as every other wattlog output (issue 44): not the browser's zone
+        "timezone": "utc",  # wattlog says UTC everywhere (the CLI, the report, the ledger)
         "editable": True,
         "graphTooltip": 1,
         "fiscalYearStartMonth": 0,
@@ -329,7 +329,7 @@ def power_fluctuation_panels(selector: str) -> list[tuple[Panel, int, int]]:
     limit = f'{MetricName.POWER_LIMIT_WATTS}{{kind="gpu", {selector}}}'
     # one-to-one on every label (run, instance too): two agents on one host and device never collide
     pct = f"100 * {gpu} / {limit}"
-    job = f"sum({gpu})"
+    job = f"sum by (run) ({gpu})"  # per run: a sum over every selected run swung as runs started and ended
     ledger = "`wattlog table --power` gives the ledger's figure at its flush interval (Resolution column)."
     return [
         (row("Power fluctuation"), 24, 1),
@@ -337,10 +337,10 @@ def power_fluctuation_panels(selector: str) -> list[tuple[Panel, int, int]]:
         (
             timeseries(
                 "Job power swing (10 min window, 5 s steps)",
-                [target(f"max_over_time({job}[10m:5s]) - min_over_time({job}[10m:5s])", "swing")],
+                [target(f"max_over_time({job}[10m:5s]) - min_over_time({job}[10m:5s])", "{{run}} swing")],
                 "watt",
-                "Max - min of the selected GPUs' summed power over the last 10 minutes: what the grid "
-                f"sees. {ledger}",
+                "Max - min of each selected run's summed GPU power over the last 10 minutes: what the "
+                f"grid sees of it. {ledger}",
             ),
             6,
             8,
@@ -349,10 +349,11 @@ def power_fluctuation_panels(selector: str) -> list[tuple[Panel, int, int]]:
             timeseries(
                 "Job power ramp rate (1 min fit, per scrape)",
                 # the sum of each GPU's fitted slope is the slope of their sum: no subquery steps to pick
-                [target(f"abs(sum(deriv({gpu}[1m])))", "ramp")],
+                [target(f"abs(sum by (run) (deriv({gpu}[1m])))", "{{run}} ramp")],
                 "si:W/s",  # SI-scaled by Grafana (kW/s on a large job), like every other unit
-                "How fast the selected GPUs' summed power changes (W per second), from a least-squares fit "
-                f"over 1 minute; the ledger's ramp is the steepest step between neighbouring rows. {ledger}",
+                "How fast each selected run's summed GPU power changes (W per second), from a "
+                "least-squares fit over 1 minute; the ledger's ramp is the steepest step between "
+                f"neighbouring rows. {ledger}",
             ),
             6,
             8,

@@ -35,9 +35,6 @@ TOKENS_PER_JOULE = (
     f"sum by (run) (rate({MetricName.ENERGY_JOULES_TOTAL}{{{SELECTOR}}}[5m]))"
 )
 FINISHED = f"{MetricName.AGENT_FINISHED}{{{SELECTOR}}}"
-JOBS = 'job=~"$job"'
-"""The scrape jobs of the agents, a board variable (All: every job that scrapes an agent): a literal
-`job=~"wattlog|wattlog-nodes"` read every agent as lost under any other job name."""
 NONE_LIVE = "no live agent: every selected run has ended"
 
 
@@ -57,14 +54,13 @@ def so_far(selector: str) -> str:
 
 # Per agent: 1 up (measuring), 2 finished (ended normally: its last scrape read the finished mark at 1),
 # 0 lost (down without that mark: a crash, a kill, a lost node). `up` has no run label (the target exports
-# it, not the agent): it is joined by instance. Without an `up` series (a target since removed from the
-# scrape config) the finished mark alone decides.
-_FINISHED_MARK = f"max by (instance, host, run) ({so_far(FINISHED)})"
-_UP = f"max by (instance) (up{{{JOBS}}})"
-AGENT_STATE = (
-    f"(2 * {_FINISHED_MARK} * on (instance) group_left () (1 - {_UP}) + on (instance) group_left () {_UP}) "
-    f"or 2 * {_FINISHED_MARK}"
-)
+# it, not the agent): it is joined on the job and instance the mark was scraped under, so any scrape
+# job's name works (a literal list read every agent of another job "lost"). Without an `up` series (a
+# target since removed from the scrape config) the finished mark alone decides.
+_FINISHED_MARK = f"max by (job, instance, host, run) ({so_far(FINISHED)})"
+_UP = "max by (job, instance) (up)"
+_ON = "on (job, instance) group_left ()"
+AGENT_STATE = f"(2 * {_FINISHED_MARK} * {_ON} (1 - {_UP}) + {_ON} {_UP}) or 2 * {_FINISHED_MARK}"
 AGENT_STATES = {1: ("up", "green"), 2: ("finished", "blue"), 0: ("lost", "red")}
 
 
@@ -85,7 +81,6 @@ def board_variables() -> list[dict]:
     metric = MetricName.ENERGY_JOULES_TOTAL
     return [
         datasource_variable(),
-        query_variable("job", "Job", f"label_values({MetricName.AGENT_FINISHED}, job)"),
         query_variable("run", "Run", f"label_values({metric}, run)"),
         query_variable("host", "Host", f'label_values({metric}{{run=~"$run"}}, host)'),
         query_variable("site", "Site", f'label_values({metric}{{run=~"$run"}}, site)'),

@@ -12,12 +12,14 @@ fields such as notification_reason are accepted; Grafana sends version "1" with
 - Bad input gets a 4xx and nothing is recorded: body over the size limit (413),
   not JSON or not the payload's shape (400), wrong credentials (401).
 - An alert goes to the run its `run` label (or commonLabels' run) names. One whose run
-  is not in the ledger (a plain `wattlog agent`, a run recorded elsewhere) is recorded
-  against its host: the run `host:<host>` (project wattlog-hosts, role debug, made on
-  first use), with the run it named kept in the payload's labels. Only an alert with
-  neither a known run nor a `host`/`instance` label makes the payload 422, since it
-  cannot be attributed. An alert the ledger could never store (a NUL byte, a host
-  label over 195 characters) is rejected alone, with its reason in the answer's
+  is not in the ledger (no `run` label, a run recorded elsewhere) is recorded against its
+  host: in the ledger's runs on that host at its time (dashboards.alert_targets), with the
+  run it named kept in the payload's labels; no run is ever made for it. An alert with
+  neither a known run nor a host with a run makes the payload 422, since it cannot be
+  attributed. A condition seen after its run stopped measuring is recorded as `stale`
+  (Alertmanager's status kept as `alertmanager_status`), never as resolved.
+- An alert the ledger could never store (a NUL byte, a host label over 200 characters) is
+  rejected alone, with its reason in the answer's
   `rejected`; the rest of its batch is recorded (a 5xx would make Alertmanager resend
   the whole batch forever).
 - Nothing is recorded twice: each event carries an idempotency key made of the
@@ -37,11 +39,9 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
-from wattlog.accounting.ledger.models import Role
-from wattlog.accounting.ledger.runs import RunSpec
 from wattlog.dashboards.alert_checks import PayloadError as PayloadError
 from wattlog.dashboards.alert_checks import labels_of, time_s_of, unstorable
-from wattlog.dashboards.host_runs import host_run
+from wattlog.dashboards.alert_targets import host_runs, status_in
 from wattlog.errors import ConfigError, LedgerError
 from wattlog.events import EventCategory, EventKind
 from wattlog.serving import CLOSE_TIMEOUT_S, BoundedHTTPServer
@@ -52,8 +52,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TOKEN_ENV = "WATTLOG_WEBHOOK_TOKEN"  # noqa: S105 - the name of an environment variable, not a secret
-SECRET_ENV = "WATTLOG_WEBHOOK_SECRET"  # noqa: S105 - the name of an environment variable, not a secret
+TOKEN_ENV = "WATTLOG_WEBHOOK_TOKEN"
+SECRET_ENV = "WATTLOG_WEBHOOK_SECRET"
 SIGNATURE_HEADER = "X-Wattlog-Signature"
 MAX_BODY_BYTES = 1 << 20
 EVENT_KIND = EventKind.ALERT
@@ -162,10 +162,6 @@ def parse(body: bytes) -> list[Alert]:
     return alerts
 
 
-HOST_RUN_PREFIX = "host:"
-HOST_PROJECT = "wattlog-hosts"
-
-
 def host_of(alert: Alert) -> str:
     """The host an alert is about: its `host` label, else its `instance` without the port."""
     labels = alert.payload.get("labels", {})
@@ -211,7 +207,7 @@ class AlertRecorder:
         rejected = []
         valid = []
         for i, alert in enumerate(alerts):
-            reason = unstorable(alert.run, alert.name, HOST_RUN_PREFIX + host_of(alert), alert.payload)
+            reason = unstorable(alert.run, alert.name, host_of(alert), alert.payload)
             if reason:
                 log.warning("webhook: rejected %s: %s", describe(alert), reason)
                 rejected.append({"index": i, "alertname": alert.name[:200], "reason": reason})
@@ -223,57 +219,46 @@ class AlertRecorder:
     def _record(self, alerts: list[Alert]) -> tuple[int, int]:
         with self._lock:
             seen: dict[str, set[str]] = {}
-            targets: list[str] = []
+            targets: list[list[str]] = []
             for alert in alerts:
-                target = self._target(alert, seen)
-                if target not in seen:
-                    seen[target] = self._recorded_keys(target)
-                targets.append(target)
+                runs = self._targets(alert, seen)
+                for run in runs:
+                    if run not in seen:
+                        seen[run] = self._recorded_keys(run)
+                targets.append(runs)
             recorded = duplicates = 0
-            for alert, target in zip(alerts, targets, strict=True):
-                if alert.key in seen[target]:
-                    duplicates += 1
-                    log.info("webhook: accepted %s: a resend, already in %s", describe(alert), target)
-                    continue
-                if target.startswith(HOST_RUN_PREFIX):
-                    self._ensure_host_run(target)
-                self._ledger.record_event(
-                    target,
-                    EVENT_KIND,
-                    time_s=alert.time_s,
-                    category=EventCategory.ALERT,
-                    payload=alert.payload,
-                )
-                seen[target].add(alert.key)
-                recorded += 1
-                log.info("webhook: accepted %s: recorded in %s", describe(alert), target)
+            for alert, runs in zip(alerts, targets, strict=True):
+                for run in runs:
+                    if alert.key in seen[run]:
+                        duplicates += 1
+                        log.info("webhook: accepted %s: a resend, already in %s", describe(alert), run)
+                        continue
+                    status = status_in(self._ledger, run, alert.status, alert.time_s)
+                    payload = alert.payload | {"status": status, "alertmanager_status": alert.status}
+                    self._ledger.record_event(
+                        run, EVENT_KIND, time_s=alert.time_s, category=EventCategory.ALERT, payload=payload
+                    )
+                    seen[run].add(alert.key)
+                    recorded += 1
+                    stale = "" if status == alert.status else f" as {status} (its run had stopped measuring)"
+                    log.info("webhook: accepted %s: recorded in %s%s", describe(alert), run, stale)
             return recorded, duplicates
 
-    def _target(self, alert: Alert, known: Mapping[str, set[str]]) -> str:
-        """The ledger run an alert is recorded in: its own, else its host's run then, else its host's."""
-        if alert.run and (alert.run in known or self._exists(alert.run)):
-            return alert.run
+    def _targets(self, alert: Alert, known: Mapping[str, set[str]]) -> list[str]:
+        """The ledger runs an alert is recorded in: its own, else its host's at its time."""
+        if alert.run and (alert.run in known or self._ledger.find_run(alert.run) is not None):
+            return [alert.run]
         host = host_of(alert)
-        if not host:
+        runs = host_runs(self._ledger, host, alert.time_s) if host else []
+        if not runs:
             named = f"names unknown run {alert.run!r}" if alert.run else "has no `run` label"
-            raise PayloadError(
-                422, f"alert {alert.name!r} {named} and no host or instance label: nothing recorded"
-            )
-        return host_run(self._ledger, host, alert.time_s, HOST_RUN_PREFIX) or HOST_RUN_PREFIX + host
-
-    def _exists(self, run: str) -> bool:
-        return self._ledger.find_run(run) is not None
+            where = f"no run of the ledger on host {host!r}" if host else "no host or instance label"
+            raise PayloadError(422, f"alert {alert.name!r} {named} and {where}: nothing recorded")
+        return runs
 
     def _recorded_keys(self, run: str) -> set[str]:
-        if run.startswith(HOST_RUN_PREFIX) and not self._exists(run):
-            return set()
         events = self._ledger.events(run)
         return {e.payload.get("idempotency_key", "") for e in events if e.kind == EVENT_KIND}
-
-    def _ensure_host_run(self, name: str) -> None:
-        if not self._exists(name):
-            host = name.removeprefix(HOST_RUN_PREFIX)
-            self._ledger.start_run(name, RunSpec(project=HOST_PROJECT, role=Role.DEBUG, host=host))
 
 
 class WebhookReceiver:

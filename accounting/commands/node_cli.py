@@ -21,7 +21,6 @@ Both compose their agent through :class:`~wattlog.accounting.fleet.recording.Rec
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import sys
@@ -56,9 +55,10 @@ from wattlog.options import (
 from wattlog.telemetry.agent import Agent, AgentConfig, default_lock_dir
 from wattlog.telemetry.agent_cli import run_or_wait
 from wattlog.telemetry.agent_config import LINGER_S
+from wattlog.telemetry.live_panel import LivePanel
 from wattlog.telemetry.otlp import OtlpConfig
 from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
-from wattlog.telemetry.supervise import Supervisor, cannot_start
+from wattlog.telemetry.supervise import Outcome, Supervisor, cannot_start
 
 
 def node(
@@ -202,8 +202,7 @@ def agent(
             runner = recording.start().agent
             assert runner is not None
             _say_started(runner, console)
-            with live_view(console, runner):  # a terminal sees power and energy while it measures
-                outcome = run_or_wait(supervisor, command, seconds, console, "wattlog agent")
+            outcome = _measure(supervisor, runner, command, seconds, console)
         finally:
             recording.close()
     return print_ending(runner, console, "wattlog agent", outcome.exit_code, recording.completeness())
@@ -229,21 +228,12 @@ def _say_started(runner: Agent, console: Console) -> None:
         console.print(f"  note: {note}", markup=False)  # pip's [extra] is no markup
 
 
-def live_view(console: Console, runner: Agent) -> contextlib.AbstractContextManager[object]:
-    """On a terminal, the live panel redrawn twice a second (cleared at the end); elsewhere nothing."""
-    if not console.is_terminal:
-        return contextlib.nullcontext()
-    from rich.live import Live
-
-    from wattlog.accounting.publishing.live_panel import live_panel
-
-    start_s = time.monotonic()
-    return Live(
-        get_renderable=lambda: live_panel(runner.snapshot, lambda: time.monotonic() - start_s),
-        console=console,
-        refresh_per_second=2,
-        transient=True,
-    )
+def _measure(
+    supervisor: Supervisor, runner: Agent, command: list[str] | None, seconds: float | None, console: Console
+) -> Outcome:
+    """Run or wait (run_or_wait) under the live panel: on a terminal, power and energy per device, live."""
+    with LivePanel(runner.snapshot, console):
+        return run_or_wait(supervisor, command, seconds, console, "wattlog agent")
 
 
 def _console() -> Console:

@@ -62,6 +62,7 @@ def seed_example_project(
                 scale_group=spec.group,
                 device_model="H100",
             ),
+            start_s=t,  # the run's times are its rows' (a report read "00:45:49 to 00:45:50" for 500 h)
         )
         rows = [
             EnergyInterval.of(
@@ -81,7 +82,7 @@ def seed_example_project(
         ledger.record_intervals(run.id if run.id is not None else spec.name, rows)
         if spec.requests is not None:
             ledger.set_run_figures(spec.name, requests=spec.requests)
-        ledger.end_run(spec.name)
+        ledger.end_run(spec.name, end_s=t + spec.hours * HOUR_S)
         t += spec.hours * HOUR_S
         names.append(spec.name)
     return names

@@ -33,7 +33,7 @@ from wattlog.dashboards.report.data import (
     utc_strings,
     utc_text,
 )
-from wattlog.dashboards.report.page_html import headline_figures, printable_page, table19_html
+from wattlog.dashboards.report.page_html import headline_figures, printable_page, table19_html, validity_line
 from wattlog.errors import WattlogError
 
 # No string statements at the top level: Streamlit's "magic" would print them on the page.
@@ -85,6 +85,8 @@ def headline(summary: RunSummary) -> None:
     ):
         column.markdown(f"{label}\n\n### {markdown_text(value)}", help=f"{paper} {help_text}")
         column.caption(no_shortcodes(caption))
+    validity = validity_line(summary)  # beside the figures: a NOT VALID run's figures are not publishable
+    (box.error if validity.startswith("NOT VALID") else box.caption)(no_shortcodes(validity))
     parts = [f"`{s}` ({SOURCE_NOTES.get(s, s)})" for s in fp.energy_source.split("+")]
     st.markdown(f"**Energy source:** {', '.join(parts)} · site `{fp.site}`")
     st.markdown(f"**Training:** {summary.speed_text()}", help=SPEED_HELP)
@@ -194,8 +196,11 @@ def project_section(ledger: Ledger, run: RunInfo) -> None:
         )
         return
     from wattlog.dashboards.report.data import report_options
+    from wattlog.dashboards.report.project_columns import run_verdicts, with_verdicts
 
-    for grid in project_tables(ledger, project, "phase", report_options()):
+    options, runs = report_options(), ledger.runs(project)
+    grids = project_tables(ledger, project, "phase", options)
+    for grid in with_verdicts(grids, runs, run_verdicts(ledger, runs, options)):
         st.markdown(f"**{markdown_text(grid.title)}**")
         st.table(static_table(pd.DataFrame(grid.cells, columns=grid.headers)))
         for note in grid.notes:

@@ -23,9 +23,17 @@ KIND_COLOURS = {"gpu": "#1f77b4", "cpu": "#17becf", "dram": "#2ca02c", "node": "
 
 
 def _measured_span(report: RunReport) -> tuple[pd.Timestamp, pd.Timestamp]:
-    """From the run's start to its last energy row (UTC)."""
+    """From the run's start to its last energy row or its last gap's end, whichever is later (UTC).
+
+    A killed run's lease gaps lie after its last row (39 % of its device-seconds, the reason it is
+    NOT VALID): an axis ending at the last row left them off the charts.
+    """
     start = pd.Timestamp(report.run.start_s, unit="s", tz="UTC")
-    return min(start, report.power["time"].min()), report.power["time"].max()
+    gaps = report.gaps.dropna(subset=["start", "end"])
+    first, last = min(start, report.power["time"].min()), report.power["time"].max()
+    if gaps.empty:
+        return first, last
+    return min(first, gaps["start"].min()), max(last, gaps["end"].max())
 
 
 def _time_axis(report: RunReport) -> tuple[alt.X, alt.Scale]:

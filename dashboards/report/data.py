@@ -20,7 +20,6 @@ import pandas as pd
 from wattlog.accounting.carbon.sites import run_catalog
 from wattlog.accounting.commands.calibrate_cli import stored_calibrations
 from wattlog.accounting.ledger.lease import reap_before_reading
-from wattlog.accounting.publishing.column_units import exact_count
 from wattlog.accounting.publishing.efficiency import Efficiency
 from wattlog.accounting.publishing.gaps import GapSummary, run_gaps
 from wattlog.accounting.publishing.job_speed import JobSpeed, job_speed
@@ -75,15 +74,16 @@ class RunSummary:
         >>> run = RunSummary.__new__(RunSummary)
         >>> object.__setattr__(run, "speed", JobSpeed(8, 4.2e9, 3600.0, 8.4e8, "counter", 1.17e6, 5.0, None))
         >>> run.speed_text()
-        '4,200,000,000 tokens · 1,170,000 tok/s · 5.00 tok/J · MFU -'
+        '4,200,000,000 tokens · 1.17 M tok/s · 5.00 tok/J · MFU -'
+
+        Tokens are exact (4,096 read "4,100"); a rate beyond six digits takes an SI prefix.
         """
         sp = self.speed
         if sp is None:
             return f"no token counts recorded · {MISSING} tok/s · {MISSING} tok/J · MFU {MISSING}"
-        per_s, per_j = (MISSING if v is None else sig3(v) for v in (sp.tokens_per_s, sp.tokens_per_j))
+        per_s, per_j = (MISSING if v is None else prefixed(v) for v in (sp.tokens_per_s, sp.tokens_per_j))
         mfu = MISSING if sp.mfu is None else f"{100 * sp.mfu:.1f} %"
-        # tokens exact: 4,096 is not "4,100"
-        return f"{exact_count(sp.tokens)} tokens · {per_s} tok/s · {per_j} tok/J · MFU {mfu}"
+        return f"{sp.tokens:,.0f} tokens · {per_s} tok/s · {per_j} tok/J · MFU {mfu}"
 
     def efficiency_text(self) -> str:
         """J per token, J per 10^18 FLOP and mean GPU power / TDP of the run; "-" where unknown."""
@@ -138,6 +138,21 @@ class RunReport(RunSummary):
     use_source: str
     events: pd.DataFrame
     gaps: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=GAP_COLUMNS))
+
+
+_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"))
+
+
+def prefixed(value: float) -> str:
+    """`value` to 3 significant figures, with an SI prefix beyond six digits (never 2,167,619,048).
+
+    >>> prefixed(4096.0), prefixed(1_170_000.0), prefixed(2_167_619_048.0), prefixed(0.5)
+    ('4,100', '1.17 M', '2.17 G', '0.500')
+    """
+    for size, prefix in _PREFIXES:
+        if abs(value) >= size * 0.9995:
+            return f"{sig3(value / size)} {prefix}"
+    return sig3(value)
 
 
 def markdown_text(text: str) -> str:

@@ -97,6 +97,16 @@ def headline_figures(summary: RunSummary) -> list[tuple[str, str, str]]:
     ]
 
 
+def validity_line(summary: RunSummary) -> str:
+    """Whether the run's figures may be published, with the gate's reasons ("-": no energy, not gated)."""
+    row = summary.rows[0] if summary.footprint is not None and summary.rows else None
+    if row is None or row.validity is None:
+        return "Validity: -"
+    if row.validity:
+        return f"NOT VALID to publish: {'; '.join(row.validity)}"
+    return "Valid to publish: every validity check passed"
+
+
 _PAGE_CSS = """
 body {font-family: system-ui, sans-serif; margin: 2rem; color: #222; max-width: 70rem}
 h1 {font-size: 1.5rem; margin-bottom: 0.2rem}
@@ -106,6 +116,8 @@ h1 {font-size: 1.5rem; margin-bottom: 0.2rem}
 .figures .value {font-size: 1.6rem; font-weight: 600}
 .figures .paper {color: #555; font-size: 0.8rem}
 .notes {font-size: 0.75rem; color: #444}
+.validity {font-weight: 600}
+.validity.invalid {color: #b00020}
 @media print {
   @page {size: A4 landscape; margin: 12mm}
   body {margin: 0; max-width: none}
@@ -132,12 +144,14 @@ def printable_page(summary: RunSummary, facts: str, read_at: str) -> str:
         or "<div>This run recorded no energy yet.</div>"
     )
     source = summary.footprint.energy_source if summary.footprint else "-"
+    validity = validity_line(summary)
+    verdict = "validity invalid" if validity.startswith("NOT VALID") else "validity"
     notes = "".join(f"<li>{escape(note)}</li>" for note in footnotes(summary.rows))
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>Carbon report: {escape(run.name)}</title><style>{_PAGE_CSS}{TABLE_CSS}</style></head><body>"
         f'<h1>Carbon report: {escape(run.name)}</h1><p class="facts">{escape(facts)}</p>'
-        f'<div class="figures">{figures}</div>'
+        f'<div class="figures">{figures}</div><p class="{verdict}">{escape(validity)}</p>'
         f"<p><b>Energy source:</b> {escape(source)} · <b>Training:</b> {escape(summary.speed_text())}</p>"
         f"<h2>Table 19: this run beside the OLMo 2 paper's rows</h2>{table19_table(summary)}"
         f'<ol class="notes">{notes}</ol>'

@@ -47,3 +47,40 @@ def test_every_expression_is_valid_promql(tmp_path: Path) -> None:
         ["promtool", "check", "rules", str(path)], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
+def test_the_swing_is_each_runs_not_the_sum_of_every_selected_run(tmp_path: Path) -> None:
+    # two steady runs, one ending at 5 min: summed over both, the "job swing" read their total's change
+    [swing] = [p for p in power_panels() if p["title"].startswith("Job power swing")][0]["targets"]
+    assert swing["legendFormat"] == "{{run}} swing"
+    expr = swing["expr"].replace("$run", ".*").replace("$host", ".*").replace("$site", ".*")
+    gpu = 'wattlog_power_watts{{kind="gpu", run="{}", host="n", device="gpu0", site="s"}}'
+    test = {
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [
+                    {"series": gpu.format("a"), "values": "1000x5 stale"},
+                    {"series": gpu.format("b"), "values": "1268x10"},
+                ],
+                "promql_expr_test": [
+                    {
+                        "expr": expr,
+                        "eval_time": "8m",
+                        "exp_samples": [{"labels": f'{{run="{r}"}}', "value": 0} for r in ("a", "b")],
+                    }
+                ],
+            }
+        ],
+    }
+    (tmp_path / "swing_test.yml").write_text(json.dumps(test))
+    done = subprocess.run(
+        ["promtool", "test", "rules", "swing_test.yml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 import sqlite3
 import sys
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from xml.etree import ElementTree
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
@@ -158,6 +160,12 @@ def test_project_tables_split_development_and_final_on_demand(ledger_url: str, l
     phases = list(app.table[before].value.index)
     assert phases[:2] == ["development", "final"] and phases[2].startswith("Total")
     assert any("Table 2" in m.value for m in app.markdown)
+    # 29 t of simulated energy showed with no source nor validity: each group and run says both
+    table1, table2 = app.table[before].value, app.table[before + 1].value
+    assert list(table1.columns[-2:]) == ["Energy source", "Validity"] == list(table2.columns[-2:])
+    final, development = table1.loc["final"], table1.loc["development"]  # Markdown cells: "a\\+b"
+    assert "simulated" in final["Energy source"] and final["Validity"].startswith("NOT VALID (")
+    assert "counter" in development["Energy source"]
 
 
 def test_the_page_script_has_no_bare_strings_for_streamlit_magic_to_print() -> None:
@@ -169,3 +177,69 @@ def test_the_page_script_has_no_bare_strings_for_streamlit_magic_to_print() -> N
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
     ]
     assert strings == []
+
+
+def test_validity_stands_beside_the_headline_and_on_the_printable_page(ledger: Ledger) -> None:
+    # a NOT VALID run (simulated devices) showed its figures with no word of it there
+    summary = load_summary(ledger, RUN)
+    page = printable_page(summary, "model OLMo mini", "2026-12-04 09:00:00 UTC")
+    figures_end = page.index('<div class="figures">') + page[page.index('<div class="figures">') :].index(
+        "<h2>"
+    )
+    assert '<p class="validity invalid">NOT VALID to publish: ' in page[:figures_end]
+    assert "simulated" in page[page.index("NOT VALID to publish") :].split("</p>")[0]
+    app = run_app()
+    [error] = [e.value for e in app.error if "NOT VALID" in e.value]
+    assert error.startswith("NOT VALID to publish:") and "simulated" in error
+
+
+def test_a_killed_runs_gaps_after_its_last_row_lie_on_the_charts_axis(ledger: Ledger) -> None:
+    # a killed run's lease gaps (the reason it is NOT VALID) lay after its last row, off the axis
+    report = load_report(ledger, RUN)
+    last_row = report.power["time"].max()
+    lease = pd.DataFrame(
+        {"start": [last_row], "end": [last_row + pd.Timedelta(hours=3)], "host": ["vm"], "device": ["gpu0"],
+         "reason": ["lease expired"], "detail": [""]}
+    )  # fmt: skip
+    killed = dataclasses.replace(report, gaps=pd.concat([report.gaps, lease], ignore_index=True))
+    _, scale = charts._time_axis(killed)  # noqa: SLF001
+    first, last = (pd.Timestamp(t) for t in scale.domain)
+    assert first <= report.power["time"].min() and last == last_row + pd.Timedelta(hours=3)
+
+
+def test_the_readmes_example_run_reads_the_times_of_its_rows(tmp_path: Path) -> None:
+    # "00:45:49 UTC to 00:45:50 UTC" for 500 hours of January rows: the run's times were the seeding's
+    from wattlog.accounting.publishing.example_project import EXAMPLE_RUNS, HOUR_S, seed_example_project
+
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'example.db'}"))
+    seed_example_project(ledger)
+    final = ledger.get_run("final-7b")
+    with ledger.reading("final-7b") as reader:
+        span = reader.span()
+    assert span is not None and (final.start_s, final.end_s) == span
+    assert final.end_s - final.start_s == next(r.hours for r in EXAMPLE_RUNS if r.name == "final-7b") * HOUR_S
+
+
+def test_tokens_are_exact_and_big_rates_take_a_prefix(ledger: Ledger) -> None:
+    # 4,096 tokens read "4,100"; 1,170,000 tok/s is seven digits to count
+    from wattlog.accounting.publishing.job_speed import JobSpeed
+
+    speed = JobSpeed(1, 4096.0, 3600.0, 8.4e8, "counter", 1.17e6, 5.0, None)
+    text = dataclasses.replace(load_summary(ledger, RUN), speed=speed).speed_text()
+    assert text.startswith("4,096 tokens · 1.17 M tok/s · 5.00 tok/J")
+
+
+def test_each_run_of_tables_2_and_3_carries_its_own_source_and_validity() -> None:
+    from wattlog.accounting.publishing.project_table import Grid
+    from wattlog.dashboards.report.project_columns import Verdict, with_verdicts
+
+    verdicts = {"final-7b": Verdict("simulated", "NOT VALID"), "serve": Verdict("counter", "valid")}
+    grids = [
+        Grid("Table 1", ["Phase", "MWh"], [["final", "1"], ["Total (p)", "2"]], [], frozenset()),
+        Grid("Table 2", ["Model", "Run", "MWh"], [["7B", "final-7b", "1"]], [], frozenset()),
+        Grid("Table 3", ["Inference run", "Requests"], [["serve", "2"]], [], frozenset()),
+    ]
+    table1, table2, table3 = with_verdicts(grids, [], verdicts)
+    assert table2.cells == [["7B", "final-7b", "1", "simulated", "NOT VALID"]]
+    assert table3.cells == [["serve", "2", "counter", "valid"]]
+    assert table1.cells[-1][-2:] == ["counter+simulated", "NOT VALID (1 of 2 runs)"]

@@ -195,26 +195,6 @@ def test_oversized_body_gets_413_unread(receiver: WebhookReceiver, ledger: Ledge
     assert alerts_in(ledger) == []
 
 
-def test_an_alert_of_a_run_not_in_the_ledger_is_recorded_against_its_host(
-    receiver: WebhookReceiver, ledger: Ledger
-) -> None:
-    # A plain `wattlog agent` (no ledger run) going down was refused with 422 and nobody was told.
-    status, answer = post(receiver, am_payload(alert("r1"), alert("nope", fingerprint="0d0d")))
-    assert status == 200 and answer == {"recorded": 2, "duplicates": 0}
-    assert len(alerts_in(ledger, "r1")) == 1
-    [event] = alerts_in(ledger, "host:node1")
-    assert event.payload["labels"]["run"] == "nope"  # the run it named is kept
-    host_run = ledger.get_run("host:node1")
-    assert host_run.role == "debug" and host_run.host == "node1"
-    no_run = alert(fingerprint="0e0e")
-    del no_run["labels"]["run"]
-    del no_run["labels"]["host"]
-    no_run["labels"]["instance"] = "node7:9464"
-    assert post(receiver, am_payload(no_run))[0] == 200
-    assert len(alerts_in(ledger, "host:node7")) == 1
-    assert post(receiver, am_payload(no_run))[1] == {"recorded": 0, "duplicates": 1}  # never twice
-
-
 def test_an_alert_with_no_known_run_and_no_host_gets_422_and_the_batch_is_not_recorded(
     receiver: WebhookReceiver, ledger: Ledger
 ) -> None:

@@ -1,7 +1,8 @@
 """Fault: alerts that lied after an agent died, checked on the shipped rules (promtool runs them too).
 
 On the old rules, WattlogAgentDown matched job="wattlog" only while the README's cluster scrape
-job is `wattlog-nodes` (four agents killed -9 in a cluster never fired it); killing an agent
+job is `wattlog-nodes` (four agents killed -9 in a cluster never fired it), then a literal list of
+both (silent under any other name); killing an agent
 "resolved" its GpuLost and PowerAboveLimit alerts within seconds (its series went stale); and a
 29 g run's budget alert read "already emitted 0.0 tCO2eq". The firing and resolving are proven
 by dashboards/prometheus/rules_test.yml (tests/dashboards/test_prometheus.py runs promtool).
@@ -17,7 +18,6 @@ import yaml
 from wattlog.dashboards import build
 
 PROMETHEUS = Path(build.__file__).parent / "prometheus"
-README = Path(__file__).parents[2] / "README.md"
 STAY_UNTIL_AGENT_DOWN = {"WattlogAgentDown", "WattlogAgentAbsent"}
 
 
@@ -26,20 +26,12 @@ def alerts() -> dict[str, dict[str, object]]:
     return {r["alert"]: r for g in rules["groups"] for r in g["rules"] if "alert" in r}
 
 
-def documented_jobs() -> set[str]:
-    shipped = yaml.safe_load((PROMETHEUS / "prometheus.yml").read_text())
-    jobs = {c["job_name"] for c in shipped["scrape_configs"]}
-    return jobs | set(re.findall(r"job_name:\s*([\w-]+)", README.read_text()))
-
-
-def test_agent_down_and_absent_cover_every_documented_scrape_job() -> None:
-    jobs = documented_jobs()
-    assert {"wattlog", "wattlog-nodes"} <= jobs
+def test_agent_down_and_absent_name_no_scrape_job_so_any_job_name_works() -> None:
+    # a literal `job=~"wattlog|wattlog-nodes"` left AgentDown silent under any other job name; the
+    # promtool cases (rules_test.yml) run them under a job named "trainers"
     rules = alerts()
     for name in ("WattlogAgentDown", "WattlogAgentAbsent"):
-        expr = str(rules[name]["expr"])
-        for job in jobs:
-            assert re.search(rf'job(=|=~)"[^"]*\b{re.escape(job)}\b', expr), f"{name} misses job {job}"
+        assert not re.search(r"job\s*(=|=~|!=)", str(rules[name]["expr"])), name
 
 
 def test_alerts_on_an_agents_series_outlast_the_agent_until_agent_down_fires() -> None:

@@ -31,7 +31,7 @@ def test_agent_down_fires_for_a_crash_and_not_after_a_normal_end(servers: Server
     assert ended.metrics_url is not None
     port_a = ended.metrics_url.split(":")[-1].split("/")[0]
     job = {
-        "job_name": "wattlog",
+        "job_name": "trainers",  # any name: the rule names no job
         "honor_labels": True,
         "static_configs": [
             {"targets": [f"127.0.0.1:{port_a}"], "labels": {"host": "node-a"}},
@@ -44,7 +44,7 @@ def test_agent_down_fires_for_a_crash_and_not_after_a_normal_end(servers: Server
     )
     ended.close()  # waits for the next scrape to read the finished mark
     crashed.close()  # no mark: a crash
-    down = prometheus.wait_for('up{job="wattlog"} == 0', lambda r: len(r) == 2, timeout_s=30)
+    down = prometheus.wait_for('up{job="trainers"} == 0', lambda r: len(r) == 2, timeout_s=30)
     assert {s["metric"]["host"] for s in down} == {"node-a", "node-b"}
     alerts = prometheus.wait_for('ALERTS{alertname="WattlogAgentDown", alertstate="firing"}', timeout_s=30)
     time.sleep(3)  # room for a wrong alert on the normally ended agent to show up

@@ -1,23 +1,23 @@
 """Every panel query on a real Prometheus during a run and 5 minutes after it ends, against the ledger.
 
-Two Trackers over simulated GPUs write one ledger and are scraped at the shipped intervals (5 s
-scrapes, 15 s rule evaluations: prometheus.yml) with the shipped rules: run "done" finishes first,
-run "live" goes on, a third agent "crashes" (stops without its finished mark). While "live" runs,
-"now" panels must show it alone, totals must add "done" (the ledger's figures, to the joule) and the
-agents panel must tell finished from up and lost. Once "live" has ended, every query is evaluated
-again at its end + 300 s (Prometheus evaluates an instant query at any time, so nobody waits 5
-minutes): "now" panels are empty (the board says "no live agent"), totals equal the ledger's energy,
-CO2, water, tokens per joule, per device, and history panels and annotations have data over the
-run's range. Every panel of the three boards is in exactly one of those groups, so a new panel must
-say how it is checked.
-"""
+Two Trackers over simulated GPUs write one ledger and are scraped at the shipped intervals (every 5 s,
+rules evaluated every 15 s: prometheus.yml) with the shipped rules: run "done" finishes first, run
+"live" goes on, a third agent "crashes" (stops without its finished mark). While "live" runs, "now"
+panels must show it alone, totals must add "done" (the ledger's figures, to the joule) and the agents
+panel must tell finished from up and lost. Once "live" has ended (just after a rule evaluation, so rules
+evaluated every 15 s never see its last scrape: a board reading them under-read a short run's CO2 by 7
+%), every query is evaluated again at its end + 300 s (Prometheus evaluates an instant query at any
+time, so nobody waits 5 minutes): "now" panels are empty (the board says "no live agent"), totals equal
+the ledger's energy, CO2, water, tokens per joule, per device, and history panels and annotations have
+data over the run's range. Every panel of the three boards is in exactly one of those groups, so a new
+panel must say how it is checked."""
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 import urllib.parse
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from prometheus_client import CollectorRegistry, Gauge
 
 from tests.integration.conftest import Servers
 from tests.integration.servers import Prometheus, http_json
+from tests.waiting import wait_until
 from wattlog.accounting.carbon.sites import builtin_sites
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.accounting.ledger.jobs import rank_progress
@@ -39,9 +40,10 @@ from wattlog.trainer.tracker import Tracker
 pytestmark = pytest.mark.integration
 
 SITE, PLANNED, BUDGET_T = "jupiter", 1e7, 1e-5
+SCRAPE_S, EVALUATION_S = 5.0, 15.0  # as dashboards/prometheus/prometheus.yml
 PROMETHEUS_DIR = Path(build.__file__).parent / "prometheus"
-# $__interval 30 s: the annotations' step (a 5 s window holds one 5 s scrape: no increase)
-VARIABLES = {"$job": ".*", "$run": ".*", "$host": ".*", "$site": ".*", "$__interval": "30s", "$__range": "1h"}
+# $__interval: only the annotations use it, and Grafana sets it to their step (30 s)
+VARIABLES = {"$run": ".*", "$host": ".*", "$site": ".*", "$__interval": "30s", "$__range": "1h"}
 NOW = {"Cluster power"}
 TOTALS = {
     "Energy so far", "CO2 so far and projected", "Water so far and projected", "Tokens per joule",
@@ -103,8 +105,7 @@ class Run:
     """A Tracker training in a thread on its own agent (own host, locks), into the shared ledger."""
 
     def __init__(self, name: str, db: str, tmp_path: Path, peak_flops: float) -> None:
-        # lingers past a 5 s scrape, so Prometheus reads the finished mark
-        agent = AgentConfig(port=0, flush_s=1.0, host=f"node-{name}", lock_dir=tmp_path / name, linger_s=12.0)
+        agent = AgentConfig(port=0, flush_s=1.0, host=f"node-{name}", lock_dir=tmp_path / name, linger_s=15.0)
         sensors = [SimulatedSensor(simulated_gpus(2, t0_s=time.monotonic(), seed=len(name)))]
         self.tracker = Tracker(name, site=SITE, db=db, log_every=5, gc_every=None, sensors=sensors,
                                agent_config=agent, environ={}, flops_per_token=6e6,
@@ -146,27 +147,12 @@ def ledger_figures(db: str, run: str) -> dict[str, Any]:
     }
 
 
-def shipped_intervals() -> tuple[float, float]:
-    """The scrape and evaluation intervals of the shipped prometheus.yml, seconds (5 and 15)."""
-    text = (PROMETHEUS_DIR / "prometheus.yml").read_text()
-    found = dict(re.findall(r"^\s+(scrape_interval|evaluation_interval): (\d+)s$", text, re.MULTILINE))
-    return float(found["scrape_interval"]), float(found["evaluation_interval"])
-
-
 def start_prometheus(servers: Servers, tmp_path: Path, targets: list[str], planner_port: int) -> Prometheus:
-    """The shipped rules and intervals (site constants at each evaluation), a test alert, the runs' plans.
-
-    At 1 s scrapes and evaluations the boards' CO2 and water passed while, at the shipped 5 s and 15 s,
-    they under-read a finished run by its last seconds (a rule never saw its last scrape).
-    """
-    scrape_s, evaluation_s = shipped_intervals()
-    assert (scrape_s, evaluation_s) == (5.0, 15.0)
+    """The shipped rules and intervals (site constants every 15 s: they only wait for their first
+    evaluation), a test alert, the runs' plans."""
     sites = tmp_path / "sites.rules.yml"
-    sites.write_text(
-        (PROMETHEUS_DIR / "sites.rules.yml")
-        .read_text()
-        .replace("interval: 1m", f"interval: {evaluation_s:g}s")
-    )
+    shipped = (PROMETHEUS_DIR / "sites.rules.yml").read_text()
+    sites.write_text(shipped.replace("interval: 1m", "interval: 15s"))
     (tmp_path / "alert.rules.yml").write_text(ALERT_RULE)
     jobs = [
         {  # as dashboards/prometheus/prometheus.yml: the agents' own run and host labels kept
@@ -180,9 +166,32 @@ def start_prometheus(servers: Servers, tmp_path: Path, targets: list[str], plann
     return servers.prometheus(
         rule_files=rules,
         extra_scrape_configs=jobs,
-        scrape_interval_s=scrape_s,
-        evaluation_interval_s=evaluation_s,
+        scrape_interval_s=SCRAPE_S,
+        evaluation_interval_s=EVALUATION_S,
     )
+
+
+def rules_evaluated(prometheus: Prometheus, group: str, after_s: float) -> bool:
+    """Whether rule group `group` was evaluated after `after_s` (its own clock, from /api/v1/rules)."""
+    groups = http_json(f"{prometheus.url}/api/v1/rules")["data"]["groups"]
+    [found] = [g for g in groups if g["name"] == group]
+    stamp = found["lastEvaluation"].replace("Z", "+00:00")
+    seconds, _, rest = stamp.partition(".")  # RFC 3339 with nanoseconds: fromisoformat takes micro
+    zone = rest[rest.index("+") :] if "+" in rest else "+00:00"
+    return datetime.fromisoformat(seconds + zone).timestamp() > after_s
+
+
+def end_after_an_evaluation(prometheus: Prometheus, run: Run) -> None:
+    """End `run` just after the footprint rules were evaluated: its last scrape (within a scrape of its
+    end) and its series going stale (a scrape later) both fall before their next evaluation."""
+    asked_s = time.time()
+    wait_until(
+        lambda: rules_evaluated(prometheus, "wattlog-footprint", asked_s),
+        EVALUATION_S + 5,
+        "the footprint rules were not evaluated",
+        poll_s=0.2,
+    )
+    run.end()
 
 
 def plans() -> CollectorRegistry:
@@ -223,25 +232,26 @@ def test_every_panel_reads_right_during_a_run_and_five_minutes_after_it(
         prometheus = start_prometheus(servers, tmp_path, targets, planner.port)
         start_s = time.time()
         prometheus.wait_for(
-            "count_over_time(wattlog_agent_finished[1m]) >= 3 and on (run) wattlog:run_co2_projected_tonnes",
-            lambda r: len(r) == 2,
-            timeout_s=60,
+            "count_over_time(wattlog_agent_finished[1m]) >= 3 and on () count(wattlog:site_pue)",
+            lambda r: len(r) == 3,
+            timeout_s=4 * EVALUATION_S,
         )
         live.nan.set()
         servers_open.remove(crashed)
         crashed.close()  # no finished mark: a crash
         done.end()
-        prometheus.wait_for('up{job="wattlog"} == 0', lambda r: len(r) == 2, timeout_s=30)
+        prometheus.wait_for('up{job="wattlog"} == 0', lambda r: len(r) == 2, timeout_s=3 * SCRAPE_S)
         time.sleep(1.0)  # then ask half a second back: every scrape up to that moment is stored
         live_j = check_during(prometheus, ledger_figures(db, "done"), time.time() - 0.5)
-        # an evaluation (every 15 s) has seen the live run train: its alert fired (the annotation's region)
-        firing = 'ALERTS{alertname="PanelTestLiveRunTrains", alertstate="firing"}'
-        prometheus.wait_for(firing, lambda r: len(r) == 1, timeout_s=40)
-        live.end()
-        prometheus.wait_for('up{job="wattlog"} == 0', lambda r: len(r) == 3, timeout_s=30)
+        end_after_an_evaluation(prometheus, live)
+        prometheus.wait_for('up{job="wattlog"} == 0', lambda r: len(r) == 3, timeout_s=3 * SCRAPE_S)
         # the rules have seen the end (as they have 5 minutes later): the test alert resolved
-        prometheus.wait_for('ALERTS{alertname="PanelTestLiveRunTrains"}', lambda r: not r, timeout_s=40)
+        prometheus.wait_for(
+            'ALERTS{alertname="PanelTestLiveRunTrains"}', lambda r: not r, timeout_s=2 * EVALUATION_S
+        )
         end_s = time.time()
+        # 5 minutes later the site constants have been evaluated since: so they are once, here
+        prometheus.wait_for(f"timestamp(wattlog:site_pue) > {end_s}", timeout_s=2 * EVALUATION_S)
         figures = {run: ledger_figures(db, run) for run in ("done", "live")}
         assert live_j <= figures["live"]["joules"] + 1e-6  # the live figure was a part of the final one
         check_after(prometheus, figures, start_s, end_s)
