@@ -81,6 +81,7 @@ def board_variables() -> list[dict]:
     metric = MetricName.ENERGY_JOULES_TOTAL
     return [
         datasource_variable(),
+        query_variable("job", "Job", f"label_values({MetricName.AGENT_FINISHED}, job)"),
         query_variable("run", "Run", f"label_values({metric}, run)"),
         query_variable("host", "Host", f'label_values({metric}{{run=~"$run"}}, host)'),
         query_variable("site", "Site", f'label_values({metric}{{run=~"$run"}}, site)'),

@@ -52,8 +52,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TOKEN_ENV = "WATTLOG_WEBHOOK_TOKEN"
-SECRET_ENV = "WATTLOG_WEBHOOK_SECRET"
+TOKEN_ENV = "WATTLOG_WEBHOOK_TOKEN"  # noqa: S105 - the name of an environment variable, not a secret
+SECRET_ENV = "WATTLOG_WEBHOOK_SECRET"  # noqa: S105 - the name of an environment variable, not a secret
 SIGNATURE_HEADER = "X-Wattlog-Signature"
 MAX_BODY_BYTES = 1 << 20
 EVENT_KIND = EventKind.ALERT

@@ -172,7 +172,9 @@ def test_training_dashboard_has_health_panels_and_event_annotations() -> None:
 def test_variables_run_host_site_filter_every_query(name: str) -> None:
     board = BOARDS[name]
     names = [v["name"] for v in board["templating"]["list"]]
-    assert names == ["datasource", "run", "host", "site", "report"]
+    assert names == ["datasource", "job", "run", "host", "site", "report"]
+    exprs = [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
+    assert not any("wattlog-nodes" in e for e in exprs)  # the job a variable, never a literal (issue 44)
     for p in board["panels"]:
         for t in p.get("targets", []):
             assert "$run" in t["expr"] and "$site" in t["expr"], (p["title"], t["expr"])
@@ -209,3 +211,8 @@ def test_a_sites_intensity_rule_names_its_real_source() -> None:
         in rule
     )
     assert "vector(0.4)" in rule
+
+
+def test_every_board_is_in_utc_as_every_other_output() -> None:
+    for make in build.BOARDS.values():
+        assert make()["timezone"] == "utc"  # was "browser": a board and the report disagreed on times

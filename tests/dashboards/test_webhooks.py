@@ -319,20 +319,3 @@ def test_webhook_serve_turns_its_lines_on_with_the_time() -> None:
             logger.removeHandler(h)
         logger.setLevel(logging.NOTSET)
         logger.propagate = True
-
-
-def test_an_alert_without_a_run_label_goes_to_its_hosts_run_never_a_phantom_run(
-    receiver: WebhookReceiver, ledger: Ledger
-) -> None:
-    # WattlogAgentDown an hour after a normal end carries no run: it created a run `host:vm`, running
-    ledger.start_run("older-on-vm", RunSpec(host="vm"), start_s=0.0)
-    ledger.start_run("train-on-vm", RunSpec(host="vm"), start_s=10.0)
-    ledger.end_run("train-on-vm")
-    down = alert(fingerprint="0f0f", host="vm", alertname="WattlogAgentDown")
-    del down["labels"]["run"]
-    status, answer = post(receiver, am_payload(down))
-    assert status == 200 and answer == {"recorded": 1, "duplicates": 0}
-    [event] = alerts_in(ledger, "train-on-vm")  # the host's latest run by the alert's start
-    assert event.payload["labels"]["alertname"] == "WattlogAgentDown"
-    assert ledger.find_run("host:vm") is None and alerts_in(ledger, "older-on-vm") == []
-    assert {r.name for r in ledger.runs()} == {"r1", "r2", "older-on-vm", "train-on-vm"}

@@ -14,6 +14,7 @@ panel must say how it is checked."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import urllib.parse
@@ -145,6 +146,13 @@ def ledger_figures(db: str, run: str) -> dict[str, Any]:
         "tokens": sum(r.tokens_total for r in rank_progress(ledger, run)),
         "band_j": (footprint.energy_band_j.lo, footprint.energy_band_j.hi),
     }
+
+
+def shipped_intervals() -> tuple[float, float]:
+    """The scrape and evaluation intervals of the shipped prometheus.yml, seconds (5 and 15)."""
+    text = (PROMETHEUS_DIR / "prometheus.yml").read_text()
+    found = dict(re.findall(r"^\s+(scrape_interval|evaluation_interval): (\d+)s$", text, re.MULTILINE))
+    return float(found["scrape_interval"]), float(found["evaluation_interval"])
 
 
 def start_prometheus(servers: Servers, tmp_path: Path, targets: list[str], planner_port: int) -> Prometheus:
