@@ -76,12 +76,24 @@ def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
     before = item.stash.get(_CHILDREN_KEY, None)
     if before is None:  # the body never ran (a setup failed or skipped)
         return result
-    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and _running(p)]
+    new = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and _running(p)]
+    _, alive = psutil.wait_procs(new, timeout=2.0)  # a child that is exiting gets its moment
+    left = [p for p in alive if _running(p) and not _shared_helper(p)]
     for process in left:
         with contextlib.suppress(psutil.Error):
             process.kill()
     assert not left, f"the test left {len(left)} process(es) running: {', '.join(_named(p) for p in left)}"
     return result
+
+
+def _shared_helper(process: psutil.Process) -> bool:
+    """multiprocessing's resource tracker or fork server: started once for the whole session by the
+    first test that spawns processes (torch's distributed tests), and ended by multiprocessing at exit."""
+    try:
+        line = " ".join(process.cmdline())
+    except psutil.Error:
+        return False
+    return "multiprocessing.resource_tracker" in line or "multiprocessing.forkserver" in line
 
 
 def _running(process: psutil.Process) -> bool:

@@ -28,15 +28,15 @@ import logging
 import os
 import re
 import socket
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
-from wattlog.accounting.ledger.admin import set_aside_if_deleted
-from wattlog.accounting.ledger.runs import RunSpec
+from wattlog.accounting.ledger.replay import Replayed as Replayed
+from wattlog.accounting.ledger.replay import replay_folder as replay_folder
+from wattlog.accounting.ledger.replay import write_batches as _write
 from wattlog.accounting.ledger.spool_lines import (
-    Batch,
     describe_bad,
     header_of,
     keep_aside,
@@ -44,17 +44,15 @@ from wattlog.accounting.ledger.spool_lines import (
     run_key,
 )
 from wattlog.accounting.ledger.store import Ledger
-from wattlog.errors import ConfigError, LedgerError, UntrustedInput
+from wattlog.errors import ConfigError
 from wattlog.records import BandRevision, EnergyInterval, Gap
 from wattlog.telemetry.private import private_folder
-from wattlog.untrusted import open_regular
 
 log = logging.getLogger(__name__)
 
 ENV_VAR = "WATTLOG_SPOOL_DIR"
 DEFAULT_MAX_BYTES = 64 * 2**20
 """About 250,000 rows: a day of 8 devices at 10 s flushes, ten times over."""
-_CHUNK = 5000  # rows per replay transaction
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 LOSS_REASON = "spool full (bound {bound} bytes): energy of this stretch lost, {rows} rows, {joules:.1f} J"
 WRITE_LOSS_REASON = "spool not writable ({why}): energy of this stretch lost, {rows} rows, {joules:.1f} J"
@@ -70,33 +68,6 @@ def default_folder(environ: Mapping[str, str] | None = None) -> Path:
         return Path(env[ENV_VAR])
     state = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / "wattlog-spool"
-
-
-@dataclass(frozen=True, slots=True)
-class Replayed:
-    """What one replay did.
-
-    Attributes:
-        files: Spool files replayed and removed (or emptied).
-        rows: Energy rows read from them.
-        written: Rows the ledger did not hold yet and now does (rows - written were already there).
-        busy: Files skipped because a live process holds them.
-        other_ledgers: Files left alone because they belong to another ledger.
-        torn: Unreadable last lines skipped (a crash mid-write).
-        failed: One line per file that could not be replayed (still on disk).
-        rejected: One line per file with bad lines (named by line; kept in `<file>.rejected`).
-        orphaned: One line per file of a run deleted from the ledger (set aside, never replayed).
-    """
-
-    files: int = 0
-    rows: int = 0
-    written: int = 0
-    busy: int = 0
-    other_ledgers: int = 0
-    torn: int = 0
-    failed: tuple[str, ...] = ()
-    rejected: tuple[str, ...] = ()
-    orphaned: tuple[str, ...] = ()
 
 
 class Spool:
@@ -317,91 +288,3 @@ class Spool:
             else:
                 reason = LOSS_REASON.format(bound=self.max_bytes, rows=rows, joules=joules)
             self._lost[key] = Gap(host, device, start_s, end_s, reason)
-
-
-def replay_folder(ledger: Ledger, folder: Path, where: str, *, skip: Path | None = None) -> Replayed:
-    """Replay every unlocked spool file of `folder` that belongs to ledger `where`, then remove it.
-
-    Args:
-        ledger: The ledger to write into.
-        folder: The spool folder.
-        where: The ledger's printable name (engine.describe_url); other ledgers' files are left alone.
-        skip: A file not to touch (the caller's own live spool).
-    """
-    files = written = rows = busy = others = torn = 0
-    failed: list[str] = []
-    rejected: list[str] = []
-    orphaned: list[str] = []
-    paths = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
-    for path in paths:
-        if skip is not None and path == skip:
-            continue
-        if not path.is_file():  # a FIFO would block, a device never end: named, never opened
-            rejected.append(f"{path} refused: not a regular file")
-            continue
-        with _locked(path) as held:
-            if not held:
-                busy += 1
-                continue
-            if not path.exists():  # replayed and removed by another process meanwhile
-                continue
-            try:  # a file from elsewhere: too big, too many lines
-                if header_of(path) != where:
-                    others += 1
-                    continue
-                content = read_spool(path)
-            except UntrustedInput as error:
-                rejected.append(str(error))
-                continue
-            try:
-                written += _write(ledger, content.batches)
-            except LedgerError as error:
-                note = set_aside_if_deleted(path, content.batches, error)  # else it would fail forever
-                (orphaned if note else failed).append(note or f"{path}: {error}")
-                continue
-            if content.bad:
-                rejected.append(describe_bad(path, content.bad, keep_aside(path, content.bad)))
-            rows += content.rows
-            torn += content.torn
-            files += 1
-            path.unlink()
-    return Replayed(files, rows, written, busy, others, torn, tuple(failed), tuple(rejected), tuple(orphaned))
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[bool]:
-    try:
-        handle = open_regular(path, "spool file")  # never "a": that would recreate a file just replayed
-    except UntrustedInput:  # gone, or swapped for a FIFO since the check
-        yield False
-        return
-    with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _write(ledger: Ledger, batches: Mapping[str, Batch]) -> int:
-    written = 0
-    for run, batch in batches.items():
-        key = run_key(run)
-        if batch.start is not None and isinstance(key, str) and ledger.find_run(key) is None:
-            fields = dict(batch.start)
-            start_s = float(fields.pop("start_s"))
-            ledger.start_run(key, RunSpec(**fields), start_s=start_s)
-        for i in range(0, max(len(batch.intervals), 1), _CHUNK):
-            gaps = batch.gaps if i == 0 else []
-            written += ledger.record_intervals(key, batch.intervals[i : i + _CHUNK], gaps)
-        if batch.events:
-            ledger.record_events_once(key, batch.events)
-        if batch.revisions:  # after the rows they revise, so the totals take them (each once)
-            ledger.record_revisions(key, batch.revisions)
-        if batch.end is not None:
-            ledger.end_run(key, batch.end[0], end_s=batch.end[1])
-    return written

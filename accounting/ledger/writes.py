@@ -78,8 +78,12 @@ def _rebuild(session: Session, table: Table, key: Sequence[str], run_id: int | N
     session.execute(wipe)
     summed = rows_summed(table, key, run_id)
     # summed and inserted by the database: a month of 2,048 nodes is millions of hours, none in the client
-    written = session.execute(insert(table).from_select([c.name for c in summed.selected_columns], summed))
-    return int(written.rowcount)  # type: ignore[attr-defined]  # a CursorResult
+    session.execute(insert(table).from_select([c.name for c in summed.selected_columns], summed))
+    # counted, not the cursor's rowcount: psycopg reports -1 for an INSERT ... SELECT here
+    written = select(func.count()).select_from(table)
+    if run_id is not None:
+        written = written.where(table.c.run_id == run_id)
+    return int(session.execute(written).scalar_one())
 
 
 def rows_summed(table: Table, key: Sequence[str], run_id: int | None) -> Select[Any]:

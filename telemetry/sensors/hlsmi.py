@@ -128,6 +128,8 @@ class HlSmiSensor:
         ]
 
     def _start(self, uuids: list[str]) -> None:
+        if self._process is not None and self._process.poll() is None:
+            return  # devices() asked again (the sampler does): one loop, not a second left running
         try:
             self._process = self._popen(
                 [*self._args, "-l", str(self._period_s)], stdout=subprocess.PIPE, text=True

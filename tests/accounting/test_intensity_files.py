@@ -111,7 +111,8 @@ def test_table_reads_an_electricity_maps_file(tmp_path: Path, capsys: pytest.Cap
     path = write(tmp_path, "DE.csv", [EM_HEADER, *EM_ROWS])
     assert main(["table", "r", "--db", url, "--intensity", str(path), "--format", "markdown"]) == 0
     out = capsys.readouterr().out
-    assert "| 877 kg |" in out  # 1 MWh x 1.2 x 0.3805 + 1 MWh x 1.2 x 0.350 (under a tonne: in kg)
+    # 1 MWh x 1.2 x 0.3805 + 1 MWh x 1.2 x 0.350, under a tonne: the column is in kg (one unit per column)
+    assert "Emissions (kgCO2eq)" in out and "| 877 |" in out
     assert "1 of 2 hours marked estimated" in out
 
 

@@ -57,6 +57,15 @@ def _stored_j(url: str, run: str) -> float:
         return 0.0
 
 
+def _stored_s(url: str, run: str) -> float:
+    """How many seconds the run's stored rows span, 0 while it has none."""
+    try:
+        rows = Ledger(make_engine(url)).energy_rows(run)
+    except RunNotFound:
+        return 0.0
+    return max((r.end_s for r in rows), default=0.0) - min((r.start_s for r in rows), default=0.0)
+
+
 def test_a_node_spools_every_row_of_a_ledger_outage_and_a_replay_stores_them_all(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -122,10 +131,11 @@ def test_a_slurm_agent_whose_counter_checks_went_to_the_spool_fails_the_prolog_r
     def stop_once_rows_are_stored() -> None:
         # the agent's close records its counter check: stop only once it has measured and flushed
         # (a fixed 0.4 s stopped a slow fresh clone's agent before its first flush)
+        # (its counter check needs a few of the counter's updates, ~100 ms each: 1 s of rows has them)
         wait_until(
-            lambda: _stored_j(hooks.db, hooks.run_name("77")) > 0,
+            lambda: _stored_s(hooks.db, hooks.run_name("77")) >= 1.0,
             60.0,
-            "the SLURM agent stored no rows in 60 s",
+            "the SLURM agent stored no second of rows in 60 s",
         )
         stop.set()
 
