@@ -38,9 +38,15 @@ def pg_ctl(server: postgres.PostgresServer, *args: str) -> None:
 
 
 def restart(server: postgres.PostgresServer) -> None:
-    sock = server.data_dir.parent / "sock"
-    options = f"-c listen_addresses=127.0.0.1 -p {server.port} -k {sock} -c fsync=off"
-    pg_ctl(server, "-o", options, "-l", str(server.data_dir.parent / "log2"), "-w", "start")
+    pg_ctl(
+        server,
+        "-o",
+        postgres.server_options(server.port),
+        "-l",
+        str(server.data_dir.parent / "log2"),
+        "-w",
+        "start",
+    )
 
 
 def total_j(ledger: Ledger, run: int) -> float:

@@ -60,6 +60,12 @@ def _as_postgres(args: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
 
 
+def server_options(port: int) -> str:
+    """The server's options (pg_ctl -o): loopback TCP only, no Unix socket. A socket's path is capped
+    at 107 bytes, and under a long TMPDIR (a CI's, 120 characters) the server refused to start."""
+    return f"-c listen_addresses=127.0.0.1 -p {port} -k '' -c fsync=off"
+
+
 @contextmanager
 def running_postgres() -> Iterator[PostgresServer]:
     """Init a cluster in a fresh temp folder, start it on a free loopback port, stop and delete it after.
@@ -68,11 +74,9 @@ def running_postgres() -> Iterator[PostgresServer]:
         RuntimeError: initdb or pg_ctl failed (their output is in the message).
     """
     root = Path(tempfile.mkdtemp(prefix="wattlog-pg-"))
-    data, socket_dir = root / "data", root / "sock"
-    socket_dir.mkdir()
+    data = root / "data"
     if os.geteuid() == 0:
         shutil.chown(root, "postgres", "postgres")
-        shutil.chown(socket_dir, "postgres", "postgres")
     root.chmod(0o755)
     port = _free_port()
     try:
@@ -96,7 +100,7 @@ def running_postgres() -> Iterator[PostgresServer]:
         )
         if init.returncode != 0:
             raise RuntimeError(f"initdb failed ({init.returncode}): {init.stderr.strip()}")
-        options = f"-c listen_addresses=127.0.0.1 -p {port} -k {socket_dir} -c fsync=off"
+        options = server_options(port)
         start = subprocess.run(
             _as_postgres(
                 [

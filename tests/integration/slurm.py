@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -116,8 +117,25 @@ def running_slurm(
 ) -> Iterator[Slurm]:
     """Start munged, slurmctld and slurmd under `root`; stop them (by their own pids) after.
 
-    `extra` adds or overrides slurm.conf settings (e.g. ``Prolog``/``Epilog`` scripts).
+    `extra` adds or overrides slurm.conf settings (e.g. ``Prolog``/``Epilog`` scripts). Under a long
+    `root` (a CI's TMPDIR of 120 characters) the cluster runs in a short private folder instead:
+    munge's and slurmd's sockets live there, and a socket's path is capped at 108 bytes.
     """
+    if len(str(root)) <= 40:
+        with _running_slurm(root, timeout_s, extra) as slurm:
+            yield slurm
+        return
+    short = Path(tempfile.mkdtemp(prefix="wl-slurm-", dir="/tmp"))
+    short.chmod(0o755)  # munged wants every folder above its socket searchable
+    try:
+        with _running_slurm(short, timeout_s, extra) as slurm:
+            yield slurm
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _running_slurm(root: Path, timeout_s: float, extra: Mapping[str, object] | None) -> Iterator[Slurm]:
     for folder in ("state", "spool", "log"):
         (root / folder).mkdir(parents=True, exist_ok=True)
     key = root / "munge.key"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -99,6 +100,17 @@ def screenshot(page: Any, path: Path) -> Path:
     if keep:
         shutil.copy(path, Path(keep) / path.name)
     return path
+
+
+@pytest.fixture(autouse=True)
+def short_socket_folder(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Chromium puts its SingletonSocket under TMPDIR, and a socket's path is capped at 107 bytes:
+    under a long TMPDIR (a CI's, 120 characters) it refused to start. Its temp folder is a short,
+    private one (mkdtemp: 0700, ours)."""
+    folder = tempfile.mkdtemp(prefix="wl-chromium-", dir="/tmp")
+    monkeypatch.setenv("TMPDIR", folder)
+    yield
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
