@@ -18,7 +18,7 @@ from typing import cast
 from rich.console import Console, RenderableType
 
 from wattlog.accounting.it_energy import Energy
-from wattlog.accounting.publishing.column_units import amount_cells
+from wattlog.accounting.publishing.column_units import AMOUNT_COLUMNS, amount_cells
 from wattlog.accounting.publishing.efficiency import Efficiency
 from wattlog.accounting.publishing.fitted import FittedTable
 from wattlog.accounting.publishing.footprint import Footprint, WaterConvention
@@ -57,8 +57,6 @@ FIGURE_COLUMNS = (
 )
 """The figure columns of Table 19, in its order."""
 
-_AMOUNT_COLUMNS = ("total_power_mwh", "co2_t", "water_kl")
-
 _READABLE = {
     "total_power_mwh": ("energy", 3.6e9, "MWh"),
     "co2_t": ("mass", 1e6, "t"),
@@ -87,7 +85,7 @@ def format_figure(column: str, value: Quantity | None) -> str:
     if value is None:
         return MISSING
     lo, hi = bounds(value)
-    if column in _AMOUNT_COLUMNS:
+    if column in AMOUNT_COLUMNS:
         big = abs(hi) >= 10  # both ends of a range rounded alike
         texts = [format(x, ",.0f") if big else sig3(x) for x in (lo, hi)]
     elif column == "pue":
