@@ -58,7 +58,8 @@ def load_nvml() -> ModuleType | None:
         pynvml.nvmlInit()
     except Exception:  # no library, no driver, no permission: the checks are skipped
         return None
-    return pynvml
+    module: ModuleType = pynvml
+    return module
 
 
 def nvml_checks(nvml: Any, uuid: str | None, index: int, thresholds: Thresholds) -> list[Check]:

@@ -83,7 +83,7 @@ class PendingBatch:
     def resolve(self) -> list[StepRecord]:
         """Wait for the copy (off the training thread) and build the step records."""
         # Polling the event is not a synchronising call, so sync debug mode stays quiet here too.
-        while self.done is not None and not self.done.query():
+        while self.done is not None and not self.done.query():  # type: ignore[no-untyped-call]
             time.sleep(0.0005)
         values = [dict(v) for v in self.host_values]
         if self.host is not None:
@@ -155,7 +155,7 @@ class DeviceMetricBuffer:
                 host = torch.empty(stacked.shape, dtype=torch.float32, pin_memory=pin)
                 host.copy_(stacked, non_blocking=stacked.device.type != "cpu")
                 if stacked.device.type == "cuda":
-                    done = torch.cuda.Event()
+                    done = torch.cuda.Event()  # type: ignore[no-untyped-call]
                     done.record()
         batch = PendingBatch(host, self._layout, self._steps, self._host_values, done)
         self._tensors, self._layout, self._steps, self._host_values = [], [], [], []

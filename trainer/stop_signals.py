@@ -67,7 +67,7 @@ class CloseOnSignals:
         self._replaced.update(previous)
         for signum, handler in previous.items():
             if signal.getsignal(signum) == self._handle:  # a handler set after ours stays
-                signal.signal(signum, _unwound(signum, handler))  # type: ignore[arg-type]
+                signal.signal(signum, _unwound(signum, handler))
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         received = signal.Signals(signum)

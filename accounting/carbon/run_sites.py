@@ -75,7 +75,7 @@ def stored_site(figures: Mapping[str, Any]) -> Site:
         intensity_source=IntensityRef(
             ref.get("source", "constant"), ref.get("series", ""), ref.get("zone", "")
         ),
-        **values,  # type: ignore[arg-type]
+        **values,
     )
 
 

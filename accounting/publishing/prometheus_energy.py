@@ -248,9 +248,9 @@ def _key(metric: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(metric.get(label, "") for label in LABELS)
 
 
-def query_vector(  # type: ignore[type-arg]
+def query_vector(
     url: str, promql: str, at_s: float, timeout_s: float, opener: Callable[..., Any]
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The samples of an instant query evaluated at `at_s` (Unix s).
 
     Raises:
@@ -259,9 +259,9 @@ def query_vector(  # type: ignore[type-arg]
     return _query(url, promql, at_s, timeout_s, opener, "vector")
 
 
-def query_matrix(  # type: ignore[type-arg]
+def query_matrix(
     url: str, promql: str, at_s: float, timeout_s: float, opener: Callable[..., Any]
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The raw samples (`values`: [[t, "v"], ...] per series) of a range selector evaluated at `at_s`.
 
     Raises:
@@ -270,9 +270,9 @@ def query_matrix(  # type: ignore[type-arg]
     return _query(url, promql, at_s, timeout_s, opener, "matrix")
 
 
-def _query(  # type: ignore[type-arg]
+def _query(
     url: str, promql: str, at_s: float, timeout_s: float, opener: Callable[..., Any], result_type: str
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     endpoint = (
         url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode({"query": promql, "time": f"{at_s:.3f}"})
     )
