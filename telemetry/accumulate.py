@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from wattlog.gap_reasons import GapReason
 from wattlog.records import Gap
 from wattlog.telemetry.devicestate import DeviceState, Failure
 from wattlog.telemetry.stale import caught_up, stale_stretch
@@ -74,7 +75,9 @@ class Steps:
             d.health.failure_reason = None
             return
         if d.samples == 1 and d.health.first_failure_t is not None:
-            self.close_gap(d, d.health.first_failure_t, t, d.health.failure_reason or "read failed")
+            self.close_gap(
+                d, d.health.first_failure_t, t, GapReason.READ_FAILED.recorded(d.health.failure_reason or "")
+            )
         if new_counter:
             assert energy_mj is not None
             self._counter(d, energy_mj, counter_t, t, power_w)
@@ -140,8 +143,8 @@ class Steps:
             # a read failed since the last value: the stretch is the gap the warning said, never filled
             if dt > max_gap_s or d.health.failure_reason is not None:
                 if not d.uses_counter:  # a counter bridges the stretch; power alone does not
-                    reason = d.health.failure_reason or f"no readings for {dt:.3f} s (> {max_gap_s:.3f} s)"
-                    self.close_gap(d, last_t, last_t + dt, reason)
+                    why = d.health.failure_reason or f"no readings for {dt:.3f} s (> {max_gap_s:.3f} s)"
+                    self.close_gap(d, last_t, last_t + dt, GapReason.READ_FAILED.recorded(why))
             else:
                 # A published value averages the time just before its publication, so it is held
                 # backwards over its period; plain readings (no driver time) get trapezoids.
@@ -178,13 +181,15 @@ class Steps:
         delta = value_mj - last_mj
         range_mj = d.info.counter_range_mj
         if range_mj and (p_max := d.p_max_w()) and dt * p_max * 1e3 >= range_mj:
-            self.close_gap(d, start, start + dt, "counter may have wrapped more than once")
+            self.close_gap(
+                d, start, start + dt, GapReason.COUNTER_RESET.recorded("may have wrapped more than once")
+            )
             return None, False
         if delta >= 0 and not _too_big(d, delta, dt):
             return delta, True
         if delta >= 0:  # an impossible value (ROCm/amdsmi #38, Level Zero's 3.69 TW wrap): not energy
             d.counter.jumps += 1
-            reason = f"counter jumped {delta / 1e3:.3g} J in {dt:.3g} s: not energy"
+            reason = GapReason.COUNTER_RESET.recorded(f"jumped {delta / 1e3:.3g} J in {dt:.3g} s: not energy")
             self.close_gap(d, start, start + dt, reason)
             return None, False
         wrapped = delta + range_mj if range_mj else math.inf
@@ -193,7 +198,9 @@ class Steps:
             d.counter.wraps += 1
             return wrapped, False
         d.counter.resets += 1
-        self.close_gap(d, start, start + dt, "counter reset (energy before the reset unknown)")
+        self.close_gap(
+            d, start, start + dt, GapReason.COUNTER_RESET.recorded("reset (energy before the reset unknown)")
+        )
         if _too_big(d, value_mj, dt):  # it ran backwards (ROCm/amdsmi #115), not restarting at 0
             return None, False
         return max(value_mj, 0.0), False
@@ -207,6 +214,10 @@ class Steps:
     def gap(self, d: DeviceState, start: float, end: float, reason: str) -> Gap:
         """A gap of `d` between two monotonic times, on the wall clock."""
         return Gap(self.host, d.info.uuid, start + self.wall_offset_s, end + self.wall_offset_s, reason)
+
+    def lost_gap(self, d: DeviceState, start: float, end: float) -> Gap:
+        """The gap of a lost `d` between two monotonic times: not counted again (its loss was)."""
+        return self.gap(d, start, end, GapReason.DEVICE_LOST.recorded(d.health.lost_reason))
 
 
 def _too_big(d: DeviceState, step_mj: float, dt: float) -> bool:

@@ -195,9 +195,7 @@ class Integrator:
                 intervals.append(EnergyInterval(self._host, d.info.uuid, *wall, figure))
                 self._revisions.written(intervals[-1], evidence)
                 if d.health.lost_at is not None and now > d.health.lost_at:
-                    self._steps.closed.append(
-                        self._steps.gap(d, max(d.health.lost_at, start), now, f"lost: {d.health.lost_reason}")
-                    )
+                    self._steps.closed.append(self._steps.lost_gap(d, max(d.health.lost_at, start), now))
             gaps, self._steps.closed = self._steps.closed, []
             return intervals, gaps
 

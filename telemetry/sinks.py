@@ -13,6 +13,7 @@ from typing import IO, Protocol, TypeVar, runtime_checkable
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
+from wattlog.gap_reasons import GapReason
 from wattlog.metric_names import MetricName
 from wattlog.records import BandRevision, EnergyInterval, Gap
 
@@ -168,7 +169,7 @@ def write_or_reject(
             try:
                 sink.write([row], [])
             except ValueError as why:
-                reason = f"rejected as invalid by {type(sink).__name__}: {why}"
+                reason = GapReason.NOT_STORED.recorded(f"rejected as invalid by {type(sink).__name__}: {why}")
                 refused.append(Gap(row.host, row.device, row.start_s, row.end_s, reason))
         try:
             sink.write([], [*gaps, *refused])

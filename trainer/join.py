@@ -39,6 +39,7 @@ from wattlog.accounting.ledger.models import EnergyRecord
 from wattlog.accounting.ledger.views import EnergyTotal
 from wattlog.clock import Clock
 from wattlog.errors import ConfigError, SensorError
+from wattlog.gap_reasons import GapReason
 from wattlog.http_body import read_body
 from wattlog.metric_names import MetricName
 from wattlog.records import EnergyFigure, EnergyInterval, Gap
@@ -188,7 +189,9 @@ def from_holder_rows(
             figure = EnergyFigure(kind, source, energy, min(low, energy), max(high, energy))
             rows.append(EnergyInterval(device.host, device.device, start_s, covered_to, figure))
         if covered_to < end_s:
-            reason = "agent down: the agent measuring this device stopped; not measured after its last flush"
+            reason = GapReason.AGENT_DOWN.recorded(
+                "the agent measuring this device stopped; not measured after its last flush"
+            )
             gaps.append(Gap(device.host, device.device, covered_to, end_s, reason))
     return rows, gaps
 

@@ -86,7 +86,7 @@ def gaps(
         table.add_column(column, justify="right" if column == "seconds" else "left")
     for gap in summary.gaps:
         start = dt.datetime.fromtimestamp(gap.start_s, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
-        table.add_row(start, f"{gap.duration_s:.1f}", gap.host, gap.device, gap.reason.value, gap.detail)
+        table.add_row(start, f"{gap.duration_s:.1f}", gap.host, gap.device, gap.reason.words, gap.detail)
     console.print(table)
 
 

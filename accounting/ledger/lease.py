@@ -40,6 +40,7 @@ from wattlog.accounting.ledger.reader import find_run
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.errors import LedgerError
 from wattlog.events import EventCategory, EventKind
+from wattlog.gap_reasons import GapReason
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,9 @@ LEASE_S = 60.0
 """The shortest lease: a run is lost no sooner than a minute after its agent's last flush."""
 LEASE_FLUSHES = 3
 """A lease covers this many flush intervals, so one slow or failed flush does not lose the run."""
-LOST_REASON = "agent down: the run's lease expired with no flush (killed, or its node lost)"
+LOST_REASON = GapReason.AGENT_DOWN.recorded(
+    "the run's lease expired with no flush (killed, or its node lost)"
+)
 
 
 def lease_for(flush_s: float) -> float:

@@ -34,11 +34,14 @@ from sqlmodel import col
 
 from wattlog.accounting.ledger.models import EnergyRecord, Event, GapRecord, JobNode, Run, Status
 from wattlog.events import EventCategory, EventKind
+from wattlog.gap_reasons import GapReason
 from wattlog.telemetry.job import JobIdentity
 
 log = logging.getLogger(__name__)
 
-NODE_LOST_REASON = "agent down: the node's lease expired with no flush (its agent killed, or the node lost)"
+NODE_LOST_REASON = GapReason.AGENT_DOWN.recorded(
+    "the node's lease expired with no flush (its agent killed, or the node lost)"
+)
 LIVE, LOST, LEFT = "live", "lost", "left"
 _MACHINE_ID_FILES = ("etc/machine-id", "var/lib/dbus/machine-id")
 

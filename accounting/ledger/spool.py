@@ -45,6 +45,7 @@ from wattlog.accounting.ledger.spool_lines import (
 )
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.errors import ConfigError
+from wattlog.gap_reasons import GapReason
 from wattlog.records import BandRevision, EnergyInterval, Gap
 from wattlog.telemetry.private import private_folder
 
@@ -54,8 +55,9 @@ ENV_VAR = "WATTLOG_SPOOL_DIR"
 DEFAULT_MAX_BYTES = 64 * 2**20
 """About 250,000 rows: a day of 8 devices at 10 s flushes, ten times over."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-LOSS_REASON = "spool full (bound {bound} bytes): energy of this stretch lost, {rows} rows, {joules:.1f} J"
-WRITE_LOSS_REASON = "spool not writable ({why}): energy of this stretch lost, {rows} rows, {joules:.1f} J"
+_LOST = "energy of this stretch lost, {rows} rows, {joules:.1f} J"
+LOSS_REASON = GapReason.NOT_STORED.recorded("spool full (bound {bound} bytes): " + _LOST)
+WRITE_LOSS_REASON = GapReason.NOT_STORED.recorded("spool not writable ({why}): " + _LOST)
 
 
 def default_folder(environ: Mapping[str, str] | None = None) -> Path:

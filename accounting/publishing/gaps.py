@@ -18,44 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
 from wattlog.accounting.ledger.reader import RunReader
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.publishing.render import TableRow
 from wattlog.events import EventKind
-
-
-class GapReason(StrEnum):
-    """Why a stretch of a run was not measured."""
-
-    DEVICE_LOST = "device lost"
-    COUNTER_RESET = "counter reset"
-    READ_FAILED = "read failed"
-    AGENT_DOWN = "agent down"
-    NOT_STORED = "not stored"
-    DOWNTIME = "downtime between attempts"
-
+from wattlog.gap_reasons import GapReason
 
 IN_BAND = frozenset({GapReason.DEVICE_LOST, GapReason.COUNTER_RESET, GapReason.READ_FAILED})
 """Reasons whose uncertainty the integrator already put into the rows' band."""
-DOWNTIME_PREFIX = "downtime"
-
-
-def classify(reason: str) -> GapReason:
-    """The reason group of a gap's recorded reason text."""
-    text = reason.lower()
-    if text.startswith("lost"):
-        return GapReason.DEVICE_LOST
-    if text.startswith("counter"):
-        return GapReason.COUNTER_RESET
-    if text.startswith(DOWNTIME_PREFIX):
-        return GapReason.DOWNTIME
-    if text.startswith("agent down"):
-        return GapReason.AGENT_DOWN
-    if text.startswith(("spool full", "rejected")):
-        return GapReason.NOT_STORED
-    return GapReason.READ_FAILED
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +80,7 @@ class GapSummary:
         """One line for a table's footnote, e.g. "2 gaps, 12.0 s: device lost 1 (10.0 s), ..."."""
         if not self.gaps:
             return "no gaps"
-        parts = ", ".join(f"{r.value} {n} ({s:.1f} s)" for r, (n, s) in self.by_reason().items())
+        parts = ", ".join(f"{r.words} {n} ({s:.1f} s)" for r, (n, s) in self.by_reason().items())
         widened = f"; band widened by up to {self.widen_j:,.0f} J (estimate)" if self.widen_j else ""
         return f"{self.count} gap(s), {self.seconds:.1f} s: {parts}{widened}"
 
@@ -122,7 +93,9 @@ def run_gaps(ledger: Ledger, run: int | str) -> GapSummary:
 
 def gaps_of(read: RunReader) -> GapSummary:
     """`run_gaps` inside an open read of the run."""
-    gaps = [RunGap(g.device, g.host, g.start_s, g.end_s, classify(g.reason), g.reason) for g in read.gaps()]
+    gaps = [
+        RunGap(g.device, g.host, g.start_s, g.end_s, GapReason.of(g.reason), g.reason) for g in read.gaps()
+    ]
     # a node's restart (its payload names the host) has its own gap on that node, not job-wide downtime
     restarts = [e.time_s for e in read.events() if e.kind == EventKind.RESTART and "host" not in e.payload]
     if not restarts and all(g.reason in IN_BAND for g in gaps):
@@ -152,7 +125,7 @@ def _downtime(restarts: Sequence[float], read: RunReader) -> list[RunGap]:
     for restart_s in restarts:
         last_s = read.last_end_before(restart_s)
         if last_s is not None and restart_s > last_s:
-            out.append(RunGap("*", "", last_s, restart_s, GapReason.DOWNTIME, "downtime between attempts"))
+            out.append(RunGap("*", "", last_s, restart_s, GapReason.DOWNTIME, GapReason.DOWNTIME.words))
     return out
 
 

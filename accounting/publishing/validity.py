@@ -31,9 +31,10 @@ from typing import Any
 from wattlog.accounting.carbon.intensity.hours import iso_hour
 from wattlog.accounting.ledger.models import Status
 from wattlog.accounting.ledger.views import EnergyTotal, EventInfo, RunInfo
-from wattlog.accounting.publishing.gaps import GapReason, GapSummary
+from wattlog.accounting.publishing.gaps import GapSummary
 from wattlog.errors import ConfigError
 from wattlog.events import EventKind
+from wattlog.gap_reasons import GapReason
 from wattlog.numbers import check_number
 from wattlog.records import Source
 from wattlog.telemetry.sensors.base import COUNTER_CHECK

@@ -269,7 +269,7 @@ def gaps_frame(summary: GapSummary) -> pd.DataFrame:
                 "end": g.end_s,
                 "host": g.host,
                 "device": g.device,
-                "reason": str(g.reason),
+                "reason": g.reason.words,
                 "detail": g.detail,
             }
             for g in summary.gaps

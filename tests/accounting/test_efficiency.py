@@ -140,8 +140,9 @@ def test_a_killed_runs_lease_gap_after_its_last_row_leaves_its_gpu_seconds_alone
 def test_gpu_seconds_take_only_the_gaps_inside_the_span_once(gaps: tuple[tuple[float, float], ...]) -> None:
     """Overlapping gaps of one GPU count once; the parts of a gap outside the rows' span not at all."""
     from wattlog.accounting.ledger.views import EnergyTotal
-    from wattlog.accounting.publishing.gaps import GapReason, GapSummary, RunGap
+    from wattlog.accounting.publishing.gaps import GapSummary, RunGap
     from wattlog.accounting.publishing.run_table import RunRead
+    from wattlog.gap_reasons import GapReason
     from wattlog.records import EnergyFigure
 
     total = EnergyTotal(

@@ -144,7 +144,8 @@ def test_nodes_that_never_reached_the_ledger_are_named_in_the_table_note() -> No
 def test_downtime_before_a_restart_is_found_after_a_short_or_a_long_silence(
     ledger_url: str, silence_s: float
 ) -> None:
-    from wattlog.accounting.publishing.gaps import GapReason, run_gaps
+    from wattlog.accounting.publishing.gaps import run_gaps
+    from wattlog.gap_reasons import GapReason
 
     ledger = Ledger(make_engine(ledger_url))
     ledger.start_run("fleet")

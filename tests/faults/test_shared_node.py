@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from wattlog.accounting.ledger import Ledger, make_engine
-from wattlog.accounting.publishing.gaps import GapReason, run_gaps
+from wattlog.accounting.publishing.gaps import run_gaps
+from wattlog.gap_reasons import GapReason
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.sensors.estimate import CPU_UUID, DRAM_UUID, EstimateSensor
 

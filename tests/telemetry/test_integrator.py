@@ -74,7 +74,7 @@ def test_a_counter_reset_is_counted_never_negative_and_recorded_as_a_gap(fake_cl
     assert e.gap_count == 1 and e.gap_s == pytest.approx(PERIOD_S)
     assert any("reset" in n for n in e.notes)
     _, gaps = integ.take_intervals()
-    assert [g.reason for g in gaps] == ["counter reset (energy before the reset unknown)"]
+    assert [g.reason for g in gaps] == ["counter: reset (energy before the reset unknown)"]
 
 
 def test_a_counter_wrap_adds_the_range(fake_clock: FakeClock) -> None:
@@ -110,7 +110,8 @@ def test_no_interpolation_across_a_gap_which_is_recorded_with_its_duration(fake_
     assert e.high_j >= e.energy_j + 1.025 * 700.0  # the gap may have drawn up to the power limit
     _, gaps = integ.take_intervals()
     assert len(gaps) == 1
-    assert gaps[0].duration_s == pytest.approx(1.025) and gaps[0].reason == "SensorError: timeout"
+    assert gaps[0].duration_s == pytest.approx(1.025)
+    assert gaps[0].reason == "read failed: SensorError: timeout"
     assert gaps[0].start_s == pytest.approx(fake_clock.wall() + 0.975)
 
 
