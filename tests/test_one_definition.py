@@ -34,3 +34,17 @@ def _evaluates_to(node: ast.expr, value: float) -> bool:
 
 def test_the_hour_is_defined_once() -> None:
     assert _module_constants(3600) == ["accounting/units.py:HOUR_S"]
+
+
+def test_the_columns_a_gap_and_a_band_revision_share_are_defined_once() -> None:
+    tree = ast.parse((ROOT / "accounting/ledger/models.py").read_text(encoding="utf-8"))
+    owners = [
+        cls.name
+        for cls in tree.body
+        if isinstance(cls, ast.ClassDef)
+        for node in cls.body
+        if isinstance(node, ast.AnnAssign)
+        and isinstance(node.target, ast.Name)
+        and node.target.id == "reason"
+    ]
+    assert owners == ["Stretch"]  # 18aee5b: BandRevisionRecord and GapRecord, column by column

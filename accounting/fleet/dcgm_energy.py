@@ -14,9 +14,9 @@ wattlog's own counters: a reading is gain x truth, so truth lies in
 
 from __future__ import annotations
 
-import math
 import urllib.request
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from wattlog.accounting.carbon.intensity import IntensitySource, timestamp_s
@@ -28,7 +28,7 @@ from wattlog.accounting.ledger.run_energy import energy_from_devices
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.ledger.views import EnergyTotal
 from wattlog.accounting.publishing.footprint import CarbonPath, WaterConvention, footprint_for
-from wattlog.accounting.publishing.prometheus_energy import query_vector
+from wattlog.accounting.publishing.prometheus_energy import PrometheusQuery, window_of
 from wattlog.accounting.publishing.render import TableRow
 from wattlog.accounting.units import HOUR_S
 from wattlog.errors import ConfigError
@@ -74,12 +74,12 @@ def dcgm_energy(
         ConfigError: An empty or inverted range, or a host/GPU name Prometheus could not match literally.
         PrometheusError: Prometheus unreachable or answering an error.
     """
-    if not end_s > start_s:
-        raise ConfigError(f"the time range must end after it starts ({start_s} >= {end_s})")
-    promql = _increase_query(math.ceil(end_s - start_s), hosts, gpus, job)
+    promql = DcgmSelection(tuple(hosts), tuple(gpus), job).increase(
+        window_of(start_s, end_s, "the time range")
+    )
     profiles = load_table(DCGM_PROFILES)
     rows = []
-    for sample in query_vector(url, promql, end_s, timeout_s, opener):
+    for sample in PrometheusQuery(url, timeout_s, opener).vector(promql, end_s):
         labels = sample["metric"]
         energy_j = float(sample["value"][1])
         device = labels.get("UUID") or f"gpu{labels.get('gpu', '?')}"
@@ -98,21 +98,28 @@ def dcgm_energy(
     return sorted(rows, key=lambda r: (r.host, r.device))
 
 
-def _increase_query(range_s: int, hosts: Sequence[str], gpus: Sequence[str], job: str | None) -> str:
-    """PromQL for each selected GPU's counter increase over the last `range_s` seconds, in joules."""
-    matchers = []
-    for label, values in (("Hostname", hosts), ("gpu", [g for g in gpus if g.isdigit()])):
-        if values:
-            matchers.append(f'{label}=~"{_alternatives(values)}"')
-    uuids = [g for g in gpus if not g.isdigit()]
-    if uuids:
-        matchers.append(f'UUID=~"{_alternatives(uuids)}"')
-    if job:
-        matchers.append(f'{JOB_LABEL}="{_literal(job)}"')
-    selector = "{" + ", ".join(matchers) + "}" if matchers else ""
-    window_s = max(1, range_s)
-    increase = f"increase({DCGM_ENERGY_METRIC}{selector}[{window_s}s])"
-    return f"sum by (Hostname, gpu, UUID, modelName) ({increase}) / 1000"
+@dataclass(frozen=True, slots=True)
+class DcgmSelection:
+    """Which of dcgm-exporter's GPUs to sum: by host, by GPU index or UUID, by HPC job; empty = all."""
+
+    hosts: tuple[str, ...] = ()
+    gpus: tuple[str, ...] = ()
+    job: str | None = None
+
+    def increase(self, window_s: int) -> str:
+        """PromQL for each selected GPU's counter increase over the last `window_s` seconds, in joules."""
+        matchers = []
+        for label, values in (("Hostname", self.hosts), ("gpu", [g for g in self.gpus if g.isdigit()])):
+            if values:
+                matchers.append(f'{label}=~"{_alternatives(values)}"')
+        uuids = [g for g in self.gpus if not g.isdigit()]
+        if uuids:
+            matchers.append(f'UUID=~"{_alternatives(uuids)}"')
+        if self.job:
+            matchers.append(f'{JOB_LABEL}="{_literal(self.job)}"')
+        selector = "{" + ", ".join(matchers) + "}" if matchers else ""
+        increase = f"increase({DCGM_ENERGY_METRIC}{selector}[{window_s}s])"
+        return f"sum by (Hostname, gpu, UUID, modelName) ({increase}) / 1000"
 
 
 def _literal(value: str) -> str:
@@ -128,18 +135,8 @@ def _alternatives(values: Sequence[str]) -> str:
     return "|".join(escaped)
 
 
-def dcgm_hours(
-    url: str,
-    start_s: float,
-    end_s: float,
-    *,
-    hosts: Sequence[str] = (),
-    gpus: Sequence[str] = (),
-    job: str | None = None,
-    timeout_s: float = 10.0,
-    opener: Callable[..., Any] = urllib.request.urlopen,
-) -> dict[int, float]:
-    """The selected GPUs' energy in each clock hour of [start_s, end_s], joules (one query per hour).
+def dcgm_hours(ask: PrometheusQuery, chosen: DcgmSelection, start_s: float, end_s: float) -> dict[int, float]:
+    """The chosen GPUs' energy in each clock hour of [start_s, end_s], joules (one query per hour).
 
     An hourly intensity weighs each hour's energy, as the ledger's rows are split
     (:func:`~wattlog.accounting.carbon.intensity.hours.split_by_hour_mwh`): the same CO2 path.
@@ -148,8 +145,7 @@ def dcgm_hours(
     for hour in hours_between(start_s, end_s):
         a, b = max(start_s, hour), min(end_s, hour + HOUR_S)
         if b > a:
-            promql = _increase_query(math.ceil(b - a), hosts, gpus, job)
-            samples = query_vector(url, promql, b, timeout_s, opener)
+            samples = ask.vector(chosen.increase(window_of(a, b, "an hour")), b)
             by_hour[hour] = sum(float(sample["value"][1]) for sample in samples)
     return by_hour
 
@@ -191,13 +187,13 @@ def dcgm_row(
         start_s, end_s = timestamp_s(start), timestamp_s(end)
     except ValueError as error:
         raise ConfigError(f"{error}: give --start and --end as ISO 8601 or Unix seconds") from None
-    chosen = [g.strip() for g in gpus.split(",") if g.strip()]
-    names = expand_nodelist(hosts) if hosts else []
-    rows = dcgm_energy(url, start_s, end_s, hosts=names, gpus=chosen, job=job, opener=opener)
+    gpu_ids = tuple(g.strip() for g in gpus.split(",") if g.strip())
+    chosen = DcgmSelection(tuple(expand_nodelist(hosts)) if hosts else (), gpu_ids, job)
+    rows = dcgm_energy(url, start_s, end_s, hosts=chosen.hosts, gpus=gpu_ids, job=job, opener=opener)
     carbon = CarbonPath.of(site, intensity, ledger)  # the tables' path: hourly where the site's series is
     by_hour = None
     if carbon.hourly and rows:
-        by_hour = dcgm_hours(url, start_s, end_s, hosts=names, gpus=chosen, job=job, opener=opener)
+        by_hour = dcgm_hours(PrometheusQuery(url, opener=opener), chosen, start_s, end_s)
         total, hourly_sum = sum(r.energy_j for r in rows), sum(by_hour.values())
         if hourly_sum > 0:  # the hours' increases scaled to the range's: the row's energy and CO2 agree
             by_hour = {h: j * total / hourly_sum for h, j in by_hour.items()}

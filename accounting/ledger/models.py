@@ -9,7 +9,7 @@ store against the StrEnums here, so adding a role needs no migration.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import JSON, Column, Index, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
@@ -171,7 +171,50 @@ class EnergyRecord(EnergySums, table=True):
     # energy_j and its band terms: EnergySums
 
 
-class BandRevisionRecord(SQLModel, table=True):
+REASON_CHARS = 500
+"""The longest reason a gap or a band revision stores (longer ones are cut)."""
+
+
+class Stretch(SQLModel):
+    """The columns a gap and a band revision share: a device's stretch of a run, and why it is stored."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="run.id")
+    host: str = Field(max_length=200)
+    device: str = Field(max_length=200)
+    start_s: float
+    end_s: float
+    reason: str = Field(default="", max_length=REASON_CHARS)
+
+
+class StretchLike(Protocol):
+    """What a stretch row is made of (a wattlog.records Gap or BandRevision)."""
+
+    @property
+    def host(self) -> str: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def start_s(self) -> float: ...
+    @property
+    def end_s(self) -> float: ...
+    @property
+    def reason(self) -> str: ...
+
+
+def stretch_row(run_id: int, stretch: StretchLike) -> dict[str, Any]:
+    """The `Stretch` columns of a gap or a band revision of the run, for an insert."""
+    return {
+        "run_id": run_id,
+        "host": stretch.host,
+        "device": stretch.device,
+        "start_s": stretch.start_s,
+        "end_s": stretch.end_s,
+        "reason": stretch.reason[:REASON_CHARS],
+    }
+
+
+class BandRevisionRecord(Stretch, table=True):
     """A revision of the band of a device's rows in [start_s, end_s], from evidence learned after them.
 
     The rows are never rewritten: the revision is stored beside them with its reason, and
@@ -182,13 +225,6 @@ class BandRevisionRecord(SQLModel, table=True):
     __tablename__ = "band_revision"
     __table_args__ = (Index("ix_band_revision_run", "run_id", "host", "device"),)
 
-    id: int | None = Field(default=None, primary_key=True)
-    run_id: int = Field(foreign_key="run.id")
-    host: str = Field(max_length=200)
-    device: str = Field(max_length=200)
-    start_s: float
-    end_s: float
-    reason: str = Field(default="", max_length=500)
     low_j: float
     high_j: float
     random_low_j: float
@@ -197,19 +233,11 @@ class BandRevisionRecord(SQLModel, table=True):
     random_high_sq: float
 
 
-class GapRecord(SQLModel, table=True):
-    """A stretch in which a device was not measured; never filled in."""
+class GapRecord(Stretch, table=True):
+    """A stretch in which a device was not measured; never filled in (its reason: wattlog.gap_reasons)."""
 
     __tablename__ = "gap"
     __table_args__ = (Index("ix_gap_run", "run_id"),)
-
-    id: int | None = Field(default=None, primary_key=True)
-    run_id: int = Field(foreign_key="run.id")
-    host: str = Field(max_length=200)
-    device: str = Field(max_length=200)
-    start_s: float
-    end_s: float
-    reason: str = Field(default="", max_length=500)
 
 
 class Event(SQLModel, table=True):

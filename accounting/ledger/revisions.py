@@ -19,7 +19,7 @@ from typing import cast
 from sqlalchemy import Table, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from wattlog.accounting.ledger.models import BandRevisionRecord, EnergyRecord, Resolution
+from wattlog.accounting.ledger.models import BandRevisionRecord, EnergyRecord, Resolution, stretch_row
 from wattlog.accounting.ledger.rollups import SAMPLING_PARTS, EnergyRollup, clamped_sum
 from wattlog.records import BAND_TERMS, BandRevision, EnergyInterval, Terms, revision_shares
 
@@ -38,18 +38,7 @@ def store_revisions(session: Session, run_id: int, revisions: Sequence[BandRevis
         return 0
     session.execute(
         insert(REVISIONS),
-        [
-            {
-                "run_id": run_id,
-                "host": r.host,
-                "device": r.device,
-                "start_s": r.start_s,
-                "end_s": r.end_s,
-                "reason": r.reason[:500],
-                **dict(zip(BAND_TERMS, r.terms, strict=True)),
-            }
-            for r in fresh
-        ],
+        [{**stretch_row(run_id, r), **dict(zip(BAND_TERMS, r.terms, strict=True))} for r in fresh],
     )
     for r in fresh:
         _add_to_rollup(session, run_id, r.host, r.device, r.terms)

@@ -12,7 +12,7 @@ from typing import Any, cast
 from sqlalchemy import ColumnElement, Select, Table, delete, func, insert, select
 from sqlalchemy.orm import Session
 
-from wattlog.accounting.ledger.models import Event, GapRecord, Resolution, hour_of
+from wattlog.accounting.ledger.models import REASON_CHARS, Event, GapRecord, Resolution, hour_of, stretch_row
 from wattlog.accounting.ledger.reader import ENERGY, HOURS, ROLLUP
 from wattlog.accounting.ledger.revisions import add_revisions_to_rollup
 from wattlog.accounting.ledger.rollups import DEVICE_KEY, HOUR_KEY
@@ -44,20 +44,7 @@ def store_flush(
         session.execute(insert(ENERGY), stored)
         add_to_rollup(session, stored)
     if gaps:
-        session.execute(
-            insert(GapRecord),
-            [
-                {
-                    "run_id": run_id,
-                    "host": g.host,
-                    "device": g.device,
-                    "start_s": g.start_s,
-                    "end_s": g.end_s,
-                    "reason": g.reason[:500],
-                }
-                for g in gaps
-            ],
-        )
+        session.execute(insert(GapRecord), [stretch_row(run_id, g) for g in gaps])
     return len(intervals)
 
 
@@ -175,7 +162,7 @@ def new_gaps(session: Session, run_id: int, gaps: Sequence[Gap]) -> list[Gap]:
     held = {tuple(key) for key in session.execute(query)}
     fresh = []
     for gap in gaps:
-        key = (gap.host, gap.device, gap.start_s, gap.reason[:500])
+        key = (gap.host, gap.device, gap.start_s, gap.reason[:REASON_CHARS])
         if key not in held:
             held.add(key)
             fresh.append(gap)

@@ -18,7 +18,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from wattlog.accounting.ledger.views import EnergyTotal
@@ -73,17 +74,11 @@ def energy_from_prometheus(
         ConfigError: An empty or inverted window, or a bad label name.
         PrometheusError: Unreachable server or an error answer (one line, naming the URL).
     """
-    if not end_s > start_s:
-        raise ConfigError(f"the Prometheus window must end after it starts ({start_s} >= {end_s})")
-    selector = _selector(matchers or {})
-    window_s = max(1, math.ceil(end_s - start_s))
-    by = ", ".join(LABELS)
+    window_s = window_of(start_s, end_s, "the Prometheus window")
+    ask, selector = PrometheusQuery(url, timeout_s, opener), _selector(matchers or {})
     over = "max_over_time" if since_start else "increase"
-    energy = query_vector(
-        url, f"sum by ({by}) ({over}({ENERGY_METRIC}{selector}[{window_s}s]))", end_s, timeout_s, opener
-    )
-    ratio = _band_ratios(url, selector, matchers or {}, window_s, end_s, timeout_s, opener)
-    return _rows({_key(s["metric"]): float(s["value"][1]) for s in energy}, ratio)
+    energy = ask.summed(f"{over}({ENERGY_METRIC}{selector}[{window_s}s])", end_s)
+    return _rows(energy, _band_ratios(ask, matchers or {}, window_s, end_s))
 
 
 def energy_counted(
@@ -121,30 +116,22 @@ def energy_counted(
         ConfigError: An empty or inverted window, or a bad label name.
         PrometheusError: Unreachable server or an error answer (one line, naming the URL).
     """
-    if not end_s > start_s:
-        raise ConfigError(f"the Prometheus window must end after it starts ({start_s} >= {end_s})")
-    selector = _selector(matchers or {})
+    window_of(start_s, end_s, "the Prometheus window")  # the run's own must not be empty
+    window_s = window_of(start_s, end_s + settle_s, "the Prometheus window")
+    ask, selector = PrometheusQuery(url, timeout_s, opener), _selector(matchers or {})
     end_s += settle_s
-    window_s = max(1, math.ceil(end_s - start_s))
-    by = ", ".join(LABELS)
-
-    def summed(promql: str, at_s: float) -> dict[tuple[str, ...], float]:
-        found = query_vector(url, f"sum by ({by}) ({promql})", at_s, timeout_s, opener)
-        return {_key(s["metric"]): float(s["value"][1]) for s in found}
-
-    last = summed(f"last_over_time({ENERGY_METRIC}{selector}[{window_s}s])", end_s)
+    last = ask.summed(f"last_over_time({ENERGY_METRIC}{selector}[{window_s}s])", end_s)
     if not settle_s:  # counters that count on after the run: their value at its end, between scrapes
-        last.update(_values_at(url, selector, end_s, timeout_s, opener))
-    base = summed(f"last_over_time({ENERGY_METRIC}{selector}[{START_LOOKBACK_S}s])", start_s)
+        last.update(_values_at(ask, selector, end_s))
+    base = ask.summed(f"last_over_time({ENERGY_METRIC}{selector}[{START_LOOKBACK_S}s])", start_s)
     if base:  # counters already running at the start: their value then, between scrapes
-        base = _values_at(url, selector, start_s, timeout_s, opener)
-    resets = summed(f"resets({ENERGY_METRIC}{selector}[{window_s}s])", end_s)
+        base = _values_at(ask, selector, start_s)
+    resets = ask.summed(f"resets({ENERGY_METRIC}{selector}[{window_s}s])", end_s)
     values = {key: value - base.get(key, 0.0) for key, value in last.items()}
     if any(count > 0 for count in resets.values()):
-        raw = query_matrix(url, f"{ENERGY_METRIC}{selector}[{window_s}s]", end_s, timeout_s, opener)
+        raw = ask.matrix(f"{ENERGY_METRIC}{selector}[{window_s}s]", end_s)
         values.update(_restarted(raw, {key for key, count in resets.items() if count > 0}, base))
-    ratio = _band_ratios(url, selector, matchers or {}, window_s, end_s, timeout_s, opener)
-    return _rows(values, ratio)
+    return _rows(values, _band_ratios(ask, matchers or {}, window_s, end_s))
 
 
 def _restarted(
@@ -160,13 +147,11 @@ def _restarted(
     return counted
 
 
-def _values_at(
-    url: str, selector: str, at_s: float, timeout_s: float, opener: Callable[..., Any]
-) -> dict[tuple[str, ...], float]:
+def _values_at(ask: PrometheusQuery, selector: str, at_s: float) -> dict[tuple[str, ...], float]:
     """Each key's counters at `at_s`, from the raw samples within `START_LOOKBACK_S` around it."""
     around = f"{ENERGY_METRIC}{selector}[{2 * START_LOOKBACK_S}s]"
     values: dict[tuple[str, ...], float] = {}
-    for series in query_matrix(url, around, at_s + START_LOOKBACK_S, timeout_s, opener):
+    for series in ask.matrix(around, at_s + START_LOOKBACK_S):
         key = _key(series["metric"])
         values[key] = values.get(key, 0.0) + _value_at(series["values"], at_s)
     return values
@@ -206,30 +191,18 @@ def _rows(
 
 
 def _band_ratios(
-    url: str,
-    selector: str,
-    matchers: Mapping[str, str],
-    window_s: int,
-    end_s: float,
-    timeout_s: float,
-    opener: Callable[..., Any],
+    ask: PrometheusQuery, matchers: Mapping[str, str], window_s: int, end_s: float
 ) -> dict[tuple[str, ...], dict[str, float]]:
     """Each series' latest low/energy and high/energy ratios ("low", "high"): the agent's cumulative band."""
-    by = ", ".join(LABELS)
     # last_over_time, not the instant value: once a job's agents have exited, their series are stale.
-    last = f"last_over_time({ENERGY_METRIC}{selector}[{window_s}s])"
-    totals = query_vector(url, f"sum by ({by}) ({last})", end_s, timeout_s, opener)
-    band_selector = _selector({**matchers}, extra='bound=~"low|high"')
+    total_of = ask.summed(f"last_over_time({ENERGY_METRIC}{_selector(matchers)}[{window_s}s])", end_s)
+    band_selector = _selector(matchers, extra='bound=~"low|high"')
     band_last = f"last_over_time({BAND_METRIC}{band_selector}[{window_s}s])"
-    bands = query_vector(url, f"sum by ({by}, bound) ({band_last})", end_s, timeout_s, opener)
-    total_of = {_key(s["metric"]): float(s["value"][1]) for s in totals}
     ratio: dict[tuple[str, ...], dict[str, float]] = {}
-    for sample in bands:
-        key = _key(sample["metric"])
+    for (*labels, bound), band_j in ask.summed(band_last, end_s, by=(*LABELS, "bound")).items():
+        key = tuple(labels)
         if total_of.get(key, 0.0) > 0:
-            ratio.setdefault(key, {})[sample["metric"].get("bound", "")] = (
-                float(sample["value"][1]) / total_of[key]
-            )
+            ratio.setdefault(key, {})[bound] = band_j / total_of[key]
     return ratio
 
 
@@ -248,26 +221,46 @@ def _key(metric: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(metric.get(label, "") for label in LABELS)
 
 
-def query_vector(
-    url: str, promql: str, at_s: float, timeout_s: float, opener: Callable[..., Any]
-) -> list[dict[str, Any]]:
-    """The samples of an instant query evaluated at `at_s` (Unix s).
+def window_of(start_s: float, end_s: float, what: str) -> int:
+    """The whole seconds a range selector needs to cover [start_s, end_s] (at least 1).
 
     Raises:
-        PrometheusError: Unreachable server or an error answer (one line, naming the URL).
+        ConfigError: An empty or inverted window (`what` names it).
     """
-    return _query(url, promql, at_s, timeout_s, opener, "vector")
+    if not end_s > start_s:
+        raise ConfigError(f"{what} must end after it starts ({start_s} >= {end_s})")
+    return max(1, math.ceil(end_s - start_s))
 
 
-def query_matrix(
-    url: str, promql: str, at_s: float, timeout_s: float, opener: Callable[..., Any]
-) -> list[dict[str, Any]]:
-    """The raw samples (`values`: [[t, "v"], ...] per series) of a range selector evaluated at `at_s`.
+@dataclass(frozen=True, slots=True)
+class PrometheusQuery:
+    """How the readers of energy counters ask one Prometheus (its HTTP API at `url`).
 
-    Raises:
-        PrometheusError: Unreachable server or an error answer (one line, naming the URL).
+    Attributes:
+        url: Prometheus base URL, e.g. http://127.0.0.1:9090.
+        timeout_s: HTTP timeout per request, seconds.
+        opener: urlopen-compatible function (injected by tests).
+
+    Each query raises PrometheusError (one line, naming the URL) when the server cannot be
+    reached or answers an error.
     """
-    return _query(url, promql, at_s, timeout_s, opener, "matrix")
+
+    url: str
+    timeout_s: float = 10.0
+    opener: Callable[..., Any] = urllib.request.urlopen
+
+    def vector(self, promql: str, at_s: float) -> list[dict[str, Any]]:
+        """The samples of an instant query evaluated at `at_s` (Unix s)."""
+        return _query(self.url, promql, at_s, self.timeout_s, self.opener, "vector")
+
+    def matrix(self, promql: str, at_s: float) -> list[dict[str, Any]]:
+        """The raw samples (`values`: [[t, "v"], ...] per series) of a range selector evaluated at `at_s`."""
+        return _query(self.url, promql, at_s, self.timeout_s, self.opener, "matrix")
+
+    def summed(self, promql: str, at_s: float, by: Sequence[str] = LABELS) -> dict[tuple[str, ...], float]:
+        """`sum by (<by>) (<promql>)` at `at_s`: each group's value, keyed by its labels' values."""
+        found = self.vector(f"sum by ({', '.join(by)}) ({promql})", at_s)
+        return {tuple(s["metric"].get(label, "") for label in by): float(s["value"][1]) for s in found}
 
 
 def _query(
