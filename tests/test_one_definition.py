@@ -48,3 +48,29 @@ def test_the_columns_a_gap_and_a_band_revision_share_are_defined_once() -> None:
         and node.target.id == "reason"
     ]
     assert owners == ["Stretch"]  # 18aee5b: BandRevisionRecord and GapRecord, column by column
+
+
+def _sizes_amounts(bound: ast.expr | None) -> bool:
+    """Whether `bound` is a dict giving Table 19's amount columns their size (MWh = 3.6e9 J)."""
+    if not isinstance(bound, ast.Dict):
+        return False
+    entries = {
+        k.value: v for k, v in zip(bound.keys, bound.values, strict=True) if isinstance(k, ast.Constant)
+    }
+    energy = entries.get("total_power_mwh")
+    sized = energy is not None and any(getattr(n, "value", None) == 3.6e9 for n in ast.walk(energy))
+    return sized and {"co2_t", "water_kl"} <= entries.keys()
+
+
+def test_table_19s_amount_columns_are_described_in_one_table() -> None:
+    tables = []
+    for folder in PRODUCT:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if (ROOT / folder).is_symlink():
+                continue
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+                if isinstance(target, ast.Name) and _sizes_amounts(getattr(node, "value", None)):
+                    tables.append(f"{path.relative_to(ROOT)}:{target.id}")
+    # 18aee5b: column_units' _QUANTITY and _PAPER_UNIT, and render's _READABLE (quantity, size, unit) besides
+    assert tables == ["accounting/publishing/column_units.py:AMOUNTS"]

@@ -30,7 +30,9 @@ if TYPE_CHECKING:
     from wattlog.accounting.publishing.render import TableRow
 
 __all__ = [
+    "AMOUNTS",
     "AMOUNT_COLUMNS",
+    "Amount",
     "ColumnUnit",
     "amount_cells",
     "column_units",
@@ -39,16 +41,32 @@ __all__ = [
     "unit_headers",
 ]
 
-AMOUNT_COLUMNS = ("total_power_mwh", "co2_t", "water_kl")
-"""The amount columns of Table 19 (the others, PUE, intensity and WUE, are ratios with fixed units)."""
 
-_QUANTITY = {
-    # column -> (quantity, size of the column's value unit in the quantity's base unit, header format)
-    "total_power_mwh": ("energy", 3.6e9, "Total power ({unit})"),
-    "co2_t": ("mass", 1e6, "Emissions ({unit}CO2eq)"),
-    "water_kl": ("volume", 1e3, "Water ({unit})"),
+@dataclass(frozen=True, slots=True)
+class Amount:
+    """What an amount column of Table 19 holds.
+
+    Attributes:
+        quantity: The quantity ("energy", "mass", "volume"), as units.unit_for names it.
+        size: The column's own unit in the quantity's base unit (J, g, L): MWh is 3.6e9 J.
+        unit: The column's own unit, the paper's ("MWh", "t", "kL").
+        header: The header, with "{unit}" where the unit it prints in goes.
+    """
+
+    quantity: str
+    size: float
+    unit: str
+    header: str
+
+
+AMOUNTS = {
+    "total_power_mwh": Amount("energy", 3.6e9, "MWh", "Total power ({unit})"),
+    "co2_t": Amount("mass", 1e6, "t", "Emissions ({unit}CO2eq)"),
+    "water_kl": Amount("volume", 1e3, "kL", "Water ({unit})"),
 }
-_PAPER_UNIT = {"total_power_mwh": ("MWh", 3.6e9), "co2_t": ("t", 1e6), "water_kl": ("kL", 1e3)}
+"""Table 19's amount columns, by name: the one table the renderers and the column units read."""
+AMOUNT_COLUMNS = tuple(AMOUNTS)
+"""The amount columns of Table 19 (the others, PUE, intensity and WUE, are ratios with fixed units)."""
 _SIX_DIGITS = 1e6
 _SMALLEST = 1e-3
 """Below this in the column's unit (three leading zeros), a figure is written in powers of ten."""
@@ -98,12 +116,12 @@ class ColumnUnit:
     @property
     def papers(self) -> bool:
         """Whether this is the paper's unit (its figures print whole from 10, as Table 19's)."""
-        return self.unit == _PAPER_UNIT[self.column][0]
+        return self.unit == AMOUNTS[self.column].unit
 
     @property
     def header(self) -> str:
         """The column's header, naming its unit: "Total power (Wh)", "Emissions (tCO2eq)"."""
-        return _QUANTITY[self.column][2].format(unit=self.unit)
+        return AMOUNTS[self.column].header.format(unit=self.unit)
 
     def cell(self, value: Quantity | None) -> str:
         """`value` (in the column's value unit: MWh, t or kL) in this unit; a range "lo - hi"; none "-"."""
@@ -128,13 +146,12 @@ def column_units(rows: Iterable[Mapping[str, Quantity | None]], published: bool)
             if column in largest and value is not None:
                 largest[column] = max(largest[column], *(abs(x) for x in bounds(value)))
     units = {}
-    for column in AMOUNT_COLUMNS:
-        quantity, scale, _ = _QUANTITY[column]
+    for column, amount in AMOUNTS.items():
         if published or largest[column] == 0:
-            unit, size = _PAPER_UNIT[column]
+            unit, size = amount.unit, amount.size
         else:
-            unit, size = unit_for(largest[column] * scale, quantity)
-        units[column] = ColumnUnit(column, unit, scale / size)
+            unit, size = unit_for(largest[column] * amount.size, amount.quantity)
+        units[column] = ColumnUnit(column, unit, amount.size / size)
     return units
 
 

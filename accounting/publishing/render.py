@@ -18,7 +18,7 @@ from typing import cast
 from rich.console import Console, RenderableType
 
 from wattlog.accounting.it_energy import Energy
-from wattlog.accounting.publishing.column_units import AMOUNT_COLUMNS, amount_cells
+from wattlog.accounting.publishing.column_units import AMOUNT_COLUMNS, AMOUNTS, amount_cells
 from wattlog.accounting.publishing.efficiency import Efficiency
 from wattlog.accounting.publishing.fitted import FittedTable
 from wattlog.accounting.publishing.footprint import Footprint, WaterConvention
@@ -56,13 +56,6 @@ FIGURE_COLUMNS = (
     "water_kl",
 )
 """The figure columns of Table 19, in its order."""
-
-_READABLE = {
-    "total_power_mwh": ("energy", 3.6e9, "MWh"),
-    "co2_t": ("mass", 1e6, "t"),
-    "water_kl": ("volume", 1e3, "kL"),
-}
-"""Amount column -> (quantity, its unit in the quantity's base unit J/g/L, the column's own unit)."""
 
 
 def format_figure(column: str, value: Quantity | None) -> str:
@@ -111,7 +104,7 @@ def readable_figure(column: str, value: Quantity | None) -> str:
     ('202', '-')
     """
     text = readable_amount(column, value)
-    return format_figure(column, value) if text.endswith(f" {_READABLE[column][2]}") else text
+    return format_figure(column, value) if text.endswith(f" {AMOUNTS[column].unit}") else text
 
 
 def readable_amount(column: str, value: Quantity | None) -> str:
@@ -122,9 +115,9 @@ def readable_amount(column: str, value: Quantity | None) -> str:
     """
     if value is None:
         return MISSING
-    quantity, scale, _ = _READABLE[column]
+    amount = AMOUNTS[column]
     lo, hi = bounds(value)
-    return readable_range(lo * scale, hi * scale, quantity).replace(" - ", RANGE_SEP)
+    return readable_range(lo * amount.size, hi * amount.size, amount.quantity).replace(" - ", RANGE_SEP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +196,7 @@ class TableRow:
 
     def amount(self, column: str, value: Quantity | None) -> str:
         """`value` of `column`'s quantity as this row prints it: a user's row in readable units."""
-        if self.role != "published" and column in _READABLE:
+        if self.role != "published" and column in AMOUNTS:
             return readable_figure(column, value)
         return format_figure(column, value)
 
