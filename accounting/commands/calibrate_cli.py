@@ -2,39 +2,22 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from wattlog.accounting.devices import Overhead
 from wattlog.accounting.fleet.calibration import (
+    CALIBRATIONS_ENV,
     CalibrationWindow,
     calibrate,
-    load_calibrations,
+    calibrations_path,
     save_calibration,
 )
 from wattlog.accounting.ledger.engine import describe_url, make_engine
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.errors import ConfigError
 from wattlog.options import DbOption
-
-CALIBRATIONS_ENV = "WATTLOG_CALIBRATIONS"
-
-
-def calibrations_path() -> Path:
-    """Where measured multipliers are kept: $WATTLOG_CALIBRATIONS, else beside the default ledger."""
-    given = os.environ.get(CALIBRATIONS_ENV)
-    return Path(given) if given else Path.home() / ".local" / "share" / "wattlog-calibrations.toml"
-
-
-def stored_calibrations() -> dict[str, Overhead]:
-    """Site -> measured multiplier from the calibration file (none when there is no file)."""
-    path = calibrations_path()
-    return load_calibrations(path) if path.exists() else {}
-
 
 WindowMeasure = Callable[[CalibrationWindow], str]
 """Records a calibration run on this machine and returns its name (wattlog.trainer.calibrate_window)."""

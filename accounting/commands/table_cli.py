@@ -19,7 +19,6 @@ from sqlalchemy.engine import make_url
 
 from wattlog.accounting.carbon.intensity.registry import read_intensity
 from wattlog.accounting.carbon.sites import get_site, site_catalog
-from wattlog.accounting.commands.calibrate_cli import stored_calibrations
 from wattlog.accounting.commands.compact_cli import compact
 from wattlog.accounting.commands.table_options import (
     AuthorityOption,
@@ -46,6 +45,7 @@ from wattlog.accounting.commands.table_options import (
     WaterOption,
 )
 from wattlog.accounting.devices import Overhead
+from wattlog.accounting.fleet.calibration import stored_calibrations
 from wattlog.accounting.ledger.engine import describe_url, make_engine, resolve_url
 from wattlog.accounting.ledger.lease import reap_before_reading
 from wattlog.accounting.ledger.models import Phase

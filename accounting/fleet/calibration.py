@@ -26,6 +26,7 @@ The file is TOML, one table per site:
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,6 +38,9 @@ from wattlog.accounting.publishing.node_boundary import node_boundary
 from wattlog.errors import ConfigError
 from wattlog.numbers import check_number
 from wattlog.records import Kind
+
+CALIBRATIONS_ENV = "WATTLOG_CALIBRATIONS"
+"""The file measured multipliers are kept in, when not the default beside the ledger."""
 
 
 @dataclass
@@ -176,3 +180,15 @@ def load_calibration_file(path: Path) -> dict[str, Calibration]:
 def load_calibrations(path: Path) -> dict[str, Overhead]:
     """Site -> measured multiplier, as TableOptions.calibrations takes them."""
     return {site: c.overhead() for site, c in load_calibration_file(path).items()}
+
+
+def calibrations_path() -> Path:
+    """Where measured multipliers are kept: $WATTLOG_CALIBRATIONS, else beside the default ledger."""
+    given = os.environ.get(CALIBRATIONS_ENV)
+    return Path(given) if given else Path.home() / ".local" / "share" / "wattlog-calibrations.toml"
+
+
+def stored_calibrations() -> dict[str, Overhead]:
+    """Site -> measured multiplier from the calibration file (none when there is no file)."""
+    path = calibrations_path()
+    return load_calibrations(path) if path.exists() else {}

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from wattlog.accounting.carbon.sites import run_catalog
-from wattlog.accounting.commands.calibrate_cli import stored_calibrations
+from wattlog.accounting.fleet.calibration import stored_calibrations
 from wattlog.accounting.ledger.lease import reap_before_reading
 from wattlog.accounting.publishing.efficiency import Efficiency
 from wattlog.accounting.publishing.gaps import GapSummary, run_gaps
