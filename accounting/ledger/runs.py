@@ -5,6 +5,7 @@ Each function works inside a transaction the caller opened (see `Ledger.transact
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, TypeVar, cast
 
@@ -13,6 +14,8 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from wattlog.accounting.ledger.models import Event, Phase, Project, Role, Run, Stage, Status
+from wattlog.accounting.ledger.reader import find_run
+from wattlog.accounting.ledger.views import RunInfo
 from wattlog.errors import ConfigError
 from wattlog.events import EventCategory, EventKind, Restart
 
@@ -105,3 +108,23 @@ def run_labels(phase: Phase | str, stage: Stage | str, scale_group: str, device_
         "scale_group": scale_group.strip(),
         "device_model": device_model.strip(),
     }
+
+
+def set_figures(session: Session, run: int | str, gpu_hours: float | None, requests: int | None) -> RunInfo:
+    """Store a run's GPU-hours and requests served, each where given.
+
+    Raises:
+        ConfigError: A negative or non-finite figure (checked before the run is looked up).
+        RunNotFound: No such run.
+    """
+    if gpu_hours is not None and not (math.isfinite(gpu_hours) and gpu_hours >= 0):
+        raise ConfigError(f"GPU-hours must be a finite number >= 0, got {gpu_hours}")
+    if requests is not None and requests < 0:
+        raise ConfigError(f"requests must be >= 0, got {requests}")
+    row = find_run(session, run)
+    if gpu_hours is not None:
+        row.gpu_hours = gpu_hours
+    if requests is not None:
+        row.requests = requests
+    session.flush()
+    return RunInfo.of(row)

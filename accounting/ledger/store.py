@@ -16,7 +16,6 @@ compaction. `Ledger` opens the transactions and is what other packages import.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -32,7 +31,7 @@ from wattlog.accounting.ledger.models import Event, Project, Role, Run, Status, 
 from wattlog.accounting.ledger.node_lease import close_node_gaps
 from wattlog.accounting.ledger.reader import RunReader, find_run
 from wattlog.accounting.ledger.revisions import revisions_of, store_revisions
-from wattlog.accounting.ledger.runs import RunSpec, member, project_row, resume_run, run_labels
+from wattlog.accounting.ledger.runs import RunSpec, member, project_row, resume_run, run_labels, set_figures
 from wattlog.accounting.ledger.views import EnergyTotal, EventInfo, GapInfo, RunInfo
 from wattlog.accounting.ledger.writes import (
     check_flush,
@@ -230,18 +229,8 @@ class Ledger:
         Raises:
             ConfigError: A negative or non-finite figure.
         """
-        if gpu_hours is not None and not (math.isfinite(gpu_hours) and gpu_hours >= 0):
-            raise ConfigError(f"GPU-hours must be a finite number >= 0, got {gpu_hours}")
-        if requests is not None and requests < 0:
-            raise ConfigError(f"requests must be >= 0, got {requests}")
         with self.transaction(f"set figures of run {run!r}") as session:
-            row = find_run(session, run)
-            if gpu_hours is not None:
-                row.gpu_hours = gpu_hours
-            if requests is not None:
-                row.requests = requests
-            session.flush()
-            return RunInfo.of(row)
+            return set_figures(session, run, gpu_hours, requests)
 
     def device_seconds(self, run: int | str, kind: str) -> tuple[float, int]:
         """Device-seconds of a run's rows of one kind (e.g. "gpu") and how many devices recorded any.
