@@ -4,7 +4,8 @@ Run: ``.venv/bin/python -m bench.audit_size [--gpus 8] [--hours 2] [--flush-s 10
 
 Builds a run of GPUS GPU rows flushed every FLUSH_S seconds (10 s: the agent's default;
 1 s: a 1 Hz series) over HOURS in a temporary SQLite ledger, bundles it with
-`wattlog.accounting.publishing.audit.build_bundle` (rows, series, intensity, profiles, exports), and prints
+`wattlog.accounting.publishing.audit.bundle.build_bundle` (rows, series, intensity, profiles,
+exports), and prints
 the compressed size per GPU-hour and scaled to 1,024 GPUs x 720 h (the files that grow with the
 run scaled, the fixed ones once), against the 1 GB target: gzip and xz (lzma, a .tar.xz bundle),
 each with its compression speed. Each GPU's power is drawn anew for every row, 700-796 W from a
@@ -12,12 +13,12 @@ seeded generator: no row predicts the next, so no coder is flattered (a real GPU
 follow each other closely and cost less). Its flush edges are late by 0-40 ms, as an agent's
 flush thread wakes when the scheduler lets it. Six times: rows as a ledger written before agents
 recorded whole millijoules holds them (every digit of a double); rows as an agent records them
-now (`EnergyFigure.to_millijoules` of a running total: accounting.publishing.audit_rows codes them in
+now (`EnergyFigure.to_millijoules` of a running total: accounting.publishing.audit.rows codes them in
 millijoules), and folded hourly by `wattlog compact`; the same with each 8 GPUs' node's own rows
 beside them (2 CPU packages, 2 DRAM, the BMC: still per GPU-hour), raw and folded; and rows the
 agent's own sampler and integrator make from simulated H100s (~25 s more). Then a month whose
 last 7 days are raw and the rest folded, GPU rows only and with the nodes' rows. The series are
-the rows (accounting.publishing.audit_series): at the rows' resolution, 10 s by default; a 1 Hz bundle is
+the rows (accounting.publishing.audit.series): at the rows' resolution, 10 s by default; a 1 Hz bundle is
 what `--flush-s 1` measures.
 """
 
@@ -36,7 +37,7 @@ from pathlib import Path
 
 from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
-from wattlog.accounting.publishing.audit import build_bundle
+from wattlog.accounting.publishing.audit.bundle import build_bundle
 from wattlog.accounting.publishing.run_table import TableOptions
 from wattlog.clock import FakeClock
 from wattlog.records import EnergyFigure, EnergyInterval, Kind, Source, millijoules
@@ -67,7 +68,7 @@ NODE_DEVICES = (
 GROWING = ("rows/", "series.json", "gaps.json", "events.json")
 """The members that grow with the run.
 
-rows/: the rows, one file per column, accounting.publishing.audit_rows.
+rows/: the rows, one file per column, accounting.publishing.audit.rows.
 """
 
 

@@ -65,7 +65,7 @@ class EnergyFigure:
         millijoule; the band is rounded outward, so it holds all this one held and its energy; each
         random part is rounded down and kept inside its side (what it gives up adds linearly, so a
         sum's band only widens). Whole millijoules leave a row's joules a few bits where every digit
-        of a double was random, which an audit bundle stores in ~2-3 bytes (accounting.publishing.audit_rows).
+        of a double was random, which an audit bundle stores in ~2-3 bytes (accounting.publishing.audit.rows).
         A figure with a term that is not finite is returned as it is.
         """
         terms = (self.energy_j, self.low_j, self.high_j, self.random_low_j, self.random_high_j)

@@ -13,7 +13,7 @@ from wattlog.accounting.carbon.sites import run_catalog
 from wattlog.accounting.ledger.engine import make_engine
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.progress import Progress, progress_lines
-from wattlog.accounting.publishing.audit import build_bundle, verify_bundle, write_series
+from wattlog.accounting.publishing.audit.bundle import build_bundle, verify_bundle, write_series
 from wattlog.accounting.publishing.run_table import TableOptions
 from wattlog.errors import ConfigError
 from wattlog.options import DbOption

@@ -161,7 +161,7 @@ def default_partition_rows(ledger: Ledger, where: str) -> str:
 DRIFT = 1e-9
 """How far, relatively, a rollup's energy may be from its rows' sum: far above the rounding of
 summing a device's month of 10 s rows in another order ((n + 4) x 2^-51 = 1.2e-10 for 259,200 rows,
-accounting.publishing.audit.summing_tolerance), far below one row of that month (3.9e-6)."""
+accounting.publishing.audit.bundle.summing_tolerance), far below one row of that month (3.9e-6)."""
 
 
 def rollup_drift(ledger: Ledger, progress: Progress | None = None) -> dict[int, list[str]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable, Mapping
 
-from wattlog.accounting.publishing.audit_rows import STREAMS, RowCoder, member_names, row_batches
+from wattlog.accounting.publishing.audit.rows import STREAMS, RowCoder, member_names, row_batches
 from wattlog.records import EnergyInterval
 
 

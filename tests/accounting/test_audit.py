@@ -16,9 +16,9 @@ from tests.accounting.audit_coding import decode_rows, encode_rows
 from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.ledger.jobs import RankReport, report_rank_progress
-from wattlog.accounting.publishing.audit import build_bundle, verify_bundle
-from wattlog.accounting.publishing.audit_files import MANIFEST
-from wattlog.accounting.publishing.audit_rows import COLUMNS
+from wattlog.accounting.publishing.audit.bundle import build_bundle, verify_bundle
+from wattlog.accounting.publishing.audit.files import MANIFEST
+from wattlog.accounting.publishing.audit.rows import COLUMNS
 from wattlog.accounting.publishing.run_table import TableOptions
 from wattlog.cli import main
 from wattlog.clock import FakeClock

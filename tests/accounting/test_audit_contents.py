@@ -14,8 +14,8 @@ from wattlog.accounting.carbon.catalog import load_series, save_series
 from wattlog.accounting.carbon.intensity.base import HourlySeries, HourProvenance
 from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
-from wattlog.accounting.publishing.audit import build_bundle, verify_bundle
-from wattlog.accounting.publishing.audit_series import CSV_COLUMNS
+from wattlog.accounting.publishing.audit.bundle import build_bundle, verify_bundle
+from wattlog.accounting.publishing.audit.series import CSV_COLUMNS
 from wattlog.accounting.publishing.run_table import TableOptions
 from wattlog.accounting.publishing.validity import counter_check_payload
 from wattlog.cli import main

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from tests.accounting.audit_coding import decode_rows, encode_rows
 from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
-from wattlog.accounting.publishing.audit import build_bundle
-from wattlog.accounting.publishing.audit_rows import COLUMNS, ENERGY_LOW, ORDER, STREAMS, UNITS, column_file
+from wattlog.accounting.publishing.audit.bundle import build_bundle
+from wattlog.accounting.publishing.audit.rows import COLUMNS, ENERGY_LOW, ORDER, STREAMS, UNITS, column_file
 from wattlog.accounting.publishing.run_table import TableOptions
 from wattlog.clock import FakeClock
 from wattlog.errors import ConfigError

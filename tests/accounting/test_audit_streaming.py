@@ -18,7 +18,7 @@ from tests.accounting.test_audit_rows import _steady_rows
 from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.ledger.reader import RunReader
-from wattlog.accounting.publishing.audit import build_bundle, verify_bundle
+from wattlog.accounting.publishing.audit.bundle import build_bundle, verify_bundle
 from wattlog.accounting.publishing.run_table import TableOptions
 from wattlog.clock import FakeClock
 from wattlog.errors import ConfigError

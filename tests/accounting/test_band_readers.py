@@ -145,7 +145,7 @@ def test_a_window_closed_before_the_evidence_gets_the_band_the_agent_gives_one_a
 def test_the_audit_bundle_carries_the_revisions_and_its_replay_gives_the_agents_band(
     recorded: Recorded, tmp_path: Path
 ) -> None:
-    from wattlog.accounting.publishing.audit import build_bundle, verify_bundle
+    from wattlog.accounting.publishing.audit.bundle import build_bundle, verify_bundle
 
     options = TableOptions(catalog=site_catalog())
     bundle = build_bundle(recorded.ledger, recorded.run, options, tmp_path / "run.tar.gz")

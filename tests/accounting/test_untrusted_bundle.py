@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from wattlog.accounting.publishing.audit import verify_bundle
-from wattlog.accounting.publishing.audit_files import extract_bundle
+from wattlog.accounting.publishing.audit.bundle import verify_bundle
+from wattlog.accounting.publishing.audit.files import extract_bundle
 from wattlog.cli import main
 from wattlog.errors import ConfigError, UntrustedInput
 

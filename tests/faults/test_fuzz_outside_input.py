@@ -27,7 +27,7 @@ from wattlog.accounting.carbon.intensity.live.electricitymaps_api import Electri
 from wattlog.accounting.carbon.intensity.live.ukgrid import UkGrid
 from wattlog.accounting.carbon.sites import load_sites
 from wattlog.accounting.ledger.spool_lines import read_spool
-from wattlog.accounting.publishing.audit import verify_bundle
+from wattlog.accounting.publishing.audit.bundle import verify_bundle
 from wattlog.dashboards.alert_checks import PayloadError
 from wattlog.dashboards.webhooks import parse
 from wattlog.errors import WattlogError

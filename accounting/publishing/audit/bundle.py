@@ -2,12 +2,12 @@
 
 `build_bundle` writes a tar.xz (a tar.gz where the name ends .tar.gz or .tgz) with the run (its
 spec, status, edges, restarts), every ledger energy row (coded column by column, every float kept
-exactly: accounting.publishing.audit_rows) and the revisions of their band, its gaps and events (the
+exactly: accounting.publishing.audit.rows) and the revisions of their band, its gaps and events (the
 counters' start-up checks among them), what the power series per device are
-(accounting.publishing.audit_series),
+(accounting.publishing.audit.series),
 the site, the intensity with each hour's provenance, the sensor profiles, the configuration and
 options the row was printed with (the validity gate on), the printed row and its JSON and CSV
-exports, versions, and a SHA-256 manifest of all of them (accounting.publishing.audit_files). The rows are
+exports, versions, and a SHA-256 manifest of all of them (accounting.publishing.audit.files). The rows are
 read, coded and replayed a batch at a time, through files in a private temporary folder: a run
 of millions of rows is never held in memory.
 
@@ -36,7 +36,7 @@ from wattlog.accounting.ledger.jobs import RankReport, rank_progress, report_ran
 from wattlog.accounting.ledger.runs import RunSpec
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.progress import Progress
-from wattlog.accounting.publishing.audit_contents import (
+from wattlog.accounting.publishing.audit.contents import (
     config_doc,
     intensity_doc,
     profiles_doc,
@@ -44,15 +44,15 @@ from wattlog.accounting.publishing.audit_contents import (
     site_doc,
     versions_doc,
 )
-from wattlog.accounting.publishing.audit_files import (
+from wattlog.accounting.publishing.audit.files import (
     MANIFEST,
     check_manifest,
     extract_bundle,
     sha256_of,
     write_bundle,
 )
-from wattlog.accounting.publishing.audit_rows import STREAMS, RowCoder, bundle_rows, member_names
-from wattlog.accounting.publishing.audit_series import SERIES, Digest, PowerSeries, unknown_devices, write_csv
+from wattlog.accounting.publishing.audit.rows import STREAMS, RowCoder, bundle_rows, member_names
+from wattlog.accounting.publishing.audit.series import SERIES, Digest, PowerSeries, unknown_devices, write_csv
 from wattlog.accounting.publishing.exports import rows_csv, rows_json
 from wattlog.accounting.publishing.render import FIGURE_COLUMNS, TableRow
 from wattlog.accounting.publishing.run_table import TableOptions, carbon_path, overhead_for, run_row
@@ -246,7 +246,7 @@ def write_series(
     path: Path, out: TextIO, devices: Collection[str] = (), progress: Progress | None = None
 ) -> tuple[str, ...]:
     """The bundle's power and counter series as CSV on `out`
-    (accounting.publishing.audit_series.write_csv), from
+    (accounting.publishing.audit.series.write_csv), from
     its rows alone (only `devices`' where any are named), once every file matches the manifest and
     every device named has a series; else what is wrong, and nothing written."""
     with tempfile.TemporaryDirectory(prefix="wattlog-series-") as folder:

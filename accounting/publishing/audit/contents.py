@@ -1,6 +1,6 @@
 """What an audit bundle holds beside the ledger rows, and how the verifier reads it back.
 
-- Power and counter series per device (accounting.publishing.audit_series): the rows themselves, said how
+- Power and counter series per device (accounting.publishing.audit.series): the rows themselves, said how
   in series.json and written as CSV by `wattlog audit series`, at the ledger's resolution: the
   ledger keeps energy per device per flush (the agent's `flush_s`, 10 s by default), not samples,
   so that is the finest series it holds; an agent run with ``flush_s=1`` gives a 1 Hz series
