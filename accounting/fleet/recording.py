@@ -236,7 +236,7 @@ class Recording:
     def _spool(self) -> Spool:
         assert self.target is not None
         folder = self.config.spool_dir or default_folder(self._environ)
-        return Spool(folder, describe_url(self.target.url), self.target.run_id)
+        return Spool(folder, describe_url(self.target.url), self.target.run_id).open()  # room reserved now
 
     def close(self) -> None:
         """Stop the agent: its final reading, last flush and counter checks are stored (idempotent)."""
