@@ -57,6 +57,7 @@ def replay(
         notes.append(f"{done.other_ledgers} file(s) of other ledgers left alone")
     if done.torn:
         notes.append(f"{done.torn} torn line(s) skipped")
+    notes += done.moved  # a ledger replaced during the run: its runs found by name
     notes += done.orphaned  # a deleted run's spool: set aside, never a file that fails every replay
     if notes:
         print("; ".join(notes))

@@ -88,6 +88,9 @@ class Spool:
         reserve_bytes: Room kept allocated past the file's end for a full disk (0: none).
         reserve: Allocates (fd, bytes) past the file's end, raises OSError (a seam: spool_space).
         write: Writes and fsyncs (handle, text), raises OSError (a seam: a full disk in tests).
+        run_name: The run's name, written in the header with `ledger_key`: replay into a ledger
+            replaced meanwhile (another identity) finds the run by it ("": not known, ids trusted).
+        ledger_key: The ledger's identity pinned at the start (identity.LedgerIdentity.key).
 
     Raises:
         ConfigError: max_bytes is not positive, or reserve_bytes negative.
@@ -103,12 +106,16 @@ class Spool:
         reserve_bytes: int = DEFAULT_RESERVE_BYTES,
         reserve: Callable[[int, int], None] = reserve_keep_size,
         write: Callable[[IO[str], str], None] = write_durably,
+        run_name: str = "",
+        ledger_key: Sequence[int | str | None] | None = None,
     ) -> None:
         if not max_bytes > 0 or reserve_bytes < 0:
             raise ConfigError(
                 f"the spool bound must be > 0 bytes and its reserve >= 0, got {max_bytes}, {reserve_bytes}"
             )
         self.reserve_bytes = reserve_bytes
+        self.run_name = run_name
+        self.ledger_key = list(ledger_key) if ledger_key is not None else None
         self._reserve = reserve
         self._write = write
         self.folder = Path(folder)
@@ -313,7 +320,19 @@ class Spool:
         return self._file
 
     def _write_header(self, handle: IO[str]) -> None:
-        self._write(handle, json.dumps({"type": "header", "ledger": self.ledger, "pid": os.getpid()}) + "\n")
+        self._write(
+            handle,
+            json.dumps(
+                {
+                    "type": "header",
+                    "ledger": self.ledger,
+                    "pid": os.getpid(),
+                    "run_name": self.run_name,
+                    "ledger_key": self.ledger_key,
+                }
+            )
+            + "\n",
+        )
         self._size = handle.tell()
 
     def record_loss(
