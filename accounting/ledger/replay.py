@@ -16,6 +16,7 @@ from pathlib import Path
 from sqlalchemy.exc import SQLAlchemyError
 
 from wattlog.accounting.ledger.admin import set_aside_if_deleted
+from wattlog.accounting.ledger.completeness import Completeness
 from wattlog.accounting.ledger.identity import LedgerIdentity, identity_of
 from wattlog.accounting.ledger.runs import RunSpec
 from wattlog.accounting.ledger.spool_lines import (
@@ -48,6 +49,7 @@ class Replayed:
         rejected: One line per file with bad lines (named by line; kept in `<file>.rejected`).
         orphaned: One line per file of a run deleted from the ledger (set aside, never replayed).
         moved: One line per run stored by name: its id named another run or none (the ledger was replaced).
+        unstored_rows: Energy rows of the files that could not be replayed (still on disk).
     """
 
     files: int = 0
@@ -60,6 +62,27 @@ class Replayed:
     rejected: tuple[str, ...] = ()
     orphaned: tuple[str, ...] = ()
     moved: tuple[str, ...] = ()
+    unstored_rows: int = 0
+
+    def completeness(self) -> Completeness:
+        """What the replay left out of the ledger, as the one verdict every ending reads.
+
+        >>> Replayed(files=2).completeness().complete
+        True
+        >>> Replayed(failed=("a.jsonl: down",), unstored_rows=3).completeness().reasons()[1][:40]
+        '1 spool file(s) could not be replayed an'
+        """
+        causes = []
+        if self.failed:
+            causes.append(
+                f"{len(self.failed)} spool file(s) could not be replayed and stay for the next "
+                f"`wattlog replay` ({self.failed[0]})"
+            )
+        if self.rejected:
+            causes.append(
+                f"{len(self.rejected)} spool file(s) refused or with bad lines kept aside, named above"
+            )
+        return Completeness(rows=self.unstored_rows, other=tuple(causes))
 
 
 def replay_folder(ledger: Ledger, folder: Path, where: str, *, skip: Path | None = None) -> Replayed:
@@ -71,7 +94,7 @@ def replay_folder(ledger: Ledger, folder: Path, where: str, *, skip: Path | None
         where: The ledger's printable name (engine.describe_url); other ledgers' files are left alone.
         skip: A file not to touch (the caller's own live spool).
     """
-    files = written = rows = busy = others = torn = 0
+    files = written = rows = busy = others = torn = unstored = 0
     failed: list[str] = []
     rejected: list[str] = []
     orphaned: list[str] = []
@@ -105,6 +128,7 @@ def replay_folder(ledger: Ledger, folder: Path, where: str, *, skip: Path | None
             except LedgerError as error:
                 note = set_aside_if_deleted(path, content.batches, error)  # else it would fail forever
                 (orphaned if note else failed).append(note or f"{path}: {error}")
+                unstored += 0 if note else content.rows
                 continue
             if content.bad:
                 rejected.append(describe_bad(path, content.bad, keep_aside(path, content.bad)))
@@ -114,7 +138,7 @@ def replay_folder(ledger: Ledger, folder: Path, where: str, *, skip: Path | None
             path.unlink()
     return Replayed(
         files, rows, written, busy, others, torn,
-        tuple(failed), tuple(rejected), tuple(orphaned), tuple(moved),
+        tuple(failed), tuple(rejected), tuple(orphaned), tuple(moved), unstored,
     )  # fmt: skip
 
 
