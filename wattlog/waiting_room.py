@@ -164,7 +164,7 @@ class _Prebuffered:
     def makefile(self, mode: str = "r", buffering: int | None = None, **kwargs: Any) -> Any:
         """The socket's file; a reading one first yields the bytes already read."""
         if "r" not in mode:
-            return self._sock.makefile(mode, buffering, **kwargs)
+            return self._sock.makefile(mode, buffering, **kwargs)  # type: ignore[call-overload]
         raw = _HeadThenSocket(self._head, self._sock.makefile("rb", buffering=0))
         self._head = b""
         return io.BufferedReader(raw)

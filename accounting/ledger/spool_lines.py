@@ -117,7 +117,7 @@ def read_header(path: Path) -> Header:
     return Header(
         item["ledger"],
         name if isinstance(name, str) and 0 < len(name) <= 200 else "",
-        tuple(key) if keys_ok else None,
+        tuple(key) if keys_ok and isinstance(key, list) else None,
     )
 
 
