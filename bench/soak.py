@@ -1,13 +1,21 @@
 """A soak: two nodes of simulated GPUs measured into one ledger while faults are injected at random.
 
-    .venv/bin/python -m bench.soak [--minutes 30] [--every-s 30 90] [--seed 1]
+    .venv/bin/python -m bench.soak [--minutes 30] [--every-s 30 90] [--seed 1] [--ledger postgresql]
 
 Two ``wattlog node`` processes (the command a cluster runs per node; two simulated GPUs
-each, a 1 s flush, a 5 s lease) measure one run into a SQLite ledger. Every 30-90 s
-(``--every-s``) one fault, drawn at random, is injected and then healed:
+each, a 1 s flush, a 5 s lease) measure one run into a SQLite ledger, or with
+``--ledger postgresql`` into a throwaway PostgreSQL (tests/integration/postgres.py; the agents
+log in as a role of 6 connections that owns the database). Every 30-90 s (``--every-s``) one
+fault, drawn at random among those of the ledger, is injected and then healed:
 
-- ``ledger moved``: the ledger file renamed away for 5-15 s, then back (its identity check makes
-  that an outage: the agents spool, and replay when it is back);
+- ``ledger moved`` (SQLite): the ledger file renamed away for 5-15 s, then back (its identity
+  check makes that an outage: the agents spool, and replay when it is back);
+- ``postgres restarted``: the server restarted (``pg_ctl restart -m fast``);
+- ``postgres full``: every connection slot of the agents' role taken by the soak for 5-15 s
+  (their sessions ended, then the slots held: the server answers "too many connections");
+- ``spool disk full``: the ledger out (moved away, or the server stopped) for 5-15 s while the
+  agents' spool disk is full but for the room each spool reserved (bench/soak_node.py: the
+  spool's write seam raises ENOSPC past it, as a full disk does past preallocated blocks);
 - ``sigstop``: one agent stopped (SIGSTOP) past its lease for 8 s, then continued (its node is
   reaped lost, and revived with its gap withdrawn when it renews).
 
@@ -15,13 +23,13 @@ At the end each agent's final counters are scraped from its metrics endpoint whi
 (what it measured), every spool left is replayed, and the ledger's totals per device are
 compared with them to the millijoule; ``wattlog check`` must find the ledger clean. It prints
 the faults survived and the joules lost (measured minus stored; 0 is the pass).
-PostgreSQL restarts or a full server, a full spool disk, a slow BMC or provider are not
-injected here yet (see tests/faults for each one alone).
+A slow BMC or a slow intensity provider are not injected here yet (see tests/faults/test_slow_bmc.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import re
@@ -33,6 +41,8 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from bench.soak_ledgers import PostgresLedger, SoakLedger, SqliteLedger
 
 _URL = re.compile(r"metrics at (http://\S+/metrics)")
 _ENERGY = re.compile(r"^wattlog_energy_joules_total\{([^}]*)\} (\S+)$", re.MULTILINE)
@@ -66,6 +76,7 @@ class Node:
 
 
 def _start(folder: Path, url: str, index: int, seconds: float) -> Node:
+    """One `wattlog node` (through bench.soak_node: its spool disk is full while the flag exists)."""
     host = f"soak{index}"
     spool = folder / f"spool-{host}"
     env = {**os.environ, "SLURM_JOB_ID": "4545", "SLURM_NNODES": "2", "SLURM_NODEID": str(index)}
@@ -76,20 +87,41 @@ def _start(folder: Path, url: str, index: int, seconds: float) -> Node:
     log = folder / f"{host}.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "wattlog", *args], env=env, stdout=out, stderr=subprocess.STDOUT
+            [sys.executable, "-m", "bench.soak_node", str(_disk_flag(folder)), *args],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     return Node(host, process, spool, log)
 
 
-def _fault(kind: str, nodes: list[Node], ledger: Path, rng: random.Random) -> str:
+def _disk_flag(folder: Path) -> Path:
+    return folder / "spool-disk-full"
+
+
+def _fault(kind: str, nodes: list[Node], ledger: SoakLedger, rng: random.Random) -> str:
     """Inject one fault and heal it; a line saying what was done."""
+    away_s = rng.uniform(5, 15)
     if kind == "ledger moved":
-        away_s = rng.uniform(5, 15)
-        moved = ledger.with_name("moved.db")
-        ledger.rename(moved)
-        _wait(nodes, away_s)
-        moved.rename(ledger)
+        with ledger.out():
+            _wait(nodes, away_s)
         return f"ledger file moved away for {away_s:.1f} s"
+    if kind == "postgres restarted":
+        ledger.restart()
+        return "PostgreSQL restarted (pg_ctl restart -m fast)"
+    if kind == "postgres full":
+        with ledger.full() as taken:
+            _wait(nodes, away_s)
+        return f"PostgreSQL full for {away_s:.1f} s (all {taken} connection slots of the agents' role taken)"
+    if kind == "spool disk full":
+        flag = _disk_flag(ledger.folder)
+        flag.touch()
+        try:
+            with ledger.out():
+                _wait(nodes, away_s)
+        finally:
+            flag.unlink()
+        return f"spool disk full (but for each spool's reserved room), ledger out for {away_s:.1f} s"
     node = rng.choice(nodes)
     node.process.send_signal(signal.SIGSTOP)
     time.sleep(8.0)  # past its 5 s lease: its node is reaped lost meanwhile by any reader
@@ -112,15 +144,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--every-s", type=float, nargs=2, default=(30.0, 90.0))
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--ledger", choices=("sqlite", "postgresql"), default="sqlite")
     options = parser.parse_args(argv)
-    rng = random.Random(options.seed)
     folder = Path(tempfile.mkdtemp(prefix="wattlog-soak-"))
-    ledger = folder / "ledger.db"
-    url = f"sqlite:///{ledger}"
-    wattlog = [sys.executable, "-m", "wattlog"]
-    from wattlog.accounting.ledger import make_engine
+    with contextlib.ExitStack() as stack:
+        if options.ledger == "postgresql":
+            from tests.integration.postgres import running_postgres
 
-    make_engine(url).dispose()  # created and migrated once, before any agent opens it
+            ledger: SoakLedger = PostgresLedger(stack.enter_context(running_postgres()), folder)
+        else:
+            ledger = SqliteLedger(folder)
+        return _soak(options, ledger, folder)
+
+
+def _soak(options: argparse.Namespace, ledger: SoakLedger, folder: Path) -> int:
+    rng = random.Random(options.seed)
+    url = ledger.url
+    wattlog = [sys.executable, "-m", "wattlog"]
     seconds = options.minutes * 60.0
     nodes = [_start(folder, url, i, seconds) for i in range(2)]
     began_s, faults = time.monotonic(), []
@@ -131,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         if time.monotonic() - began_s + pause_s + 20.0 > seconds:  # the last fault healed before the end
             break
         _wait(nodes, pause_s)
-        kind = rng.choice(["ledger moved", "sigstop"])
+        kind = rng.choice(ledger.faults)
         faults.append(f"{time.monotonic() - began_s:6.0f} s  {_fault(kind, nodes, ledger, rng)}")
         print(faults[-1], flush=True)
     while any(node.process.poll() is None for node in nodes):

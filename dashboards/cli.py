@@ -84,14 +84,15 @@ def serve(
     log_alerts()
     auth = Auth.from_env()
     ledger = Ledger(make_engine(db))
-    # Ctrl-C and SIGTERM close it within 1 s (even started where SIGINT was ignored, as `cmd &` does)
+    # Ctrl-C and SIGTERM close it at once (even started where SIGINT was ignored, as `cmd &` does); a
+    # handler that does not return is waited for 2 s, so a loaded machine is not mistaken for a stuck one
     before = {
         signum: signal.signal(signum, signal.default_int_handler)
         for signum in (signal.SIGINT, signal.SIGTERM)
     }
     try:
         with WebhookReceiver(
-            AlertRecorder(ledger), auth, host=host, port=port, close_timeout_s=0.5
+            AlertRecorder(ledger), auth, host=host, port=port, close_timeout_s=2.0
         ) as receiver:
             print(
                 f"receiving alerts on {receiver.url}/alerts into {describe_url(db)} (Ctrl-C stops)",

@@ -9,13 +9,16 @@ beyond them, and answers the rest at once with ``503 Service Unavailable``
 and ``Retry-After``, so every client gets an answer it can act on.
 
 Nobody can hold such a server hostage. An accepted connection waits off the workers, in one
-selector thread, until it sends its first bytes (at most ``idle_timeout_s``): idle clients hold
-no worker, so 16 of them do not block a scrape or a webhook post. A request being handled
-reads and writes under ``connection_timeout_s`` each, and a client still sending or reading
-after ``request_timeout_s`` (one that drips a byte every few seconds) has its connection shut,
-so slow clients hold a worker for a bounded time. Closing drops the idle connections at
-once and never hangs on a handler that does not return: it waits a bounded time, then logs
-the threads still running by name and reports them (:meth:`~BoundedThreadingMixIn.stop`).
+selector thread that reads every waiting connection as its bytes come, until its whole
+request (head, and a body of up to ``MAX_BUFFERED`` bytes) has arrived, at most
+``idle_timeout_s`` after it was accepted: idle clients, and clients dripping their request a
+byte a second, hold no worker, so 16 of them delay a scrape or a webhook post by nothing
+(16 drippers held all 16 workers for ~27 s before). A request being handled reads and writes
+under ``connection_timeout_s`` each, and a client still sending or reading after
+``request_timeout_s`` has its connection shut, so slow readers hold a worker for a bounded time.
+Closing drops the idle connections at once and never hangs on a handler that does not return:
+it waits a bounded time, then logs the threads still running by name and reports them
+(:meth:`~BoundedThreadingMixIn.stop`).
 
 Standard library only: telemetry (the metrics endpoint) and dashboards (the
 webhook receiver) both use it.
@@ -26,14 +29,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
-import selectors
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from http.server import HTTPServer
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
+
+from wattlog.waiting_room import WaitingRoom
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +50,7 @@ WAITING = 512
 CLOSE_TIMEOUT_S = 5.0
 """How long closing waits for the serving thread and for the requests being handled."""
 IDLE_TIMEOUT_S = 10.0
-"""How long an accepted connection may wait for its first bytes before it is closed."""
+"""How long an accepted connection may take to send its whole request before it is closed."""
 CONNECTION_TIMEOUT_S = 5.0
 """Each read and write of a request being handled: a stalled client frees its worker after this."""
 REQUEST_TIMEOUT_S = 30.0
@@ -72,7 +76,7 @@ class BoundedThreadingMixIn:
         workers: Size of the worker pool.
         waiting: Accepted connections that may wait for a worker.
         close_timeout_s: How long closing waits for the serving thread and the workers.
-        idle_timeout_s: How long a connection may wait for its first bytes (off the workers).
+        idle_timeout_s: How long a connection may take to send its request (read off the workers).
         connection_timeout_s: Each socket read or write of a request being handled.
         request_timeout_s: A whole request being handled; past it the connection is shut.
         refused: Connections answered 503 because the queue was full.
@@ -93,7 +97,7 @@ class BoundedThreadingMixIn:
         self._jobs: queue.SimpleQueue[tuple[socket.socket, Any] | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._closing = False
-        self._room: _WaitingRoom | None = None
+        self._room: WaitingRoom | None = None
         self._handling: dict[socket.socket, float] = {}  # connection -> when its worker must be done
         self._handling_lock = threading.Lock()
         self.refused = 0
@@ -120,7 +124,7 @@ class BoundedThreadingMixIn:
             ]
             for thread in self._threads:
                 thread.start()
-            self._room = _WaitingRoom(self._jobs.put, self._drop, self.idle_timeout_s, self._shut_overdue)
+            self._room = WaitingRoom(self._jobs.put, self._drop, self.idle_timeout_s, self._shut_overdue)
         self._room.add(request, client_address)
 
     def _drop(self, request: socket.socket) -> None:
@@ -164,7 +168,8 @@ class BoundedThreadingMixIn:
             with contextlib.suppress(OSError):
                 request.shutdown(socket.SHUT_RD)
         if self._room is not None:
-            self._room.close(self.close_timeout_s)  # idle connections are dropped, not waited for
+            self._room.close()  # idle and dripping connections are dropped, not waited for
+            join_threads([self._room.thread], self.close_timeout_s, "http waiting")
         for _ in self._threads:
             self._jobs.put(None)  # behind the queued connections: each is still answered
         self.stuck = join_threads(self._threads, self.close_timeout_s, f"{type(self).__name__} worker")
@@ -212,88 +217,6 @@ def join_threads(threads: Sequence[threading.Thread], timeout_s: float, what: st
             timeout_s,
         )
     return alive
-
-
-class _WaitingRoom:
-    """Accepted connections wait here, in one selector thread, until they send their first bytes.
-
-    Args:
-        ready: Called with (connection, address) once it has bytes to read (or was closed by
-            the client): the connection goes to a worker.
-        drop: Called with a connection that sent nothing for `idle_timeout_s`, or that was still
-            waiting at close.
-        idle_timeout_s: How long a connection may wait.
-        tick: Called with the monotonic time about once a second (the server's request deadlines).
-    """
-
-    def __init__(
-        self,
-        ready: Callable[[tuple[socket.socket, Any]], None],
-        drop: Callable[[socket.socket], None],
-        idle_timeout_s: float,
-        tick: Callable[[float], None],
-    ) -> None:
-        self._tick = tick
-        self._ready = ready
-        self._drop = drop
-        self._idle_timeout_s = idle_timeout_s
-        self._selector = selectors.DefaultSelector()
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
-        self._arrived: list[tuple[socket.socket, Any]] = []
-        self._lock = threading.Lock()
-        self._closing = False
-        self._thread = threading.Thread(target=self._loop, name="wattlog-http-wait", daemon=True)
-        self._thread.start()
-
-    def add(self, request: socket.socket, client_address: Any) -> None:
-        """Let `request` wait for its first bytes (thread-safe)."""
-        with self._lock:
-            self._arrived.append((request, client_address))
-        self._wake()
-
-    def close(self, timeout_s: float) -> None:
-        """Drop every waiting connection and stop the thread (within `timeout_s`)."""
-        with self._lock:
-            self._closing = True
-        self._wake()
-        join_threads([self._thread], timeout_s, "http waiting")
-
-    def _wake(self) -> None:
-        with contextlib.suppress(OSError):
-            self._wake_w.send(b"\0")
-
-    def _loop(self) -> None:
-        closing = False
-        while not closing:
-            events = self._selector.select(timeout=min(1.0, self._idle_timeout_s))
-            with self._lock:
-                arrived, self._arrived = self._arrived, []
-                closing = self._closing
-            now = time.monotonic()
-            self._tick(now)
-            for request, client_address in arrived:
-                try:
-                    self._selector.register(
-                        request, selectors.EVENT_READ, (client_address, now + self._idle_timeout_s)
-                    )
-                except (OSError, ValueError):  # closed before it could wait: this thread must live on
-                    self._drop(request)
-            for key, _ in events:
-                if key.data is None:
-                    with contextlib.suppress(OSError):
-                        self._wake_r.recv(4096)
-                elif not closing:
-                    self._selector.unregister(key.fileobj)
-                    self._ready((key.fileobj, key.data[0]))  # type: ignore[arg-type]
-            for key in list(self._selector.get_map().values()):
-                if key.data is not None and (closing or key.data[1] <= now):
-                    self._selector.unregister(key.fileobj)
-                    self._drop(key.fileobj)  # type: ignore[arg-type]
-        self._selector.close()
-        self._wake_r.close()
-        self._wake_w.close()
 
 
 def _refuse(request: socket.socket) -> None:

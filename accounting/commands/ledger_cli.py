@@ -36,8 +36,9 @@ def replay(
     """Store the energy rows and events spooled while the ledger was unavailable; each lands once.
 
     A file's bad lines (a bad byte, a number stored as text, a negative or NaN row) are named
-    by file and line, kept in `<file>.rejected`, and make the command exit 1; its good lines
-    and every later file are still stored.
+    by file and line and kept in `<file>.rejected`; its good lines and every later file are
+    still stored. What could not be stored (bad lines, a file the ledger refused) makes the
+    replay incomplete: one closing line and exit 75, from the same verdict `wattlog run` reads.
     """
     folder = spool_dir or default_folder()
     where = describe_url(db)
@@ -57,14 +58,16 @@ def replay(
         notes.append(f"{done.other_ledgers} file(s) of other ledgers left alone")
     if done.torn:
         notes.append(f"{done.torn} torn line(s) skipped")
+    notes += done.moved  # a ledger replaced during the run: its runs found by name
     notes += done.orphaned  # a deleted run's spool: set aside, never a file that fails every replay
     if notes:
         print("; ".join(notes))
     for line in done.rejected:  # one line per file: its good lines are stored, its bad ones kept aside
         print(f"wattlog: {line}", file=sys.stderr)
-    if done.failed:
-        raise LedgerError(f"{len(done.failed)} spool file(s) could not be replayed: {done.failed[0]}")
-    return 1 if done.rejected else 0
+    verdict = done.completeness()
+    if not verdict.complete:
+        print(verdict.line("wattlog replay", ""), file=sys.stderr)
+    return verdict.exit_code(0)
 
 
 def gaps(

@@ -19,6 +19,7 @@ non-zero. Without one (a plain `wattlog agent`), only the JSON Lines file, if an
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from prometheus_client.registry import Collector
 from wattlog.accounting.ledger.admin import run_deleted
 from wattlog.accounting.ledger.completeness import Completeness
 from wattlog.accounting.ledger.engine import describe_url
-from wattlog.accounting.ledger.identity import guard_identity
+from wattlog.accounting.ledger.identity import LedgerIdentity, guard_identity
 from wattlog.accounting.ledger.lease import lease_for, release_lease, renew_lease
 from wattlog.accounting.ledger.node_lease import NodeHolder
 from wattlog.accounting.ledger.sink import LedgerSink
@@ -203,8 +204,8 @@ class Recording:
         if self.target is not None:
             lease_s = self.config.lease_s or lease_for(self.config.agent.flush_s)
             # a ledger deleted or replaced from now on is an outage: its writes spool, never vanish
-            guard_identity(self.target.ledger.engine)
-            sink = LedgerSink(self.target.ledger, self.target.run_id, self._spool())
+            pinned = guard_identity(self.target.ledger.engine).pinned
+            sink = LedgerSink(self.target.ledger, self.target.run_id, self._spool(pinned))
             self.ledger_sink = CountingSink(sink, lease_s, self.target.node)
             self.ledger_sink.renew()  # before the first flush: a run killed before it is reaped too
             sinks.append(self.ledger_sink)
@@ -233,10 +234,19 @@ class Recording:
             log.info("%s", note)
         return self
 
-    def _spool(self) -> Spool:
+    def _spool(self, pinned: LedgerIdentity | None) -> Spool:
+        """The run's spool, its room reserved now; its header names the run and the ledger's identity."""
         assert self.target is not None
         folder = self.config.spool_dir or default_folder(self._environ)
-        return Spool(folder, describe_url(self.target.url), self.target.run_id)
+        run, name = self.target.run_id, ""
+        if isinstance(run, str):
+            name = run
+        else:
+            with contextlib.suppress(LedgerError):  # unknown: replay trusts the id
+                found = self.target.ledger.find_run(run)
+                name = found.name if found is not None else ""
+        key = pinned.key if pinned is not None else None
+        return Spool(folder, describe_url(self.target.url), run, run_name=name, ledger_key=key).open()
 
     def close(self) -> None:
         """Stop the agent: its final reading, last flush and counter checks are stored (idempotent)."""

@@ -170,6 +170,21 @@ class IdentityGuard:
         )
 
 
+def identity_of(engine: Engine) -> LedgerIdentity | None:
+    """The identity of the ledger `engine` is on now (None: in memory, or no such file yet).
+
+    Raises:
+        SQLAlchemyError: PostgreSQL cannot be reached.
+    """
+    backend, database = engine.url.get_backend_name(), engine.url.database or ""
+    if backend == "sqlite":
+        return sqlite_identity(database) if database not in ("", ":memory:") else None
+    if backend != "postgresql":
+        return None
+    with engine.connect() as connection:
+        return postgres_identity(connection.connection.dbapi_connection)
+
+
 def guard_identity(engine: Engine) -> IdentityGuard:
     """Pin `engine`'s ledger identity: each later transaction on it raises LedgerReplaced if it changed.
 

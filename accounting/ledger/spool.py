@@ -14,6 +14,12 @@ The spool is bounded (``max_bytes``): rows past the bound are lost, and the
 loss is counted, logged as an error and recorded as a gap per device when
 the ledger is back. A torn last line (a crash mid-write) is skipped and counted.
 
+A full disk: :meth:`Spool.open` (when measuring starts) writes the header and keeps
+``reserve_bytes`` allocated past the file's end (spool_space), or says in one line that
+it could not. Rows that could not be spooled even so are lost, counted, and their span kept
+in memory as a gap per device, written with the next line that fits (or to the ledger
+when it is back), so a process killed after the disk had room again leaves no silent hole.
+
 Layout: ``<folder>/<host>-<pid>-<run>.jsonl``; its first line names the ledger
 (password hidden), so a spool folder shared by several ledgers replays each
 file into its own.
@@ -28,7 +34,7 @@ import logging
 import os
 import re
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
@@ -43,6 +49,7 @@ from wattlog.accounting.ledger.spool_lines import (
     read_spool,
     run_key,
 )
+from wattlog.accounting.ledger.spool_space import DEFAULT_RESERVE_BYTES, reserve_keep_size, write_durably
 from wattlog.accounting.ledger.store import Ledger
 from wattlog.errors import ConfigError
 from wattlog.gap_reasons import GapReason
@@ -80,16 +87,39 @@ class Spool:
         ledger: The ledger's printable name (engine.describe_url): written into the file.
         run: The run's id or name (part of the file name).
         max_bytes: Bound of the file; rows past it are lost, counted and recorded as gaps.
+        reserve_bytes: Room kept allocated past the file's end for a full disk (0: none).
+        reserve: Allocates (fd, bytes) past the file's end, raises OSError (a seam: spool_space).
+        write: Writes and fsyncs (handle, text), raises OSError (a seam: a full disk in tests).
+        run_name: The run's name, written in the header with `ledger_key`: replay into a ledger
+            replaced meanwhile (another identity) finds the run by it ("": not known, ids trusted).
+        ledger_key: The ledger's identity pinned at the start (identity.LedgerIdentity.key).
 
     Raises:
-        ConfigError: max_bytes is not positive.
+        ConfigError: max_bytes is not positive, or reserve_bytes negative.
     """
 
     def __init__(
-        self, folder: Path, ledger: str, run: int | str = "", *, max_bytes: int = DEFAULT_MAX_BYTES
+        self,
+        folder: Path,
+        ledger: str,
+        run: int | str = "",
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        reserve_bytes: int = DEFAULT_RESERVE_BYTES,
+        reserve: Callable[[int, int], None] = reserve_keep_size,
+        write: Callable[[IO[str], str], None] = write_durably,
+        run_name: str = "",
+        ledger_key: Sequence[int | str | None] | None = None,
     ) -> None:
-        if not max_bytes > 0:
-            raise ConfigError(f"the spool bound must be > 0 bytes, got {max_bytes}")
+        if not max_bytes > 0 or reserve_bytes < 0:
+            raise ConfigError(
+                f"the spool bound must be > 0 bytes and its reserve >= 0, got {max_bytes}, {reserve_bytes}"
+            )
+        self.reserve_bytes = reserve_bytes
+        self.run_name = run_name
+        self.ledger_key = list(ledger_key) if ledger_key is not None else None
+        self._reserve = reserve
+        self._write = write
         self.folder = Path(folder)
         self.ledger = ledger
         self.max_bytes = max_bytes
@@ -100,6 +130,8 @@ class Spool:
         self.ends = 0
         self.events = 0
         self.revisions = 0
+        self.gaps = 0
+        """Gap lines of rows lost earlier (a full disk), written once the disk had room again."""
         self.lost_rows = 0
         self.lost_j = 0.0
         self._lost: dict[tuple[str, str, str], Gap] = {}  # (run, host, device) -> merged span
@@ -166,14 +198,34 @@ class Spool:
             self._file.truncate(0)
             self._file.seek(0)
             self._write_header(self._file)
-        self.rows = self.ends = self.events = self.revisions = 0
+            self._top_up(self._file)
+        self.rows = self.ends = self.events = self.revisions = self.gaps = 0
         self.joules = 0.0
         return dropped
 
     @property
     def waiting(self) -> bool:
-        """Whether lines wait to be replayed (rows, run starts and ends, events, band revisions)."""
-        return bool(self.rows or self.ends or self.events or self.revisions)
+        """Whether lines wait to be replayed (rows, run starts and ends, events, band revisions, gaps)."""
+        return bool(self.rows or self.ends or self.events or self.revisions or self.gaps)
+
+    def open(self) -> Spool:
+        """Create the file and reserve room past its end now (measuring starts); one line if it cannot.
+
+        Measuring goes on either way: without the room, a disk that fills loses rows from the
+        first flush that cannot be spooled (counted, recorded as a gap).
+        """
+        try:
+            handle = self._open()
+            if self.reserve_bytes:
+                self._reserve(handle.fileno(), self.reserve_bytes)
+        except (OSError, ConfigError) as error:  # a full disk, a read-only one, a planted folder
+            log.warning(
+                "no room could be reserved for spool %s (%s): if its disk fills while the ledger is down, "
+                "energy rows are lost from the first flush that cannot be spooled (counted, kept as gaps)",
+                self.path,
+                (error.strerror if isinstance(error, OSError) else None) or error,
+            )
+        return self
 
     def append_start(self, run: str, fields: Mapping[str, Any]) -> None:
         """Spool the start of a run the ledger could not register (Ledger.start_run's keywords).
@@ -188,19 +240,33 @@ class Spool:
         self.ends += 1  # a line to replay, like an end: the file is kept until it is stored
 
     def _append_lines(self, data: str) -> None:
-        """Append whole lines and fsync them; on failure cut the file back so no torn line is left."""
+        """Append whole lines (and the gaps of rows lost before) and fsync them; on failure cut the
+        file back so no torn line is left."""
         handle = self._open()
         offset = self._size
+        pending = [
+            json.dumps({"run": run_key(run), "type": "gap", **asdict(g)})
+            for (run, _, _), g in self._lost.items()
+        ]
         try:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            self._write(handle, data + "".join(line + "\n" for line in pending))
         except OSError:
             with contextlib.suppress(OSError):  # drop the torn tail so the file stays line-aligned
                 handle.truncate(offset)
                 handle.seek(offset)
             raise
         self._size = handle.tell()
+        if pending:  # the disk had room again: the lost stretch is on disk now, not only in memory
+            self.gaps += len(pending)
+            self._lost.clear()
+            self._lost_by_device.clear()
+        self._top_up(handle)
+
+    def _top_up(self, handle: IO[str]) -> None:
+        """Keep reserve_bytes allocated past the end (said once at open() when it cannot be)."""
+        if self.reserve_bytes:
+            with contextlib.suppress(OSError):
+                self._reserve(handle.fileno(), self.reserve_bytes)
 
     def replay(self, ledger: Ledger) -> int:
         """Write what this spool holds (and the record of any loss) to the ledger; empty it on success.
@@ -220,7 +286,8 @@ class Spool:
             self._file.truncate(0)
             self._file.seek(0)
             self._write_header(self._file)
-            self.rows = self.ends = self.events = self.revisions = 0
+            self._top_up(self._file)  # the truncation freed the reserved room too
+            self.rows = self.ends = self.events = self.revisions = self.gaps = 0
             self.joules = 0.0
         for (run, host, device), gap in list(self._lost.items()):
             ledger.record_intervals(run_key(run), [], [gap])
@@ -242,18 +309,32 @@ class Spool:
             private_folder(self.folder)
             descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
             handle = os.fdopen(descriptor, "a+", encoding="utf-8")
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # our own pid: nobody else holds it
-            if handle.seek(0, os.SEEK_END) == 0 or header_of(self.path) is None:  # new, or torn (disk full)
-                handle.truncate(0)  # nothing follows a torn header: the first append that failed wrote it
-                self._write_header(handle)
+            try:  # a failure closes the handle: a leaked one would hold the flock against every retry
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # our own pid: nobody else holds it
+                if handle.seek(0, os.SEEK_END) == 0 or header_of(self.path) is None:  # new, or torn
+                    handle.truncate(0)  # nothing follows a torn header: the first append that failed wrote it
+                    self._write_header(handle)
+            except BaseException:
+                handle.close()  # a header cut by a full disk is rewritten whole at the next try
+                raise
             self._size = handle.tell()
             self._file = handle
         return self._file
 
     def _write_header(self, handle: IO[str]) -> None:
-        handle.write(json.dumps({"type": "header", "ledger": self.ledger, "pid": os.getpid()}) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
+        self._write(
+            handle,
+            json.dumps(
+                {
+                    "type": "header",
+                    "ledger": self.ledger,
+                    "pid": os.getpid(),
+                    "run_name": self.run_name,
+                    "ledger_key": self.ledger_key,
+                }
+            )
+            + "\n",
+        )
         self._size = handle.tell()
 
     def record_loss(

@@ -80,14 +80,45 @@ def header_of(path: Path) -> str | None:
     Raises:
         UntrustedInput: Not a regular file (a FIFO is never opened for blocking reads).
     """
+    return read_header(path).ledger
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """A spool file's first line: the ledger (printable URL), and the run's name and the ledger's
+    identity when the run started ("" and None where the writer did not know them, or an older file).
+
+    They let replay tell a run's id in the ledger the spool was written for from another
+    run's id in a ledger put in its place (identity.py: SQLite device and inode, PostgreSQL
+    system identifier and database oid).
+    """
+
+    ledger: str | None = None
+    run_name: str = ""
+    ledger_key: tuple[int | str | None, ...] | None = None
+
+
+def read_header(path: Path) -> Header:
+    """The header of a spool file (all fields empty if its first line is none).
+
+    Raises:
+        UntrustedInput: Not a regular file (a FIFO is never opened for blocking reads).
+    """
     with open_regular(path, "spool file") as handle:
         first = handle.readline(MAX_LINE_BYTES)
     try:
         item = json.loads(first.decode("utf-8"))
     except ValueError:
-        return None
-    ledger = item.get("ledger") if isinstance(item, dict) and item.get("type") == "header" else None
-    return ledger if isinstance(ledger, str) else None
+        return Header()
+    if not isinstance(item, dict) or item.get("type") != "header" or not isinstance(item.get("ledger"), str):
+        return Header()
+    name, key = item.get("run_name", ""), item.get("ledger_key")
+    keys_ok = isinstance(key, list) and len(key) == 2 and all(isinstance(k, int | str | None) for k in key)
+    return Header(
+        item["ledger"],
+        name if isinstance(name, str) and 0 < len(name) <= 200 else "",
+        tuple(key) if keys_ok and isinstance(key, list) else None,
+    )
 
 
 def read_spool(path: Path, max_bytes: int = MAX_FILE_BYTES, max_lines: int = MAX_LINES) -> SpoolContent:

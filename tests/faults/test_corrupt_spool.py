@@ -21,6 +21,7 @@ import pytest
 from wattlog.accounting.ledger import Ledger, describe_url, make_engine
 from wattlog.accounting.ledger.spool import Spool, replay_folder
 from wattlog.records import EnergyInterval, Kind, Source
+from wattlog.telemetry.sinks import INCOMPLETE_EXIT
 
 
 def row(i: int, joules: float = 10.0) -> EnergyInterval:
@@ -77,7 +78,10 @@ def test_wattlog_replay_says_one_line_per_bad_file_and_exits_non_zero(tmp_path: 
     damage(spool_file(folder, url, run, [row(i) for i in range(20)], "a"), 2, "byte")
     command = [sys.executable, "-m", "wattlog", "replay", "--db", url, "--spool-dir", str(folder)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1, done.stderr
-    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
-    assert "a.jsonl line 3:" in done.stderr and "rejected" in done.stderr
+    assert done.returncode == INCOMPLETE_EXIT, done.stderr  # the one verdict's code (was 1)
+    err = done.stderr.strip().splitlines()
+    assert (
+        "Traceback" not in done.stderr and len(err) == 2 and err[1].startswith("wattlog replay: incomplete:")
+    )
+    assert "a.jsonl line 3:" in err[0] and "rejected" in err[0]
     assert "19 energy rows stored" in done.stdout

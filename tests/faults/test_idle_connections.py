@@ -23,6 +23,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Gauge
 
 from tests.faults.test_preemption import wait_for_line, wattlog
+from tests.waiting import wait_until
 from wattlog.accounting.ledger import Ledger, make_engine
 from wattlog.dashboards.webhooks import AlertRecorder, Auth, WebhookReceiver
 from wattlog.serving import WORKERS
@@ -91,6 +92,63 @@ def test_16_clients_dripping_their_requests_hold_the_workers_for_a_bounded_time(
             assert scrape(server.port, timeout_s=20.0) == 200  # old code: none until they finish
         finally:
             stop.set()
+
+
+def test_16_clients_dripping_a_byte_a_second_delay_a_scrape_by_less_than_1_s() -> None:
+    """18aee5b: each dripping client held a worker until its 30 s request deadline (a scrape ~27 s)."""
+    stop = threading.Event()
+    sent = [0] * WORKERS
+
+    def drip(index: int, connection: socket.socket) -> None:
+        for byte in b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100:
+            try:
+                connection.send(bytes([byte]))
+            except OSError:
+                return
+            sent[index] += 1
+            if stop.wait(1.0):
+                return
+
+    with metrics_server() as server, idle_connections(server.port, WORKERS) as sockets:
+        drippers = [threading.Thread(target=drip, args=(i, s), daemon=True) for i, s in enumerate(sockets)]
+        for dripper in drippers:
+            dripper.start()
+        try:
+            wait_until(lambda: min(sent) >= 2, 10.0, lambda: f"bytes sent by each dripper: {sent}")
+            started = time.monotonic()
+            assert scrape(server.port, timeout_s=20.0) == 200
+            took_s = time.monotonic() - started
+            assert took_s < 1.0, f"a scrape took {took_s:.1f} s beside 16 dripping clients"
+        finally:
+            stop.set()
+            for dripper in drippers:
+                dripper.join(5.0)
+
+
+def test_a_webhook_post_whose_body_arrives_in_pieces_is_read_whole(tmp_path: Path) -> None:
+    """The waiting room hands a POST on only with its body; the handler reads it from the buffer."""
+    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"))
+    ledger.start_run("idle")
+    alert = {
+        "status": "firing",
+        "labels": {"alertname": "WattlogPowerAboveLimit", "run": "idle", "host": "node1"},
+        "startsAt": "2026-12-02T18:00:00Z",
+        "fingerprint": "fp-pieces",
+    }
+    body = json.dumps({"version": "4", "status": "firing", "alerts": [alert]}).encode()
+    head = (
+        f"POST /alerts HTTP/1.0\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with WebhookReceiver(AlertRecorder(ledger), Auth(token=TOKEN), port=0) as receiver:
+        port = int(receiver.url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
+            for piece in (head[:10], head[10:], body[:7], body[7:]):
+                connection.sendall(piece)
+                time.sleep(0.05)  # separate segments, not a wait before asserting
+            answer = connection.makefile("rb").read()
+        assert receiver.close() == ()
+    assert answer.split(b"\r\n", 1)[0].endswith(b" 200 OK"), answer
 
 
 def test_closing_with_an_idle_connection_open_leaves_no_thread_stuck() -> None:
