@@ -28,6 +28,7 @@ import logging
 import os
 import re
 import socket
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -44,7 +45,7 @@ from wattlog.accounting.ledger.spool_lines import (
     run_key,
 )
 from wattlog.accounting.ledger.store import Ledger
-from wattlog.errors import ConfigError
+from wattlog.errors import ConfigError, PlantedFolder
 from wattlog.records import BandRevision, EnergyInterval, Gap
 from wattlog.telemetry.private import private_folder
 
@@ -104,6 +105,7 @@ class Spool:
         self._lost_by_device: dict[tuple[str, str, str], tuple[int, float]] = {}  # -> (rows, joules)
         self._file: IO[str] | None = None
         self._size = 0
+        self._fresh = False  # spooling to a fresh folder: the given one was planted
 
     @property
     def lost_gaps(self) -> list[tuple[str, Gap]]:
@@ -232,12 +234,14 @@ class Spool:
         if not self.waiting:
             with contextlib.suppress(OSError):
                 self.path.unlink()
+                if self._fresh:  # the fallback folder only this process knew: nothing left in <tmp>
+                    self.folder.rmdir()
         self._file.close()
         self._file = None
 
     def _open(self) -> IO[str]:
         if self._file is None:
-            private_folder(self.folder)
+            self._private_folder()
             descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
             handle = os.fdopen(descriptor, "a+", encoding="utf-8")
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # our own pid: nobody else holds it
@@ -247,6 +251,23 @@ class Spool:
             self._size = handle.tell()
             self._file = handle
         return self._file
+
+    def _private_folder(self) -> None:
+        """Check the folder is ours and private; a planted one is named once and a fresh one used.
+
+        Refusing would lose the rows the ledger could not take (counted as lost on 18aee5b).
+        """
+        try:
+            private_folder(self.folder)
+        except PlantedFolder as planted:
+            fresh = Path(tempfile.mkdtemp(prefix="wattlog-spool-"))  # 0700, a new name: nothing to redirect
+            log.warning(
+                "%s; spooling to %s instead (store it with `wattlog replay --spool-dir %s`)",
+                planted,
+                fresh,
+                fresh,
+            )
+            self.folder, self.path, self._fresh = fresh, fresh / self.path.name, True
 
     def _write_header(self, handle: IO[str]) -> None:
         handle.write(json.dumps({"type": "header", "ledger": self.ledger, "pid": os.getpid()}) + "\n")
