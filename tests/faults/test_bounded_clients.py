@@ -32,6 +32,7 @@ HOSTILE = {
     "endless": {"flood": True},
     "dripping": {"every_s": 1.0},
     "huge header": {"head": HUGE_HEAD},
+    "dripping header": {"every_s": 1.0, "drip_head": True},
 }
 REFUSED = ("did not end within the deadline", "longer than", "headers are too long")
 
