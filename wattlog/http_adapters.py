@@ -13,6 +13,7 @@ from __future__ import annotations
 import http.client
 import importlib
 import io
+import os
 import ssl
 from typing import Any
 
@@ -99,16 +100,13 @@ def _tls(verify: Any, cert: Any) -> ssl.SSLContext:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE  # asked for by the caller (the Redfish client's default)
     elif isinstance(verify, str):
-        context = ssl.create_default_context(**{"capath" if _is_dir(verify) else "cafile": verify})
+        folder = os.path.isdir(verify)  # requests' REQUESTS_CA_BUNDLE may name either
+        context = ssl.create_default_context(
+            capath=verify if folder else None, cafile=None if folder else verify
+        )
     else:
         context = ssl.create_default_context()
     if cert:
         certfile, keyfile = cert if isinstance(cert, tuple) else (cert, None)
         context.load_cert_chain(certfile, keyfile)
     return context
-
-
-def _is_dir(path: str) -> bool:
-    import os.path
-
-    return os.path.isdir(path)
