@@ -11,17 +11,24 @@ header line over 64 KiB or more than 100 headers.
 
 from __future__ import annotations
 
+import email.message
 import http.client
+import io
 import socket
 import ssl
 import threading
 import time
+import urllib.error
+import urllib.request
+import urllib.response
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from wattlog.errors import UntrustedInput
 from wattlog.http_body import MAX_BODY_BYTES, read_body
+from wattlog.masking import mask
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +111,41 @@ def exchange(  # noqa: PLR0913 - one request's parts, as http.client takes them
         return Answer(response.status, response.reason, response.getheaders(), data)
     finally:
         conn.close()
+
+
+def open_url(
+    request: urllib.request.Request | str, timeout: float | None = None, *, max_bytes: int = MAX_BODY_BYTES
+) -> Any:
+    """`urllib.request.urlopen`'s stand-in for clients that take an opener: the same answers and
+    errors (HTTPError at 400 and over, URLError when unreachable), the whole answer read by
+    :func:`exchange` within `timeout` (10 s if None) and under `max_bytes`.
+
+    Raises:
+        UntrustedInput: As :func:`exchange` (too slow, too long).
+        urllib.error.HTTPError: The server answered 400 or over.
+        urllib.error.URLError: It could not be reached, or its answer is not HTTP.
+    """
+    if isinstance(request, str):
+        request = urllib.request.Request(request)  # noqa: S310 - exchange opens only http(s)
+    url, data = request.full_url, request.data
+    body = data if isinstance(data, bytes) else None
+    try:
+        answer = exchange(
+            request.get_method(),
+            url,
+            headers=request.header_items(),
+            body=body,
+            bounds=Bounds(timeout or 10.0, max_bytes),
+            source=mask(url),
+        )
+    except (OSError, http.client.HTTPException) as error:
+        raise urllib.error.URLError(error) from error
+    headers = email.message.Message()
+    for name, value in answer.headers:
+        headers[name] = value
+    if answer.status >= 400:
+        raise urllib.error.HTTPError(url, answer.status, answer.reason, headers, io.BytesIO(answer.body))
+    return urllib.response.addinfourl(io.BytesIO(answer.body), headers, url, answer.status)
 
 
 def _connection(
