@@ -16,9 +16,12 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
+from tests.dashboards.test_notify import EVENT
 from tests.faults.endless_server import HUGE_HEAD, endless_server
 from tests.faults.test_endless_answers import within
 from tests.telemetry.test_otlp import row
+from wattlog.accounting.publishing.prometheus_energy import energy_counted
+from wattlog.dashboards.notify import Notifier
 from wattlog.dashboards.provision import Provisioner, connect
 from wattlog.errors import WattlogError
 from wattlog.records import Kind
@@ -26,6 +29,7 @@ from wattlog.telemetry.exporter import push
 from wattlog.telemetry.otlp import OtlpConfig, OtlpExport
 from wattlog.telemetry.sensors.bmc import BmcConfig
 from wattlog.telemetry.sensors.redfish_node import RedfishNodeSensor
+from wattlog.trainer.join import read_counters
 
 DEADLINE_S = 1.5  # over the drip's second: a timeout per read never fires
 HOSTILE = {
@@ -85,3 +89,19 @@ def test_an_otlp_collectors_hostile_answer_fails_the_export_within_the_deadline(
             export.close()
     assert ok is False
     assert time.monotonic() - started < 2 * DEADLINE_S + 3  # the flush, then close()'s last export
+
+
+OPENER_CLIENTS: dict[str, Callable[[str], Any]] = {
+    "prometheus query": lambda url: energy_counted(url, 0.0, 60.0, timeout_s=DEADLINE_S),
+    "webhook": lambda url: Notifier(url, attempts=1, timeout_s=DEADLINE_S).send(EVENT),
+    "node agent scrape": lambda url: read_counters(url, ["gpu0"], timeout_s=DEADLINE_S),
+}
+
+
+@pytest.mark.parametrize("client", OPENER_CLIENTS)
+def test_a_head_dripping_a_byte_a_second_is_cut_for_urlopen_clients(client: str) -> None:
+    # urlopen bounded each read of the status line and headers, not all of them (18aee5b: held for ever)
+    with endless_server(every_s=1.0, drip_head=True) as url:
+        error, took_s = within(30, lambda: OPENER_CLIENTS[client](url))
+    assert isinstance(error, WattlogError) and "did not end within the deadline" in str(error), error
+    assert took_s < DEADLINE_S + 1.5, f"{took_s:.1f} s"
