@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from wattlog.dashboards.webhooks import SIGNATURE_HEADER, sign
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.events import INSTABILITIES, EventKind
+from wattlog.http_exchange import open_url
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ class Notifier:
     backoff_s: float = 0.5
     timeout_s: float = 5.0
     sleep: Callable[[float], None] = time.sleep
-    opener: Callable[..., Any] = urllib.request.urlopen
+    opener: Callable[..., Any] = open_url
 
     def __post_init__(self) -> None:
         if urlsplit(self.url).scheme not in ("http", "https") or not urlsplit(self.url).hostname:

@@ -21,6 +21,7 @@ from wattlog.dashboards.energy_board import energy_dashboard
 from wattlog.dashboards.panels import DATASOURCE_UID
 from wattlog.dashboards.training_board import training_dashboard
 from wattlog.errors import ConfigError, WattlogError
+from wattlog.http_adapters import bounded_session
 
 if TYPE_CHECKING:
     from grafana_client.api import GrafanaApi
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 
 TOKEN_ENV = "GRAFANA_TOKEN"  # noqa: S105 - the name of an environment variable, not a secret
 _T = TypeVar("_T")
+_MAX_ANSWER_BYTES = 16 << 20  # Grafana's answers are a dashboard's JSON at most (~100 kB here)
 
 
 class Outcome(StrEnum):
@@ -81,7 +83,10 @@ def connect(url: str, *, environ: Mapping[str, str] = os.environ, timeout_s: flo
         raise ConfigError(f"set {TOKEN_ENV} to a Grafana service-account token (Editor or Admin role)")
     if not url.startswith(("http://", "https://")):
         raise ConfigError(f"--url {url!r} must start with http:// or https://")
-    return GrafanaApi.from_url(url.rstrip("/"), credential=token, timeout=timeout_s)
+    api = GrafanaApi.from_url(url.rstrip("/"), credential=token, timeout=timeout_s)
+    # niquests' timeout bounds each read: the adapter bounds each whole answer and its size
+    bounded_session(api.client.s, max_bytes=_MAX_ANSWER_BYTES, timeout_s=timeout_s)
+    return api
 
 
 class Provisioner:

@@ -28,12 +28,15 @@ from prometheus_client import CollectorRegistry, delete_from_gateway, push_to_ga
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from wattlog.errors import WattlogError
+from wattlog.errors import UntrustedInput, WattlogError
+from wattlog.http_exchange import Bounds, exchange
 from wattlog.metric_names import MetricName
 from wattlog.telemetry.metrics_server import MetricsServer as MetricsServer
 from wattlog.telemetry.metrics_server import serve as serve
 from wattlog.telemetry.private import hide_password
 from wattlog.telemetry.types import DeviceEnergy
+
+_PUSH_ANSWER_BYTES = 1 << 20  # the Pushgateway answers nothing, or one line of error
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
@@ -315,9 +318,14 @@ def push(
     """
     try:
         push_to_gateway(
-            gateway_url, job=job, registry=registry, grouping_key=dict(grouping_key or {}), timeout=timeout_s
+            gateway_url,
+            job=job,
+            registry=registry,
+            grouping_key=dict(grouping_key or {}),
+            timeout=timeout_s,
+            handler=_bounded_handler,
         )
-    except OSError as error:
+    except (OSError, UntrustedInput) as error:
         where, why = hide_password(gateway_url), hide_password(str(error))  # never print its credentials
         raise WattlogError(
             f"cannot push metrics to {where}: {why}; check the Pushgateway runs and the URL (--push)"
@@ -339,7 +347,27 @@ def delete(
         WattlogError: The gateway could not be reached.
     """
     try:
-        delete_from_gateway(gateway_url, job=job, grouping_key=dict(grouping_key or {}), timeout=timeout_s)
-    except OSError as error:
+        delete_from_gateway(
+            gateway_url,
+            job=job,
+            grouping_key=dict(grouping_key or {}),
+            timeout=timeout_s,
+            handler=_bounded_handler,
+        )
+    except (OSError, UntrustedInput) as error:
         where, why = hide_password(gateway_url), hide_password(str(error))
         raise WattlogError(f"cannot delete group {job} from {where}: {why}") from error
+
+
+def _bounded_handler(
+    url: str, method: str, timeout: float | None, headers: list[tuple[str, str]], data: bytes
+) -> Callable[[], None]:
+    """prometheus_client's push handler, with the whole answer bounded (its default bounds each read)."""
+
+    def handle() -> None:
+        bounds = Bounds(timeout or 10.0, _PUSH_ANSWER_BYTES)
+        answer = exchange(method, url, headers=headers, body=data, bounds=bounds, source=hide_password(url))
+        if answer.status >= 400:
+            raise OSError(f"error talking to pushgateway: {answer.status} {answer.reason}")
+
+    return handle

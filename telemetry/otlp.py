@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from wattlog.errors import ConfigError
 from wattlog.extras import require
+from wattlog.http_adapters import bounded_session
 from wattlog.metric_names import OtelName
 from wattlog.records import Kind
 from wattlog.telemetry.types import DeviceEnergy
@@ -45,6 +46,7 @@ HW_TYPE = {Kind.GPU: "gpu", Kind.CPU: "cpu", Kind.DRAM: "memory", Kind.NODE: "ho
 """wattlog's device kind -> the conventions' ``hw.type`` (its well-known values name DRAM ``memory``)."""
 
 SCOPE = "wattlog.telemetry.otlp"
+_MAX_ANSWER_BYTES = 1 << 20  # a collector answers an ExportMetricsServiceResponse: a few bytes
 
 
 @dataclass
@@ -134,8 +136,11 @@ class OtlpExport:
         cfg = self._config
         exporter_module = require("opentelemetry.exporter.otlp.proto.http.metric_exporter", "otlp")
         export = require("opentelemetry.sdk.metrics.export", "otlp")
+        requests = require("requests", "otlp")
+        # requests' timeout bounds each read: the adapter bounds each whole answer and its size
+        session = bounded_session(requests.Session(), max_bytes=_MAX_ANSWER_BYTES, timeout_s=cfg.timeout_s)
         exporter = exporter_module.OTLPMetricExporter(
-            endpoint=cfg.endpoint, headers=dict(cfg.headers), timeout=cfg.timeout_s
+            endpoint=cfg.endpoint, headers=dict(cfg.headers), timeout=cfg.timeout_s, session=session
         )
         # The periodic reader logs a refused export and still reports its flush as done: keep the
         # exporter's own verdict, so close() can say the last figures did not arrive.

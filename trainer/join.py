@@ -27,7 +27,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-import urllib.request
 from collections.abc import Iterable, Mapping
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -41,6 +40,7 @@ from wattlog.clock import Clock
 from wattlog.errors import ConfigError, SensorError
 from wattlog.gap_reasons import GapReason
 from wattlog.http_body import read_body
+from wattlog.http_exchange import open_url
 from wattlog.metric_names import MetricName
 from wattlog.records import EnergyFigure, EnergyInterval, Gap
 
@@ -57,7 +57,7 @@ def read_counters(url: str, devices: Iterable[str], timeout_s: float = 5.0) -> d
     wanted = set(devices)
     try:
         deadline = time.monotonic() + timeout_s  # the whole answer: a dripping server is cut there
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:  # the node agent, on loopback  # noqa: S310 - the metrics URL of this user's own live agent, from its lock file (devicelock trusts no other)
+        with open_url(url, timeout=timeout_s) as response:  # the node agent, on loopback
             text = read_body(response, deadline=deadline, max_bytes=_MAX_BYTES, source=url).decode()
     except (OSError, ValueError) as error:  # unreachable, or not text (UnicodeDecodeError)
         raise SensorError(f"cannot read the node agent's metrics at {url}: {error}") from error

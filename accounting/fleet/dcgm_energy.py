@@ -14,7 +14,6 @@ wattlog's own counters: a reading is gain x truth, so truth lies in
 
 from __future__ import annotations
 
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +31,7 @@ from wattlog.accounting.publishing.prometheus_energy import PrometheusQuery, win
 from wattlog.accounting.publishing.render import TableRow
 from wattlog.accounting.units import HOUR_S
 from wattlog.errors import ConfigError
+from wattlog.http_exchange import open_url
 from wattlog.records import Kind
 from wattlog.telemetry.job import expand_nodelist
 from wattlog.telemetry.sensors.profiles import load_table
@@ -53,7 +53,7 @@ def dcgm_energy(
     gpus: Sequence[str] = (),
     job: str | None = None,
     timeout_s: float = 10.0,
-    opener: Callable[..., Any] = urllib.request.urlopen,
+    opener: Callable[..., Any] = open_url,
 ) -> list[EnergyTotal]:
     """Per-GPU energy over [start_s, end_s] from dcgm-exporter's counter in the Prometheus at `url`.
 
@@ -162,7 +162,7 @@ def dcgm_row(
     intensity: IntensitySource | None = None,
     convention: WaterConvention = WaterConvention.PAPER,
     ledger: Ledger | None = None,
-    opener: Callable[..., Any] = urllib.request.urlopen,
+    opener: Callable[..., Any] = open_url,
 ) -> TableRow:
     """The Table-19 row of a time range (or a SLURM job's nodes and GPUs) measured by dcgm-exporter.
 

@@ -34,6 +34,7 @@ import logging
 import os
 import re
 import socket
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -51,7 +52,7 @@ from wattlog.accounting.ledger.spool_lines import (
 )
 from wattlog.accounting.ledger.spool_space import DEFAULT_RESERVE_BYTES, reserve_keep_size, write_durably
 from wattlog.accounting.ledger.store import Ledger
-from wattlog.errors import ConfigError
+from wattlog.errors import ConfigError, PlantedFolder
 from wattlog.gap_reasons import GapReason
 from wattlog.records import BandRevision, EnergyInterval, Gap
 from wattlog.telemetry.private import private_folder
@@ -138,6 +139,7 @@ class Spool:
         self._lost_by_device: dict[tuple[str, str, str], tuple[int, float]] = {}  # -> (rows, joules)
         self._file: IO[str] | None = None
         self._size = 0
+        self._fresh = False  # spooling to a fresh folder: the given one was planted
 
     @property
     def lost_gaps(self) -> list[tuple[str, Gap]]:
@@ -301,12 +303,14 @@ class Spool:
         if not self.waiting:
             with contextlib.suppress(OSError):
                 self.path.unlink()
+                if self._fresh:  # the fallback folder only this process knew: nothing left in <tmp>
+                    self.folder.rmdir()
         self._file.close()
         self._file = None
 
     def _open(self) -> IO[str]:
         if self._file is None:
-            private_folder(self.folder)
+            self._private_folder()
             descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
             handle = os.fdopen(descriptor, "a+", encoding="utf-8")
             try:  # a failure closes the handle: a leaked one would hold the flock against every retry
@@ -320,6 +324,23 @@ class Spool:
             self._size = handle.tell()
             self._file = handle
         return self._file
+
+    def _private_folder(self) -> None:
+        """Check the folder is ours and private; a planted one is named once and a fresh one used.
+
+        Refusing would lose the rows the ledger could not take (counted as lost on 18aee5b).
+        """
+        try:
+            private_folder(self.folder)
+        except PlantedFolder as planted:
+            fresh = Path(tempfile.mkdtemp(prefix="wattlog-spool-"))  # 0700, a new name: nothing to redirect
+            log.warning(
+                "%s; spooling to %s instead (store it with `wattlog replay --spool-dir %s`)",
+                planted,
+                fresh,
+                fresh,
+            )
+            self.folder, self.path, self._fresh = fresh, fresh / self.path.name, True
 
     def _write_header(self, handle: IO[str]) -> None:
         self._write(

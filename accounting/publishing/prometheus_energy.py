@@ -17,7 +17,6 @@ import math
 import time
 import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 from wattlog.accounting.ledger.views import EnergyTotal
 from wattlog.errors import ConfigError, WattlogError
 from wattlog.http_body import read_body
+from wattlog.http_exchange import open_url
 from wattlog.metric_names import MetricName
 from wattlog.untrusted import loads_json
 
@@ -48,7 +48,7 @@ def energy_from_prometheus(
     matchers: Mapping[str, str] | None = None,
     since_start: bool = False,
     timeout_s: float = 10.0,
-    opener: Callable[..., Any] = urllib.request.urlopen,
+    opener: Callable[..., Any] = open_url,
 ) -> list[EnergyTotal]:
     """Per-device energy over [start_s, end_s] (Unix seconds) from the Prometheus at `url`.
 
@@ -89,7 +89,7 @@ def energy_counted(
     matchers: Mapping[str, str] | None = None,
     settle_s: float = 0.0,
     timeout_s: float = 10.0,
-    opener: Callable[..., Any] = urllib.request.urlopen,
+    opener: Callable[..., Any] = open_url,
 ) -> list[EnergyTotal]:
     """Per-device energy the counters counted over [start_s, end_s], without extrapolation.
 
@@ -247,7 +247,7 @@ class PrometheusQuery:
 
     url: str
     timeout_s: float = 10.0
-    opener: Callable[..., Any] = urllib.request.urlopen
+    opener: Callable[..., Any] = open_url
 
     def vector(self, promql: str, at_s: float) -> list[dict[str, Any]]:
         """The samples of an instant query evaluated at `at_s` (Unix s)."""

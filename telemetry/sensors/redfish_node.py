@@ -19,8 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from wattlog.errors import SensorError, SensorUnavailable
+from wattlog.errors import SensorError, SensorUnavailable, UntrustedInput
 from wattlog.extras import MissingExtra, require
+from wattlog.http_adapters import bounded_session
 from wattlog.records import Kind, Source
 from wattlog.telemetry.sensors.bmc import BmcConfig, iso_duration_s, node_profile
 from wattlog.telemetry.sensors.redfish_limits import PowerLimit, check_counter, power_limit
@@ -29,6 +30,7 @@ from wattlog.telemetry.types import DeviceInfo, Reading
 _PREFIX = "redfish:"
 _KWH_MJ = 3.6e9  # 1 kWh = 3.6e6 J = 3.6e9 mJ
 _NODE_CONTEXTS = ("Chassis", "SystemBoard", None)  # a Sensor without PhysicalContext: its chassis'
+_MAX_ANSWER_BYTES = 4 << 20  # a chassis or sensor resource is a few kB of JSON
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,12 +58,25 @@ def _client(config: BmcConfig) -> Any:
             password=config.redfish_password,
             timeout=config.timeout_s,
             max_retry=1,
+            check_connectivity=False,  # its first GET goes through the bounded adapter, in login
         )
+        # the client's timeout bounds each read: the adapter bounds each whole answer and its size
+        bounded_session(client._session, max_bytes=_MAX_ANSWER_BYTES, timeout_s=config.timeout_s)  # noqa: SLF001
         client.login(auth="basic")
     except Exception as e:  # the client raises its own and requests' errors: all mean "cannot reach it"
-        why = f"Redfish service at {config.redfish_url} did not answer ({type(e).__name__})"
+        why = f"Redfish service at {config.redfish_url} did not answer ({_why(e)})"
         raise SensorUnavailable(why) from e
     return client
+
+
+def _why(error: BaseException) -> str:
+    """A refusal of the answer (too slow, too long) where the client wrapped one, else the error's type."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, UntrustedInput):
+            return seen.why
+        seen = seen.__cause__ or seen.__context__
+    return type(error).__name__
 
 
 class RedfishNodeSensor:
@@ -81,7 +96,10 @@ class RedfishNodeSensor:
         self._last_energy: dict[str, tuple[float, float]] = {}  # uuid -> (t_s, mJ) of the last good read
 
     def _get(self, uri: str) -> dict[str, Any]:
-        response = self._client.get(uri)
+        try:
+            response = self._client.get(uri)
+        except Exception as e:  # the client's retries exhausted: a gap, the reason named
+            raise SensorError(f"Redfish GET {uri} failed ({_why(e)})") from e
         if response.status != 200:
             raise SensorError(f"Redfish GET {uri}: HTTP {response.status}")
         body = response.dict
@@ -182,7 +200,7 @@ class RedfishNodeSensor:
         except SensorError:
             raise
         except Exception as e:  # connection errors of the client: a gap, as any failed read
-            raise SensorError(f"{device.uuid}: Redfish read failed ({type(e).__name__})") from e
+            raise SensorError(f"{device.uuid}: Redfish read failed ({_why(e)})") from e
         energy_mj = None if energy is None else energy * _KWH_MJ
         if energy_mj is not None:
             check_counter(

@@ -17,6 +17,7 @@ import pytest
 
 from wattlog.accounting.publishing.audit.bundle import verify_bundle
 from wattlog.accounting.publishing.audit.files import extract_bundle
+from wattlog.accounting.publishing.untrusted_tar import TarLimits
 from wattlog.cli import main
 from wattlog.errors import ConfigError, UntrustedInput
 
@@ -121,3 +122,33 @@ def test_a_member_named_outside_is_refused(tmp_path: Path) -> None:
     bundle = a_tar(tmp_path / "b.tar.gz", member("../evil", size=1))
     with pytest.raises(ConfigError, match="points outside it"):  # already so on 38e5f82: a guard
         extract_bundle(bundle, tmp_path / "out")
+
+
+@pytest.mark.parametrize("kind", [tarfile.SYMTYPE, tarfile.LNKTYPE, tarfile.CHRTYPE])
+def test_verify_refuses_a_link_or_device_member_in_one_line_writing_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, kind: bytes
+) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))  # where verify would unpack
+    (tmp_path / "tmp").mkdir()
+    bundle = a_tar(tmp_path / "b.tar.gz", member("rows/x", kind, link="/etc/passwd"), member("manifest.json"))
+    assert "only regular files are read" in one_line_refusal(capsys, ["audit", "verify", str(bundle)])
+    assert not list((tmp_path / "tmp").iterdir())
+
+
+def test_a_member_over_the_cap_is_refused_before_it_is_written(tmp_path: Path) -> None:
+    bundle = a_tar(
+        tmp_path / "b.tar", member("table.json", size=10), member("series.bin", size=4097), mode="w"
+    )
+    limits = TarLimits(max_bytes=4096, ratio_floor_bytes=4096)
+    with pytest.raises(UntrustedInput, match="decompresses past"):
+        extract_bundle(bundle, tmp_path / "out", limits)
+    assert not (tmp_path / "out" / "series.bin").exists()
+
+
+@pytest.mark.parametrize("count", [1000, 1001])
+def test_the_member_cap_is_1000(tmp_path: Path, capsys: pytest.CaptureFixture[str], count: int) -> None:
+    bundle = a_tar(tmp_path / "many.tar", *(member(f"junk{i}") for i in range(count)), mode="w")
+    assert main(["audit", "verify", str(bundle)]) != 0
+    out, err = capsys.readouterr()
+    assert ("more than 1000 members" in out + err) == (count > 1000), out + err
+    assert len((out + err).strip().splitlines()) <= 3  # 1,002 lines for 1,000 junk members on 18aee5b

@@ -10,16 +10,29 @@ from contextlib import contextmanager
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
 
 
+HUGE_HEAD = HEAD.replace(b"\r\n\r\n", b"\r\nX-Filler: " + b"x" * (1 << 20) + b"\r\n\r\n")
+"""Headers with one 1 MiB line (http.client accepts 64 KiB)."""
+
+
 @contextmanager
-def endless_server(*, flood: bool = False, every_s: float = 0.2) -> Iterator[str]:
-    """Its base URL; each connection gets headers, then chunks for ever (until the test ends)."""
+def endless_server(
+    *, flood: bool = False, every_s: float = 0.2, head: bytes = HEAD, drip_head: bool = False
+) -> Iterator[str]:
+    """Its base URL; each connection gets `head` (a byte every `every_s` if `drip_head`), then
+    chunks for ever (until the test ends)."""
     listener = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
 
     def answer(conn: socket.socket) -> None:
         with conn:
             conn.recv(65536)
-            conn.sendall(HEAD)
+            try:
+                for piece in [head[i : i + 1] for i in range(len(head))] if drip_head else [head]:
+                    conn.sendall(piece)
+                    if drip_head and stop.wait(every_s):
+                        return
+            except OSError:  # the client refused a huge head before its end
+                return
             piece = b"%x\r\n%s\r\n" % (65536, b" " * 65536) if flood else b"1\r\n \r\n"
             while not stop.is_set():
                 try:

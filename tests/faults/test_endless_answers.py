@@ -68,3 +68,12 @@ def test_a_flooding_answer_is_cut_at_the_cap() -> None:
         client = HttpClient("p", url, retries=0, timeout_s=30.0, max_bytes=4 << 20)
         error, took_s = within(20, lambda: client.get_json("x"))
     assert isinstance(error, ProviderError) and "longer than 4,194,304 bytes" in str(error)
+
+
+def test_a_providers_head_dripping_a_byte_a_second_is_cut_at_the_deadline() -> None:
+    # urlopen bounded each read of the status line and headers, not all of them (18aee5b: held for ever)
+    with endless_server(every_s=1.0, drip_head=True) as url:
+        client = HttpClient("p", url, retries=0, timeout_s=1.5)
+        error, took_s = within(20, lambda: client.get_json("x"))
+    assert isinstance(error, ProviderError) and "did not end within the deadline" in str(error)
+    assert took_s < 4

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
+import shutil
+import stat
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 from sqlmodel import col
 
-from tests.integration.slurm import missing, running_slurm
+from tests.integration.slurm import Slurm, missing, running_slurm
 from tests.integration.slurm_train import STEPS, TOKENS
 from wattlog.accounting.fleet.slurm_hooks import SlurmHooks, scripts
 from wattlog.accounting.ledger import Ledger, make_engine
@@ -58,6 +62,7 @@ def test_an_sbatch_job_of_two_tasks_is_one_run_with_the_jobs_identity(tmp_path: 
         job_id = slurm.run("sbatch", "--parsable", "-n", "2", "-o", str(output), str(script)).strip()
         state = slurm.wait_job(job_id)
         shown = slurm.run("scontrol", "show", "job", job_id)
+        jobs_of_nobody(slurm)  # the same cluster, a second user: the epilog writes as that user only
     text = (tmp_path / f"job-{job_id}.out").read_text()
     print(f"{shown}\n{text}")  # shown with -s: the scheduler's view and the job's report card
     assert state == "COMPLETED", f"{shown}\n{text}"
@@ -88,3 +93,39 @@ def test_an_sbatch_job_of_two_tasks_is_one_run_with_the_jobs_identity(tmp_path: 
     # sacct reads, takes the epilog's final figure): never above the ledger's final energy.
     ledger_j = sum(t.energy_j for t in totals)
     assert 0 < figure["energy_j"] <= ledger_j * 1.001 and figure["co2_g"] > 0 and figure["water_l"] > 0
+
+
+def jobs_of_nobody(slurm: Slurm) -> None:
+    """Two jobs of `nobody`'s, output in nobody's 0700 folder: the root-run epilog appends the card to
+    the first's output as nobody, and refuses the second's, which the job swapped for a link to a
+    root-only file (on 38e5f82 root appended to that file)."""
+    nobody = pwd.getpwnam("nobody")
+    shared = Path(tempfile.mkdtemp(prefix="wattlog-job-user-", dir="/tmp"))
+    try:
+        shared.chmod(0o755)
+        theirs = shared / "out"
+        theirs.mkdir(mode=0o700)
+        os.chown(theirs, nobody.pw_uid, nobody.pw_gid)
+        secret = shared / "root-only"
+        secret.write_text("root's\n")
+        secret.chmod(0o600)
+        plain, linked = theirs / "plain.out", theirs / "linked.out"
+        jobs = {
+            plain: "echo hello\n",
+            linked: f"rm -f {linked}\nln -s {secret} {linked}\n",  # the job's user swaps its StdOut
+        }
+        ids = {}
+        for out, body in jobs.items():
+            script = shared / f"{out.stem}.sh"
+            script.write_text(f"#!/bin/bash\n{body}")
+            user = (f"--uid={nobody.pw_uid}", f"--gid={nobody.pw_gid}", f"--chdir={shared}")
+            ids[out] = slurm.run("sbatch", "--parsable", *user, "-o", str(out), str(script)).strip()
+        states = {out: slurm.wait_job(job_id) for out, job_id in ids.items()}
+        assert set(states.values()) == {"COMPLETED"}, f"{states}\n{slurm.logs()}"
+        assert plain.lstat().st_uid == nobody.pw_uid  # made by slurmstepd as nobody, and still theirs
+        text = plain.read_text()
+        assert text.startswith("hello\n") and f"(run slurm-{ids[plain]};" in text, text
+        assert linked.is_symlink() and secret.read_text() == "root's\n"  # refused: nothing appended
+        assert secret.stat().st_uid == 0 and stat.S_IMODE(secret.stat().st_mode) == 0o600
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)

@@ -48,6 +48,7 @@ from wattlog.accounting.publishing.audit.files import (
     MANIFEST,
     check_manifest,
     extract_bundle,
+    folded,
     sha256_of,
     write_bundle,
 )
@@ -210,7 +211,7 @@ def verify_bundle(path: Path, progress: Progress | None = None) -> AuditResult:
                 "rows.json: a bundle of an older wattlog (JSON rows); build it again with this one"
             )
         unknown = [name for name in members if name not in _FILES and name != "rows.json"]
-        problems += [f"{name}: not a file an audit bundle holds" for name in unknown]
+        problems += folded(unknown, "not a file an audit bundle holds")
         try:  # the bundle's own words: any bytes until proved otherwise
             printed = loads_json(_member(members, "table.json") or b"{}")
         except ValueError:

@@ -71,6 +71,14 @@ def extract_bundle(path: Path, folder: Path, limits: TarLimits | None = None) ->
     return members
 
 
+def folded(names: list[str], said: str, shown: int = 5) -> list[str]:
+    """One problem line per name, or one line for them all past `shown` names: a bundle from
+    elsewhere may hold up to 1,000 members, and its manifest list any number of names."""
+    if len(names) <= shown:
+        return [f"{name}: {said}" for name in names]
+    return [f"{len(names):,} files {said}: {', '.join(names[:shown])} and {len(names) - shown:,} more"]
+
+
 def check_manifest(members: Mapping[str, Path]) -> list[str]:
     """What the manifest says that the files do not: missing, unlisted, or changed files."""
     if MANIFEST not in members:
@@ -81,10 +89,10 @@ def check_manifest(members: Mapping[str, Path]) -> list[str]:
         return [f"manifest.json: not JSON ({str(error).splitlines()[0][:120]})"]
     if not isinstance(manifest, dict) or not all(isinstance(v, str) for v in manifest.values()):
         return ["manifest.json: not a JSON object of file name -> SHA-256"]
-    problems = [f"{name}: listed in the manifest, missing" for name in manifest if name not in members]
-    problems += [
-        f"{name}: not in the manifest" for name in members if name not in manifest and name != MANIFEST
-    ]
+    problems = folded([name for name in manifest if name not in members], "listed in the manifest, missing")
+    problems += folded(
+        [name for name in members if name not in manifest and name != MANIFEST], "not in the manifest"
+    )
     problems += [
         f"{name}: SHA-256 differs from the manifest (changed after the bundle was built)"
         for name, digest in manifest.items()

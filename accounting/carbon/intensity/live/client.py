@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.message import Message
+from functools import partial
 from typing import Any
 
 from wattlog.accounting.carbon.intensity.base import HourlySeries, HourProvenance
@@ -25,6 +26,7 @@ from wattlog.accounting.carbon.intensity.hours import hour_start_s, iso_hour
 from wattlog.accounting.units import HOUR_S
 from wattlog.errors import ConfigError, UntrustedInput, WattlogError
 from wattlog.http_body import MAX_BODY_BYTES, read_body
+from wattlog.http_exchange import open_url
 from wattlog.masking import mask
 
 log = logging.getLogger(__name__)
@@ -141,7 +143,7 @@ class HttpClient:
     provider: str
     base_url: str
     secrets: Sequence[str] = ()
-    opener: Callable[..., Any] = urllib.request.urlopen
+    opener: Callable[..., Any] = open_url  # urlopen bounds each read, not the status line and headers
     sleep: Callable[[float], None] = time.sleep
     retries: int = 3
     backoff_s: float = 1.0
@@ -167,10 +169,11 @@ class HttpClient:
             raise self._error(f"{url} is not an http(s) URL; check --base-url")
         request = urllib.request.Request(url, headers=dict(headers or {}))  # noqa: S310 - http(s) checked above
         wait_s = self.backoff_s
+        opener = partial(open_url, max_bytes=self.max_bytes) if self.opener is open_url else self.opener
         for attempt in range(self.retries + 1):
             try:
                 deadline = time.monotonic() + self.timeout_s  # the whole answer, not each read
-                with self.opener(request, timeout=self.timeout_s) as response:
+                with opener(request, timeout=self.timeout_s) as response:
                     body = read_body(response, deadline=deadline, max_bytes=self.max_bytes, source=url)
                 break
             except UntrustedInput as error:  # an endless or giant answer: not retried

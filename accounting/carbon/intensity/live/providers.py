@@ -9,7 +9,6 @@ side effect, so tests pass a local server's URL, a fake clock and no sleeping.
 from __future__ import annotations
 
 import time
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -17,6 +16,7 @@ from typing import Any, Protocol
 from wattlog.accounting.carbon.intensity.live import eia_api, electricitymaps_api, ukgrid, watttime
 from wattlog.accounting.carbon.intensity.live.client import Fetch, HttpClient, env_secret
 from wattlog.errors import ConfigError
+from wattlog.http_exchange import open_url
 
 
 class LiveProvider(Protocol):
@@ -51,7 +51,7 @@ class ProviderContext:
 
     environ: Mapping[str, str] | None = None
     base_url: str | None = None
-    opener: Callable[..., Any] = urllib.request.urlopen
+    opener: Callable[..., Any] = open_url  # urlopen bounds each read, not the status line and headers
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.time
     progress: Callable[[str], None] = _no_progress
