@@ -78,13 +78,16 @@ class DayPlan:
     ) -> set[int]:
         """Create what is missing of `days` where this role can; returns the days declined now.
 
-        Nothing is asked of the database when every day is known; otherwise one transaction of
-        its own, before the flush's (see partitions.create_days).
+        Nothing is asked of the database when every day is known; otherwise what exists and what may
+        be made are read in one transaction and the days made in a second, before the flush's (see
+        partitions.create_days). Two, because the reads lock DEFAULT's partition for reading until
+        their transaction ends: a process that read it, then waited on the creation lock, held what
+        the creator needed (16 agents starting at once on PostgreSQL: "deadlock detected").
         """
         wanted = self.wanted(days)
         if not wanted:
             return set()
-        with transaction("add the flush's day partitions") as session:
+        with transaction("list the energy table's day partitions") as session:
             connection = session.connection()
             if self.partitioned is None:
                 self.partitioned = is_partitioned(connection)
@@ -96,7 +99,9 @@ class DayPlan:
                 return set()
             allowed = can_create(connection)
             refused = default_days(connection, missing) if allowed else missing
-            self.ready |= create_days(session, missing - refused)
+        if missing - refused:
+            with transaction("add the flush's day partitions") as session:
+                self.ready |= create_days(session, missing - refused)
         declined = missing - self.ready
         self._decline(declined, creatable=allowed)
         return declined

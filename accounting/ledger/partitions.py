@@ -106,9 +106,10 @@ def create_days(session: Session, days: Iterable[int]) -> set[int]:
     """Create these days' partitions under the advisory lock; returns the days that now exist.
 
     Call only for days this role may create and DEFAULT holds no rows of (see the module's note):
-    the lock is held to the end of this transaction, which must be its own, before a flush's (a
-    flush that had read the table would hold a lock the creation waits for). A creation that still
-    fails (a bulk import won the race) is undone by its savepoint; that day is not returned.
+    the lock is held to the end of this transaction, which must be its own and take the lock before
+    anything else (a transaction that had read the table, DEFAULT's partition included, would hold a
+    lock the creation waits for while waiting on the lock the creator holds: a deadlock). A creation
+    that still fails (a bulk import won the race) is undone by its savepoint; that day is not returned.
     """
     wanted = sorted(set(days))
     if not wanted:
@@ -133,6 +134,9 @@ def move_default_day(session: Session, day: int) -> int:
     kept. The client holds no row.
     """
     lo, hi = day * DAY_HOURS, (day + 1) * DAY_HOURS
+    session.execute(
+        text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY}
+    )  # before DEFAULT's lock, as agents
     session.execute(text(f"LOCK TABLE {DEFAULT_PARTITION} IN SHARE ROW EXCLUSIVE MODE"))
     session.execute(
         text(

@@ -145,3 +145,27 @@ def test_compaction_drops_raw_days_and_keeps_totals(postgres_server) -> None:  #
     assert new_file != old_file and new_size < old_size / 4
     assert {DAY0, DAY0 + 1, DAY0 + 2} <= set(_partitions(ledger))  # the day's partition holds its hours
     assert ledger.compact_hourly(0, now_s=now_s).raw_rows == 0
+
+
+def test_the_creation_lock_is_taken_before_the_energy_table_is_touched_in_its_transaction(
+    request: pytest.FixtureRequest,
+) -> None:
+    """A transaction that read DEFAULT's partition, then waited on the creation lock, held what the
+    creator needed: 16 agents starting at once on one PostgreSQL ledger failed "deadlock detected"."""
+    from sqlalchemy import event
+
+    engine = make_engine(request.getfixturevalue("postgres_server").create_database())
+    transactions: list[list[str]] = []
+    event.listen(engine, "begin", lambda connection: transactions.append([]))
+    event.listen(
+        engine,
+        "before_cursor_execute",
+        lambda conn, cursor, statement, *rest: transactions and transactions[-1].append(statement),
+    )
+    Ledger(engine).start_run("r")  # makes its days ahead
+    locked = [t for t in transactions if any("pg_advisory_xact_lock" in s for s in t)]
+    assert locked, transactions
+    for statements in locked:
+        before = statements[: next(i for i, s in enumerate(statements) if "pg_advisory_xact_lock" in s)]
+        assert not [s for s in before if "energy_record" in s], statements
+    engine.dispose()
