@@ -5,21 +5,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from wattlog.accounting.devices import Overhead
-from wattlog.accounting.fleet.calibration import (
-    CalibrationWindow,
-    calibrate,
-    load_calibrations,
-    save_calibration,
-)
-from wattlog.accounting.ledger.engine import describe_url, make_engine
-from wattlog.accounting.ledger.store import Ledger
 from wattlog.errors import ConfigError
 from wattlog.options import DbOption
+
+if TYPE_CHECKING:
+    from wattlog.accounting.fleet.calibration import CalibrationWindow
 
 CALIBRATIONS_ENV = "WATTLOG_CALIBRATIONS"
 
@@ -32,11 +27,13 @@ def calibrations_path() -> Path:
 
 def stored_calibrations() -> dict[str, Overhead]:
     """Site -> measured multiplier from the calibration file (none when there is no file)."""
+    from wattlog.accounting.fleet.calibration import load_calibrations
+
     path = calibrations_path()
     return load_calibrations(path) if path.exists() else {}
 
 
-WindowMeasure = Callable[[CalibrationWindow], str]
+WindowMeasure = Callable[["CalibrationWindow"], str]
 """Records a calibration run on this machine and returns its name (wattlog.trainer.calibrate_window)."""
 
 
@@ -63,6 +60,10 @@ def command(measure: WindowMeasure | None) -> Callable[..., None]:
         check's load, the BMC's node meter (WATTLOG_REDFISH_URL or WATTLOG_DCMI) beside the
         devices. `wattlog table` then uses it instead of --overhead for that site's GPU-only runs.
         """
+        from wattlog.accounting.fleet.calibration import CalibrationWindow, calibrate, save_calibration
+        from wattlog.accounting.ledger.engine import describe_url, make_engine
+        from wattlog.accounting.ledger.store import Ledger
+
         if run is None:
             if measure is None:
                 raise ConfigError("wattlog calibrate RUN: this build cannot measure a window, name a run")

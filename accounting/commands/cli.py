@@ -1,4 +1,4 @@
-"""Accounting commands: `wattlog sites` (the site catalog, each value with its source) and `wattlog table`."""
+"""`wattlog sites`: the site catalog, each value with its source (wattlog.cli lists each command's home)."""
 
 from __future__ import annotations
 
@@ -8,21 +8,6 @@ import typer
 
 from wattlog.accounting.carbon.intensity.registry import registered
 from wattlog.accounting.carbon.sites import SITE_FIELDS, Site, site_catalog
-from wattlog.accounting.commands.audit_cli import register as register_audit
-from wattlog.accounting.commands.calibrate_cli import WindowMeasure
-from wattlog.accounting.commands.calibrate_cli import register as register_calibrate
-from wattlog.accounting.commands.card_cli import register as register_card
-from wattlog.accounting.commands.disclose_cli import register as register_disclose
-from wattlog.accounting.commands.estimate_cli import register as register_estimate
-from wattlog.accounting.commands.intensity_cli import register as register_intensity
-from wattlog.accounting.commands.ledger_cli import register as register_ledger
-from wattlog.accounting.commands.node_cli import register as register_node
-from wattlog.accounting.commands.partitions_cli import register as register_partitions
-from wattlog.accounting.commands.runs_cli import register as register_runs
-from wattlog.accounting.commands.scope2_cli import register as register_scope2
-from wattlog.accounting.commands.slurm_cli import register as register_slurm
-from wattlog.accounting.commands.table_cli import register as register_table
-from wattlog.accounting.commands.windows_cli import register as register_windows
 from wattlog.accounting.publishing.render import TableFormat, render_grid, show
 from wattlog.accounting.ranges import format_quantity
 from wattlog.options import FormatOption, SitesFileOption
@@ -37,23 +22,9 @@ _FIELD_LABELS = {
 _HOURLY_LABEL = "Carbon intensity in tables"
 
 
-def register(app: typer.Typer, measure: WindowMeasure | None = None) -> None:
-    """Add the accounting commands to the root app (`measure`: how `calibrate` records its own window)."""
+def register(app: typer.Typer) -> None:
+    """Add `wattlog sites` to the root app (each other command registers from its own module)."""
     app.command("sites")(sites)
-    register_table(app)
-    register_node(app)
-    register_ledger(app)
-    register_partitions(app)
-    register_windows(app)
-    register_intensity(app)
-    register_scope2(app)
-    register_runs(app)
-    register_calibrate(app, measure)
-    register_audit(app)
-    register_slurm(app)
-    register_disclose(app)
-    register_estimate(app)
-    register_card(app)
 
 
 def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RICH) -> None:

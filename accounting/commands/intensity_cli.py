@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,14 +21,15 @@ from wattlog.accounting.carbon.intensity.live.cache import CachedIntensity, fetc
 from wattlog.accounting.carbon.intensity.live.providers import PROVIDERS, ProviderContext, open_provider
 from wattlog.accounting.carbon.intensity.live.window import cleanest_window
 from wattlog.accounting.carbon.sites import Site, get_site, site_catalog
-from wattlog.accounting.ledger.engine import make_engine
-from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.publishing.render import TableFormat, render_grid, show
 from wattlog.accounting.ranges import bounds, format_quantity
 from wattlog.accounting.units import HOUR_S
 from wattlog.errors import ConfigError
 from wattlog.help_layout import PLAIN_HELP
 from wattlog.options import DbOption, FormatOption, SitesFileOption
+
+if TYPE_CHECKING:
+    from wattlog.accounting.ledger.store import Ledger
 
 _SiteOption = Annotated[str, typer.Option("--site", help="The site whose provider and zone to use.")]
 _TimeOption = Annotated[str | None, typer.Option(help="ISO 8601 (UTC when no zone) or Unix seconds.")]
@@ -80,6 +81,9 @@ def fetch(
     provider_url: _UrlOption = None,
 ) -> int:
     """Fetch a run's (or a span's) hourly intensity from the site's provider into the ledger."""
+    from wattlog.accounting.ledger.engine import make_engine
+    from wattlog.accounting.ledger.store import Ledger
+
     chosen = _provider_site(site, sites_file)
     engine = make_engine(db)
     try:
@@ -117,6 +121,9 @@ def hours(
     fmt: FormatOption = TableFormat.RICH,
 ) -> None:
     """Each hour's intensity and where it comes from, as tables use it (from the ledger, offline)."""
+    from wattlog.accounting.ledger.engine import make_engine
+    from wattlog.accounting.ledger.store import Ledger
+
     chosen = _provider_site(site, sites_file)
     engine = make_engine(db, create=False)
     try:

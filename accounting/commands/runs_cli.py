@@ -13,23 +13,21 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from wattlog.accounting.commands.reap_cli import register as register_reap
 from wattlog.accounting.commands.resite_cli import register as register_resite
-from wattlog.accounting.ledger.admin import delete_run, relabel_run, rename_run
-from wattlog.accounting.ledger.engine import describe_url, make_engine
-from wattlog.accounting.ledger.models import Role
-from wattlog.accounting.ledger.run_energy import ledger_energy
-from wattlog.accounting.ledger.store import Ledger
-from wattlog.accounting.ledger.views import RunInfo
 from wattlog.accounting.publishing.render import TableFormat, render_grid, show
 from wattlog.accounting.units import readable
 from wattlog.errors import ConfigError
 from wattlog.help_layout import PLAIN_HELP
 from wattlog.options import DbOption, FormatOption
+
+if TYPE_CHECKING:
+    from wattlog.accounting.ledger.store import Ledger
+    from wattlog.accounting.ledger.views import RunInfo
 
 runs_app = typer.Typer(
     name="runs",
@@ -47,6 +45,9 @@ HEADERS = ["Run", "Status", "Role", "Stage", "Energy", "Site", "Start (UTC)"]
 @contextmanager
 def open_ledger(db: str | None) -> Iterator[Ledger]:
     """The ledger at `db` (never created: a typo writes nothing), disposed after the block."""
+    from wattlog.accounting.ledger.engine import make_engine
+    from wattlog.accounting.ledger.store import Ledger
+
     engine = make_engine(db, create=False)
     try:
         yield Ledger(engine)
@@ -80,6 +81,8 @@ def list_runs(
     fmt: FormatOption = TableFormat.RICH,
 ) -> None:
     """List the ledger's runs, oldest first: status, role, stage, energy, site, start."""
+    from wattlog.accounting.ledger.engine import describe_url
+
     with open_ledger(db) as ledger:
         chosen = [r for r in ledger.runs(project) if role is None or r.role == role]
         cells = [run_cells(ledger, run) for run in chosen]
@@ -95,6 +98,8 @@ def list_runs(
 
 def run_cells(ledger: Ledger, run: RunInfo) -> list[str]:
     """One run's line; a figure nobody recorded is "-"."""
+    from wattlog.accounting.ledger.run_energy import ledger_energy
+
     energy = ledger_energy(ledger, run.id, by_hour=False)
     return [
         run.name,
@@ -110,10 +115,18 @@ def run_cells(ledger: Ledger, run: RunInfo) -> list[str]:
 @runs_app.command("relabel")
 def relabel(
     run: _RunArgument,
-    role: Annotated[Role, typer.Option("--role", help="development, final (a Table 19 row), ablation, ...")],
+    role: Annotated[
+        str,
+        typer.Option(
+            "--role", help="development, final (a Table 19 row), ablation, baseline, failed or debug."
+        ),
+    ],
     db: DbOption = None,
 ) -> None:
     """Set a run's role: `--role final` makes it a Table 19 row; any other role is development."""
+    from wattlog.accounting.ledger.admin import relabel_run
+    from wattlog.accounting.ledger.engine import describe_url
+
     with open_ledger(db) as ledger:
         before = ledger.get_run(run)
         after = relabel_run(ledger, run, role)
@@ -127,6 +140,9 @@ def rename(
     db: DbOption = None,
 ) -> None:
     """Give a run another name; its rows, events and id stay."""
+    from wattlog.accounting.ledger.admin import rename_run
+    from wattlog.accounting.ledger.engine import describe_url
+
     with open_ledger(db) as ledger:
         before = ledger.get_run(run)
         after = rename_run(ledger, run, new_name)
@@ -146,6 +162,9 @@ def delete(
 
     A run whose agent still writes (its lease is held) is refused in one line unless --force.
     """
+    from wattlog.accounting.ledger.admin import delete_run
+    from wattlog.accounting.ledger.engine import describe_url
+
     with open_ledger(db) as ledger:
         found = ledger.get_run(run)
         if not yes:
