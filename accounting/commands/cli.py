@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import typer
 
-from wattlog.accounting.carbon.intensity.registry import registered
-from wattlog.accounting.carbon.sites import SITE_FIELDS, Site, site_catalog
-from wattlog.accounting.publishing.render import TableFormat, render_grid, show
-from wattlog.accounting.ranges import format_quantity
-from wattlog.options import FormatOption, SitesFileOption
-from wattlog.plugins import BUILT_IN
+from wattlog.options import FormatOption, SitesFileOption, TableFormat
+
+if TYPE_CHECKING:
+    from wattlog.accounting.carbon.sites import Site
 
 _FIELD_LABELS = {
     "pue": "PUE",
@@ -29,6 +28,9 @@ def register(app: typer.Typer) -> None:
 
 def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RICH) -> None:
     """List the site catalog: PUE, WUE and carbon intensity, each with its source."""
+    from wattlog.accounting.carbon.sites import site_catalog
+    from wattlog.accounting.publishing.render import render_grid, show
+
     catalog = site_catalog(sites_file)
     notes = [f"{site.name}: {site.description}" for site in catalog.values() if site.description]
     if sites_file is not None:
@@ -40,6 +42,9 @@ def sites(sites_file: SitesFileOption = None, fmt: FormatOption = TableFormat.RI
 
 def plugin_notes() -> list[str]:
     """The intensity sources installed packages brought (entry points), and those that failed to load."""
+    from wattlog.accounting.carbon.intensity.registry import registered
+    from wattlog.plugins import BUILT_IN
+
     found = registered()
     brought = [f"{source.name} ({origin})" for source, origin in found.sources if origin != BUILT_IN]
     lines = [f"intensity sources from plugins: {', '.join(brought)}"] if brought else []
@@ -51,6 +56,9 @@ def site_cells(sites: Iterable[Site]) -> list[list[str]]:
 
     A site whose tables use an hourly intensity has one more row naming that source.
     """
+    from wattlog.accounting.carbon.sites import SITE_FIELDS
+    from wattlog.accounting.ranges import format_quantity
+
     cells: list[list[str]] = []
     for site in sites:
         for name in SITE_FIELDS:

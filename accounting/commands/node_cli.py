@@ -49,16 +49,13 @@ from wattlog.options import (
     SiteOption,
     WholeNodeOption,
 )
-from wattlog.telemetry.agent import Agent, AgentConfig, default_lock_dir
-from wattlog.telemetry.agent_cli import run_or_wait
 from wattlog.telemetry.agent_config import LINGER_S
-from wattlog.telemetry.live_panel import LivePanel
-from wattlog.telemetry.otlp import OtlpConfig
-from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
-from wattlog.telemetry.supervise import Outcome, Supervisor, cannot_start
 
 if TYPE_CHECKING:
     from wattlog.accounting.fleet.node import NodeOptions
+    from wattlog.telemetry.agent import Agent
+    from wattlog.telemetry.sensors.simulated import SimulatedSensor
+    from wattlog.telemetry.supervise import Outcome, Supervisor
 
 
 def node(
@@ -96,6 +93,7 @@ def node(
 ) -> int:
     """Measure this node of a multi-node job into the shared ledger (one per node)."""
     from wattlog.accounting.fleet.node import NodeOptions
+    from wattlog.telemetry.agent import AgentConfig, default_lock_dir
 
     _check_stretches(seconds, lease_s, flush_s)
     options = NodeOptions(
@@ -132,6 +130,8 @@ def _run_node(options: NodeOptions, command: list[str] | None, seconds: float | 
     """Start the node, run or wait, close, print what was measured; the exit code."""
     from wattlog.accounting.fleet.agent_report import print_ending
     from wattlog.accounting.fleet.node import NodeAgent
+    from wattlog.telemetry.agent_cli import run_or_wait
+    from wattlog.telemetry.supervise import Supervisor, cannot_start
 
     console = _console()
     refused = cannot_start(command[0]) if command else None
@@ -187,6 +187,9 @@ def agent(
     """Run the measuring agent (sidecar mode): sample, serve metrics, print what was measured."""
     from wattlog.accounting.fleet.agent_report import print_ending
     from wattlog.accounting.fleet.recording import Recording, RecordingConfig
+    from wattlog.telemetry.agent import AgentConfig, default_lock_dir
+    from wattlog.telemetry.otlp import OtlpConfig
+    from wattlog.telemetry.supervise import Supervisor, cannot_start
 
     _check_agent_options(seconds, period_ms, flush_s, port, simulate, linger_s)
     config = AgentConfig(
@@ -200,7 +203,7 @@ def agent(
         lock_dir=lock_dir if lock_dir is not None else default_lock_dir(),
         hwmon_root=hwmon_root,
     )
-    extra = [SimulatedSensor(simulated_gpus(simulate, t0_s=time.monotonic()))] if simulate else []
+    extra = _simulated(simulate)
     console = _console()
     refused = cannot_start(command[0]) if command else None
     if refused is not None:
@@ -218,6 +221,12 @@ def agent(
         finally:
             recording.close()
     return print_ending(runner, console, "wattlog agent", outcome.exit_code, recording.completeness())
+
+
+def _simulated(gpus: int) -> list[SimulatedSensor]:
+    from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+
+    return [SimulatedSensor(simulated_gpus(gpus, t0_s=time.monotonic()))] if gpus else []
 
 
 def _check_agent_options(
@@ -244,6 +253,9 @@ def _measure(
     supervisor: Supervisor, runner: Agent, command: list[str] | None, seconds: float | None, console: Console
 ) -> Outcome:
     """Run or wait (run_or_wait) under the live panel: on a terminal, power and energy per device, live."""
+    from wattlog.telemetry.agent_cli import run_or_wait
+    from wattlog.telemetry.live_panel import LivePanel
+
     with LivePanel(runner.snapshot, console):
         return run_or_wait(supervisor, command, seconds, console, "wattlog agent")
 
