@@ -11,6 +11,7 @@ runs, so marking the run that counts is `wattlog runs relabel NAME --role final`
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated
@@ -170,12 +171,25 @@ def delete(
         if not yes:
             still = " (it is still marked running)" if found.status == "running" else ""
             question = f"Delete run {found.name}{still} and all its rows from {describe_url(db)}?"
-            if not typer.confirm(question, default=False):
+            if not _confirmed(question, found.name):
                 print(f"run {found.name} kept")
                 return 1
         done = delete_run(ledger, found.id, force=force)
     print(f"{done.line()} (ledger {describe_url(db)})")
     return 0
+
+
+def _confirmed(question: str, run: str) -> bool:
+    """The answer to `question`; no answer to read (stdin not a terminal, at its end) is a usage error."""
+    try:
+        return typer.confirm(question, default=False)
+    except typer.Abort:
+        if sys.stdin is not None and sys.stdin.isatty():
+            raise  # Ctrl-C or Ctrl-D at the prompt: the person stopped it
+        raise ConfigError(
+            f"run {run} kept: deleting it needs a confirmation and stdin gave none (not a terminal); "
+            "add --yes to delete without asking"
+        ) from None
 
 
 def register(app: typer.Typer) -> None:
