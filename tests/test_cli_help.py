@@ -114,3 +114,23 @@ def test_a_new_process_imports_its_command_with_the_collector_paused_then_frozen
             check=True,
         )
         assert done.stdout.splitlines()[-1] == expected
+
+
+RUN_FROZEN = """
+import gc, sys
+from wattlog import cli
+code = cli.main(["table", "--db", "sqlite:///{missing}"], freeze_imports=True)
+print(code, "sqlalchemy" in sys.modules, gc.get_freeze_count())
+"""
+
+
+def test_a_command_run_imports_the_ledger_as_it_starts_with_the_collector_paused(tmp_path) -> None:
+    """The table's module no longer imports the ledger: its RUN_IMPORTS do, still before the collector
+    runs again (the ~240 collections they cost a `wattlog table` were the reason for the pause)."""
+    code = RUN_FROZEN.format(missing=tmp_path / "none" / "ledger.db")
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    exit_code, imported, frozen = done.stdout.splitlines()[-1].split()
+    assert (exit_code, imported) == ("2", "True")  # no such ledger: after the imports
+    assert int(frozen) > 100_000  # SQLAlchemy's and the models' objects too (the module alone: ~50,000)

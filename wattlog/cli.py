@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import importlib
 import logging
 import sys
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ from wattlog.causes import one_line_per_cause
 from wattlog.errors import WattlogError
 from wattlog.extras import MissingExtra
 from wattlog.lazy import import_deferring
-from wattlog.lazy_group import lazy_group
+from wattlog.lazy_group import lazy_group, run_imports
 
 if TYPE_CHECKING:
     from wattlog.accounting.fleet.calibration import CalibrationWindow
@@ -136,7 +137,8 @@ def main(argv: list[str] | None = None, *, freeze_imports: bool = False) -> int:
     """
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = sys.argv[1:] if argv is None else argv
-    if not args or "--help" in args:
+    helping = not args or "--help" in args
+    if helping:
         # typer's help formatter imports rich's Markdown (markdown-it) and Traceback (pygments) at its
         # top: 0.15 s of `wattlog --help`, which renders neither (markup mode "rich", nothing raised).
         import_deferring("typer.rich_utils", HELP_DEFERRED)
@@ -144,6 +146,9 @@ def main(argv: list[str] | None = None, *, freeze_imports: bool = False) -> int:
     with _imports_frozen(freeze_imports):
         if args and args[0] in COMMANDS:
             group.get_command(group.make_context("wattlog", [], resilient_parsing=True), args[0])
+            if freeze_imports and not helping:  # what the command imports as it starts, paused too
+                for module in run_imports(COMMANDS[args[0]]):
+                    importlib.import_module(module)
     try:
         try:
             with one_line_per_cause():  # an outage is one line, however many writes it failed

@@ -11,6 +11,7 @@ the commands.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -22,7 +23,7 @@ from wattlog.help_layout import PLAIN_HELP, WholeHelpGroup
 if TYPE_CHECKING:  # typer ships its own click: its types, not click's
     from typer._click import Command, Context
 
-__all__ = ["LazyGroup", "lazy_group"]
+__all__ = ["LazyGroup", "lazy_group", "run_imports"]
 
 
 class LazyGroup(WholeHelpGroup):
@@ -54,3 +55,13 @@ def lazy_group(homes: Mapping[str, str]) -> dict[str, Any]:
     """The typer keywords of a root app whose commands load lazily from `homes` (with :data:`PLAIN_HELP`)."""
     group = type("WattlogCommands", (LazyGroup,), {"homes": dict(homes)})
     return {**PLAIN_HELP, "cls": group}
+
+
+def run_imports(home: str) -> tuple[str, ...]:
+    """The modules the commands of `home` (``"module:function"``, imported) import when they run.
+
+    A command's module may list them as ``RUN_IMPORTS``: a new process then imports them with
+    the collector paused, as it does the module itself (wattlog.cli.run).
+    """
+    module = sys.modules[home.split(":")[0]]
+    return tuple(getattr(module, "RUN_IMPORTS", ()))

@@ -58,6 +58,15 @@ if TYPE_CHECKING:
 
 _DCGM_NEEDS = "--dcgm needs --prometheus URL, --start, --end and --site (see `wattlog sites`)"
 
+RUN_IMPORTS = (
+    "wattlog.accounting.ledger.store",
+    "wattlog.accounting.ledger.verify",
+    "wattlog.accounting.publishing.run_table",
+    "wattlog.accounting.publishing.project_table",
+)
+"""What `wattlog table` and `compact` import as they start: SQLAlchemy, SQLModel and the models, about a
+million objects, imported with the collector paused in a new process (wattlog.cli.run; issue 27)."""
+
 
 def table(
     runs: RunsOption = None,
