@@ -207,7 +207,7 @@ def register(app: typer.Typer) -> None:
         no_args_is_help=True,
         **PLAIN_HELP,
     )
-    # the providers are listed on `fetch`, so the root help stays one static line (wattlog.cli.COMMANDS)
+    # the providers are listed on `fetch`: the root help lists this group's one line, not every provider
     group.command("fetch", help=f"{fetch.__doc__} Providers: {_PROVIDERS_HELP}.")(fetch)
     group.command("hours")(hours)
     group.command("forecast")(forecast)
