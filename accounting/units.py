@@ -120,6 +120,7 @@ _LADDERS: dict[str, tuple[tuple[str, float], ...]] = {
     "volume": (("uL", 1e-6), ("mL", 1e-3), ("L", 1.0), ("kL", 1e3)),  # a short run's water: 0.748 uL
     "power": (("W", 1.0), ("kW", 1e3), ("MW", 1e6)),
     "ramp": (("W/s", 1.0), ("kW/s", 1e3), ("MW/s", 1e6)),
+    "count": (("", 1.0), ("k", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12), ("P", 1e15)),
 }
 """The units a reader sees, by quantity: J, Wh, kWh, MWh; ug, mg, g, kg, t; uL, mL, L, kL."""
 
@@ -139,6 +140,9 @@ def sig3(value: float, digits: int = 3) -> str:
         places -= 1
     return f"{rounded:,.{max(places, 0)}f}"
 
+
+_SIX_DIGITS = 1e6
+"""Counts from here on read with an SI prefix: 2.17 G, not 2,167,619,048."""
 
 _FROM = {"Wh": 0.1}
 """Units used from a fraction of themselves: Wh from 0.1 Wh (360 J), where joules would read in thousands."""
@@ -176,6 +180,20 @@ def readable(value: float, quantity: str) -> str:
     ('0 J', '72.9 J', '0.153 Wh')
     """
     unit, size = _unit(value, quantity)
+    return f"{sig3(value / size)} {unit}"
+
+
+def readable_count(value: float) -> str:
+    """A computed count (break-even requests): whole up to six digits, beyond them an SI prefix.
+
+    A recorded count (tokens, requests served) is printed exact instead (column_units.exact_count).
+
+    >>> readable_count(2_167_619_048.4), readable_count(48_000.4), readable_count(1.5e13)
+    ('2.17 G', '48,000', '15.0 T')
+    """
+    if abs(value) < _SIX_DIGITS:
+        return f"{value:,.0f}"
+    unit, size = _unit(value, "count")
     return f"{sig3(value / size)} {unit}"
 
 

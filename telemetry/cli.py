@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -14,10 +14,11 @@ from rich.text import Text
 
 from wattlog.numbers import MAX_SIMULATED_GPUS, check_number
 from wattlog.options import HwmonRootOption, SimulateOption, WholeNodeOption
-from wattlog.telemetry.selection import job_selection
-from wattlog.telemetry.sensors.base import Sensor
-from wattlog.telemetry.sensors.discovery import Discovery, DiscoveryConfig, discover
-from wattlog.telemetry.types import DeviceInfo
+
+if TYPE_CHECKING:
+    from wattlog.telemetry.sensors.base import Sensor
+    from wattlog.telemetry.sensors.discovery import Discovery
+    from wattlog.telemetry.types import DeviceInfo
 
 
 def sensors(
@@ -29,6 +30,9 @@ def sensors(
     hwmon_root: HwmonRootOption = None,
 ) -> None:
     """List the devices wattlog would measure: kind, energy counter, and the source label of each figure."""
+    from wattlog.telemetry.selection import job_selection
+    from wattlog.telemetry.sensors.discovery import DiscoveryConfig, discover
+
     check_number("--simulate", simulate, low=0, high=MAX_SIMULATED_GPUS)
     extra: list[Sensor] = []
     if simulate:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import typer
 
-from wattlog.cli import COMMANDS, full_app
+from wattlog.cli import full_app
 
 WIDTHS = (60, 80, 120)
 
@@ -54,7 +54,12 @@ def test_no_help_is_cut_or_wider_than_the_terminal(width: int) -> None:
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_command_list_gives_each_commands_help_whole(width: int) -> None:
     listed = " ".join(_help((), width).split())
-    for name, text in COMMANDS:
+    root = typer.main.get_command(full_app())
+    ctx = root.make_context("wattlog", ["--help"], resilient_parsing=True)
+    for name in root.list_commands(ctx):
+        command = root.get_command(ctx, name)
+        assert command is not None and command.help
+        text = command.help.split("\n\n")[0]
         assert f"{name} {' '.join(text.split())}" in listed  # click cut them to fit: "List the ..."
 
 

@@ -1,8 +1,9 @@
 """The `wattlog` command: the root typer app that mounts every package's commands.
 
 This is the composition root, the only module that imports every package: each
-package exposes `register(app)`, and the layers below never import one another
-upwards (import-linter checks it).
+package's command modules expose `register(app)`, and the layers below never import one
+another upwards (import-linter checks it). :data:`COMMANDS` names each command's register
+function; the root group imports a command's module when that command is asked for.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import importlib
 import logging
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -23,85 +25,50 @@ from wattlog import __version__
 from wattlog.causes import one_line_per_cause
 from wattlog.errors import WattlogError
 from wattlog.extras import MissingExtra
-from wattlog.help_layout import PLAIN_HELP
 from wattlog.lazy import import_deferring
+from wattlog.lazy_group import lazy_group, run_imports
+
+if TYPE_CHECKING:
+    from wattlog.accounting.fleet.calibration import CalibrationWindow
 
 HELP = "Measure, record and publish the energy, carbon and water of training runs."
 
-COMMANDS = (
-    (
-        "sensors",
-        "List the devices wattlog would measure: kind, energy counter, and the source label of each figure.",
-    ),
-    ("sites", "List the site catalog: PUE, WUE and carbon intensity, each with its source."),
-    ("table", "Print a Table-19-style footprint of runs: energy, PUE, carbon intensity, tCO2eq, WUE, water."),
-    (
-        "compact",
-        "Fold the ledger's old flush rows into hourly buckets (totals and hour-by-hour energy kept exactly).",
-    ),
-    ("node", "Measure this node of a multi-node job into the shared ledger (one per node)."),
-    ("agent", "Run the measuring agent (sidecar mode): sample, serve metrics, print what was measured."),
-    ("replay", "Store the energy rows and events spooled while the ledger was unavailable; each lands once."),
-    ("gaps", "List a run's gaps: when, which device, how long and why (nothing inside them is filled in)."),
-    (
-        "check",
-        "Check the whole ledger: the file (SQLite), every run's rows, and the totals and hours a table\n"
-        "reads against the rows they sum; exit 2 if damaged (with --repair: recompute those, then 0).",
-    ),
-    (
-        "partitions",
-        "Move rows the DEFAULT partition holds into their day partitions and create days ahead (PostgreSQL).",
-    ),
-    (
-        "windows",
-        "List a run's measurement windows: energy of each (all its devices summed), band and sources.",
-    ),
-    ("scope2", "Location-based and market-based CO2 of runs (GHG Protocol Scope 2 dual reporting)."),
-    (
-        "calibrate",
-        "Store a site's overhead multiplier (node / GPU energy, with its band), measured here or by RUN.",
-    ),
-    (
-        "audit",
-        "Build a run's audit bundle (rows, gaps, events, printed row, SHA-256 manifest), or verify one.",
-    ),
-    (
-        "disclose",
-        "Write what was measured and how for a run or a project's phases, in a published form.",
-    ),
-    (
-        "estimate",
-        "Estimate energy and CO2 from GPU-hours, or before a run from tokens x 6 x params / (MFU x peak).",
-    ),
-    (
-        "demo",
-        "Train a small GPT for a minute under the tracker, print its footprint (--table: beside Table 19).",
-    ),
-    ("run", "Run COMMAND with an agent sampling the node and record the run; exit with its code."),
-    (
-        "health-check",
-        "Multiply, compare and time on each device, check NVML; exit 1 if any device is unhealthy.",
-    ),
-    ("report", "Serve the carbon report (Streamlit) on the ledger: http://HOST:PORT."),
-    ("version", "Print wattlog's version."),
-    (
-        "intensity",
-        "Live grid carbon intensity, cached in the ledger (providers: `intensity fetch --help`).",
-    ),
-    ("runs", "List the ledger's runs; relabel (--role final: a Table 19 row), rename or delete one."),
-    (
-        "slurm",
-        "SLURM prolog/epilog: an agent per node of each job; its energy, CO2 and water in its AdminComment.",
-    ),
-    ("card", "Published cards: reproduce the suite of published rows; check a card's energy table."),
-    ("dashboards", "Grafana dashboards: build the JSON, provision Grafana."),
-    ("webhook", "Receive alerts into the ledger; send wattlog's events out."),
-)
-"""Every top-level command and its one-line help, in the real app's order, for `wattlog --help`.
+_ACCOUNTING = "wattlog.accounting.commands"
+COMMANDS = {
+    "sensors": "wattlog.telemetry.cli:register",
+    "sites": f"{_ACCOUNTING}.cli:register",
+    "table": f"{_ACCOUNTING}.table_cli:register",
+    "compact": f"{_ACCOUNTING}.table_cli:register",
+    "node": f"{_ACCOUNTING}.node_cli:register",
+    "agent": f"{_ACCOUNTING}.node_cli:register",
+    "replay": f"{_ACCOUNTING}.ledger_cli:register",
+    "gaps": f"{_ACCOUNTING}.ledger_cli:register",
+    "check": f"{_ACCOUNTING}.ledger_cli:register",
+    "partitions": f"{_ACCOUNTING}.partitions_cli:register",
+    "windows": f"{_ACCOUNTING}.windows_cli:register",
+    "scope2": f"{_ACCOUNTING}.scope2_cli:register",
+    "calibrate": "wattlog.cli:register_calibrate",
+    "audit": f"{_ACCOUNTING}.audit_cli:register",
+    "disclose": f"{_ACCOUNTING}.disclose_cli:register",
+    "estimate": f"{_ACCOUNTING}.estimate_cli:register",
+    "demo": "wattlog.trainer.commands:register",
+    "run": "wattlog.trainer.commands:register",
+    "health-check": "wattlog.trainer.commands:register",
+    "report": "wattlog.dashboards.cli:register",
+    "version": "wattlog.cli:register_version",
+    "intensity": f"{_ACCOUNTING}.intensity_cli:register",
+    "runs": f"{_ACCOUNTING}.runs_cli:register",
+    "slurm": f"{_ACCOUNTING}.slurm_cli:register",
+    "card": f"{_ACCOUNTING}.card_cli:register",
+    "dashboards": "wattlog.dashboards.cli:register",
+    "webhook": "wattlog.dashboards.cli:register",
+}
+"""Every top-level command, in `wattlog --help`'s order, and the function that registers it.
 
-The packages' commands import SQLAlchemy, the ledger models and the agent (about a second);
-`wattlog --help` renders this list with the same typer layout instead, and a test checks
-that it equals the real app's help.
+A command's module is imported when the command is asked for (:mod:`wattlog.lazy_group`):
+`wattlog table --help` imports the table's module alone, and `wattlog --help` lists each
+command with its own help. The commands' modules import the ledger (SQLAlchemy), the agent
+and torch inside the commands, never at their top (tests/test_cli_help.py).
 """
 
 
@@ -109,64 +76,37 @@ HELP_DEFERRED = {"rich.markdown": "Markdown", "rich.traceback": "Traceback"}
 """Classes typer's help formatter imports but `wattlog --help` never uses: imported on first use."""
 
 
-def _new_app() -> typer.Typer:
-    return typer.Typer(
+@functools.cache
+def full_app() -> typer.Typer:
+    """The root app: every command of :data:`COMMANDS`, each module imported on first use."""
+    app = typer.Typer(
         name="wattlog",
         help=HELP,
         no_args_is_help=True,
         pretty_exceptions_enable=False,
         add_completion=False,
-        **PLAIN_HELP,
+        **lazy_group(COMMANDS),
     )
+    app.callback()(root)
+    return app
 
 
-@functools.cache
-def full_app() -> typer.Typer:
-    """The root app with every package's commands mounted (imports every package)."""
-    from wattlog.accounting.commands.cli import register as register_accounting
-    from wattlog.dashboards.cli import register as register_dashboards
-    from wattlog.telemetry.cli import register as register_telemetry
-    from wattlog.trainer.calibrate_window import measure_window
-    from wattlog.trainer.commands import register as register_trainer
-
-    app = _new_app()
-    register_telemetry(app)
-    register_accounting(app, measure_window)
-    register_trainer(app)
-    register_dashboards(app)
+def register_version(app: typer.Typer) -> None:
+    """Add `wattlog version`."""
     app.command()(version)
-    app.callback()(root)
-    return app
 
 
-def command_app(command: str) -> typer.Typer | None:
-    """An app with only `command`'s module mounted, for the commands read often on a big ledger.
+def register_calibrate(app: typer.Typer) -> None:
+    """Add `wattlog calibrate`, which measures its own window with the trainer's health load."""
+    from wattlog.accounting.commands.calibrate_cli import register
 
-    `wattlog table` is run again and again on a month of a fleet's rows; mounting every
-    package's commands first cost it most of a second of imports (issue 27). None: build the
-    full app. A test checks that this app's `table --help` equals the full app's.
-    """
-    if command not in ("table", "compact"):
-        return None
-    from wattlog.accounting.commands.table_cli import register as register_table
-
-    app = _new_app()
-    register_table(app)
-    app.callback()(root)
-    return app
+    register(app, _measure_window)
 
 
-def help_app() -> typer.Typer:
-    """An app with the same help as :func:`full_app`, built without importing any package."""
-    app = _new_app()
-    for name, text in COMMANDS:
-        app.command(name, help=text)(_placeholder)
-    app.callback()(root)
-    return app
+def _measure_window(window: CalibrationWindow) -> str:
+    from wattlog.trainer.calibrate_window import measure_window  # the agent and torch: when run
 
-
-def _placeholder() -> None:
-    """Never run: `wattlog --help` only lists it."""
+    return measure_window(window)
 
 
 def __getattr__(name: str) -> Any:
@@ -197,17 +137,22 @@ def main(argv: list[str] | None = None, *, freeze_imports: bool = False) -> int:
     """
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = sys.argv[1:] if argv is None else argv
-    light = args in ([], ["--help"])
-    if light:
+    helping = not args or "--help" in args
+    if helping:
         # typer's help formatter imports rich's Markdown (markdown-it) and Traceback (pygments) at its
         # top: 0.15 s of `wattlog --help`, which renders neither (markup mode "rich", nothing raised).
         import_deferring("typer.rich_utils", HELP_DEFERRED)
+    group = typer.main.get_group(full_app())
     with _imports_frozen(freeze_imports):
-        app = help_app() if light else (command_app(args[0]) or full_app())
+        if args and args[0] in COMMANDS:
+            group.get_command(group.make_context("wattlog", [], resilient_parsing=True), args[0])
+            if freeze_imports and not helping:  # what the command imports as it starts, paused too
+                for module in run_imports(COMMANDS[args[0]]):
+                    importlib.import_module(module)
     try:
         try:
             with one_line_per_cause():  # an outage is one line, however many writes it failed
-                result = app(args=args, prog_name="wattlog", standalone_mode=False)
+                result = group.main(args=args, prog_name="wattlog", standalone_mode=False)
         except ModuleNotFoundError as error:  # an optional extra not installed: one line with the pip command
             missing = MissingExtra.of(error, f"wattlog {args[0]}" if args else "wattlog")
             if missing is None:

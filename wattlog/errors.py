@@ -79,5 +79,6 @@ class RunNotFound(LedgerError, LookupError):
     """The ledger has no run of that name or id."""
 
     def __init__(self, run: int | str) -> None:
-        super().__init__(f"run {str(run)!r} does not exist: `wattlog table` lists the runs in the ledger")
+        # `wattlog table` hides development runs, the ones most often mistyped and deleted
+        super().__init__(f"run {str(run)!r} does not exist: `wattlog runs` lists every run in the ledger")
         self.run = run

@@ -10,11 +10,7 @@ from typing import Annotated
 import typer
 
 from wattlog.accounting.carbon.sites import run_catalog
-from wattlog.accounting.ledger.engine import make_engine
-from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.progress import Progress, progress_lines
-from wattlog.accounting.publishing.audit.bundle import build_bundle, verify_bundle, write_series
-from wattlog.accounting.publishing.run_table import TableOptions
 from wattlog.errors import ConfigError
 from wattlog.options import DbOption
 
@@ -41,6 +37,11 @@ def audit(
     source, times, joules, mean power and running counter, the joules with their bands, as CSV, once
     every hash matches (else exits 1).
     """
+    from wattlog.accounting.ledger.engine import make_engine
+    from wattlog.accounting.ledger.store import Ledger
+    from wattlog.accounting.publishing.audit.bundle import build_bundle, verify_bundle
+    from wattlog.accounting.publishing.run_table import TableOptions
+
     if target in ("verify", "series") and bundle is None:
         raise ConfigError(f"wattlog audit {target} BUNDLE: name the bundle")
     if target == "series" and bundle is not None:
@@ -70,6 +71,8 @@ def _write_series(bundle: Path, output: Path | None, devices: list[str]) -> None
 
     A file is written beside `output` and renamed onto it once whole: a refused bundle or a failure
     half-way leaves `output` as it was."""
+    from wattlog.accounting.publishing.audit.bundle import write_series
+
     if output is None:
         problems = write_series(bundle, sys.stdout, devices, _progress())
     else:

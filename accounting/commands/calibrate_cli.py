@@ -3,23 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from wattlog.accounting.fleet.calibration import (
-    CALIBRATIONS_ENV,
-    CalibrationWindow,
-    calibrate,
-    calibrations_path,
-    save_calibration,
-)
-from wattlog.accounting.ledger.engine import describe_url, make_engine
-from wattlog.accounting.ledger.store import Ledger
 from wattlog.errors import ConfigError
 from wattlog.options import DbOption
 
-WindowMeasure = Callable[[CalibrationWindow], str]
+if TYPE_CHECKING:
+    from wattlog.accounting.fleet.calibration import CalibrationWindow
+
+WindowMeasure = Callable[["CalibrationWindow"], str]
 """Records a calibration run on this machine and returns its name (wattlog.trainer.calibrate_window)."""
 
 
@@ -46,6 +40,16 @@ def command(measure: WindowMeasure | None) -> Callable[..., None]:
         check's load, the BMC's node meter (WATTLOG_REDFISH_URL or WATTLOG_DCMI) beside the
         devices. `wattlog table` then uses it instead of --overhead for that site's GPU-only runs.
         """
+        from wattlog.accounting.fleet.calibration import (
+            CALIBRATIONS_ENV,
+            CalibrationWindow,
+            calibrate,
+            calibrations_path,
+            save_calibration,
+        )
+        from wattlog.accounting.ledger.engine import describe_url, make_engine
+        from wattlog.accounting.ledger.store import Ledger
+
         if run is None:
             if measure is None:
                 raise ConfigError("wattlog calibrate RUN: this build cannot measure a window, name a run")

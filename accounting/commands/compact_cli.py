@@ -6,11 +6,6 @@ from typing import Annotated
 
 import typer
 
-from wattlog.accounting.ledger.compaction import return_space
-from wattlog.accounting.ledger.engine import describe_url, make_engine
-from wattlog.accounting.ledger.partitions import day_bytes
-from wattlog.accounting.ledger.store import Ledger
-from wattlog.accounting.ledger.verify import check_ledger
 from wattlog.numbers import check_number
 from wattlog.options import DbOption
 
@@ -26,6 +21,12 @@ def compact(
     db: DbOption = None,
 ) -> None:
     """Fold the ledger's old flush rows into hourly buckets (totals and hour-by-hour energy kept exactly)."""
+    from wattlog.accounting.ledger.compaction import return_space
+    from wattlog.accounting.ledger.engine import describe_url, make_engine
+    from wattlog.accounting.ledger.partitions import day_bytes
+    from wattlog.accounting.ledger.store import Ledger
+    from wattlog.accounting.ledger.verify import check_ledger
+
     check_number("--older-than-days", older_than_days, low=0, high=100 * 365, hint="e.g. 7")
     engine = make_engine(db, create=False)
     try:

@@ -9,11 +9,7 @@ import typer
 
 from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.commands.table_options import ProjectOption, SiteOption
-from wattlog.accounting.ledger.engine import make_engine
-from wattlog.accounting.ledger.store import Ledger
-from wattlog.accounting.publishing.disclosure.gather import disclosure_of_project, disclosure_of_run
 from wattlog.accounting.publishing.disclosure.model import Disclosure
-from wattlog.accounting.publishing.run_table import TableOptions
 from wattlog.errors import ConfigError
 from wattlog.options import DbOption, DiscloseFormat, DiscloseFormatOption, SitesFileOption
 
@@ -37,6 +33,11 @@ def disclose(
     sites_file: SitesFileOption = None,
 ) -> None:
     """Write what was measured and how for a run or a project's phases, in a published form."""
+    from wattlog.accounting.ledger.engine import make_engine
+    from wattlog.accounting.ledger.store import Ledger
+    from wattlog.accounting.publishing.disclosure.gather import disclosure_of_project, disclosure_of_run
+    from wattlog.accounting.publishing.run_table import TableOptions
+
     if (run is None) == (project is None):
         raise ConfigError("give one run or --project, not both and not neither")
     if method == Method.MARKET:  # refused before anything is read

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,14 +21,15 @@ from wattlog.accounting.carbon.intensity.live.cache import CachedIntensity, fetc
 from wattlog.accounting.carbon.intensity.live.providers import PROVIDERS, ProviderContext, open_provider
 from wattlog.accounting.carbon.intensity.live.window import cleanest_window
 from wattlog.accounting.carbon.sites import Site, get_site, site_catalog
-from wattlog.accounting.ledger.engine import make_engine
-from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.publishing.render import TableFormat, render_grid, show
 from wattlog.accounting.ranges import bounds, format_quantity
 from wattlog.accounting.units import HOUR_S
 from wattlog.errors import ConfigError
 from wattlog.help_layout import PLAIN_HELP
 from wattlog.options import DbOption, FormatOption, SitesFileOption
+
+if TYPE_CHECKING:
+    from wattlog.accounting.ledger.store import Ledger
 
 _SiteOption = Annotated[str, typer.Option("--site", help="The site whose provider and zone to use.")]
 _TimeOption = Annotated[str | None, typer.Option(help="ISO 8601 (UTC when no zone) or Unix seconds.")]
@@ -80,6 +81,9 @@ def fetch(
     provider_url: _UrlOption = None,
 ) -> int:
     """Fetch a run's (or a span's) hourly intensity from the site's provider into the ledger."""
+    from wattlog.accounting.ledger.engine import make_engine
+    from wattlog.accounting.ledger.store import Ledger
+
     chosen = _provider_site(site, sites_file)
     engine = make_engine(db)
     try:
@@ -117,6 +121,9 @@ def hours(
     fmt: FormatOption = TableFormat.RICH,
 ) -> None:
     """Each hour's intensity and where it comes from, as tables use it (from the ledger, offline)."""
+    from wattlog.accounting.ledger.engine import make_engine
+    from wattlog.accounting.ledger.store import Ledger
+
     chosen = _provider_site(site, sites_file)
     engine = make_engine(db, create=False)
     try:
@@ -200,7 +207,7 @@ def register(app: typer.Typer) -> None:
         no_args_is_help=True,
         **PLAIN_HELP,
     )
-    # the providers are listed on `fetch`, so the root help stays one static line (wattlog.cli.COMMANDS)
+    # the providers are listed on `fetch`: the root help lists this group's one line, not every provider
     group.command("fetch", help=f"{fetch.__doc__} Providers: {_PROVIDERS_HELP}.")(fetch)
     group.command("hours")(hours)
     group.command("forecast")(forecast)

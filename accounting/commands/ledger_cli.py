@@ -11,17 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from wattlog.accounting.ledger.engine import describe_url, make_engine
-from wattlog.accounting.ledger.spool import default_folder, replay_folder
-from wattlog.accounting.ledger.store import Ledger
-from wattlog.accounting.ledger.verify import (
-    check_ledger,
-    default_partition_rows,
-    rollup_drift,
-    runs_with_impossible_sums,
-)
 from wattlog.accounting.progress import progress_lines
-from wattlog.accounting.publishing.gaps import run_gaps
 from wattlog.errors import LedgerError
 from wattlog.options import DbOption
 
@@ -40,6 +30,10 @@ def replay(
     still stored. What could not be stored (bad lines, a file the ledger refused) makes the
     replay incomplete: one closing line and exit 75, from the same verdict `wattlog run` reads.
     """
+    from wattlog.accounting.ledger.engine import describe_url, make_engine
+    from wattlog.accounting.ledger.spool import default_folder, replay_folder
+    from wattlog.accounting.ledger.store import Ledger
+
     folder = spool_dir or default_folder()
     where = describe_url(db)
     engine = make_engine(db)
@@ -75,6 +69,10 @@ def gaps(
     db: DbOption = None,
 ) -> None:
     """List a run's gaps: when, which device, how long and why (nothing inside them is filled in)."""
+    from wattlog.accounting.ledger.engine import make_engine
+    from wattlog.accounting.ledger.store import Ledger
+    from wattlog.accounting.publishing.gaps import run_gaps
+
     engine = make_engine(db, create=False)
     try:
         summary = run_gaps(Ledger(engine), run)
@@ -101,6 +99,15 @@ def check(
 ) -> int:
     """Check the whole ledger: the file (SQLite), every run's rows, and the totals and hours a table
     reads against the rows they sum; exit 2 if damaged (with --repair: recompute those, then 0)."""
+    from wattlog.accounting.ledger.engine import describe_url, make_engine
+    from wattlog.accounting.ledger.store import Ledger
+    from wattlog.accounting.ledger.verify import (
+        check_ledger,
+        default_partition_rows,
+        rollup_drift,
+        runs_with_impossible_sums,
+    )
+
     where = describe_url(db)
     engine = make_engine(db, create=False)
     try:

@@ -26,14 +26,11 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
-from wattlog.accounting.fleet.agent_report import print_ending
-from wattlog.accounting.fleet.node import NodeAgent, NodeOptions
-from wattlog.accounting.fleet.recording import Recording, RecordingConfig
 from wattlog.errors import ConfigError
 from wattlog.numbers import MAX_SIMULATED_GPUS, check_number, check_port
 from wattlog.options import (
@@ -52,13 +49,13 @@ from wattlog.options import (
     SiteOption,
     WholeNodeOption,
 )
-from wattlog.telemetry.agent import Agent, AgentConfig, default_lock_dir
-from wattlog.telemetry.agent_cli import run_or_wait
 from wattlog.telemetry.agent_config import LINGER_S
-from wattlog.telemetry.live_panel import LivePanel
-from wattlog.telemetry.otlp import OtlpConfig
-from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
-from wattlog.telemetry.supervise import Outcome, Supervisor, cannot_start
+
+if TYPE_CHECKING:
+    from wattlog.accounting.fleet.node import NodeOptions
+    from wattlog.telemetry.agent import Agent
+    from wattlog.telemetry.sensors.simulated import SimulatedSensor
+    from wattlog.telemetry.supervise import Outcome, Supervisor
 
 
 def node(
@@ -95,10 +92,10 @@ def node(
     ] = None,
 ) -> int:
     """Measure this node of a multi-node job into the shared ledger (one per node)."""
-    if seconds is not None and seconds <= 0:
-        raise ConfigError(f"--seconds must be > 0, got {seconds}")
-    if lease_s is not None:
-        check_number("--lease-s", lease_s, low=flush_s, high=86400, hint="at least one flush")
+    from wattlog.accounting.fleet.node import NodeOptions
+    from wattlog.telemetry.agent import AgentConfig, default_lock_dir
+
+    _check_stretches(seconds, lease_s, flush_s)
     options = NodeOptions(
         run=run,
         db=db,
@@ -122,8 +119,20 @@ def node(
     return _run_node(options, command, seconds)
 
 
+def _check_stretches(seconds: float | None, lease_s: float | None, flush_s: float) -> None:
+    if seconds is not None and seconds <= 0:
+        raise ConfigError(f"--seconds must be > 0, got {seconds}")
+    if lease_s is not None:
+        check_number("--lease-s", lease_s, low=flush_s, high=86400, hint="at least one flush")
+
+
 def _run_node(options: NodeOptions, command: list[str] | None, seconds: float | None) -> int:
     """Start the node, run or wait, close, print what was measured; the exit code."""
+    from wattlog.accounting.fleet.agent_report import print_ending
+    from wattlog.accounting.fleet.node import NodeAgent
+    from wattlog.telemetry.agent_cli import run_or_wait
+    from wattlog.telemetry.supervise import Supervisor, cannot_start
+
     console = _console()
     refused = cannot_start(command[0]) if command else None
     if refused is not None:
@@ -176,6 +185,12 @@ def agent(
     hwmon_root: HwmonRootOption = None,
 ) -> int:
     """Run the measuring agent (sidecar mode): sample, serve metrics, print what was measured."""
+    from wattlog.accounting.fleet.agent_report import print_ending
+    from wattlog.accounting.fleet.recording import Recording, RecordingConfig
+    from wattlog.telemetry.agent import AgentConfig, default_lock_dir
+    from wattlog.telemetry.otlp import OtlpConfig
+    from wattlog.telemetry.supervise import Supervisor, cannot_start
+
     _check_agent_options(seconds, period_ms, flush_s, port, simulate, linger_s)
     config = AgentConfig(
         period_s=period_ms / 1000.0,
@@ -188,7 +203,7 @@ def agent(
         lock_dir=lock_dir if lock_dir is not None else default_lock_dir(),
         hwmon_root=hwmon_root,
     )
-    extra = [SimulatedSensor(simulated_gpus(simulate, t0_s=time.monotonic()))] if simulate else []
+    extra = _simulated(simulate)
     console = _console()
     refused = cannot_start(command[0]) if command else None
     if refused is not None:
@@ -206,6 +221,12 @@ def agent(
         finally:
             recording.close()
     return print_ending(runner, console, "wattlog agent", outcome.exit_code, recording.completeness())
+
+
+def _simulated(gpus: int) -> list[SimulatedSensor]:
+    from wattlog.telemetry.sensors.simulated import SimulatedSensor, simulated_gpus
+
+    return [SimulatedSensor(simulated_gpus(gpus, t0_s=time.monotonic()))] if gpus else []
 
 
 def _check_agent_options(
@@ -232,6 +253,9 @@ def _measure(
     supervisor: Supervisor, runner: Agent, command: list[str] | None, seconds: float | None, console: Console
 ) -> Outcome:
     """Run or wait (run_or_wait) under the live panel: on a terminal, power and energy per device, live."""
+    from wattlog.telemetry.agent_cli import run_or_wait
+    from wattlog.telemetry.live_panel import LivePanel
+
     with LivePanel(runner.snapshot, console):
         return run_or_wait(supervisor, command, seconds, console, "wattlog agent")
 

@@ -6,10 +6,6 @@ from typing import Annotated
 
 import typer
 
-from wattlog.accounting.ledger.engine import describe_url, make_engine
-from wattlog.accounting.ledger.partitions import DAY_HOURS
-from wattlog.accounting.ledger.placement import place
-from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.units import HOUR_S
 from wattlog.numbers import check_number
 from wattlog.options import DbOption
@@ -23,6 +19,11 @@ def partitions(
     db: DbOption = None,
 ) -> None:
     """Move rows the DEFAULT partition holds into their day partitions and create days ahead (PostgreSQL)."""
+    from wattlog.accounting.ledger.engine import describe_url, make_engine
+    from wattlog.accounting.ledger.partitions import DAY_HOURS
+    from wattlog.accounting.ledger.placement import place
+    from wattlog.accounting.ledger.store import Ledger
+
     check_number("--ahead-days", ahead_days, low=0, high=366, hint="e.g. 54 for a 54-day run")
     where = describe_url(db)
     engine = make_engine(db, create=False)

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import typer
 
-from wattlog.accounting.ledger.engine import describe_url, make_engine
-from wattlog.accounting.ledger.lease import describe_lost, reap_lost
-from wattlog.accounting.ledger.node_lease import describe_lost_node
-from wattlog.accounting.ledger.store import Ledger
 from wattlog.options import DbOption
 
 
 def reap(db: DbOption = None) -> None:
     """Close every running run whose agent stopped renewing its lease as `lost` (its gap recorded)."""
+    from wattlog.accounting.ledger.engine import describe_url, make_engine
+    from wattlog.accounting.ledger.lease import describe_lost, reap_lost
+    from wattlog.accounting.ledger.node_lease import describe_lost_node
+    from wattlog.accounting.ledger.store import Ledger
+
     engine = make_engine(db, create=False)
     try:
         nodes, lost = reap_lost(Ledger(engine))

@@ -12,10 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from wattlog.accounting.carbon.run_sites import resite
 from wattlog.accounting.carbon.sites import SITE_FIELDS, run_catalog, site_catalog
-from wattlog.accounting.ledger.engine import describe_url, make_engine
-from wattlog.accounting.ledger.store import Ledger
 from wattlog.options import DbOption, SitesFileOption
 
 
@@ -29,6 +26,10 @@ def resite_command(
     db: DbOption = None,
 ) -> None:
     """Account a run with SITE's figures as the catalog gives them now; the change is recorded."""
+    from wattlog.accounting.carbon.run_sites import resite
+    from wattlog.accounting.ledger.engine import describe_url, make_engine
+    from wattlog.accounting.ledger.store import Ledger
+
     catalog = site_catalog(sites_file) if sites_file else run_catalog()
     engine = make_engine(db, create=False)
     try:

@@ -11,25 +11,24 @@ runs, so marking the run that counts is `wattlog runs relabel NAME --role final`
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from wattlog.accounting.commands.reap_cli import register as register_reap
 from wattlog.accounting.commands.resite_cli import register as register_resite
-from wattlog.accounting.ledger.admin import delete_run, relabel_run, rename_run
-from wattlog.accounting.ledger.engine import describe_url, make_engine
-from wattlog.accounting.ledger.models import Role
-from wattlog.accounting.ledger.run_energy import ledger_energy
-from wattlog.accounting.ledger.store import Ledger
-from wattlog.accounting.ledger.views import RunInfo
 from wattlog.accounting.publishing.render import TableFormat, render_grid, show
 from wattlog.accounting.units import readable
 from wattlog.errors import ConfigError
 from wattlog.help_layout import PLAIN_HELP
 from wattlog.options import DbOption, FormatOption
+
+if TYPE_CHECKING:
+    from wattlog.accounting.ledger.store import Ledger
+    from wattlog.accounting.ledger.views import RunInfo
 
 runs_app = typer.Typer(
     name="runs",
@@ -47,6 +46,9 @@ HEADERS = ["Run", "Status", "Role", "Stage", "Energy", "Site", "Start (UTC)"]
 @contextmanager
 def open_ledger(db: str | None) -> Iterator[Ledger]:
     """The ledger at `db` (never created: a typo writes nothing), disposed after the block."""
+    from wattlog.accounting.ledger.engine import make_engine
+    from wattlog.accounting.ledger.store import Ledger
+
     engine = make_engine(db, create=False)
     try:
         yield Ledger(engine)
@@ -80,6 +82,8 @@ def list_runs(
     fmt: FormatOption = TableFormat.RICH,
 ) -> None:
     """List the ledger's runs, oldest first: status, role, stage, energy, site, start."""
+    from wattlog.accounting.ledger.engine import describe_url
+
     with open_ledger(db) as ledger:
         chosen = [r for r in ledger.runs(project) if role is None or r.role == role]
         cells = [run_cells(ledger, run) for run in chosen]
@@ -95,6 +99,8 @@ def list_runs(
 
 def run_cells(ledger: Ledger, run: RunInfo) -> list[str]:
     """One run's line; a figure nobody recorded is "-"."""
+    from wattlog.accounting.ledger.run_energy import ledger_energy
+
     energy = ledger_energy(ledger, run.id, by_hour=False)
     return [
         run.name,
@@ -110,10 +116,18 @@ def run_cells(ledger: Ledger, run: RunInfo) -> list[str]:
 @runs_app.command("relabel")
 def relabel(
     run: _RunArgument,
-    role: Annotated[Role, typer.Option("--role", help="development, final (a Table 19 row), ablation, ...")],
+    role: Annotated[
+        str,
+        typer.Option(
+            "--role", help="development, final (a Table 19 row), ablation, baseline, failed or debug."
+        ),
+    ],
     db: DbOption = None,
 ) -> None:
     """Set a run's role: `--role final` makes it a Table 19 row; any other role is development."""
+    from wattlog.accounting.ledger.admin import relabel_run
+    from wattlog.accounting.ledger.engine import describe_url
+
     with open_ledger(db) as ledger:
         before = ledger.get_run(run)
         after = relabel_run(ledger, run, role)
@@ -127,6 +141,9 @@ def rename(
     db: DbOption = None,
 ) -> None:
     """Give a run another name; its rows, events and id stay."""
+    from wattlog.accounting.ledger.admin import rename_run
+    from wattlog.accounting.ledger.engine import describe_url
+
     with open_ledger(db) as ledger:
         before = ledger.get_run(run)
         after = rename_run(ledger, run, new_name)
@@ -146,17 +163,33 @@ def delete(
 
     A run whose agent still writes (its lease is held) is refused in one line unless --force.
     """
+    from wattlog.accounting.ledger.admin import delete_run
+    from wattlog.accounting.ledger.engine import describe_url
+
     with open_ledger(db) as ledger:
         found = ledger.get_run(run)
         if not yes:
             still = " (it is still marked running)" if found.status == "running" else ""
             question = f"Delete run {found.name}{still} and all its rows from {describe_url(db)}?"
-            if not typer.confirm(question, default=False):
+            if not _confirmed(question, found.name):
                 print(f"run {found.name} kept")
                 return 1
         done = delete_run(ledger, found.id, force=force)
     print(f"{done.line()} (ledger {describe_url(db)})")
     return 0
+
+
+def _confirmed(question: str, run: str) -> bool:
+    """The answer to `question`; no answer to read (stdin not a terminal, at its end) is a usage error."""
+    try:
+        return typer.confirm(question, default=False)
+    except typer.Abort:
+        if sys.stdin is not None and sys.stdin.isatty():
+            raise  # Ctrl-C or Ctrl-D at the prompt: the person stopped it
+        raise ConfigError(
+            f"run {run} kept: deleting it needs a confirmation and stdin gave none (not a terminal); "
+            "add --yes to delete without asking"
+        ) from None
 
 
 def register(app: typer.Typer) -> None:

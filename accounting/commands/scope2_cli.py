@@ -16,13 +16,9 @@ from typing import Annotated
 
 import typer
 
-from wattlog.accounting.carbon.instruments import load_uses, replace_uses
 from wattlog.accounting.carbon.market import load_markets
 from wattlog.accounting.carbon.scope2 import Allocation, Matching
 from wattlog.accounting.carbon.sites import get_site, site_catalog
-from wattlog.accounting.ledger.engine import describe_url, make_engine
-from wattlog.accounting.ledger.run_energy import ledger_energy
-from wattlog.accounting.ledger.store import Ledger
 from wattlog.accounting.publishing.footprint import CarbonPath
 from wattlog.accounting.publishing.render import TableFormat, render_grid, show
 from wattlog.accounting.ranges import format_quantity
@@ -52,6 +48,11 @@ def scope2(
     ] = False,
 ) -> None:
     """Location-based and market-based CO2 of runs (GHG Protocol Scope 2 dual reporting)."""
+    from wattlog.accounting.carbon.instruments import load_uses, replace_uses
+    from wattlog.accounting.ledger.engine import describe_url, make_engine
+    from wattlog.accounting.ledger.run_energy import ledger_energy
+    from wattlog.accounting.ledger.store import Ledger
+
     chosen = get_site(site, site_catalog(sites_file))
     market = load_markets(market_file).get(chosen.name)
     if market is None:

@@ -11,6 +11,7 @@ Settings go before the hook's name, so the prolog and epilog share them exactly.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -18,15 +19,17 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from wattlog.accounting.fleet.slurm_hooks import SlurmHooks, finish_job, scripts, serve_agent, start_agent
 from wattlog.accounting.fleet.slurm_lifetime import stoppable_runner
 from wattlog.errors import WattlogError
 from wattlog.help_layout import PLAIN_HELP
 from wattlog.options import DbOption, SimulateOption
+
+if TYPE_CHECKING:
+    from wattlog.accounting.fleet.slurm_hooks import SlurmHooks
 
 HELP = "SLURM prolog/epilog: an agent per node of each job; its energy, CO2 and water in its AdminComment."
 
@@ -61,7 +64,9 @@ def settings(
     ] = 60.0,
 ) -> None:
     """The settings the prolog and epilog share (given before the hook's name)."""
-    ctx.obj = SlurmHooks(
+    # built when a hook runs: `wattlog slurm prolog --help` runs this too, and SlurmHooks imports the ledger
+    ctx.obj = functools.partial(
+        _hooks,
         db=db,
         site=site,
         run_format=run_format,
@@ -75,6 +80,12 @@ def settings(
     )
 
 
+def _hooks(**settings: Any) -> SlurmHooks:
+    from wattlog.accounting.fleet.slurm_hooks import SlurmHooks
+
+    return SlurmHooks(**settings)
+
+
 @slurm_app.command("scripts")
 def write_scripts(
     ctx: typer.Context,
@@ -85,7 +96,9 @@ def write_scripts(
     ] = None,
 ) -> None:
     """Write the prolog and epilog (these settings; the --db URL exported, never on a command line)."""
-    hooks: SlurmHooks = ctx.obj
+    from wattlog.accounting.fleet.slurm_hooks import scripts
+
+    hooks: SlurmHooks = ctx.obj()
     exports = {"PATH": os.environ.get("PATH", os.defpath)}
     exports.update({name: os.environ[name] for name in export or () if name in os.environ})
     if hooks.db:
@@ -100,8 +113,10 @@ def write_scripts(
 @slurm_app.command("prolog")
 def prolog(ctx: typer.Context) -> None:
     """Start this node's agent for the job (slurmd's Prolog); return at once, exit 0 whatever happened."""
+    from wattlog.accounting.fleet.slurm_hooks import start_agent
+
     try:
-        pid = start_agent(ctx.obj, _environ())
+        pid = start_agent(ctx.obj(), _environ())
     except (WattlogError, OSError) as error:  # a failing prolog drains the node: the job runs unmeasured
         print(f"wattlog slurm prolog: no agent started: {error}", file=sys.stderr)
         return
@@ -115,8 +130,10 @@ def epilog(ctx: typer.Context) -> None:
     Exits 0 whatever happened: a failing epilog drains the node. What was not written goes to
     stderr (slurmd's log); the figures stay in the ledger.
     """
+    from wattlog.accounting.fleet.slurm_hooks import finish_job
+
     try:
-        said = finish_job(ctx.obj, _environ())
+        said = finish_job(ctx.obj(), _environ())
     except (WattlogError, OSError) as error:
         said = [f"the job's figures not written: {error}"]
     for line in said:
@@ -126,6 +143,8 @@ def epilog(ctx: typer.Context) -> None:
 @slurm_app.command("agent", hidden=True)
 def agent(ctx: typer.Context) -> None:
     """The prolog's agent: measure the node until SIGTERM (from the epilog)."""
+    from wattlog.accounting.fleet.slurm_hooks import serve_agent
+
     stop = threading.Event()
 
     def _stop(_signum: int, _frame: FrameType | None) -> None:
@@ -134,7 +153,7 @@ def agent(ctx: typer.Context) -> None:
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     # its SLURM commands are killed when SIGTERM comes: the agent ends within a second of it
-    raise typer.Exit(serve_agent(ctx.obj, _environ(), stop, stoppable_runner(stop)))
+    raise typer.Exit(serve_agent(ctx.obj(), _environ(), stop, stoppable_runner(stop)))
 
 
 def _environ() -> dict[str, str]:

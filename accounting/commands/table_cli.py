@@ -11,11 +11,11 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Group
 from rich.text import Text
-from sqlalchemy.engine import make_url
 
 from wattlog.accounting.carbon.intensity.registry import read_intensity
 from wattlog.accounting.carbon.sites import get_site, site_catalog
@@ -45,21 +45,26 @@ from wattlog.accounting.commands.table_options import (
     WaterOption,
 )
 from wattlog.accounting.devices import Overhead
-from wattlog.accounting.fleet.calibration import stored_calibrations
-from wattlog.accounting.ledger.engine import describe_url, make_engine, resolve_url
-from wattlog.accounting.ledger.lease import reap_before_reading
-from wattlog.accounting.ledger.models import Phase
-from wattlog.accounting.ledger.store import Ledger
-from wattlog.accounting.ledger.verify import check_ledger
-from wattlog.accounting.ledger.views import RunInfo
 from wattlog.accounting.publishing.footprint import WaterConvention
-from wattlog.accounting.publishing.project_table import GROUPINGS, project_tables, run_phase
 from wattlog.accounting.publishing.render import TableFormat, TableRow, footnotes, render, render_grid, show
-from wattlog.accounting.publishing.run_table import TableOptions, run_row
 from wattlog.errors import ConfigError
 from wattlog.options import DbOption, FormatOption, SitesFileOption
 
+if TYPE_CHECKING:
+    from wattlog.accounting.ledger.store import Ledger
+    from wattlog.accounting.ledger.views import RunInfo
+    from wattlog.accounting.publishing.run_table import TableOptions
+
 _DCGM_NEEDS = "--dcgm needs --prometheus URL, --start, --end and --site (see `wattlog sites`)"
+
+RUN_IMPORTS = (
+    "wattlog.accounting.ledger.store",
+    "wattlog.accounting.ledger.verify",
+    "wattlog.accounting.publishing.run_table",
+    "wattlog.accounting.publishing.project_table",
+)
+"""What `wattlog table` and `compact` import as they start: SQLAlchemy, SQLModel and the models, about a
+million objects, imported with the collector paused in a new process (wattlog.cli.run; issue 27)."""
 
 
 def table(
@@ -90,6 +95,8 @@ def table(
     market_file: MarketFileOption = None,
 ) -> None:
     """Print a Table-19-style footprint of runs: energy, PUE, carbon intensity, tCO2eq, WUE, water."""
+    from wattlog.accounting.publishing.run_table import TableOptions
+
     _check_choice(bool(runs), project, by, market_file is not None and bool(project or dcgm))
     out = _Output(fmt, notes_file)
     hourly = read_intensity(intensity, intensity_format, authority=authority) if intensity else None
@@ -125,6 +132,8 @@ def _reference_rows() -> list[TableRow]:
 
 def _check_choice(runs: bool, project: str | None, by: str | None, market_clash: bool) -> None:
     """Refuse option combinations that cannot make one table."""
+    from wattlog.accounting.publishing.project_table import GROUPINGS
+
     if runs and project:
         raise ConfigError("give run names or --project, not both")
     if market_clash:
@@ -155,6 +164,11 @@ class _Selection:
 
 def _ledger_table(selection: _Selection, db: str | None, options: TableOptions, out: _Output) -> None:
     """The table of recorded runs (after the published rows, with --reference)."""
+    from wattlog.accounting.fleet.calibration import stored_calibrations
+    from wattlog.accounting.ledger.engine import describe_url, make_engine
+    from wattlog.accounting.ledger.lease import reap_before_reading
+    from wattlog.accounting.ledger.store import Ledger
+
     rows: list[TableRow] = _reference_rows() if selection.reference else []
     if selection.reference and not selection.runs and not selection.project and _no_sqlite_file(db):
         _emit(rows, out, [*footnotes(rows), f"No ledger at {describe_url(db)}: published rows only."])
@@ -189,6 +203,10 @@ def _chosen_rows(
     Named runs are shown whatever their role; without names, the final runs (Table 19 lists
     final runs; development runs are a project's, `--project`).
     """
+    from wattlog.accounting.ledger.models import Phase
+    from wattlog.accounting.publishing.project_table import run_phase
+    from wattlog.accounting.publishing.run_table import run_row
+
     tail = [f"Ledger: {where}."]
     if selection.project:
         chosen = ledger.runs(selection.project)
@@ -223,6 +241,8 @@ def _chosen_rows(
 
 def _check_runs(ledger: Ledger, runs: list[RunInfo], where: str) -> None:
     """Never compute figures from impossible rows: the shown runs' rows are checked (not every run's)."""
+    from wattlog.accounting.ledger.verify import check_ledger
+
     check_ledger(ledger, where, [run.id for run in runs if run.id is not None])
 
 
@@ -261,6 +281,10 @@ def _overhead(factor: float | None, source: str | None) -> Overhead | None:
 
 def _no_sqlite_file(db: str | None) -> bool:
     """Whether the ledger is a SQLite file that does not exist (nothing to read, nothing to create)."""
+    from sqlalchemy.engine import make_url
+
+    from wattlog.accounting.ledger.engine import resolve_url
+
     url = make_url(resolve_url(db))
     return url.get_backend_name() == "sqlite" and bool(url.database) and not Path(url.database or "").exists()
 
@@ -293,6 +317,8 @@ def _write_notes(notes: list[str], notes_file: Path | None) -> None:
 def _show_project(
     ledger: Ledger, project: str, by: str, options: TableOptions, fmt: TableFormat, notes_file: Path | None
 ) -> None:
+    from wattlog.accounting.publishing.project_table import project_tables
+
     grids = project_tables(ledger, project, by, options)
     if fmt in (TableFormat.JSON, TableFormat.CSV):
         from wattlog.accounting.publishing.exports import grids_csv, grids_json

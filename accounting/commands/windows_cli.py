@@ -8,9 +8,6 @@ from typing import Annotated
 
 import typer
 
-from wattlog.accounting.ledger.engine import describe_url, make_engine
-from wattlog.accounting.ledger.store import Ledger
-from wattlog.accounting.ledger.windows import windows as ledger_windows
 from wattlog.accounting.publishing.render import TableFormat, render_grid, show
 from wattlog.options import DbOption, FormatOption
 from wattlog.records import EnergyInterval
@@ -47,6 +44,10 @@ def windows(
     db: DbOption = None,
 ) -> None:
     """List a run's measurement windows: energy of each (all its devices summed), band and sources."""
+    from wattlog.accounting.ledger.engine import describe_url, make_engine
+    from wattlog.accounting.ledger.store import Ledger
+    from wattlog.accounting.ledger.windows import windows as ledger_windows
+
     engine = make_engine(db, create=False)
     try:
         rows = ledger_windows(Ledger(engine), run)

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wattlog.accounting.publishing.column_units import plain_number
-from wattlog.accounting.units import sig3
+from wattlog.accounting.units import readable, sig3
 
 EFLOP = 1e18
 """10^18 FLOP: SCI-for-AI's compute unit."""
@@ -71,10 +70,10 @@ class Efficiency:
 
     def line(self) -> str:
         """One line for a table's notes or the report; "-" where unknown."""
-        # beyond six digits in powers of ten: "2.21x10^12", not "2,210,000,000,000"
-        per_token = MISSING if self.j_per_token is None else plain_number(self.j_per_token)
-        per_eflop = MISSING if self.j_per_eflop is None else plain_number(self.j_per_eflop)
-        head = f"J per token {per_token}, J per 10^18 FLOP {per_eflop}, average GPU power"
+        # in the energy columns' units: "614 MWh", not "2,210,000,000,000" J
+        per_token = MISSING if self.j_per_token is None else readable(self.j_per_token, "energy")
+        per_eflop = MISSING if self.j_per_eflop is None else readable(self.j_per_eflop, "energy")
+        head = f"Energy per token {per_token}, per 10^18 FLOP {per_eflop}, average GPU power"
         if self.avg_power_w is None:  # no GPU measured: no power, so nothing to set against a TDP
             return f"{head} {MISSING}"
         ratio = self.power_of_tdp

@@ -24,7 +24,7 @@ from wattlog.accounting.publishing.footprint import Footprint
 from wattlog.accounting.publishing.render import format_figure
 from wattlog.accounting.publishing.run_table import TableOptions, has_site, run_footprint
 from wattlog.accounting.ranges import Quantity, Range, bounds
-from wattlog.accounting.units import mwh_of, readable, readable_co2_t, readable_water_kl, sig3
+from wattlog.accounting.units import mwh_of, readable, readable_co2_t, readable_count, readable_water_kl, sig3
 
 GROUPINGS = ("group", "stage", "phase")
 """What `wattlog table --project P --by` groups Table 1 by."""
@@ -334,7 +334,7 @@ def table3(items: Sequence[BreakEven], project: str) -> Grid:
             f"{b.requests:,}",
             readable(b.energy_per_request_j, "energy"),
             readable(b.co2_per_request_g, "mass"),
-            f"{b.requests_to_break_even:,.0f}",
+            readable_count(b.requests_to_break_even),
         ]
         for b in items
     ]

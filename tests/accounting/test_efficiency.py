@@ -51,7 +51,7 @@ def test_unknown_parts_are_dashes_and_nulls_never_zero_or_an_assumed_board() -> 
     assert (no_flops.j_per_token, no_flops.j_per_eflop, no_flops.avg_power_w) == (0.5, None, None)
     assert no_flops.tdp_w is None  # no device model recorded: the catalog's default is not this board
     # no GPU power: no "- = - of TDP" after it
-    assert no_flops.line() == "J per token 0.500, J per 10^18 FLOP -, average GPU power -"
+    assert no_flops.line() == "Energy per token 0.500 J, per 10^18 FLOP -, average GPU power -"
     unknown_board = efficiency_of([_rank(0, 1000.0, None)], 500.0, (630.0, 1.0), "")
     assert unknown_board.line().endswith("average GPU power 630 W = - of TDP (no TDP for this board)")
     nothing = efficiency_of([], None, (0.0, 0.0), "H100")
@@ -91,10 +91,13 @@ def test_a_runs_row_carries_them_into_the_notes_json_and_csv(ledger: Ledger) -> 
         and rows[0].efficiency.tdp_source
     )  # type: ignore[union-attr]
     notes = footnotes(rows)
-    line = "J per token 4.54, J per 10^18 FLOP 7.56x10^8, average GPU power 630 W = 90 % of TDP 700 W (H100; "
+    # in the energy columns' units, not "J per 10^18 FLOP 7.56x10^8"
+    line = (
+        "Energy per token 4.54 J, per 10^18 FLOP 210 kWh, average GPU power 630 W = 90 % of TDP 700 W (H100; "
+    )
     assert any(n.startswith("measured (") and line in n for n in notes)
     assert any(
-        n.startswith("no-tokens (") and ": J per token -, J per 10^18 FLOP -, average GPU power 630 W" in n
+        n.startswith("no-tokens (") and ": Energy per token -, per 10^18 FLOP -, average GPU power 630 W" in n
         for n in notes
     )
     document = json.loads(rows_json(rows, []))

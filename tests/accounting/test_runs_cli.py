@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -124,3 +127,29 @@ def test_runs_never_creates_a_ledger(tmp_path: Path) -> None:
     missing = tmp_path / "none.db"
     assert main(["runs", "--db", f"sqlite:///{missing}"]) == 2
     assert not missing.exists()
+
+
+def test_delete_without_a_terminal_or_yes_says_it_needs_confirmation_in_one_line(url: str) -> None:
+    """In a script (stdin not a terminal, nothing to read) it exited 130 and said nothing."""
+    before = rows_of(url)
+    done = subprocess.run(
+        [sys.executable, "-m", "wattlog", "runs", "delete", "typo", "--db", url],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+        check=False,
+    )
+    assert done.returncode == 2, done
+    [line] = done.stderr.splitlines()
+    assert "needs a confirmation" in line and "add --yes" in line and "run typo kept" in line
+    assert rows_of(url) == before
+
+
+def test_a_run_that_does_not_exist_points_to_the_command_that_lists_every_run(url: str, capsys) -> None:
+    assert main(["runs", "delete", "nosuch", "--yes", "--db", url]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "`wattlog runs` lists every run" in err and "wattlog table" not in err
+    )  # the table hides development runs

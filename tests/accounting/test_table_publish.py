@@ -12,6 +12,7 @@ import pytest
 from wattlog.accounting.devices import device_catalog
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.publishing.example_project import EXAMPLE_RUNS, seed_example_project
+from wattlog.accounting.units import readable_count
 from wattlog.cli import main
 from wattlog.records import EnergyInterval, Kind, Source
 from wattlog.telemetry.sensors.traces import TrainingTrace
@@ -94,7 +95,9 @@ def test_break_even_requests_equal_the_trainings_emissions(
     training_mwh = sum(s.gpus * s.hours * s.power_w for s in EXAMPLE_RUNS if s.stage != "inference") / 1e6
     per_request_g = serve.gpus * serve.hours * serve.power_w / 1e6 * 1.2 * 0.332 * 1e6 / serve.requests  # type: ignore[operator]
     expected = training_mwh * 1.2 * 0.332 * 1e6 / per_request_g
-    assert float(row["Break-even requests"].replace(",", "")) == pytest.approx(expected, rel=1e-6)
+    # 2,167,619,048 was ten digits of an estimate: three figures and an SI prefix, as every amount
+    assert row["Break-even requests"] == readable_count(expected) == "2.17 G"
+    assert row["Requests"] == f"{serve.requests:,}"  # a recorded count stays exact
     stages = [r["Stage"] for r in tables[0]["rows"]]
     assert "debugging (development)" in stages and "pretraining (development)" in stages
 

@@ -283,4 +283,6 @@ def test_tokens_per_joule_is_the_jobs_figure_and_dash_without_tokens(ledger_url:
     [line] = [m.value for m in app.markdown if m.value.startswith("**Training:**")]
     assert f"{sig3(speed.tokens_per_j)} tok/J" in line and "10,000,000,000 tokens" in line and "MFU -" in line
     [unit] = [m.value for m in app.markdown if m.value.startswith("**Per unit of work:**")]
-    assert f"J per token {sig3(1 / speed.tokens_per_j)}, J per 10^18 FLOP -," in unit  # no FLOPs per token
+    assert (
+        f"Energy per token {sig3(1 / speed.tokens_per_j)} J, per 10^18 FLOP -," in unit
+    )  # no FLOPs per token

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -15,6 +16,7 @@ from rich.console import Console
 pytest.importorskip("lightning", reason="pip install 'wattlog[lightning]'")
 
 import lightning.pytorch as pl  # noqa: E402
+from lightning.pytorch.callbacks import RichProgressBar, TQDMProgressBar  # noqa: E402
 from lightning.pytorch.loggers import CSVLogger  # noqa: E402
 
 from tests.integrations.conftest import import_error_without  # noqa: E402
@@ -154,3 +156,27 @@ def test_fitting_again_under_the_same_name_is_a_new_attempt_said_in_one_line(
     assert len(notices) == 1 and "recorded as pl-twice-2" in notices[0] and "resume=True" in notices[0]
     ledger = Ledger(make_engine(tracker_kwargs["db"]))
     assert {r.name: r.status for r in ledger.runs()} == {"pl-twice": "finished", "pl-twice-2": "finished"}
+
+
+@pytest.mark.parametrize("bar", [RichProgressBar, TQDMProgressBar])  # rich: Lightning's default beside rich
+def test_the_closing_lines_come_after_the_finished_progress_bar(
+    bar: type[pl.Callback], tmp_path: Path, tracker_kwargs: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The bar, finished after wattlog's callback, was redrawn under its closing lines: now they end it."""
+    callback = WattlogCallback("pl-bar", console=Console(file=sys.stdout, width=200), **tracker_kwargs)
+    fit = pl.Trainer(
+        accelerator="cpu",
+        max_steps=3,
+        logger=False,
+        callbacks=[callback, bar()],
+        enable_progress_bar=True,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+        default_root_dir=tmp_path,
+    )
+    fit.fit(TinyLM(), loader())
+    out = capsys.readouterr().out
+    assert callback.session.printed and "Epoch 0" in out
+    ending = out.index("Energy: ")
+    assert "Epoch 0" not in out[ending:], out[ending - 200 :]  # the bar finished, then the figures
+    assert out[out.rindex("Epoch 0") : ending].count("3/") >= 1  # the bar's last state is drawn before them

@@ -15,7 +15,7 @@ machine, and the energy's source label goes to each logger's hyperparameters
 the ledger run with a restart event; an exception is recorded and flushed
 (``on_exception``); ``with callback.window("eval"):`` measures a block into the ledger's
 windows. At the end, rank 0 prints a few lines of the run's figures (``table=True``: the run
-beside Table 19).
+beside Table 19), after the progress bar's last line.
 
 Needs ``pip install 'wattlog[lightning]'``.
 """
@@ -111,8 +111,21 @@ class WattlogCallback(_pl.Callback):  # type: ignore[misc, name-defined]
         self.session.checkpoint(trainer.global_step)
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
-        """Flush, end the run and print the footprint table (rank 0)."""
-        self.session.end()
+        """Flush and end the run; its figures are printed at teardown, under the finished progress bar."""
+        self.session.end(show=False)
+
+    def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        """Print the ended run's figures (rank 0) once the progress bar is finished.
+
+        The Trainer appends its progress bar after the user's callbacks: tqdm's finishes in its
+        on_train_end, after this callback's, and rich's in its teardown, after this one, each
+        redrawing the bar under whatever was printed before. Its teardown (which only stops it, and
+        may run again) is called first here, so the figures are the last lines of the fit.
+        """
+        bar = trainer.progress_bar_callback
+        if stage == "fit" and bar is not None:
+            bar.teardown(trainer, pl_module, stage)
+        self.session.show_end()
 
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
         """Record the exception as an event, flush and end the run failed (or killed on Ctrl-C)."""
