@@ -15,28 +15,33 @@ from pathlib import Path
 import pytest
 
 from tests.integration import postgres
+from tests.waiting import wait_until
 
-# Each process imports first, then waits for the go file, so all open the new ledger together.
+# Each process imports once, then for each new ledger in turn waits for its go file, so all open
+# it together, and leaves a done file: a race per ledger for one import per process.
 STARTER = """
 import sys, time, pathlib
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.records import EnergyInterval, Kind, Source
-url, name, go = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
-while not go.exists():
-    time.sleep(0.005)
-ledger = Ledger(make_engine(url))
-run = ledger.start_run(name, RunSpec(project="shared"))
-row = EnergyInterval.of("n", "gpu0", Kind.GPU, Source.COUNTER, 0, 1, 5.0, 5.0, 5.0)
-ledger.record_intervals(run.id, [row])
+name, folder, urls = sys.argv[1], pathlib.Path(sys.argv[2]), sys.argv[3:]
+for turn, url in enumerate(urls):
+    while not (folder / f"go-{turn}").exists():
+        time.sleep(0.005)
+    ledger = Ledger(make_engine(url))
+    run = ledger.start_run(name, RunSpec(project="shared"))
+    row = EnergyInterval.of("n", "gpu0", Kind.GPU, Source.COUNTER, 0, 1, 5.0, 5.0, 5.0)
+    ledger.record_intervals(run.id, [row])
+    ledger.engine.dispose()
+    (folder / f"done-{turn}-{name}").touch()
 print("started", name)
 """
 
 
-def start_many(url: str, n: int, tmp_path: Path) -> list[subprocess.CompletedProcess[str]]:
-    go = tmp_path / "go"
+def start_many(urls: list[str], n: int, tmp_path: Path) -> list[subprocess.CompletedProcess[str]]:
+    """n processes start a run on each new ledger of `urls`, all at once, one ledger after the other."""
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", STARTER, url, f"run-{i}", str(go)],
+            [sys.executable, "-c", STARTER, f"run-{i}", str(tmp_path), *urls],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -44,7 +49,14 @@ def start_many(url: str, n: int, tmp_path: Path) -> list[subprocess.CompletedPro
         for i in range(n)
     ]
     time.sleep(2.0)  # let every process finish importing (2 shared cores)
-    go.touch()
+    for turn in range(len(urls)):
+        (tmp_path / f"go-{turn}").touch()
+        pattern = f"done-{turn}-*"
+        wait_until(
+            lambda pattern=pattern: len(list(tmp_path.glob(pattern))) == n or any(p.poll() for p in procs),
+            120,
+            f"ledger {turn}: not every process started its run",
+        )
     done = []
     for proc in procs:
         out, err = proc.communicate(timeout=120)
@@ -64,10 +76,11 @@ def check_all_started(done: list[subprocess.CompletedProcess[str]], url: str, n:
     assert all(ledger.energy_totals(r.id)[0].energy_j == 5.0 for r in runs)
 
 
-@pytest.mark.parametrize("attempt", range(3))  # the race is timing-bound: three new ledgers
-def test_8_concurrent_starts_on_a_new_sqlite_ledger(tmp_path, attempt: int) -> None:
-    url = f"sqlite:///{tmp_path / 'new.db'}"
-    check_all_started(start_many(url, 8, tmp_path), url, 8)
+def test_8_concurrent_starts_on_each_of_three_new_sqlite_ledgers(tmp_path) -> None:
+    urls = [f"sqlite:///{tmp_path / f'new-{attempt}.db'}" for attempt in range(3)]  # the race is timing-bound
+    done = start_many(urls, 8, tmp_path)
+    for url in urls:
+        check_all_started(done, url, 8)
 
 
 @pytest.mark.integration
@@ -76,4 +89,4 @@ def test_16_concurrent_starts_on_a_new_postgresql_ledger(tmp_path) -> None:
     pytest.importorskip("psycopg")
     with postgres.running_postgres() as server:
         url = server.create_database()
-        check_all_started(start_many(url, 16, tmp_path), url, 16)
+        check_all_started(start_many([url], 16, tmp_path), url, 16)
