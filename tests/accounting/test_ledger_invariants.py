@@ -7,8 +7,8 @@ renewing; the reader closes the run `lost` with a gap), measurement window, comp
 hours, spool replay (the same spool file replayed twice), rollup rebuild, delete (of another run)
 and resume (a restart).
 
-Invariants, checked after every step (on SQLite; the PostgreSQL fixtures start a server, which
-costs more than this whole test, so the engine-specific parts stay in tests/integration):
+Invariants, checked after every step (here on SQLite; tests/integration/test_ledger_invariants_pg.py
+runs the same machine on a real PostgreSQL, a fresh database per sequence):
 
 1. The ledger always reads: totals, hours, windows, the table row, the footprint and the
    impossible-row check (``verify.impossible_rows`` finds nothing).
@@ -36,6 +36,7 @@ import io
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -79,13 +80,19 @@ def _within(low: float, energy: float, high: float, what: str) -> None:
     )
 
 
-class LedgerMachine(RuleBasedStateMachine):
-    """One run on a SQLite ledger, driven through any sequence of the operations above."""
+def sqlite_ledger(folder: Path) -> str:
+    """A fresh SQLite ledger in `folder` (the machine's default database)."""
+    return f"sqlite:///{folder / 'l.db'}"
 
-    def __init__(self) -> None:
+
+class LedgerMachine(RuleBasedStateMachine):
+    """One run on a fresh ledger (`new_ledger(folder)` gives its URL), driven through any sequence of the
+    operations above."""
+
+    def __init__(self, new_ledger: Callable[[Path], str] = sqlite_ledger) -> None:
         super().__init__()
         self.folder = Path(tempfile.mkdtemp(prefix="wl-inv-"))
-        self.url = f"sqlite:///{self.folder / 'l.db'}"
+        self.url = new_ledger(self.folder)
         self.clock = FakeClock(wall_offset_s=T0)
         self.ledger = Ledger(make_engine(self.url), clock=self.clock)
         self.run = self.ledger.start_run("main", RunSpec(site="jupiter", device_model="H100", model="m")).id
