@@ -17,7 +17,9 @@ runs the same machine on a real PostgreSQL, a fresh database per sequence):
 3. low <= energy <= high and every sampling part >= 0 in every reader: device totals, hours,
    windows, the table row, the CSV export.
 4. One band per run: the footprint (the report's headline), the table row (Table 19,
-   `wattlog table`) and the CSV give the same band.
+   `wattlog table`), the CSV and the audit bundle (its row recomputed from the bundle alone, when a
+   sequence publishes one) give the same band; the agent's Prometheus exposition, parsed back with
+   prometheus_client's parser, gives each device the ledger's energy, band and sampling parts.
 5. No device's mean power exceeds its power limit times its calibration band: the efficiency
    line's mean GPU power is at most 700 W x 1.1 for boards drawing at most 700 W.
 
@@ -44,11 +46,13 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from tests.accounting.invariant_readers import bundle_band, exposition_figures
 from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.ledger.admin import delete_run
 from wattlog.accounting.ledger.engine import describe_url
 from wattlog.accounting.ledger.lease import reap_lost, renew_lease
+from wattlog.accounting.ledger.reader import summed_figure
 from wattlog.accounting.ledger.spool import Spool, replay_folder
 from wattlog.accounting.ledger.verify import impossible_rows
 from wattlog.accounting.ledger.windows import record_windows, windows
@@ -65,10 +69,15 @@ from wattlog.records import (
     band_of_sum,
     band_terms,
 )
+from wattlog.telemetry.exporter import BOUNDS
+from wattlog.telemetry.types import DeviceInfo
 
 T0 = 1_767_225_600.0  # an hour boundary
 GPUS = ("gpu0", "gpu1")
 LIMIT_W = 700.0
+DEVICES = {
+    g: DeviceInfo(g, "NVIDIA H100", Kind.GPU, Source.COUNTER, True, power_limit_w=LIMIT_W) for g in GPUS
+}
 LEASE_S = 60.0
 EPS = 1e-6  # joules: far above float residue of these sums, far below one row
 
@@ -212,6 +221,19 @@ class LedgerMachine(RuleBasedStateMachine):
         self.clock.advance(seconds)
         self.ledger.start_run("main", resume=True)
 
+    @rule()
+    def publish_a_bundle(self) -> None:
+        """Invariant 4 for the audit bundle, at any point of a sequence (a rule, not an invariant checked
+        after every step: each bundle's verification migrates a ledger of its own, about 0.6 s)."""
+        options = TableOptions(catalog=site_catalog())
+        row = run_row(self.ledger, self.ledger.get_run(self.run), options)
+        bundled = bundle_band(self.ledger, self.run, options, self.folder / "run.tar.gz")
+        if row.energy_band_j is None:
+            assert bundled is None, f"the audit bundle's row has a band {bundled}, the ledger's none"
+            return
+        assert bundled is not None, "the audit bundle's row lost its band"
+        assert (bundled.lo, bundled.hi) == pytest.approx((row.energy_band_j.lo, row.energy_band_j.hi))
+
     # invariants ------------------------------------------------------------
 
     @invariant()
@@ -229,6 +251,24 @@ class LedgerMachine(RuleBasedStateMachine):
             assert (figure.low_j, figure.high_j) == pytest.approx((low, high), rel=1e-9, abs=1e-3)
             _within(figure.low_j, figure.energy_j, figure.high_j, f"total of {gpu}")
             assert figure.random_low_j >= 0 and figure.random_high_j >= 0
+
+    @invariant()
+    def the_agent_exports_the_ledgers_figures(self) -> None:
+        totals = {t.device: t.figure for t in self.ledger.energy_totals(self.run)}
+        agent = [(DEVICES[gpu], self._agent_figure(gpu)) for gpu in GPUS if self.rows[gpu]]
+        scraped = exposition_figures(agent, "h")
+        assert scraped.keys() == totals.keys()
+        for gpu, figure in totals.items():
+            ledger = dict(zip(("energy", *BOUNDS), (figure.energy_j, *_ends(figure)), strict=True))
+            assert scraped[gpu] == pytest.approx(ledger, rel=1e-9, abs=1e-3), f"exposition of {gpu}"
+            _within(scraped[gpu]["low"], scraped[gpu]["energy"], scraped[gpu]["high"], f"exposition of {gpu}")
+
+    def _agent_figure(self, gpu: str) -> EnergyFigure:
+        """What the agent that wrote `gpu`'s rows and revisions holds for it (its cumulative figure)."""
+        energy = sum(r.energy_j for r in self.rows[gpu])
+        return summed_figure(
+            Kind.GPU, Source.COUNTER, energy, band_of_sum_terms(self.rows[gpu], self.revisions[gpu])
+        )
 
     @invariant()
     def every_reader_holds_its_energy_and_gives_one_band(self) -> None:
@@ -256,6 +296,11 @@ class LedgerMachine(RuleBasedStateMachine):
         assert mean_w is None or mean_w <= LIMIT_W * 1.1, f"mean GPU power {mean_w} W over {LIMIT_W} W x 1.1"
 
 
+def _ends(figure: EnergyFigure) -> tuple[float, float, float, float]:
+    """The figure's band ends and random parts, in the exporter's BOUNDS order."""
+    return (figure.low_j, figure.high_j, figure.random_low_j, figure.random_high_j)
+
+
 def band_of_sum_terms(rows: list[EnergyInterval], revisions: list[BandRevision]) -> tuple[float, ...]:
     """The BAND_TERMS sums of `rows` with `revisions` added (what a new revision revises)."""
     sums = [0.0] * 6
@@ -272,3 +317,23 @@ LedgerMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 TestLedgerInvariants = LedgerMachine.TestCase
+
+
+def test_the_audit_bundle_reads_the_ledgers_band_after_each_kind_of_change() -> None:
+    """The bundle's reader on a fixed sequence: random ones publish a bundle after a revision or a reap
+    in only some examples."""
+    machine = LedgerMachine()
+    try:
+        machine.flush(100.0, (300.0, 400.0), 0.05, 0.5)
+        for change in (
+            lambda: machine.revise("gpu0", 0.4, 0.3),
+            lambda: machine.gap("gpu1", 100.0),
+            machine.reap,
+            lambda: machine.replay_twice(50.0, 200.0),
+            machine.compact,
+        ):
+            change()
+            machine.publish_a_bundle()
+            machine.the_agent_exports_the_ledgers_figures()
+    finally:
+        machine.teardown()
