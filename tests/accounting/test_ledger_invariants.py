@@ -7,8 +7,8 @@ renewing; the reader closes the run `lost` with a gap), measurement window, comp
 hours, spool replay (the same spool file replayed twice), rollup rebuild, delete (of another run)
 and resume (a restart).
 
-Invariants, checked after every step (on SQLite; the PostgreSQL fixtures start a server, which
-costs more than this whole test, so the engine-specific parts stay in tests/integration):
+Invariants, checked after every step (here on SQLite; tests/integration/test_ledger_invariants_pg.py
+runs the same machine on a real PostgreSQL, a fresh database per sequence):
 
 1. The ledger always reads: totals, hours, windows, the table row, the footprint and the
    impossible-row check (``verify.impossible_rows`` finds nothing).
@@ -17,7 +17,9 @@ costs more than this whole test, so the engine-specific parts stay in tests/inte
 3. low <= energy <= high and every sampling part >= 0 in every reader: device totals, hours,
    windows, the table row, the CSV export.
 4. One band per run: the footprint (the report's headline), the table row (Table 19,
-   `wattlog table`) and the CSV give the same band.
+   `wattlog table`), the CSV and the audit bundle (its row recomputed from the bundle alone, when a
+   sequence publishes one) give the same band; the agent's Prometheus exposition, parsed back with
+   prometheus_client's parser, gives each device the ledger's energy, band and sampling parts.
 5. No device's mean power exceeds its power limit times its calibration band: the efficiency
    line's mean GPU power is at most 700 W x 1.1 for boards drawing at most 700 W.
 
@@ -32,10 +34,12 @@ side below zero), invariant 1 after a revision (a float residue read as an impos
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -43,11 +47,13 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from tests.accounting.invariant_readers import bundle_band, exposition_figures
 from wattlog.accounting.carbon.sites import site_catalog
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.accounting.ledger.admin import delete_run
 from wattlog.accounting.ledger.engine import describe_url
 from wattlog.accounting.ledger.lease import reap_lost, renew_lease
+from wattlog.accounting.ledger.reader import summed_figure
 from wattlog.accounting.ledger.spool import Spool, replay_folder
 from wattlog.accounting.ledger.verify import impossible_rows
 from wattlog.accounting.ledger.windows import record_windows, windows
@@ -64,10 +70,15 @@ from wattlog.records import (
     band_of_sum,
     band_terms,
 )
+from wattlog.telemetry.exporter import BOUNDS
+from wattlog.telemetry.types import DeviceInfo
 
 T0 = 1_767_225_600.0  # an hour boundary
 GPUS = ("gpu0", "gpu1")
 LIMIT_W = 700.0
+DEVICES = {
+    g: DeviceInfo(g, "NVIDIA H100", Kind.GPU, Source.COUNTER, True, power_limit_w=LIMIT_W) for g in GPUS
+}
 LEASE_S = 60.0
 EPS = 1e-6  # joules: far above float residue of these sums, far below one row
 
@@ -79,13 +90,29 @@ def _within(low: float, energy: float, high: float, what: str) -> None:
     )
 
 
-class LedgerMachine(RuleBasedStateMachine):
-    """One run on a SQLite ledger, driven through any sequence of the operations above."""
+@functools.cache
+def _migrated_sqlite() -> bytes:
+    """The bytes of a new SQLite ledger, migrated once per session (a migration took a quarter of the
+    machine's time; a copy of its result takes none)."""
+    with tempfile.TemporaryDirectory(prefix="wl-inv-template-") as folder:
+        make_engine(f"sqlite:///{Path(folder) / 'l.db'}").dispose()
+        return (Path(folder) / "l.db").read_bytes()
 
-    def __init__(self) -> None:
+
+def sqlite_ledger(folder: Path) -> str:
+    """A fresh SQLite ledger in `folder` (the machine's default database)."""
+    (folder / "l.db").write_bytes(_migrated_sqlite())
+    return f"sqlite:///{folder / 'l.db'}"
+
+
+class LedgerMachine(RuleBasedStateMachine):
+    """One run on a fresh ledger (`new_ledger(folder)` gives its URL), driven through any sequence of the
+    operations above."""
+
+    def __init__(self, new_ledger: Callable[[Path], str] = sqlite_ledger) -> None:
         super().__init__()
         self.folder = Path(tempfile.mkdtemp(prefix="wl-inv-"))
-        self.url = f"sqlite:///{self.folder / 'l.db'}"
+        self.url = new_ledger(self.folder)
         self.clock = FakeClock(wall_offset_s=T0)
         self.ledger = Ledger(make_engine(self.url), clock=self.clock)
         self.run = self.ledger.start_run("main", RunSpec(site="jupiter", device_model="H100", model="m")).id
@@ -205,6 +232,19 @@ class LedgerMachine(RuleBasedStateMachine):
         self.clock.advance(seconds)
         self.ledger.start_run("main", resume=True)
 
+    @rule()
+    def publish_a_bundle(self) -> None:
+        """Invariant 4 for the audit bundle, at any point of a sequence (a rule, not an invariant checked
+        after every step: each bundle's verification migrates a ledger of its own, about 0.6 s)."""
+        options = TableOptions(catalog=site_catalog())
+        row = run_row(self.ledger, self.ledger.get_run(self.run), options)
+        bundled = bundle_band(self.ledger, self.run, options, self.folder / "run.tar.gz")
+        if row.energy_band_j is None:
+            assert bundled is None, f"the audit bundle's row has a band {bundled}, the ledger's none"
+            return
+        assert bundled is not None, "the audit bundle's row lost its band"
+        assert (bundled.lo, bundled.hi) == pytest.approx((row.energy_band_j.lo, row.energy_band_j.hi))
+
     # invariants ------------------------------------------------------------
 
     @invariant()
@@ -222,6 +262,24 @@ class LedgerMachine(RuleBasedStateMachine):
             assert (figure.low_j, figure.high_j) == pytest.approx((low, high), rel=1e-9, abs=1e-3)
             _within(figure.low_j, figure.energy_j, figure.high_j, f"total of {gpu}")
             assert figure.random_low_j >= 0 and figure.random_high_j >= 0
+
+    @invariant()
+    def the_agent_exports_the_ledgers_figures(self) -> None:
+        totals = {t.device: t.figure for t in self.ledger.energy_totals(self.run)}
+        agent = [(DEVICES[gpu], self._agent_figure(gpu)) for gpu in GPUS if self.rows[gpu]]
+        scraped = exposition_figures(agent, "h")
+        assert scraped.keys() == totals.keys()
+        for gpu, figure in totals.items():
+            ledger = dict(zip(("energy", *BOUNDS), (figure.energy_j, *_ends(figure)), strict=True))
+            assert scraped[gpu] == pytest.approx(ledger, rel=1e-9, abs=1e-3), f"exposition of {gpu}"
+            _within(scraped[gpu]["low"], scraped[gpu]["energy"], scraped[gpu]["high"], f"exposition of {gpu}")
+
+    def _agent_figure(self, gpu: str) -> EnergyFigure:
+        """What the agent that wrote `gpu`'s rows and revisions holds for it (its cumulative figure)."""
+        energy = sum(r.energy_j for r in self.rows[gpu])
+        return summed_figure(
+            Kind.GPU, Source.COUNTER, energy, band_of_sum_terms(self.rows[gpu], self.revisions[gpu])
+        )
 
     @invariant()
     def every_reader_holds_its_energy_and_gives_one_band(self) -> None:
@@ -249,6 +307,11 @@ class LedgerMachine(RuleBasedStateMachine):
         assert mean_w is None or mean_w <= LIMIT_W * 1.1, f"mean GPU power {mean_w} W over {LIMIT_W} W x 1.1"
 
 
+def _ends(figure: EnergyFigure) -> tuple[float, float, float, float]:
+    """The figure's band ends and random parts, in the exporter's BOUNDS order."""
+    return (figure.low_j, figure.high_j, figure.random_low_j, figure.random_high_j)
+
+
 def band_of_sum_terms(rows: list[EnergyInterval], revisions: list[BandRevision]) -> tuple[float, ...]:
     """The BAND_TERMS sums of `rows` with `revisions` added (what a new revision revises)."""
     sums = [0.0] * 6
@@ -265,3 +328,23 @@ LedgerMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 TestLedgerInvariants = LedgerMachine.TestCase
+
+
+def test_the_audit_bundle_reads_the_ledgers_band_after_each_kind_of_change() -> None:
+    """The bundle's reader on a fixed sequence: random ones publish a bundle after a revision or a reap
+    in only some examples."""
+    machine = LedgerMachine()
+    try:
+        machine.flush(100.0, (300.0, 400.0), 0.05, 0.5)
+        for change in (
+            lambda: machine.revise("gpu0", 0.4, 0.3),
+            lambda: machine.gap("gpu1", 100.0),
+            machine.reap,
+            lambda: machine.replay_twice(50.0, 200.0),
+            machine.compact,
+        ):
+            change()
+            machine.publish_a_bundle()
+            machine.the_agent_exports_the_ledgers_figures()
+    finally:
+        machine.teardown()

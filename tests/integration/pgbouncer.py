@@ -13,12 +13,12 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from tests.integration.postgres import PostgresServer, _as_postgres, _free_port
+from tests.waiting import wait_until
 
 BINARY = Path(os.environ.get("WATTLOG_PGBOUNCER", "/usr/sbin/pgbouncer"))
 
@@ -81,13 +81,17 @@ def running_pgbouncer(
 
 
 def _wait_listening(port: int, process: subprocess.Popen[bytes], root: Path) -> None:
-    deadline = time.monotonic() + 10.0
-    while time.monotonic() < deadline:
+    def failure() -> str:
+        log = (root / "log").read_text() if (root / "log").exists() else ""
+        return f"pgbouncer did not start (exit {process.poll()}): {log[-500:]}"
+
+    def listening() -> bool:
         if process.poll() is not None:
-            break
+            raise RuntimeError(failure())
         with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    log = (root / "log").read_text() if (root / "log").exists() else ""
-    raise RuntimeError(f"pgbouncer did not start (exit {process.poll()}): {log[-500:]}")
+            return probe.connect_ex(("127.0.0.1", port)) == 0
+
+    try:
+        wait_until(listening, 10.0, failure, poll_s=0.05)
+    except AssertionError as error:
+        raise RuntimeError(str(error)) from None

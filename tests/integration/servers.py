@@ -17,7 +17,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -25,6 +24,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests.waiting import wait_until
 
 READY_TIMEOUT_S = 20.0
 
@@ -162,14 +163,22 @@ class Prometheus(Server):
         Raises:
             ServerFailed: Not done within `timeout_s` (the message holds the last result).
         """
-        deadline = time.monotonic() + timeout_s
-        while True:
-            result = self.query(expr)
-            if done(result):
-                return result
-            if time.monotonic() > deadline:
-                raise ServerFailed(f"{expr!r} not as expected after {timeout_s} s; last result: {result}")
-            time.sleep(poll_s)
+        last: list[list[dict[str, Any]]] = []
+
+        def answered() -> tuple[list[dict[str, Any]]] | None:
+            last[:] = [self.query(expr)]
+            return (last[0],) if done(last[0]) else None  # a tuple: an empty result can be the one awaited
+
+        def failure() -> str:
+            return (
+                f"{expr!r} not as expected after {timeout_s} s; last result: {last[0]}\n{self.log()[-3000:]}"
+            )
+
+        try:
+            (result,) = wait_until(answered, timeout_s, failure, poll_s=poll_s)
+        except AssertionError as error:
+            raise ServerFailed(str(error)) from None
+        return result
 
     def reload(self) -> None:
         """Reload config and rules (POST /-/reload; started with --web.enable-lifecycle)."""
@@ -203,19 +212,31 @@ def _start(
     raise ServerFailed(failure)
 
 
+def answers(url: str, healthy: Callable[[bytes], bool] = lambda body: True) -> bool:
+    """Whether a GET of `url` answers, with a body `healthy` accepts (a refused or failed GET: False)."""
+    try:
+        return healthy(http_get(url, timeout_s=1.0))
+    except (urllib.error.URLError, OSError):
+        return False
+
+
 def _wait_ready(server: Server) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
+    def ready() -> bool:
         if server.process.poll() is not None:
             raise ServerFailed(
                 f"{server.name} exited with {server.process.returncode}:\n{server.log()[-3000:]}"
             )
-        try:
-            http_get(f"{server.url}/-/ready", timeout_s=1.0)
-            return
-        except (urllib.error.URLError, OSError):
-            time.sleep(0.05)
-    raise ServerFailed(f"{server.name} not ready after {READY_TIMEOUT_S} s:\n{server.log()[-3000:]}")
+        return answers(f"{server.url}/-/ready")
+
+    try:
+        wait_until(
+            ready,
+            READY_TIMEOUT_S,
+            lambda: f"{server.name} not ready after {READY_TIMEOUT_S} s:\n{server.log()[-3000:]}",
+            poll_s=0.05,
+        )
+    except AssertionError as error:
+        raise ServerFailed(str(error)) from None
 
 
 def start_prometheus(
@@ -395,17 +416,22 @@ def serving_process(
             start_new_session=True,
         )
         try:
-            deadline = time.monotonic() + timeout_s
-            while True:
-                try:
-                    if healthy(http_get(health_url, timeout_s=1)):
-                        break
-                except (urllib.error.URLError, OSError):
-                    pass
-                assert process.poll() is None, log_path.read_text()
-                assert time.monotonic() < deadline, f"{name} not healthy after {timeout_s} s"
-                time.sleep(0.1)
+
+            def ready() -> bool:
+                if answers(health_url, healthy):
+                    return True
+                assert process.poll() is None, f"{name} exited with {process.returncode}:\n{_tail(log_path)}"
+                return False
+
+            wait_until(
+                ready, timeout_s, lambda: f"{name} not healthy after {timeout_s} s:\n{_tail(log_path)}", 0.1
+            )
             yield process
         finally:
             os.killpg(process.pid, signal.SIGTERM)
             process.wait(timeout=15)
+
+
+def _tail(log: Path) -> str:
+    """The end of a server's log (what a failure shows)."""
+    return log.read_text(errors="replace")[-3000:] if log.exists() else "(no log)"

@@ -15,12 +15,12 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.integration.servers import free_port
+from tests.waiting import wait_until
 
 BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "srun", "scontrol", "sinfo")
 
@@ -58,16 +58,19 @@ class Slurm:
 
     def wait_job(self, job_id: str, timeout_s: float = 60.0) -> str:
         """Wait until the job leaves PENDING/RUNNING; its final state."""
-        deadline = time.monotonic() + timeout_s
-        while True:
+        states: list[str] = []
+
+        def ended() -> str | None:
             shown = self.run("scontrol", "show", "job", job_id)
-            state = shown.split("JobState=", 1)[1].split()[0]
-            if state not in {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING"}:
-                return state
-            assert time.monotonic() < deadline, (
-                f"job {job_id} still {state} after {timeout_s} s\n{self.logs()}"
-            )
-            time.sleep(0.2)
+            states[:] = [shown.split("JobState=", 1)[1].split()[0]]
+            return None if states[0] in {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING"} else states[0]
+
+        return wait_until(
+            ended,
+            timeout_s,
+            lambda: f"job {job_id} still {states[0]} after {timeout_s} s\n{self.logs()}",
+            poll_s=0.2,
+        )
 
     def logs(self) -> str:
         """The daemons' logs (shown when something fails)."""
@@ -169,7 +172,4 @@ def _running_slurm(root: Path, timeout_s: float, extra: Mapping[str, object] | N
 
 
 def _wait(ready: Callable[[], bool], timeout_s: float, slurm: Slurm) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not ready():
-        assert time.monotonic() < deadline, f"SLURM not ready after {timeout_s} s\n{slurm.logs()}"
-        time.sleep(0.2)
+    wait_until(ready, timeout_s, lambda: f"SLURM not ready after {timeout_s} s\n{slurm.logs()}", poll_s=0.2)

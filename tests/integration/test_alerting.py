@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from tests.integration.conftest import Servers
 from tests.integration.servers import free_port, wattlog_process
+from tests.waiting import wait_until
 from wattlog.accounting.ledger import Ledger, RunSpec, make_engine
 from wattlog.dashboards import build
 from wattlog.errors import LedgerError
@@ -109,20 +110,24 @@ def test_an_alert_in_a_scraped_exporter_reaches_the_ledger(
             evaluation_interval_s=1.0,
         )
         ledger = Ledger(make_engine(ledger_url))
-        deadline = time.monotonic() + 45  # Prometheus -> Alertmanager -> webhook took ~7.6 s here
-        alerts: list = []
-        while not alerts:
-            assert time.monotonic() < deadline, (
+        started = time.monotonic()  # Prometheus -> Alertmanager -> webhook took ~7.6 s here: 45 s for both
+        wait_until(
+            lambda: [e for e in ledger.events(RUN) if e.kind == "alert"],
+            45,
+            lambda: (
                 f"no alert event; Prometheus alerts: {prometheus.query('ALERTS')}\n"
                 f"receiver log: {(tmp_path / 'webhook.log').read_text()}\n{alertmanager.log()}"
-            )
-            time.sleep(0.5)
-            alerts = [e for e in ledger.events(RUN) if e.kind == "alert"]
+            ),
+            poll_s=0.5,
+        )
         refusal = f"unknown run '{GHOST}'"
-        while refusal not in (tmp_path / "webhook.log").read_text():  # the ghost run's group, refused
-            assert time.monotonic() < deadline, (tmp_path / "webhook.log").read_text()
-            time.sleep(0.5)
-        time.sleep(2)  # room for a duplicate delivery to show up, if there were one
+        wait_until(  # the ghost run's group, refused
+            lambda: refusal in (tmp_path / "webhook.log").read_text(),
+            max(0.0, 45 - (time.monotonic() - started)),
+            lambda: f"no refusal of {GHOST}; receiver log: {(tmp_path / 'webhook.log').read_text()}",
+            poll_s=0.5,
+        )
+        time.sleep(2)  # room for a duplicate delivery to show up, if there were one (waits for a non-event)
         # Read while the exporters still serve: once closed, the alert resolves and its (rightly
         # recorded) resolved notification could race this read.
         alerts = [e for e in ledger.events(RUN) if e.kind == "alert"]

@@ -21,6 +21,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Gauge
 
 from tests.integration.conftest import Servers
+from tests.waiting import wait_until
 from wattlog.dashboards import build
 from wattlog.telemetry.agent import AgentConfig
 from wattlog.telemetry.exporter import serve
@@ -139,16 +140,19 @@ def test_every_panel_of_the_three_dashboards_returns_data(servers: Servers, tmp_
             # Some panels need more history than the first scrapes give (a deriv() over a subquery
             # wants two points of its own resolution): ask again for those, up to a minute.
             pending = queries()
-            deadline = time.monotonic() + 60
             answered: set[str] = set()
-            while True:
-                answered |= {mass_figure(e) for _, _, e in pending if prometheus.query(e)}
-                pending = [(b, t, expr) for b, t, expr in pending if mass_figure(expr) not in answered]
-                if not pending or time.monotonic() > deadline:
-                    break
-                time.sleep(2)
-            empty = [f"{board} / {title}: {expr}" for board, title, expr in pending]
-            assert not empty, "panels without data:\n" + "\n".join(empty)
+
+            def all_answered() -> bool:
+                answered.update(mass_figure(e) for _, _, e in pending if prometheus.query(e))
+                pending[:] = [(b, t, expr) for b, t, expr in pending if mass_figure(expr) not in answered]
+                return not pending
+
+            wait_until(
+                all_answered,
+                60,
+                lambda: "panels without data:\n" + "\n".join(f"{b} / {t}: {e}" for b, t, e in pending),
+                poll_s=2,
+            )
             [up] = prometheus.query(f'up{{job="wattlog", host="{HOST}"}}')  # `up` carries the host too
             trained = prometheus.query(f'wattlog_train_loss_scale{{host="{HOST}", run="{RUN}"}}')
             assert up["value"][1] == "1" and trained  # choosing a host keeps the trainer's series

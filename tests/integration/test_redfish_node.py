@@ -8,20 +8,20 @@ and a GPU board chassis whose only power sensor is the GPU's (not the node).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import shutil
 import subprocess
 import sys
-import time
-import urllib.error
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from tests.integration.servers import free_port, http_get
+from tests.integration.servers import answers, free_port
+from tests.waiting import wait_until
 from wattlog.clock import FakeClock
 from wattlog.errors import SensorUnavailable
 from wattlog.records import Kind, Source
@@ -51,16 +51,25 @@ def _serve(mockup: Path, log: Path) -> tuple[str, subprocess.Popen[bytes]]:
                 stderr=subprocess.STDOUT,
             )
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 15
-        while process.poll() is None and time.monotonic() < deadline:
-            try:
-                http_get(f"{url}/redfish/v1", timeout_s=1.0)
-                return url, process
-            except (urllib.error.URLError, OSError):
-                time.sleep(0.05)
+        try:
+            wait_until(functools.partial(_up, process, f"{url}/redfish/v1"), 15, "not up in 15 s", 0.05)
+            return url, process
+        except (AssertionError, ChildProcessError):  # exited (its port taken) or slow: try another port
+            pass
         process.kill()
         process.wait(timeout=5)
     raise RuntimeError(f"sushy-static did not start:\n{log.read_text(errors='replace')[-2000:]}")
+
+
+def _up(process: subprocess.Popen[bytes], url: str) -> bool:
+    """Whether the emulator answers at `url`.
+
+    Raises:
+        ChildProcessError: It has exited.
+    """
+    if process.poll() is not None:
+        raise ChildProcessError(f"sushy-static exited with {process.returncode}")
+    return answers(url)
 
 
 @pytest.fixture
