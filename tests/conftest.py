@@ -12,6 +12,18 @@ import pytest
 from wattlog.clock import FakeClock
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGINT as in a terminal, for this process and every program a test starts.
+
+    A suite started in the background by a non-interactive shell (`make test &`, some CI runners)
+    inherits SIGINT ignored, and so would each child: a script told to stop by SIGINT then rightly
+    ignores it, and the Ctrl-C tests read that as a fault. A Python handler is not inherited across
+    exec, so the children start with SIGINT at its default.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @pytest.fixture
 def fake_clock() -> FakeClock:
     """A clock at t=0 that moves only when advanced (or slept on)."""
