@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from wattlog.accounting.ledger import Ledger
-from wattlog.accounting.publishing.audit import build_bundle, verify_bundle
+from wattlog.accounting.publishing.audit.bundle import build_bundle, verify_bundle
 from wattlog.accounting.publishing.run_table import TableOptions
 from wattlog.accounting.ranges import Range
 from wattlog.metric_names import MetricName
