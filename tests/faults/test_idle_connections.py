@@ -125,17 +125,22 @@ def test_16_clients_dripping_a_byte_a_second_delay_a_scrape_by_less_than_1_s() -
                 dripper.join(5.0)
 
 
-def test_a_webhook_post_whose_body_arrives_in_pieces_is_read_whole(tmp_path: Path) -> None:
-    """The waiting room hands a POST on only with its body; the handler reads it from the buffer."""
+def run_and_alert(tmp_path: Path, fingerprint: str) -> tuple[Ledger, bytes]:
+    """A ledger with the run "idle", and Alertmanager's POST body of one alert about it."""
     ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"))
     ledger.start_run("idle")
     alert = {
         "status": "firing",
         "labels": {"alertname": "WattlogPowerAboveLimit", "run": "idle", "host": "node1"},
         "startsAt": "2026-12-02T18:00:00Z",
-        "fingerprint": "fp-pieces",
+        "fingerprint": fingerprint,
     }
-    body = json.dumps({"version": "4", "status": "firing", "alerts": [alert]}).encode()
+    return ledger, json.dumps({"version": "4", "status": "firing", "alerts": [alert]}).encode()
+
+
+def test_a_webhook_post_whose_body_arrives_in_pieces_is_read_whole(tmp_path: Path) -> None:
+    """The waiting room hands a POST on only with its body; the handler reads it from the buffer."""
+    ledger, body = run_and_alert(tmp_path, "fp-pieces")
     head = (
         f"POST /alerts HTTP/1.0\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
@@ -159,15 +164,7 @@ def test_closing_with_an_idle_connection_open_leaves_no_thread_stuck() -> None:
 
 
 def test_16_idle_connections_do_not_block_a_webhook_post(tmp_path: Path) -> None:
-    ledger = Ledger(make_engine(f"sqlite:///{tmp_path / 'l.db'}"))
-    ledger.start_run("idle")
-    alert = {
-        "status": "firing",
-        "labels": {"alertname": "WattlogPowerAboveLimit", "run": "idle", "host": "node1"},
-        "startsAt": "2026-12-02T18:00:00Z",
-        "fingerprint": "fp-idle",
-    }
-    body = json.dumps({"version": "4", "status": "firing", "alerts": [alert]}).encode()
+    ledger, body = run_and_alert(tmp_path, "fp-idle")
     with WebhookReceiver(AlertRecorder(ledger), Auth(token=TOKEN), port=0) as receiver:
         port = int(receiver.url.rsplit(":", 1)[1])
         with idle_connections(port, WORKERS):

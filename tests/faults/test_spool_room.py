@@ -77,17 +77,22 @@ def test_a_spool_that_cannot_reserve_room_says_so_in_one_line(
     assert spool.rows == 2 and len(caplog.records) == 1  # said once, not at every top-up
 
 
-def test_a_header_the_full_disk_refused_is_written_whole_at_the_next_flush(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The handle that failed to write the header is closed with its flock (a leaked one would refuse
-    every later flush of the process)."""
+def _outage(tmp_path: Path) -> tuple[Ledger, int, Spool, LedgerSink]:
+    """A ledger with run "r", its spool, and a sink whose ledger is down (spooling every flush)."""
     url = f"sqlite:///{tmp_path / 'l.db'}"
     ledger = Ledger(make_engine(url))
     run = ledger.start_run("r").id
     assert run is not None
     spool = Spool(tmp_path / "spool", describe_url(url), run)
-    sink = LedgerSink(Down(ledger.engine), run, spool)
+    return ledger, run, spool, LedgerSink(Down(ledger.engine), run, spool)
+
+
+def test_a_header_the_full_disk_refused_is_written_whole_at_the_next_flush(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The handle that failed to write the header is closed with its flock (a leaked one would refuse
+    every later flush of the process)."""
+    ledger, run, spool, sink = _outage(tmp_path)
     monkeypatch.setattr(os, "fsync", _full)
     sink.write([_row(0.0)], [])  # the disk is full from the start: the header itself is refused
     monkeypatch.undo()
@@ -105,12 +110,7 @@ def test_rows_lost_to_a_full_disk_leave_their_gap_on_disk_once_it_has_room(
 ) -> None:
     """Killed after the disk had room again (the gap only in memory on 18aee5b): replay stores every
     row the spool took, the lost stretch as a gap, and calls nothing "of other ledgers"."""
-    url = f"sqlite:///{tmp_path / 'l.db'}"
-    ledger = Ledger(make_engine(url))
-    run = ledger.start_run("r").id
-    assert run is not None
-    spool = Spool(tmp_path / "spool", describe_url(url), run)
-    sink = LedgerSink(Down(ledger.engine), run, spool)
+    ledger, run, spool, sink = _outage(tmp_path)
     sink.write([_row(0.0)], [])
     monkeypatch.setattr(os, "fsync", _full)
     for start_s in (1.0, 2.0, 3.0):  # the spool's disk is full too
@@ -121,7 +121,7 @@ def test_rows_lost_to_a_full_disk_leave_their_gap_on_disk_once_it_has_room(
     assert spool._file is not None
     spool._file.write('{"run": 1, "type": "interval", "ho')  # killed mid-write: a torn last line
     spool._file.close()  # killed: the flock goes with the process, the file stays
-    done = replay_folder(ledger, tmp_path / "spool", describe_url(url))
+    done = replay_folder(ledger, tmp_path / "spool", describe_url(str(ledger.engine.url)))
     assert (done.other_ledgers, done.files, done.written, done.torn) == (0, 1, 2, 1)
     [gap] = ledger.gaps(run)
     assert (gap.start_s, gap.end_s) == (1.0, 4.0) and "No space left on device" in gap.reason
