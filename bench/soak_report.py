@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -82,7 +83,7 @@ def _bmc_gaps(gaps: list[GapInfo], faults: Faults) -> list[str]:
     return lines
 
 
-def _close_fetch(nodes: list[Measured], faults: Faults) -> list[str]:
+def _close_fetch(nodes: Sequence[Measured], faults: Faults) -> list[str]:
     """The first node's fetch at close: how long it took against its budget (a failure if past it)."""
     found = _CLOSE.findall(nodes[0].log.read_text(errors="replace")) if nodes[0].log.exists() else []
     slow = "provider slow" in faults.kinds
@@ -95,7 +96,7 @@ def _close_fetch(nodes: list[Measured], faults: Faults) -> list[str]:
     return [f"  {who}: fetch at close took {took_s:.1f} s, {verdict} its {CLOSE_BUDGET_S:g} s budget; {line}"]
 
 
-def report(url: str, nodes: list[Measured], faults: Faults) -> int:
+def report(url: str, nodes: Sequence[Measured], faults: Faults) -> int:
     """Compare the ledger with what the agents measured; run `wattlog check`; print the figures."""
     from wattlog.accounting.ledger import Ledger, make_engine
 

@@ -1,8 +1,10 @@
 """The soak's outside services, on loopback, each able to answer late: a node's BMC and an intensity provider.
 
 - :class:`BmcEmulator`: a Redfish service over the test mockup (tests/data/redfish), one per
-  node, whose chassis energy counter grows at the mockup's 1,412 W (so the node meter's
-  joules are real); ``slow_s`` > 0 makes every answer wait that long (the "bmc slow" fault:
+  node. By default its EnvironmentMetrics give power only (sampled, as many BMCs do: a stretch
+  without answers is a gap); with ``counter=True`` its chassis energy counter grows at the
+  mockup's 1,412 W (a counter bridges such a stretch exactly: no gap). ``slow_s`` > 0 makes
+  every answer wait that long (the "bmc slow" fault:
   past the agent's read deadline, BmcConfig.timeout_s + 1 s).
 - :class:`IntensityProvider`: the UK grid API's ``/intensity/FROM/TO`` at 100 g/kWh per half
   hour; ``slow_s`` > 0 makes every answer wait (the "provider slow" fault, past the 10 s budget
@@ -79,10 +81,12 @@ class _Service:
 
 
 class BmcEmulator(_Service):
-    """A node's Redfish service over the mockup, its energy counter growing at NODE_W from now."""
+    """A node's Redfish service over the mockup: power only, or an energy counter growing at NODE_W."""
 
-    def __init__(self, mockup: Path = MOCKUP, clock: Callable[[], float] = time.monotonic) -> None:
-        self._mockup, self._clock = mockup, clock
+    def __init__(
+        self, mockup: Path = MOCKUP, clock: Callable[[], float] = time.monotonic, counter: bool = False
+    ) -> None:
+        self._mockup, self._clock, self._counter = mockup, clock, counter
         self._t0_s = clock()
         super().__init__(self._answer)
 
@@ -99,8 +103,10 @@ class BmcEmulator(_Service):
         kwh += NODE_W * (self._clock() - self._t0_s) / 3.6e6
         if path == ENERGY_URI:
             body["Reading"] = kwh
-        elif path == ENV_URI:
+        elif path == ENV_URI and self._counter:
             body["EnergykWh"]["Reading"] = kwh
+        elif path == ENV_URI:
+            del body["EnergykWh"]  # power only: the node meter is sampled
         return 200, body
 
 
