@@ -141,8 +141,9 @@ def _fault(kind: str, nodes: list[Node], ledger: SoakLedger, rng: random.Random,
         faults.stretches.append(BmcStretch(node.host, began_s, time.time()))
         return f"{node.host}'s BMC answering {BMC_LATE_S:g} s late for {slow_s:.1f} s (read deadline 6 s)"
     if kind == "provider slow":
+        already = " (already)" if faults.provider.slow_s else ""
         faults.provider.slow_s = PROVIDER_LATE_S
-        return f"intensity provider answering {PROVIDER_LATE_S:g} s late from now on, through the close"
+        return f"intensity provider answering {PROVIDER_LATE_S:g} s late from now through the close{already}"
     if kind == "ledger moved":
         with ledger.out():
             _wait(nodes, away_s)

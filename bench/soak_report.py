@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -96,8 +96,15 @@ def _close_fetch(nodes: Sequence[Measured], faults: Faults) -> list[str]:
     return [f"  {who}: fetch at close took {took_s:.1f} s, {verdict} its {CLOSE_BUDGET_S:g} s budget; {line}"]
 
 
-def report(url: str, nodes: Sequence[Measured], faults: Faults) -> int:
-    """Compare the ledger with what the agents measured; run `wattlog check`; print the figures."""
+def wattlog_check(url: str) -> int:
+    """`wattlog check`'s exit code on the ledger at `url` (its lines printed)."""
+    return subprocess.run([sys.executable, "-m", "wattlog", "check", "--db", url], check=False).returncode
+
+
+def report(
+    url: str, nodes: Sequence[Measured], faults: Faults, check: Callable[[str], int] = wattlog_check
+) -> int:
+    """Compare the ledger with what the agents measured; run `check`; print the figures; 0 is the pass."""
     from wattlog.accounting.ledger import Ledger, make_engine
 
     ledger = Ledger(make_engine(url))
@@ -108,7 +115,7 @@ def report(url: str, nodes: Sequence[Measured], faults: Faults) -> int:
     measured_j, stored_j = sum(measured.values()), sum(stored.get(k, 0.0) for k in measured)
     worst_mj = max((abs(measured[k] - stored.get(k, 0.0)) * 1e3 for k in measured), default=0.0)
     bmc = [k for k in measured if "redfish" in k[1]]
-    check = subprocess.run([sys.executable, "-m", "wattlog", "check", "--db", url], check=False)
+    checked = check(url)
     by_kind = ", ".join(f"{kind} {n}" for kind, n in sorted(Counter(faults.kinds).items())) or "none"
     print(f"faults injected and survived: {len(faults.kinds)} ({by_kind})")
     print("\n".join(trace))
@@ -120,8 +127,8 @@ def report(url: str, nodes: Sequence[Measured], faults: Faults) -> int:
     if missing:
         print(f"devices measured with no row stored: {', '.join(missing)}")
     codes = [n.exit_code for n in nodes]
-    print(f"agents' exit codes: {codes}; wattlog check: exit {check.returncode}")
-    ok = worst_mj <= 1.0 and not missing and check.returncode == 0 and len(bmc) == len(nodes)
+    print(f"agents' exit codes: {codes}; wattlog check: exit {checked}")
+    ok = worst_mj <= 1.0 and not missing and checked == 0 and len(bmc) == len(nodes)
     ok = ok and len(measured) >= 3 * len(nodes) and not any("FAIL" in line for line in trace)
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1

@@ -4,8 +4,8 @@
   node. By default its EnvironmentMetrics give power only (sampled, as many BMCs do: a stretch
   without answers is a gap); with ``counter=True`` its chassis energy counter grows at the
   mockup's 1,412 W (a counter bridges such a stretch exactly: no gap). ``slow_s`` > 0 makes
-  every answer wait that long (the "bmc slow" fault:
-  past the agent's read deadline, BmcConfig.timeout_s + 1 s).
+  every answer wait that long (the "bmc slow" fault: past the agent's read deadline,
+  BmcConfig.timeout_s + 1 s).
 - :class:`IntensityProvider`: the UK grid API's ``/intensity/FROM/TO`` at 100 g/kWh per half
   hour; ``slow_s`` > 0 makes every answer wait (the "provider slow" fault, past the 10 s budget
   of the fetch at a run's close).
