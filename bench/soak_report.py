@@ -121,7 +121,8 @@ def report(
     print("\n".join(trace))
     print(f"joules measured by the agents: {measured_j:.3f} J over {len(measured)} devices")
     print(f"joules stored in the ledger:   {stored_j:.3f} J")
-    print(f"joules lost: {measured_j - stored_j:.3f} J (worst device {worst_mj:.3f} mJ)")
+    lost_j = round(measured_j - stored_j, 3) + 0.0  # + 0.0: never "-0.000" (stored beyond measured shows < 0)
+    print(f"joules lost: {lost_j:.3f} J (worst device {worst_mj:.3f} mJ)")
     bmc_m, bmc_s = sum(measured[k] for k in bmc), sum(stored.get(k, 0.0) for k in bmc)
     print(f"  of which node meters over Redfish ({len(bmc)}): measured {bmc_m:.3f} J, stored {bmc_s:.3f} J")
     if missing:
