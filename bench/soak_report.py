@@ -62,24 +62,27 @@ class Measured(Protocol):
 
 
 def _bmc_gaps(gaps: list[GapInfo], faults: Faults) -> list[str]:
-    """One line per slow-BMC stretch: the stored gap over it (or that none is stored: a failure)."""
+    """One line per slow-BMC stretch: its BMC device's stored gap over it, and no other device's.
+
+    A failure (FAIL in the line): no gap of the BMC device over the stretch (the stretch filled
+    in), or a gap of another device of that node over it (the slow BMC held their sampling).
+    """
     lines = []
     for stretch in faults.stretches:
         over = [
             g
             for g in gaps
-            if g.host == stretch.host
-            and "redfish" in g.device
-            and g.start_s < stretch.end_s
-            and g.end_s > stretch.start_s
+            if g.host == stretch.host and g.start_s < stretch.end_s and g.end_s > stretch.start_s
         ]
-        if over:
-            spans = ", ".join(f"{g.end_s - g.start_s:.1f} s ({g.reason})" for g in over)
-            lines.append(f"  bmc slow on {stretch.host}: stored gap of its BMC device {spans}")
+        bmc = [g for g in over if "redfish" in g.device]
+        others = sorted({g.device for g in over if "redfish" not in g.device})
+        if bmc:
+            spans = ", ".join(f"{g.end_s - g.start_s:.1f} s ({g.reason})" for g in bmc)
+            line = f"  bmc slow on {stretch.host}: stored gap of its BMC device {spans}"
         else:
-            lines.append(
-                f"  bmc slow on {stretch.host}: FAIL no gap of its BMC device stored over the stretch"
-            )
+            line = f"  bmc slow on {stretch.host}: FAIL no gap of its BMC device stored over the stretch"
+        held = f"; FAIL gaps of its other devices over it: {', '.join(others)}" if others else ""
+        lines.append(line + (held or "; its other devices sampled throughout (no gap)"))
     return lines
 
 

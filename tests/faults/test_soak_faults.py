@@ -95,7 +95,7 @@ class FakeNode:
     exit_code: int | None = 0
 
 
-def _ledger(tmp_path: Path) -> str:
+def _ledger(tmp_path: Path, held: bool) -> str:
     url = f"sqlite:///{tmp_path / 'soak.db'}"
     ledger = Ledger(make_engine(url))
     run = ledger.start_run("soak", start_s=T0)
@@ -103,7 +103,10 @@ def _ledger(tmp_path: Path) -> str:
         EnergyInterval.of("soak0", device, kind, Source.SAMPLED, T0, T0 + 60, j, j * 0.9, j * 1.1)
         for device, kind, j in (("GPU-0", Kind.GPU, 600.0), ("cpu", Kind.CPU, 60.0), (BMC, Kind.NODE, 900.0))
     ]
-    ledger.record_intervals(run.id, rows, [Gap("soak0", BMC, T0 + 20, T0 + 30, "read failed")])
+    gaps = [Gap("soak0", BMC, T0 + 20, T0 + 30, "read failed")]
+    if held:  # the GPU's sampling held over the BMC's stretch
+        gaps.append(Gap("soak0", "GPU-0", T0 + 20, T0 + 30, "read failed"))
+    ledger.record_intervals(run.id, rows, gaps)
     ledger.end_run(run.id, Status.FINISHED, end_s=T0 + 60)
     return url
 
@@ -111,9 +114,10 @@ def _ledger(tmp_path: Path) -> str:
 @pytest.mark.parametrize(
     ("fault", "exit_code", "line"),
     [
-        ("none", 0, "PASS"),
+        ("none", 0, "its other devices sampled throughout (no gap)"),
         ("a joule lost", 1, "joules lost: 1.000 J"),
         ("no gap over the stretch", 1, "FAIL no gap of its BMC device stored over the stretch"),
+        ("another device's gap", 1, "FAIL gaps of its other devices over it: GPU-0"),
         ("close past its budget", 1, "fetch at close took 25.0 s, FAIL past its 10 s budget"),
         ("check not clean", 1, "wattlog check: exit 1"),
     ],
@@ -126,7 +130,7 @@ def test_the_verdict_fails_on_any_loss_or_wrong_trace(
     exit_code: int,
     line: str,
 ) -> None:
-    url = _ledger(tmp_path)
+    url = _ledger(tmp_path, held=fault == "another device's gap")
     log = tmp_path / "soak0.log"
     log.write_text(CLOSE_LINE.format(took=25.0 if fault == "close past its budget" else 10.0))
     gpu_j = 601.0 if fault == "a joule lost" else 600.0
