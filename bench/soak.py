@@ -17,11 +17,12 @@ fault, drawn at random among those of the ledger, is injected and then healed:
   agents' spool disk is full but for the room each spool reserved (bench/soak_node.py: the
   spool's write seam raises ENOSPC past it, as a full disk does past preallocated blocks);
 - ``sigstop``: one agent stopped (SIGSTOP) past its lease for 8 s, then continued (its node is
-  reaped lost, and revived with its gap withdrawn when it renews).
+  reaped lost, and revived with its gap withdrawn when it renews);
 - ``bmc slow``: one node's BMC (its own Redfish emulator, bench/soak_services.py: every
   agent reads its node meter over Redfish besides its GPUs) answering 8 s late, past the read
-  deadline (6 s), for 10-20 s: the stretch must be a stored gap of that BMC's device, the GPUs'
-  and CPUs' joules all stored;
+  deadline (6 s), for 10-20 s: the stretch must be a stored gap of that BMC's device and of
+  none of the node's other devices (their sampling not held), the GPUs' and CPUs' joules all
+  stored (the BMC is sampled power: a slow stretch of an energy counter would be bridged);
 - ``provider slow``: the site's live intensity provider (a UK grid API on loopback) answering
   30 s late from then on, through the run's close: the first node's fetch at close must end
   within its 10 s budget (it prints how long it took) and the energy be stored in full.
