@@ -2,6 +2,10 @@
 
     python -m bench.soak_node FLAG node --run soak ...
 
+With SOAK_PROVIDER_URL set, the site's live intensity provider is asked there (the
+provider's ``base_url`` seam, :class:`ProviderContext`), and the fetch at the run's close
+prints one line with how long it took ("soak: the fetch at close took 10.0 s: ...").
+
 No tmpfs or loop device can be mounted unprivileged, so the full disk is played through the
 spool's write seam (``Spool(write=...)``, accounting/ledger/spool_space.py): while FLAG exists
 every write past the room the spool had reserved when the disk filled raises
@@ -15,8 +19,9 @@ import errno
 import functools
 import os
 import sys
+import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from wattlog.accounting.ledger.spool_space import DEFAULT_RESERVE_BYTES, write_durably
 
@@ -48,6 +53,23 @@ class FullDisk:
         write_durably(handle, data)
 
 
+def _provider_seam(url: str) -> None:
+    """The site's provider asked at `url`, and the fetch at close timed (one line on stdout)."""
+    from wattlog.accounting.carbon.intensity.live import at_close, providers
+
+    context, fetch = providers.ProviderContext, at_close.fetch_at_close
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.monotonic()
+        done = fetch(*args, **kwargs)
+        line = "no provider" if done is None else f"{'ok' if done.ok else 'failed'}: {done.line}"
+        print(f"soak: the fetch at close took {time.monotonic() - started:.1f} s: {line}", flush=True)
+        return done
+
+    providers.ProviderContext = functools.partial(context, base_url=url)  # type: ignore[misc,assignment]  # the seam
+    at_close.fetch_at_close = timed
+
+
 def main(argv: list[str]) -> int:
     """Run the wattlog CLI with every spool written through a FullDisk on `argv[0]`."""
     from wattlog.accounting.fleet import recording
@@ -55,6 +77,8 @@ def main(argv: list[str]) -> int:
 
     disk = FullDisk(Path(argv[0]))
     recording.Spool = functools.partial(recording.Spool, write=disk)  # type: ignore[misc]  # the seam, here only
+    if os.environ.get("SOAK_PROVIDER_URL"):
+        _provider_seam(os.environ["SOAK_PROVIDER_URL"])
     return wattlog(argv[1:])
 
 
