@@ -201,7 +201,7 @@ class Sampler:
                 self._sink.record_failure(uuid, now_s, str(e), True)
             except Exception as e:  # a sensor must never kill the loop: the gap is recorded
                 self._errors += 1
-                self._warn(uuid, now_s, e)
+                self._warn(uuid, now_s, e, bridged=device.has_counter)
                 self._sink.record_failure(uuid, now_s, f"{type(e).__name__}: {e}", False)
                 # its due time stays the old one, so it is retried on the next tick
         self._reads += reads
@@ -383,11 +383,17 @@ class Sampler:
                 self._errors += 1
                 self._warn(type(sensor).__name__, now_s, e)
 
-    def _warn(self, key: str, now_s: float, error: Exception) -> None:
+    def _warn(self, key: str, now_s: float, error: Exception, *, bridged: bool = False) -> None:
+        """Say a read failed, and what the ledger will hold for it (warnings rate-limited per key).
+
+        A device with an energy counter loses nothing: its next reading's counter covers the stretch
+        exactly (the integrator's counter path), so no gap is stored for it and the note says so.
+        """
         last_s = self._last_warning_s.get(key)
         if last_s is None or now_s - last_s >= _WARN_EVERY_S:
             self._last_warning_s[key] = now_s
-            logger.warning("read of %s failed (recorded as a gap; warnings rate-limited): %s", key, error)
+            held = "its energy counter covers the stretch" if bridged else "recorded as a gap"
+            logger.warning("read of %s failed (%s; warnings rate-limited): %s", key, held, error)
 
 
 def _percentile(sorted_values: Sequence[float], q: float) -> float | None:

@@ -61,7 +61,7 @@ class OffThreadSensor:
             try:
                 state.latest = self.sensor.read(device, self._clock())
             except Exception as error:  # the sampler's first read says it: a gap until one answers
-                state.failed = f"{type(error).__name__}: {error}"
+                state.failed = _described(error)
         return found
 
     def read(self, device: DeviceInfo, t_s: float) -> Reading:
@@ -109,7 +109,7 @@ class OffThreadSensor:
                 reading: Reading | None = self.sensor.read(device, self._clock())
                 failed = None
             except Exception as error:  # the sampler raises it as a failed read: a gap
-                reading, failed = None, f"{type(error).__name__}: {error}"
+                reading, failed = None, _described(error)
             with self._lock:
                 state = self._states[device.uuid]
                 state.asked_s = None
@@ -126,3 +126,9 @@ class OffThreadSensor:
         if self._thread is not None:
             self._thread.join(timeout=1.0)
         self.sensor.close()
+
+
+def _described(error: Exception) -> str:
+    """The failure as the sampler will store it: a SensorError's own words (the sampler raises one
+    and names its type: "SensorError: SensorError: ..." otherwise), any other error with its type."""
+    return str(error) if isinstance(error, SensorError) else f"{type(error).__name__}: {error}"

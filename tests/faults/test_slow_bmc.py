@@ -15,6 +15,7 @@ import time
 import pytest
 
 from tests.telemetry.fakes import ConstantSensor
+from tests.telemetry.test_sampler import ListSink
 from tests.waiting import wait_until
 from wattlog.clock import FakeClock
 from wattlog.errors import SensorError
@@ -107,3 +108,55 @@ def test_a_failed_read_between_two_good_ones_is_a_stored_gap_never_filled() -> N
     assert gaps[0].duration_s == pytest.approx(1.5)
     node = next(e for e in integ.snapshot() if e.device.uuid == NODE.uuid)
     assert node.energy_j == pytest.approx(500.0)  # the first second only: the gap is not filled
+
+
+class FailingBmc(SlowBmc):
+    """A BMC whose reads after the first fail with the emulator's own SensorError."""
+
+    def read(self, device: DeviceInfo, t_s: float) -> Reading:
+        self.reads += 1
+        if self.reads > self.fast:
+            raise SensorError("Redfish GET /redfish/v1/Chassis/1U/Sensors/TotalPower failed (Timeout)")
+        return Reading(device.uuid, t_s, power_w=500.0, power_t_s=t_s, next_read_s=t_s + 0.05)
+
+
+def test_a_failed_bmc_read_is_stored_with_its_type_named_once() -> None:
+    """The soak's stored gap read "SensorError: SensorError: Redfish GET ..." (the worker named the
+    error's type, then the sampler named the SensorError it raised)."""
+    bmc = FailingBmc()
+    clock = [0.0]
+    sensor = OffThreadSensor(bmc, deadline_s=1.0, clock=lambda: clock[0])
+    sensor.devices()
+    sensor.read(NODE, 0.0)  # the read done at discovery answers
+    clock[0] = 0.1
+    sensor.read(NODE, 0.1)  # due: the worker asks the BMC, which fails
+    wait_until(lambda: bmc.reads == 2, 5.0, "the worker never read")
+    sink = ListSink()
+    sampler = Sampler([sensor], sink, period_s=0.01, clock=FakeClock())
+    until = [0.0]
+
+    def failed() -> bool:  # the worker's answer lands a moment after the BMC's read returns
+        until[0] += 0.01
+        sampler.run_until(until[0])
+        return bool(sink.failures)
+
+    wait_until(failed, 5.0, "the failure never reached the sampler")
+    sensor.close()
+    reason = sink.failures[0][2]
+    assert reason.startswith("SensorError: Redfish GET") and reason.count("SensorError") == 1, reason
+
+
+@pytest.mark.parametrize(("has_counter", "said"), [(False, "recorded as a gap"), (True, "counter covers")])
+def test_a_failed_reads_note_says_what_the_ledger_will_hold(
+    has_counter: bool, said: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A counter bridges a failed read exactly and no gap is stored: the note said "recorded as a
+    gap" for it too (the soak's counter BMC)."""
+    device = DeviceInfo("bmc", "node", Kind.NODE, Source.SAMPLED, has_counter=has_counter)
+    failing = FailingBmc(fast=0)
+    failing.devices = lambda: [device]  # type: ignore[method-assign]
+    sampler = Sampler([failing], Integrator([device], host="h"), period_s=0.01, clock=FakeClock())
+    with caplog.at_level("WARNING", logger="wattlog.telemetry.sampler"):
+        sampler.run_until(0.02)
+    [note] = [r.getMessage() for r in caplog.records if "read of bmc failed" in r.getMessage()]
+    assert said in note, note
