@@ -254,7 +254,9 @@ def seed_sizes(url: str) -> dict[str, str]:
     return {"tiny": "Wh", "big": "MWh"}
 
 
-def test_screenshots_of_a_32_mwh_run_at_800_px_and_a_small_one_at_1440_px(ledger_url: str, tmp_path: Path) -> None:
+def test_screenshots_of_a_32_mwh_run_at_800_px_and_a_small_one_at_1440_px(
+    ledger_url: str, tmp_path: Path
+) -> None:
     """The headline reads in the unit of its size and every Table-19 column is on screen at 800 px."""
     need(CHROMIUM, CHROMIUM)
     from playwright.sync_api import sync_playwright
