@@ -151,6 +151,7 @@ def test_the_agent_commands_take_hwmon_root_into_their_config(command: str) -> N
     import inspect
 
     from wattlog.accounting.commands import node_cli
+    from wattlog.telemetry.agent import AgentConfig  # imported inside the commands (fast --help)
 
     assert "hwmon_root" in inspect.signature(getattr(node_cli, command)).parameters
-    assert "hwmon_root" in {f.name for f in __import__("dataclasses").fields(node_cli.AgentConfig)}
+    assert "hwmon_root" in {f.name for f in __import__("dataclasses").fields(AgentConfig)}
