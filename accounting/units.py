@@ -184,9 +184,9 @@ def readable(value: float, quantity: str) -> str:
 
 
 def readable_count(value: float) -> str:
-    """A computed count (break-even requests): whole up to six digits, beyond them an SI prefix.
+    """A count (requests served, break-even requests): whole up to six digits, beyond them an SI prefix.
 
-    A recorded count (tokens, requests served) is printed exact instead (column_units.exact_count).
+    Tokens alone are printed exact (column_units.exact_count): the papers publish them so.
 
     >>> readable_count(2_167_619_048.4), readable_count(48_000.4), readable_count(1.5e13)
     ('2.17 G', '48,000', '15.0 T')

@@ -91,7 +91,7 @@ def plain_number(value: float, whole_from: float = 100) -> str:
 
 
 def exact_count(value: float | int | None) -> str:
-    """A count (tokens, requests) exact, with separators: 4,096 stays 4,096; none is "-".
+    """A count of tokens exact, with separators: 4,096 stays 4,096; none is "-".
 
     >>> exact_count(4096), exact_count(2167619048.0), exact_count(None)
     ('4,096', '2,167,619,048', '-')

@@ -331,7 +331,7 @@ def table3(items: Sequence[BreakEven], project: str) -> Grid:
     cells = [
         [
             b.run,
-            f"{b.requests:,}",
+            readable_count(b.requests),
             readable(b.energy_per_request_j, "energy"),
             readable(b.co2_per_request_g, "mass"),
             readable_count(b.requests_to_break_even),
