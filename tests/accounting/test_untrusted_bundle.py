@@ -152,3 +152,21 @@ def test_the_member_cap_is_1000(tmp_path: Path, capsys: pytest.CaptureFixture[st
     out, err = capsys.readouterr()
     assert ("more than 1000 members" in out + err) == (count > 1000), out + err
     assert len((out + err).strip().splitlines()) <= 3  # 1,002 lines for 1,000 junk members on 18aee5b
+
+
+def test_a_member_under_a_name_another_member_holds_is_a_finding_never_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ "a", then "a/b": the member was written at its own name, and "a/b" needed a folder where the
+    file "a" stood (FileExistsError, a traceback, before 2026-12-07)."""
+    bundle = a_tar(tmp_path / "b.tar.gz", member("a", size=2), member("a/b", size=2))
+    assert main(["audit", "verify", str(bundle)]) != 0
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err and "a/b" in out + err
+
+
+def test_a_member_named_twice_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle = a_tar(tmp_path / "b.tar.gz", member("table.json", size=2), member("table.json", size=2))
+    assert "twice" in one_line_refusal(capsys, ["audit", "verify", str(bundle)])

@@ -10,9 +10,10 @@ import json
 import shutil
 import tarfile
 from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from wattlog.accounting.publishing.untrusted_tar import TarLimits, regular_members
+from wattlog.errors import UntrustedInput
 from wattlog.untrusted import loads_json
 
 MANIFEST = "manifest.json"
@@ -59,13 +60,18 @@ def extract_bundle(path: Path, folder: Path, limits: TarLimits | None = None) ->
 
     Raises:
         UntrustedInput: Not a regular file or a tar; a link, device or FIFO member; a member named
-            outside the bundle (absolute or ".."); past the member or size caps. One line each.
+            outside the bundle (absolute or ".."); a member named twice; past the member or size caps.
+            One line each.
     """
     members: dict[str, Path] = {}
+    folder.mkdir(parents=True, exist_ok=True)
     for name, source in regular_members(path, limits):
-        target = folder.joinpath(*PurePosixPath(name).parts)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with target.open("wb") as sink:
+        if name in members:
+            raise UntrustedInput(path, f"member {name!r} twice (which one is the bundle's?)")
+        # a name wattlog chooses, flat: the bundle's names only key the map ("a" then "a/b", or any
+        # name a file system refuses, would otherwise be a traceback or a folder made from outside)
+        target = folder / f"member-{len(members):04d}"
+        with target.open("xb") as sink:
             shutil.copyfileobj(source, sink, _PIECE)
         members[name] = target
     return members
