@@ -29,6 +29,7 @@ from typing import Protocol
 
 from wattlog.clock import Clock, SystemClock
 from wattlog.errors import ConfigError, DeviceLost
+from wattlog.telemetry.read_warnings import ReadWarnings
 from wattlog.telemetry.sensors.base import Sensor
 from wattlog.telemetry.types import DeviceInfo, Reading, reading_problem
 
@@ -36,7 +37,6 @@ logger = logging.getLogger(__name__)
 
 _LATENESS_WINDOW = 4096  # ring of recent lateness values: ~100 s at 40 Hz, memory flat
 _CPU_EVERY = 16  # ticks between reads of the thread's CPU time
-_WARN_EVERY_S = 60.0  # at most one warning per device per minute
 _ANY_TIME = -math.inf  # a device with no next_read_s is read on every tick
 _GRID_EPS = 1e-9  # a due time on a deadline (to rounding) is that deadline, not the next
 # Waits up to this long are a plain sleep: on this project's 2-core VM a wake from Event.wait
@@ -122,7 +122,7 @@ class Sampler:
         self._devices: list[tuple[Sensor, DeviceInfo]] = []
         self._next_read_s: dict[str, float] = {}  # by UUID: skip the device on ticks before this
         self._spacing_s: dict[str, float] = {}  # by UUID: the shortest step seen between its due times
-        self._last_warning_s: dict[str, float] = {}
+        self._warnings = ReadWarnings()
         # Held for a whole tick: the loop and an edge reading (start, close) never interleave, and
         # stats() copies the health figures between ticks (one lock per tick, not one for the reads
         # and another for the figures).
@@ -201,7 +201,7 @@ class Sampler:
                 self._sink.record_failure(uuid, now_s, str(e), True)
             except Exception as e:  # a sensor must never kill the loop: the gap is recorded
                 self._errors += 1
-                self._warn(uuid, now_s, e, bridged=device.has_counter)
+                self._warnings.warn(uuid, now_s, e, bridged=device.has_counter)
                 self._sink.record_failure(uuid, now_s, f"{type(e).__name__}: {e}", False)
                 # its due time stays the old one, so it is retried on the next tick
         self._reads += reads
@@ -381,19 +381,7 @@ class Sampler:
                 self._undiscovered.remove(sensor)
             except Exception as e:  # a broken backend must not stop the others; retried next tick
                 self._errors += 1
-                self._warn(type(sensor).__name__, now_s, e)
-
-    def _warn(self, key: str, now_s: float, error: Exception, *, bridged: bool = False) -> None:
-        """Say a read failed, and what the ledger will hold for it (warnings rate-limited per key).
-
-        A device with an energy counter loses nothing: its next reading's counter covers the stretch
-        exactly (the integrator's counter path), so no gap is stored for it and the note says so.
-        """
-        last_s = self._last_warning_s.get(key)
-        if last_s is None or now_s - last_s >= _WARN_EVERY_S:
-            self._last_warning_s[key] = now_s
-            held = "its energy counter covers the stretch" if bridged else "recorded as a gap"
-            logger.warning("read of %s failed (%s; warnings rate-limited): %s", key, held, error)
+                self._warnings.warn(type(sensor).__name__, now_s, e)
 
 
 def _percentile(sorted_values: Sequence[float], q: float) -> float | None:
