@@ -22,10 +22,6 @@ from typing import Any
 
 MAX_BUFFERED = 1 << 20
 """A request larger (head and body) goes to a worker once this much arrived (the handler refuses it)."""
-MAX_WAITING = 64
-"""Connections that may wait at once; a new one past it pushes out the one waiting longest. Each may
-buffer MAX_BUFFERED, so a flood of connections holds 64 MiB at the most, and a request sent whole at
-once (a scrape, Alertmanager's POST) still gets in: the flood must outrun it to push it out."""
 _LENGTH = re.compile(rb"\r?\ncontent-length:[ \t]*(\d{1,12})[ \t]*\r?\n", re.IGNORECASE)
 
 
@@ -100,15 +96,6 @@ class WaitingRoom:
         else:  # closed (or reset) before its request was whole: nothing to answer
             self._drop(request)
 
-    def _make_room(self) -> None:
-        """Push out the connection waiting longest while MAX_WAITING wait (the wake socket aside)."""
-        while len(self._selector.get_map()) - 1 >= MAX_WAITING:
-            oldest = _oldest(list(self._selector.get_map().values()))
-            if oldest is None:
-                return
-            self._selector.unregister(oldest.fileobj)
-            self._drop(oldest.fileobj)  # type: ignore[arg-type]
-
     def _wake(self) -> None:
         with contextlib.suppress(OSError):
             self._wake_w.send(b"\0")
@@ -123,7 +110,6 @@ class WaitingRoom:
             now = time.monotonic()
             self._tick(now)
             for request, client_address in arrived:
-                self._make_room()
                 try:
                     self._selector.register(
                         request,
@@ -145,12 +131,6 @@ class WaitingRoom:
         self._selector.close()
         self._wake_r.close()
         self._wake_w.close()
-
-
-def _oldest(keys: list[selectors.SelectorKey]) -> selectors.SelectorKey | None:
-    """The waiting connection accepted first (the earliest deadline), None when none waits."""
-    waiting = [key for key in keys if key.data is not None]
-    return min(waiting, key=lambda key: key.data[1]) if waiting else None
 
 
 def _whole(buffer: bytearray) -> bool:
