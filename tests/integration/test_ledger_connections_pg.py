@@ -80,7 +80,10 @@ def test_more_node_agents_than_connection_slots_all_join_and_write(
     _, agent_url = limited  # one slot for the role; before, the second agent held none and exited
     nodes = []
     for index in range(4):
+        # each node its own spool, as each node of a job has: four agents in one process shared one
+        # spool file under the root's home, and the flock made a node's outage rows unwritable
         environ = {"SLURM_JOB_ID": "7", "SLURM_NNODES": "4", "SLURM_NODEID": str(index)}
+        environ["WATTLOG_SPOOL_DIR"] = str(tmp_path / f"spool{index}")
         config = AgentConfig(
             port=None, period_s=0.01, flush_s=0.05, host=f"n{index}", lock_dir=tmp_path / f"l{index}"
         )
